@@ -1,0 +1,2 @@
+//! weft-bench (being built).
+fn main() {}

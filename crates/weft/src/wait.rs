@@ -1,0 +1,169 @@
+//! Wait strategies: one model for every blocking call in weft.
+//!
+//! A blocking call loops on its own non-blocking form. Between attempts it asks a [`Waiter`]
+//! what to do next; the waiter spins, yields or tells the caller to park, as the chosen
+//! [`WaitStrategy`] says. Parking is the caller's business because only the caller knows which
+//! futex word to sleep on and which handshake makes the sleep safe (see `stream` and `ring`).
+
+/// How a blocking call waits for its condition.
+///
+/// | strategy | latency | CPU while waiting |
+/// |---|---|---|
+/// | `BusySpin` | lowest | one core at 100% |
+/// | `YieldSpin` | low | a core, but yields it to runnable threads |
+/// | `BackoffSpin` | low to medium | falls from spinning to yielding |
+/// | `Park` | a futex wake (a few µs) | none |
+/// | `Adaptive` | low while traffic flows | none once idle |
+///
+/// `Park` and `Adaptive` work across processes: the futex words live in shared memory and are
+/// never process-private.
+///
+/// # Examples
+/// ```
+/// use weft::WaitStrategy;
+/// assert_eq!(WaitStrategy::default(), WaitStrategy::Adaptive);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum WaitStrategy {
+    /// Spin on the condition with a CPU spin hint; never leaves the CPU.
+    BusySpin,
+    /// Yield the time slice between checks.
+    YieldSpin,
+    /// Spin with exponentially more spin hints per check, then yield between checks.
+    BackoffSpin,
+    /// Sleep in the kernel (futex) until woken; no CPU while waiting.
+    Park,
+    /// Spin a little, yield a little, then park. The default.
+    #[default]
+    Adaptive,
+}
+
+/// What a blocking loop should do after a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Try again now (the waiter has already spun or yielded).
+    Retry,
+    /// Park on the caller's futex word (with the caller's handshake), then try again.
+    Park,
+}
+
+/// Spins before `Adaptive` starts yielding: about a microsecond on current x86 cores.
+const ADAPTIVE_SPINS: u32 = 64;
+/// Yields before `Adaptive` parks.
+const ADAPTIVE_YIELDS: u32 = 16;
+/// `BackoffSpin` doubles its spin count up to 2^BACKOFF_LIMIT, then yields.
+const BACKOFF_LIMIT: u32 = 6;
+
+/// The state of one wait: how many times it has already retried.
+#[derive(Debug, Clone)]
+pub(crate) struct Waiter {
+    strategy: WaitStrategy,
+    step: u32,
+}
+
+impl Waiter {
+    /// A fresh wait with `strategy`.
+    pub(crate) fn new(strategy: WaitStrategy) -> Waiter {
+        Waiter { strategy, step: 0 }
+    }
+
+    /// Called after a failed attempt: spins or yields as the strategy says and returns
+    /// [`Next::Retry`], or returns [`Next::Park`] when it is time to sleep.
+    pub(crate) fn next(&mut self) -> Next {
+        let step = self.step;
+        self.step = self.step.saturating_add(1);
+        match self.strategy {
+            WaitStrategy::BusySpin => {
+                crate::sync::spin_loop();
+                Next::Retry
+            }
+            WaitStrategy::YieldSpin => {
+                crate::sync::yield_now();
+                Next::Retry
+            }
+            WaitStrategy::BackoffSpin => {
+                if step <= BACKOFF_LIMIT {
+                    for _ in 0..(1u32 << step) {
+                        crate::sync::spin_loop();
+                    }
+                } else {
+                    crate::sync::yield_now();
+                }
+                Next::Retry
+            }
+            WaitStrategy::Park => Next::Park,
+            WaitStrategy::Adaptive => {
+                if step < ADAPTIVE_SPINS {
+                    crate::sync::spin_loop();
+                    Next::Retry
+                } else if step < ADAPTIVE_SPINS + ADAPTIVE_YIELDS {
+                    crate::sync::yield_now();
+                    Next::Retry
+                } else {
+                    Next::Park
+                }
+            }
+        }
+    }
+
+    /// Starts over (after progress was made).
+    pub(crate) fn reset(&mut self) {
+        self.step = 0;
+    }
+}
+
+/// A deadline for `_timeout` calls, on the monotonic clock.
+#[cfg(feature = "std")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline(Option<std::time::Instant>);
+
+#[cfg(feature = "std")]
+impl Deadline {
+    /// No deadline: wait until the condition or an error.
+    pub(crate) fn never() -> Deadline {
+        Deadline(None)
+    }
+
+    /// `timeout` from now (saturating: a huge timeout is no deadline).
+    pub(crate) fn after(timeout: core::time::Duration) -> Deadline {
+        Deadline(std::time::Instant::now().checked_add(timeout))
+    }
+
+    /// Time left, `Some(ZERO)` once passed, `None` for no deadline.
+    pub(crate) fn remaining(&self) -> Option<core::time::Duration> {
+        self.0.map(|d| d.saturating_duration_since(std::time::Instant::now()))
+    }
+
+    /// Whether the deadline has passed.
+    pub(crate) fn expired(&self) -> bool {
+        self.remaining() == Some(core::time::Duration::ZERO)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adaptive_spins_then_yields_then_parks() {
+        let mut w = Waiter::new(WaitStrategy::Adaptive);
+        for _ in 0..ADAPTIVE_SPINS + ADAPTIVE_YIELDS {
+            assert_eq!(w.next(), Next::Retry);
+        }
+        assert_eq!(w.next(), Next::Park);
+        w.reset();
+        assert_eq!(w.next(), Next::Retry);
+    }
+
+    #[test]
+    fn spinning_strategies_never_park() {
+        for s in [WaitStrategy::BusySpin, WaitStrategy::YieldSpin, WaitStrategy::BackoffSpin] {
+            let mut w = Waiter::new(s);
+            for _ in 0..1000 {
+                assert_eq!(w.next(), Next::Retry);
+            }
+        }
+        assert_eq!(Waiter::new(WaitStrategy::Park).next(), Next::Park);
+    }
+}
