@@ -187,7 +187,9 @@ pub enum Error {
         skipped: u64,
     },
     /// A name holds a value of another type than the one asked for.
-    #[error("'{name}' holds `{found}` ({found_size} bytes), not `{expected}` ({expected_size} bytes)")]
+    #[error(
+        "'{name}' holds `{found}` ({found_size} bytes), not `{expected}` ({expected_size} bytes)"
+    )]
     TypeMismatch {
         /// The name (a bus topic, a shared-memory topic).
         name: String,
@@ -303,12 +305,21 @@ impl Error {
         value: u64,
         expected: &'static str,
     ) -> Error {
-        Error::Corrupt { name: name.into(), what, value, expected }
+        Error::Corrupt {
+            name: name.into(),
+            what,
+            value,
+            expected,
+        }
     }
 
     /// Builds an [`Error::Io`] from an OS error.
     #[cfg(feature = "std")]
     pub(crate) fn io(op: &'static str, name: &str, source: impl Into<std::io::Error>) -> Error {
-        Error::Io { op, name: name.into(), source: source.into() }
+        Error::Io {
+            op,
+            name: name.into(),
+            source: source.into(),
+        }
     }
 }

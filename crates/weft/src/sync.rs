@@ -8,21 +8,21 @@
 
 #![allow(dead_code, unused_imports)]
 
-#[cfg(loom)]
-pub(crate) use loom::sync::atomic::{
-    fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
-};
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{
-    fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
 
+#[cfg(not(feature = "std"))]
+pub(crate) use alloc::sync::Arc;
 #[cfg(all(loom, feature = "std"))]
 pub(crate) use loom::sync::Arc;
 #[cfg(all(not(loom), feature = "std"))]
 pub(crate) use std::sync::Arc;
-#[cfg(not(feature = "std"))]
-pub(crate) use alloc::sync::Arc;
 
 /// A spin-loop hint (a model-checker yield under loom).
 #[inline(always)]

@@ -132,7 +132,8 @@ impl Deadline {
 
     /// Time left, `Some(ZERO)` once passed, `None` for no deadline.
     pub(crate) fn remaining(&self) -> Option<core::time::Duration> {
-        self.0.map(|d| d.saturating_duration_since(std::time::Instant::now()))
+        self.0
+            .map(|d| d.saturating_duration_since(std::time::Instant::now()))
     }
 
     /// Whether the deadline has passed.
@@ -158,7 +159,11 @@ mod tests {
 
     #[test]
     fn spinning_strategies_never_park() {
-        for s in [WaitStrategy::BusySpin, WaitStrategy::YieldSpin, WaitStrategy::BackoffSpin] {
+        for s in [
+            WaitStrategy::BusySpin,
+            WaitStrategy::YieldSpin,
+            WaitStrategy::BackoffSpin,
+        ] {
             let mut w = Waiter::new(s);
             for _ in 0..1000 {
                 assert_eq!(w.next(), Next::Retry);

@@ -41,11 +41,13 @@ impl ShmFile {
             Errno::EXIST => Error::AlreadyExists { name: name.into() },
             e => Error::io("create", name, e),
         })?;
-        let file = ShmFile { fd, name: name.into() };
+        let file = ShmFile {
+            fd,
+            name: name.into(),
+        };
         // The umask can only take bits away from 0600; set it exactly anyway so that the mode
         // never depends on the caller's environment.
-        rustix::fs::fchmod(&file.fd, Mode::RUSR | Mode::WUSR)
-            .map_err(|e| file.fail("chmod", e))?;
+        rustix::fs::fchmod(&file.fd, Mode::RUSR | Mode::WUSR).map_err(|e| file.fail("chmod", e))?;
         if let Err(e) = rustix::fs::ftruncate(&file.fd, size) {
             let err = file.fail("size", e);
             let _ = ShmFile::unlink(name);
@@ -64,13 +66,22 @@ impl ShmFile {
         )
         .map_err(|e| match e {
             Errno::NOENT => Error::NotFound { name: name.into() },
-            Errno::LOOP => Error::NotWeft { name: name.into(), found: 0 },
+            Errno::LOOP => Error::NotWeft {
+                name: name.into(),
+                found: 0,
+            },
             e => Error::io("open", name, e),
         })?;
-        let file = ShmFile { fd, name: name.into() };
+        let file = ShmFile {
+            fd,
+            name: name.into(),
+        };
         let st = rustix::fs::fstat(&file.fd).map_err(|e| file.fail("stat", e))?;
         if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
-            return Err(Error::NotWeft { name: name.into(), found: 0 });
+            return Err(Error::NotWeft {
+                name: name.into(),
+                found: 0,
+            });
         }
         Ok(file)
     }
@@ -135,7 +146,11 @@ impl Mapping {
     pub(crate) fn map(file: &ShmFile, len: u64, hugepages: bool, lock: bool) -> Result<Mapping> {
         let size = file.size()?;
         if size < len {
-            return Err(Error::Truncated { name: file.name.clone(), size, needed: len });
+            return Err(Error::Truncated {
+                name: file.name.clone(),
+                size,
+                needed: len,
+            });
         }
         let len_usize = usize::try_from(len).map_err(|_| Error::TooLarge {
             name: file.name.clone(),
@@ -143,7 +158,11 @@ impl Mapping {
             max: usize::MAX as u64,
         })?;
         if len_usize == 0 {
-            return Err(Error::Truncated { name: file.name.clone(), size, needed: 1 });
+            return Err(Error::Truncated {
+                name: file.name.clone(),
+                size,
+                needed: 1,
+            });
         }
         // SAFETY: a fresh mapping (null hint) of a file we hold open, of a length checked to be
         // non-zero and within the file; nothing else in this process aliases the new range.
@@ -199,7 +218,11 @@ impl Mapping {
             // SAFETY: the range is exactly our own live mapping; the advice changes no contents.
             // Failure (THP disabled for shmem) is not an error: the mapping works without it.
             let _ = unsafe {
-                rustix::mm::madvise(self.ptr.as_ptr().cast(), self.len, rustix::mm::Advice::LinuxHugepage)
+                rustix::mm::madvise(
+                    self.ptr.as_ptr().cast(),
+                    self.len,
+                    rustix::mm::Advice::LinuxHugepage,
+                )
             };
         }
         if lock {
@@ -237,19 +260,27 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Durati
         tv_nsec: d.subsec_nanos() as _,
     });
     // EAGAIN (the word changed), ETIMEDOUT and EINTR all mean "re-check": the callers loop.
-    let _ = rustix::thread::futex::wait(word, rustix::thread::futex::Flags::empty(), expected, ts.as_ref());
+    let _ = rustix::thread::futex::wait(
+        word,
+        rustix::thread::futex::Flags::empty(),
+        expected,
+        ts.as_ref(),
+    );
 }
 
 /// Wakes every waiter on a shared futex word.
 pub(crate) fn futex_wake_all(word: &AtomicU32) {
-    let _ = rustix::thread::futex::wake(word, rustix::thread::futex::Flags::empty(), i32::MAX as u32);
+    let _ =
+        rustix::thread::futex::wake(word, rustix::thread::futex::Flags::empty(), i32::MAX as u32);
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine (and across pid
 /// namespaces), so it can stamp heartbeats that other processes read.
 pub(crate) fn monotonic_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    (t.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(t.tv_nsec as u64)
+    (t.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(t.tv_nsec as u64)
 }
 
 /// A process identity that survives pid reuse: the pid and the process's start time (in clock
@@ -306,7 +337,9 @@ pub(crate) fn process_state(pid: u32, start_time: u64) -> Liveness {
 /// An identifier of this process's pid namespace (the inode of /proc/self/ns/pid), or 0 when
 /// it cannot be read. Two processes can check each other's pids only when these match.
 pub(crate) fn pid_namespace() -> u64 {
-    rustix::fs::stat("/proc/self/ns/pid").map(|s| s.st_ino as u64).unwrap_or(0)
+    rustix::fs::stat("/proc/self/ns/pid")
+        .map(|s| s.st_ino as u64)
+        .unwrap_or(0)
 }
 
 /// Pins the calling thread to one CPU core.
@@ -325,5 +358,8 @@ pub(crate) fn pin_current_thread(core: usize) -> Result<()> {
 
 /// The number of cores this process may run on.
 pub(crate) fn available_cores() -> usize {
-    rustix::thread::sched_getaffinity(None).map(|s| s.count() as usize).unwrap_or(1).max(1)
+    rustix::thread::sched_getaffinity(None)
+        .map(|s| s.count() as usize)
+        .unwrap_or(1)
+        .max(1)
 }

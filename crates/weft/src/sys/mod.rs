@@ -13,8 +13,8 @@ mod imp;
 compile_error!("weft's platform layer is implemented for Linux only (crates/weft/src/sys)");
 
 pub(crate) use imp::{
-    available_cores, futex_wait, futex_wake_all, monotonic_ns, pid_namespace, pin_current_thread,
-    process_state, list_objects, Mapping, ProcessId, ShmFile,
+    Mapping, ProcessId, ShmFile, available_cores, futex_wait, futex_wake_all, list_objects,
+    monotonic_ns, pid_namespace, pin_current_thread, process_state,
 };
 
 use crate::error::{Error, Result};
@@ -57,13 +57,19 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
         Some("a name cannot contain '..'")
     } else if name.starts_with('.') {
         Some("a name cannot start with '.'")
-    } else if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
         Some("a name may hold only ASCII letters, digits, '-', '_' and '.'")
     } else {
         None
     };
     match reason {
-        Some(reason) => Err(Error::InvalidName { name: name.into(), reason }),
+        Some(reason) => Err(Error::InvalidName {
+            name: name.into(),
+            reason,
+        }),
         None => Ok(()),
     }
 }
