@@ -14,11 +14,17 @@
 
 extern crate alloc;
 
+// The platform layer and the shared helpers are used piecemeal by the patterns; some of
+// their items are used only by a subset of the features.
+#[allow(dead_code)]
 mod error;
+#[allow(dead_code)]
 pub(crate) mod sync;
+#[allow(dead_code)]
 mod wait;
 
 #[cfg(feature = "std")]
+#[allow(dead_code, unused_imports)]
 pub(crate) mod sys;
 
 pub mod pool;

@@ -6,7 +6,7 @@
 //! lock plays the same part), and a timed wait waits forever: a lost wakeup then shows up as a
 //! deadlock that loom reports, instead of hiding behind a timeout.
 
-#![allow(dead_code, unused_imports)]
+#![allow(unused_imports)]
 
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::{

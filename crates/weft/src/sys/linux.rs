@@ -338,7 +338,7 @@ pub(crate) fn process_state(pid: u32, start_time: u64) -> Liveness {
 /// it cannot be read. Two processes can check each other's pids only when these match.
 pub(crate) fn pid_namespace() -> u64 {
     rustix::fs::stat("/proc/self/ns/pid")
-        .map(|s| s.st_ino as u64)
+        .map(|s| s.st_ino)
         .unwrap_or(0)
 }
 
