@@ -35,7 +35,8 @@ pub mod stream;
 pub mod bus;
 #[cfg(feature = "std")]
 pub mod pipeline;
-#[cfg(feature = "std")]
+// Shared memory is real memory: it is not modelled under loom (the algorithms below it are).
+#[cfg(all(feature = "std", not(loom)))]
 pub mod shm;
 
 /// CPU affinity: pin the calling thread to a core (benchmarks, pipelines, latency-critical

@@ -84,6 +84,7 @@ pub(crate) mod futex {
     /// callers that bound the wait themselves).
     #[inline]
     pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+        // The platform layer takes the real atomic type; outside loom the shim's is the same.
         #[cfg(loom)]
         {
             let _ = timeout;

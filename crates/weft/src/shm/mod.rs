@@ -1,1 +1,13 @@
-//! (being built)
+//! Everything that crosses processes: named shared-memory objects, their common header and
+//! participant rows, and the handles built on them.
+//!
+//! Every object lives under `/dev/shm/weft.NAME`, created with mode 0600 and `O_EXCL`, and
+//! starts with a 128-byte header (magic, layout version, kind, size, creator, ready flag) that
+//! every opener validates against the file before it reads anything else. The layouts are
+//! described byte by byte in docs/protocol.md.
+
+pub(crate) mod liveness;
+pub(crate) mod object;
+pub(crate) mod stream;
+
+pub use object::{LAYOUT_VERSION, ObjectKind};

@@ -2,10 +2,10 @@
 
 use super::{Liveness, OBJECT_PREFIX};
 use crate::error::{Error, Result};
-use crate::sync::AtomicU32;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
+use core::sync::atomic::AtomicU32;
 use core::time::Duration;
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
@@ -90,6 +90,13 @@ impl ShmFile {
     pub(crate) fn size(&self) -> Result<u64> {
         let st = rustix::fs::fstat(&self.fd).map_err(|e| self.fail("stat", e))?;
         Ok(st.st_size as u64)
+    }
+
+    /// (device, inode) of the open file: tells two objects of the same name apart.
+    pub(crate) fn identity(&self) -> Option<(u64, u64)> {
+        rustix::fs::fstat(&self.fd)
+            .ok()
+            .map(|st| (st.st_dev, st.st_ino))
     }
 
     /// Removes `name` from the namespace; mappings that exist stay valid.
@@ -316,13 +323,28 @@ fn read_stat(pid: u32) -> Option<(u8, u64)> {
 
 /// Whether process `pid`, started at `start_time`, is still running.
 pub(crate) fn process_state(pid: u32, start_time: u64) -> Liveness {
+    state_matching(pid, |t| t == start_time)
+}
+
+/// As [`process_state`], for records that keep only the low 32 bits of the start time (a
+/// participant's owner word packs pid and start time into one atomic).
+pub(crate) fn process_state_low32(pid: u32, start_low32: u32) -> Liveness {
+    state_matching(pid, |t| t as u32 == start_low32)
+}
+
+/// Whether some live (non-zombie) process has this pid, whatever its start time.
+pub(crate) fn pid_alive(pid: u32) -> bool {
+    state_matching(pid, |_| true) != Liveness::Dead
+}
+
+fn state_matching(pid: u32, same_start: impl Fn(u64) -> bool) -> Liveness {
     if pid == 0 || pid > i32::MAX as u32 {
         return Liveness::Dead;
     }
     match read_stat(pid) {
         // A zombie (Z) or dead (X) task has exited: it only waits to be reaped.
         Some((b'Z' | b'X', _)) => Liveness::Dead,
-        Some((_, t)) if t == start_time => Liveness::Alive,
+        Some((_, t)) if same_start(t) => Liveness::Alive,
         Some(_) => Liveness::Dead,
         None => {
             if std::path::Path::new("/proc/self/stat").exists() {

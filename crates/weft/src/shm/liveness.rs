@@ -1,0 +1,258 @@
+//! Participant rows: who holds a role in an object, whether they are alive, and the
+//! process-wide heartbeat that lets peers in another pid namespace tell.
+//!
+//! A row is claimed with one compare-and-swap of its `owner` word (pid and the low 32 bits of
+//! the process start time), so two claimants never both win and a dead owner is told from a new
+//! process that reuses its pid. Liveness is decided by /proc when both processes share a pid
+//! namespace, and by the heartbeat otherwise. Layout in docs/protocol.md ("Participant row").
+
+use super::object::Object;
+use crate::error::{Error, Result, Role};
+use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
+use crate::sys::{self, Liveness, ProcessId};
+use alloc::vec::Vec;
+use core::time::Duration;
+use std::sync::{Mutex, OnceLock};
+
+/// How often the heartbeat thread stamps this process's rows.
+pub(crate) const HEARTBEAT_PERIOD: Duration = Duration::from_millis(100);
+
+/// The row has never been claimed, or its owner left it free.
+pub(crate) const STATE_FREE: u32 = 0;
+/// The owner holds the role.
+pub(crate) const STATE_ACTIVE: u32 = 1;
+/// The owner let go cleanly (a writer closed; a reader detached).
+pub(crate) const STATE_CLOSED: u32 = 2;
+
+/// One participant, on its own cache line. Every field is written by the row's owner only,
+/// except `owner`, which a claimant CASes.
+#[derive(Debug, Default)]
+#[repr(C, align(64))]
+pub(crate) struct ParticipantRow {
+    /// 0 when never claimed; else `pid | (start_time as u32) << 32`.
+    pub(crate) owner: AtomicU64,
+    /// STATE_FREE, STATE_ACTIVE or STATE_CLOSED.
+    pub(crate) state: AtomicU32,
+    _pad: AtomicU32,
+    /// The owner's pid namespace (inode of /proc/self/ns/pid), 0 if unknown.
+    pub(crate) pidns: AtomicU64,
+    /// CLOCK_MONOTONIC nanoseconds, stamped every [`HEARTBEAT_PERIOD`] by the owner's process.
+    pub(crate) heartbeat: AtomicU64,
+    /// Incremented by every claim: a takeover is visible to the other side.
+    pub(crate) epoch: AtomicU64,
+    _reserved: [AtomicU64; 3],
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::size_of::<ParticipantRow>() == 64);
+
+fn owner_word(me: ProcessId) -> u64 {
+    me.pid as u64 | ((me.start_time as u32 as u64) << 32)
+}
+
+/// What a row says about its owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PeerStatus {
+    /// Nobody has ever held the role.
+    Absent,
+    /// Held by a live process.
+    Alive,
+    /// Let go cleanly.
+    Closed,
+    /// Held by a process that died.
+    Dead {
+        /// The dead owner's pid.
+        pid: u32,
+    },
+}
+
+impl ParticipantRow {
+    /// Reads the row and decides about its owner. `timeout` bounds the heartbeat's age when
+    /// /proc cannot tell.
+    pub(crate) fn status(&self, timeout: Duration) -> PeerStatus {
+        // Acquire: pairs with the Release store of `state` in `claim` / `release`: the fields the
+        // owner wrote before are visible.
+        let state = self.state.load(Ordering::Acquire);
+        let owner = self.owner.load(Ordering::Acquire);
+        if owner == 0 {
+            return PeerStatus::Absent;
+        }
+        match state {
+            STATE_CLOSED => return PeerStatus::Closed,
+            STATE_FREE => return PeerStatus::Absent,
+            _ => {}
+        }
+        let pid = owner as u32;
+        if owner_alive(self, owner, timeout) {
+            PeerStatus::Alive
+        } else {
+            PeerStatus::Dead { pid }
+        }
+    }
+
+    /// The recorded owner's pid (0 if none).
+    pub(crate) fn pid(&self) -> u32 {
+        // Relaxed: display only.
+        self.owner.load(Ordering::Relaxed) as u32
+    }
+}
+
+fn own_pidns() -> u64 {
+    static NS: OnceLock<u64> = OnceLock::new();
+    *NS.get_or_init(sys::pid_namespace)
+}
+
+fn owner_alive(row: &ParticipantRow, owner: u64, timeout: Duration) -> bool {
+    let pid = owner as u32;
+    let start = (owner >> 32) as u32;
+    // Relaxed: a stale namespace or heartbeat only delays a verdict by one check.
+    let ns = row.pidns.load(Ordering::Relaxed);
+    let mine = own_pidns();
+    if ns != 0 && ns == mine {
+        return sys::process_state_low32(pid, start) != Liveness::Dead;
+    }
+    if ns == 0 && mine != 0 {
+        // Claimed a moment ago (the namespace is written right after the claim), or by a
+        // process that could not read its namespace: trust /proc unless it has no such pid.
+        if sys::process_state_low32(pid, start) == Liveness::Alive {
+            return true;
+        }
+    }
+    let beat = row.heartbeat.load(Ordering::Relaxed);
+    sys::monotonic_ns().saturating_sub(beat) < timeout.as_nanos() as u64
+}
+
+/// Proof that this process holds a row; stamps its heartbeat while it lives and marks the row
+/// closed when dropped.
+#[derive(Debug)]
+pub(crate) struct Claim {
+    obj: Arc<Object>,
+    offset: u64,
+    beat_id: u64,
+}
+
+impl Claim {
+    /// Claims the row at `offset` of `obj` for this process, taking it over from an owner that
+    /// closed or died. A live owner keeps it: [`Error::InUse`].
+    pub(crate) fn take(
+        obj: &Arc<Object>,
+        offset: u64,
+        role: Role,
+        timeout: Duration,
+    ) -> Result<Claim> {
+        // SAFETY: ParticipantRow is all atomics: valid for any bit pattern, shareable.
+        let row: &ParticipantRow = unsafe { obj.at(offset)? };
+        let me = ProcessId::current();
+        let mine = owner_word(me);
+        for _ in 0..16 {
+            let cur = row.owner.load(Ordering::Acquire);
+            if cur != 0 && cur != mine && row.status(timeout) == PeerStatus::Alive {
+                return Err(Error::InUse {
+                    name: obj.name().into(),
+                    role,
+                    pid: cur as u32,
+                });
+            }
+            if cur == mine && row.state.load(Ordering::Acquire) == STATE_ACTIVE {
+                // This process already holds the role through another handle.
+                return Err(Error::InUse {
+                    name: obj.name().into(),
+                    role,
+                    pid: me.pid,
+                });
+            }
+            // AcqRel: Acquire so that the previous owner's last writes (its cursor) are visible
+            // to us; Release pairs with the Acquire load of `owner` in `status`.
+            if row
+                .owner
+                .compare_exchange(cur, mine, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                // Relaxed: published by the Release store of `state` below.
+                row.pidns.store(own_pidns(), Ordering::Relaxed);
+                row.heartbeat.store(sys::monotonic_ns(), Ordering::Relaxed);
+                row.epoch.fetch_add(1, Ordering::Relaxed);
+                // SYNC POINT: Release pairs with the Acquire load of `state` in `status`.
+                row.state.store(STATE_ACTIVE, Ordering::Release);
+                let beat_id = heartbeat::register(obj.clone(), offset);
+                return Ok(Claim {
+                    obj: obj.clone(),
+                    offset,
+                    beat_id,
+                });
+            }
+        }
+        Err(Error::InUse {
+            name: obj.name().into(),
+            role,
+            pid: row.pid(),
+        })
+    }
+
+    fn row(&self) -> &ParticipantRow {
+        // SAFETY: checked in `take`; the mapping lives as long as `self.obj`.
+        unsafe { self.obj.at(self.offset) }.expect("checked when claimed")
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        heartbeat::unregister(self.beat_id);
+        let row = self.row();
+        // SYNC POINT: Release pairs with the Acquire load of `state` in `status`: everything
+        // this side published (a writer's last commit) happens before a peer sees CLOSED.
+        row.state.store(STATE_CLOSED, Ordering::Release);
+    }
+}
+
+/// One thread per process stamps the heartbeat of every row the process holds, independent of
+/// any message rate.
+mod heartbeat {
+    use super::*;
+
+    struct Entry {
+        id: u64,
+        obj: Arc<Object>,
+        offset: u64,
+    }
+
+    static ENTRIES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+    static STARTED: OnceLock<()> = OnceLock::new();
+    static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+    pub(super) fn register(obj: Arc<Object>, offset: u64) -> u64 {
+        // Relaxed: a unique counter, no data published through it.
+        let id = NEXT_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        ENTRIES
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Entry { id, obj, offset });
+        STARTED.get_or_init(|| {
+            let _ = std::thread::Builder::new()
+                .name("weft-heartbeat".into())
+                .spawn(run);
+        });
+        id
+    }
+
+    pub(super) fn unregister(id: u64) {
+        ENTRIES
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|e| e.id != id);
+    }
+
+    fn run() {
+        loop {
+            std::thread::sleep(HEARTBEAT_PERIOD);
+            let now = sys::monotonic_ns();
+            for e in ENTRIES.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                // SAFETY: checked when the claim was taken; the entry's Arc keeps the mapping.
+                if let Ok(row) = unsafe { e.obj.at::<ParticipantRow>(e.offset) } {
+                    // Relaxed: a timestamp read on its own.
+                    row.heartbeat.store(now, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}

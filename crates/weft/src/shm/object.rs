@@ -1,0 +1,309 @@
+//! The header every weft object starts with, and creating / opening / validating an object.
+//! Byte-by-byte layout in docs/protocol.md ("Object header").
+
+use crate::error::{Error, Result};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sys::{Mapping, ProcessId, ShmFile};
+use alloc::string::String;
+use core::time::Duration;
+
+/// `b"WEFT\x00OBJ"` read as a little-endian u64.
+pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"WEFT\x00OBJ");
+/// The layout version this build writes and accepts. Bumped on any change to a layout.
+pub const LAYOUT_VERSION: u32 = 1;
+/// `ready` holds this once the creator has finished initialising the object.
+const READY: u32 = 0x5245_4459; // "READY" in short
+/// Bytes of the object header.
+pub(crate) const HEADER_SIZE: u64 = 128;
+
+/// What an object is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum ObjectKind {
+    /// A byte stream ([`crate::stream`]).
+    Stream = 1,
+    /// A pub/sub region.
+    Region = 2,
+    /// A request/response server's rendezvous.
+    Server = 3,
+}
+
+impl ObjectKind {
+    /// The kind's name, as printed.
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectKind::Stream => "stream",
+            ObjectKind::Region => "region",
+            ObjectKind::Server => "server",
+        }
+    }
+
+    fn from_raw(raw: u32) -> Option<ObjectKind> {
+        match raw {
+            1 => Some(ObjectKind::Stream),
+            2 => Some(ObjectKind::Region),
+            3 => Some(ObjectKind::Server),
+            _ => None,
+        }
+    }
+}
+
+/// The first 128 bytes of every object. Every field is an atomic because another process may
+/// write it at any time; every field is written by the creator only, before `ready`.
+#[derive(Debug)]
+#[repr(C)]
+pub(crate) struct ObjectHeader {
+    /// [`MAGIC`]. Written first, so that a half-made weft object is told from a foreign file.
+    pub(crate) magic: AtomicU64,
+    /// [`LAYOUT_VERSION`].
+    pub(crate) version: AtomicU32,
+    /// An [`ObjectKind`].
+    pub(crate) kind: AtomicU32,
+    /// The size of the whole layout in bytes; the file is at least this long.
+    pub(crate) total_size: AtomicU64,
+    /// The creating process.
+    pub(crate) creator_pid: AtomicU32,
+    /// [`READY`] once initialised. Written last, with Release.
+    pub(crate) ready: AtomicU32,
+    /// The creating process's start time (clock ticks since boot).
+    pub(crate) creator_start: AtomicU64,
+    /// Creation time, nanoseconds since the Unix epoch (for display only).
+    pub(crate) created_unix_ns: AtomicU64,
+    _reserved: [AtomicU64; 10],
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::size_of::<ObjectHeader>() == HEADER_SIZE as usize);
+
+/// A mapped, validated weft object. Handles share it through an `Arc`; the mapping lives as
+/// long as any handle, grant or sample that points into it.
+#[derive(Debug)]
+pub(crate) struct Object {
+    map: Mapping,
+    name: String,
+    kind: ObjectKind,
+    /// (device, inode) of the file, to tell this object from a later one of the same name.
+    identity: (u64, u64),
+}
+
+impl Object {
+    /// Creates `name` exclusively (0600), sized `total_size`, and runs `init` on the fresh
+    /// mapping. The object is not ready (openers wait) until [`Object::publish`]. On any failure
+    /// the name is removed again.
+    pub(crate) fn create(
+        name: &str,
+        kind: ObjectKind,
+        total_size: u64,
+        hugepages: bool,
+        lock: bool,
+        init: impl FnOnce(&Object) -> Result<()>,
+    ) -> Result<Object> {
+        let file = ShmFile::create(name, total_size)?;
+        let made = (|| {
+            let map = Mapping::map(&file, total_size, hugepages, lock)?;
+            let identity = file.identity().unwrap_or_default();
+            let obj = Object {
+                map,
+                name: name.into(),
+                kind,
+                identity,
+            };
+            let h = obj.header();
+            let me = ProcessId::current();
+            // Relaxed: all published by the Release store of `ready` below.
+            h.magic.store(MAGIC, Ordering::Relaxed);
+            h.version.store(LAYOUT_VERSION, Ordering::Relaxed);
+            h.kind.store(kind as u32, Ordering::Relaxed);
+            h.total_size.store(total_size, Ordering::Relaxed);
+            h.creator_pid.store(me.pid, Ordering::Relaxed);
+            h.creator_start.store(me.start_time, Ordering::Relaxed);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            h.created_unix_ns.store(now, Ordering::Relaxed);
+            init(&obj)?;
+            Ok(obj)
+        })();
+        if made.is_err() {
+            let _ = ShmFile::unlink(name);
+        }
+        made
+    }
+
+    /// Opens `name`, waits up to `timeout` for its creator to finish, and validates the header:
+    /// magic, version, kind, and a layout size that the file really holds. The kind-specific
+    /// part is validated by the caller.
+    pub(crate) fn open(name: &str, kind: ObjectKind, timeout: Duration) -> Result<Object> {
+        let file = ShmFile::open(name)?;
+        let deadline = crate::wait::Deadline::after(timeout);
+        loop {
+            let size = file.size()?;
+            if size > 0 && size < HEADER_SIZE {
+                // A creator sizes the file in one step: a short file is not a weft object.
+                return Err(Error::Truncated {
+                    name: name.into(),
+                    size,
+                    needed: HEADER_SIZE,
+                });
+            }
+            if size >= HEADER_SIZE {
+                let map = Mapping::map(&file, size, false, false)?;
+                let identity = file.identity().unwrap_or_default();
+                let obj = Object {
+                    map,
+                    name: name.into(),
+                    kind,
+                    identity,
+                };
+                let h = obj.header();
+                // SYNC POINT: Acquire pairs with the Release store of `ready` in `create`.
+                if h.ready.load(Ordering::Acquire) == READY {
+                    obj.validate(size)?;
+                    return Ok(obj);
+                }
+                // Relaxed: only compared, and a foreign file never changes into a weft one.
+                let magic = h.magic.load(Ordering::Relaxed);
+                if magic != 0 && magic != MAGIC {
+                    return Err(Error::NotWeft {
+                        name: name.into(),
+                        found: magic,
+                    });
+                }
+                if deadline.expired() {
+                    let pid = h.creator_pid.load(Ordering::Relaxed);
+                    return Err(Error::NotReady {
+                        name: name.into(),
+                        pid,
+                    });
+                }
+            } else if deadline.expired() {
+                return Err(Error::NotReady {
+                    name: name.into(),
+                    pid: 0,
+                });
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// Marks a freshly created object ready: openers stop waiting and validate it.
+    pub(crate) fn publish(&self) {
+        // SYNC POINT: Release pairs with the Acquire load of `ready` in `open`: every header
+        // field and everything the creator initialised is visible to an opener that sees READY.
+        self.header().ready.store(READY, Ordering::Release);
+    }
+
+    /// Removes the object's name, but only if the name still refers to this object (and not to
+    /// a newer object created under the same name since).
+    pub(crate) fn unlink_if_same(&self) {
+        if let Ok(file) = ShmFile::open(&self.name)
+            && file.identity() == Some(self.identity)
+        {
+            let _ = ShmFile::unlink(&self.name);
+        }
+    }
+
+    fn validate(&self, size: u64) -> Result<()> {
+        let h = self.header();
+        let name = &self.name;
+        // Relaxed loads: ordered after the Acquire load of `ready`; each value is checked before
+        // anything depends on it.
+        let magic = h.magic.load(Ordering::Relaxed);
+        if magic != MAGIC {
+            return Err(Error::NotWeft {
+                name: name.clone(),
+                found: magic,
+            });
+        }
+        let version = h.version.load(Ordering::Relaxed);
+        if version != LAYOUT_VERSION {
+            return Err(Error::VersionMismatch {
+                name: name.clone(),
+                found: version,
+                expected: LAYOUT_VERSION,
+            });
+        }
+        let raw_kind = h.kind.load(Ordering::Relaxed);
+        match ObjectKind::from_raw(raw_kind) {
+            Some(k) if k == self.kind => {}
+            Some(k) => {
+                return Err(Error::WrongKind {
+                    name: name.clone(),
+                    found: k.name(),
+                    expected: self.kind.name(),
+                });
+            }
+            None => {
+                return Err(Error::corrupt(
+                    name,
+                    "object kind",
+                    raw_kind as u64,
+                    "1, 2 or 3",
+                ));
+            }
+        }
+        let total = h.total_size.load(Ordering::Relaxed);
+        if total < HEADER_SIZE {
+            return Err(Error::corrupt(
+                name,
+                "total size",
+                total,
+                "at least the 128-byte header",
+            ));
+        }
+        if total > size {
+            return Err(Error::Truncated {
+                name: name.clone(),
+                size,
+                needed: total,
+            });
+        }
+        Ok(())
+    }
+
+    /// The header.
+    pub(crate) fn header(&self) -> &ObjectHeader {
+        // SAFETY: every Object's mapping is at least HEADER_SIZE bytes (checked in create/open)
+        // and page-aligned; ObjectHeader is all atomics, valid for any bit pattern.
+        unsafe { &*(self.map.as_ptr() as *const ObjectHeader) }
+    }
+
+    /// A `T` at `offset`, bounds- and alignment-checked against the mapping.
+    ///
+    /// # Safety
+    /// `T` must be valid for any bit pattern and safe to share with other processes (atomics,
+    /// or plain data only read through atomics).
+    pub(crate) unsafe fn at<T>(&self, offset: u64) -> Result<&T> {
+        let size = core::mem::size_of::<T>() as u64;
+        let fits = offset
+            .checked_add(size)
+            .is_some_and(|end| end <= self.map.len() as u64);
+        if !fits || !offset.is_multiple_of(core::mem::align_of::<T>() as u64) {
+            return Err(Error::corrupt(
+                &self.name,
+                "offset",
+                offset,
+                "inside the mapping and aligned",
+            ));
+        }
+        // SAFETY: in bounds and aligned (checked above); any bit pattern is valid for T
+        // (caller's contract); the mapping outlives `&self`.
+        Ok(unsafe { &*(self.map.as_ptr().add(offset as usize) as *const T) })
+    }
+
+    /// The first byte of the mapping.
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.map.as_ptr()
+    }
+
+    /// Bytes mapped.
+    pub(crate) fn len(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    /// The object's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+}

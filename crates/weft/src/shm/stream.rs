@@ -1,0 +1,898 @@
+//! The byte stream between two processes: [`StreamWriter`] and [`StreamReader`] place the
+//! bipartite buffer of [`crate::stream`] in a named shared-memory object.
+//!
+//! Object layout (docs/protocol.md, "Stream"): the 128-byte object header, the control block
+//! (six cache lines), the writer's and the reader's participant rows, then the data area at
+//! offset 4096.
+
+use super::liveness::{Claim, ParticipantRow, PeerStatus};
+use super::object::{HEADER_SIZE, Object, ObjectKind};
+use crate::WaitStrategy;
+use crate::error::{Error, Result, Role};
+use crate::stream::bipbuf::{
+    Corrupt, Geometry, ReaderCore, Record, Reservation, ReserveError, WriterCore,
+};
+use crate::stream::layout::{CONTROL_SIZE, StreamControl, WaitWord, round_up};
+use crate::sync::{Arc, Ordering};
+use crate::sys;
+use crate::wait::{Deadline, Next, Waiter};
+use alloc::vec::Vec;
+use core::ptr::NonNull;
+use core::time::Duration;
+
+const CONTROL_OFFSET: u64 = HEADER_SIZE;
+const WRITER_ROW: u64 = CONTROL_OFFSET + CONTROL_SIZE as u64;
+const READER_ROW: u64 = WRITER_ROW + 64;
+/// The data area starts on its own page, so that page-aligned records are page-aligned in
+/// memory too.
+const DATA_OFFSET: u64 = 4096;
+/// A parked side wakes at least this often to check that its peer is alive.
+const PARK_SLICE: Duration = Duration::from_millis(50);
+/// Liveness is read from /proc at most this often (the clock is read every few hundred spins).
+const CHECK_INTERVAL_NS: u64 = 50_000_000;
+/// How long `create` waits for an existing object's creator while deciding whether it is stale.
+const STALE_OPEN_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// How a stream is made and how its handles wait.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use weft::stream::{StreamOptions, StreamWriter};
+/// use weft::WaitStrategy;
+/// # let name = format!("doc-options-{}", std::process::id());
+/// let opts = StreamOptions::new(64 << 20)
+///     .align(4096)                              // page-aligned records, for tensors
+///     .wait(WaitStrategy::Park)
+///     .liveness_timeout(Duration::from_millis(500));
+/// let writer = StreamWriter::create_with(&name, &opts)?;
+/// assert_eq!(writer.capacity(), 64 << 20);
+/// # Ok::<(), weft::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct StreamOptions {
+    capacity: u64,
+    align: u64,
+    wait: WaitStrategy,
+    liveness_timeout: Duration,
+    open_timeout: Duration,
+    hugepages: bool,
+    lock_memory: bool,
+}
+
+impl StreamOptions {
+    /// A stream of `capacity` data bytes (rounded up to the alignment), 8-byte records,
+    /// [`WaitStrategy::Adaptive`], a 1 s liveness timeout.
+    pub fn new(capacity: usize) -> StreamOptions {
+        StreamOptions {
+            capacity: capacity as u64,
+            align: 8,
+            wait: WaitStrategy::Adaptive,
+            liveness_timeout: Duration::from_secs(1),
+            open_timeout: Duration::from_secs(1),
+            hugepages: false,
+            lock_memory: false,
+        }
+    }
+
+    /// Record alignment: 8 (default), 64 or 4096. Every payload starts on this boundary; the
+    /// per-record header takes `max(8, align)` bytes.
+    pub fn align(mut self, align: usize) -> StreamOptions {
+        self.align = align as u64;
+        self
+    }
+
+    /// How blocking calls wait.
+    pub fn wait(mut self, wait: WaitStrategy) -> StreamOptions {
+        self.wait = wait;
+        self
+    }
+
+    /// How long a peer whose process cannot be checked through /proc (another pid namespace)
+    /// may go without a heartbeat before it is reported dead.
+    pub fn liveness_timeout(mut self, timeout: Duration) -> StreamOptions {
+        self.liveness_timeout = timeout;
+        self
+    }
+
+    /// Ask for transparent huge pages on the mapping (advisory).
+    pub fn hugepages(mut self, on: bool) -> StreamOptions {
+        self.hugepages = on;
+        self
+    }
+
+    /// Lock the mapping in memory (`mlock`); fails if the limit does not allow it.
+    pub fn lock_memory(mut self, on: bool) -> StreamOptions {
+        self.lock_memory = on;
+        self
+    }
+}
+
+/// Rate-limits liveness checks of the peer's row.
+#[derive(Debug)]
+struct Watch {
+    next_ns: u64,
+    last: PeerStatus,
+    rounds: u32,
+}
+
+impl Watch {
+    fn new() -> Watch {
+        Watch {
+            next_ns: 0,
+            last: PeerStatus::Absent,
+            rounds: 0,
+        }
+    }
+
+    /// The peer's status, read from /proc at most every CHECK_INTERVAL_NS; a clean close is
+    /// seen at once (one atomic load).
+    fn check(&mut self, row: &ParticipantRow, timeout: Duration) -> PeerStatus {
+        // Acquire: pairs with the Release store of CLOSED in Claim::drop.
+        if row.state.load(Ordering::Acquire) == super::liveness::STATE_CLOSED {
+            return PeerStatus::Closed;
+        }
+        let now = sys::monotonic_ns();
+        if now >= self.next_ns {
+            self.next_ns = now + CHECK_INTERVAL_NS;
+            self.last = row.status(timeout);
+        }
+        self.last
+    }
+
+    /// Whether a spinning loop should look at the clock this round.
+    fn due(&mut self) -> bool {
+        self.rounds = self.rounds.wrapping_add(1);
+        self.rounds.is_multiple_of(256)
+    }
+}
+
+fn corrupt(obj: &Object, c: Corrupt) -> Error {
+    Error::corrupt(obj.name(), c.what, c.value, c.expected)
+}
+
+/// Maps the control block and the data area of a validated stream object.
+fn parts(obj: &Object) -> Result<(NonNull<StreamControl>, NonNull<u8>, Geometry)> {
+    // SAFETY: StreamControl is all atomics: valid for any bit pattern, shareable.
+    let ctl: &StreamControl = unsafe { obj.at(CONTROL_OFFSET)? };
+    // Relaxed: written before `ready`, which `Object::open` loaded with Acquire. Every value is
+    // checked here and then copied: a peer that rewrites the config later changes nothing.
+    let capacity = ctl.config.0.capacity.load(Ordering::Relaxed);
+    let align = ctl.config.0.align.load(Ordering::Relaxed);
+    let data_offset = ctl.config.0.data_offset.load(Ordering::Relaxed);
+    let geo = Geometry::new(capacity, align).map_err(|c| corrupt(obj, c))?;
+    if data_offset != DATA_OFFSET {
+        return Err(Error::corrupt(
+            obj.name(),
+            "data offset",
+            data_offset,
+            "4096",
+        ));
+    }
+    let end = data_offset.checked_add(capacity);
+    if end.is_none_or(|end| end > obj.len()) {
+        return Err(Error::Truncated {
+            name: obj.name().into(),
+            size: obj.len(),
+            needed: end.unwrap_or(u64::MAX),
+        });
+    }
+    // SAFETY: data_offset + capacity <= mapping length (checked above).
+    let data = unsafe { obj.base().add(data_offset as usize) };
+    Ok((
+        NonNull::from(ctl),
+        NonNull::new(data).expect("inside a mapping"),
+        geo,
+    ))
+}
+
+/// The writing end of a byte stream. One per stream; `Send`, not `Sync`.
+///
+/// Records are written whole and read whole: each `write` or committed [`WriteGrant`] is one
+/// record for the reader. The writer never drops a record: when the stream is full it waits
+/// (backpressure), as its [`WaitStrategy`] says, or returns [`Error::Full`] from `try_` forms.
+/// Dropping the writer closes the stream: the reader drains what is left, then gets
+/// [`Error::Closed`].
+#[derive(Debug)]
+pub struct StreamWriter {
+    core: WriterCore,
+    wait: WaitStrategy,
+    liveness: Duration,
+    watch: Watch,
+    claim: Option<Claim>,
+    obj: Arc<Object>,
+}
+
+impl StreamWriter {
+    /// Creates the stream `name` with `capacity` data bytes and default options.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`], [`Error::InvalidArgument`] for a capacity out of range,
+    /// [`Error::InUse`] if a live writer holds the name, [`Error::AlreadyExists`] if another
+    /// kind of object or a stream of other geometry with a live reader has the name,
+    /// [`Error::Io`] if the OS refuses.
+    pub fn create(name: &str, capacity: usize) -> Result<StreamWriter> {
+        StreamWriter::create_with(name, &StreamOptions::new(capacity))
+    }
+
+    /// Creates the stream `name` with `opts`.
+    ///
+    /// If a stream of that name exists and its writer has died or closed: when its reader is
+    /// still alive (and the geometry matches), this writer takes over and the reader goes on
+    /// reading; otherwise the stale object is removed and made anew.
+    ///
+    /// # Errors
+    /// As [`StreamWriter::create`].
+    pub fn create_with(name: &str, opts: &StreamOptions) -> Result<StreamWriter> {
+        sys::validate_name(name)?;
+        let align = opts.align;
+        if !crate::stream::ALIGNMENTS.contains(&align) {
+            return Err(Error::InvalidArgument {
+                what: "align",
+                value: align,
+                expected: "8, 64 or 4096",
+            });
+        }
+        let capacity = round_up(opts.capacity, align).unwrap_or(u64::MAX);
+        let geo = Geometry::new(capacity, align).map_err(|_| Error::InvalidArgument {
+            what: "capacity",
+            value: opts.capacity,
+            expected: "at least 4 record headers and at most 2^48 bytes",
+        })?;
+        for _ in 0..4 {
+            let made = Object::create(
+                name,
+                ObjectKind::Stream,
+                DATA_OFFSET + capacity,
+                opts.hugepages,
+                opts.lock_memory,
+                |obj| {
+                    // SAFETY: StreamControl is all atomics.
+                    let ctl: &StreamControl = unsafe { obj.at(CONTROL_OFFSET)? };
+                    // Relaxed: published by Object::publish (Release).
+                    ctl.config.0.capacity.store(capacity, Ordering::Relaxed);
+                    ctl.config.0.align.store(align, Ordering::Relaxed);
+                    ctl.config
+                        .0
+                        .data_offset
+                        .store(DATA_OFFSET, Ordering::Relaxed);
+                    Ok(())
+                },
+            );
+            match made {
+                Ok(obj) => {
+                    let obj = Arc::new(obj);
+                    // Claim before publishing: an opener never sees a ready stream without its
+                    // writer, so a concurrent `create` cannot mistake it for a stale one.
+                    let claim = Claim::take(&obj, WRITER_ROW, Role::Writer, opts.liveness_timeout);
+                    let claim = match claim {
+                        Ok(c) => c,
+                        Err(e) => {
+                            let _ = sys::ShmFile::unlink(name);
+                            return Err(e);
+                        }
+                    };
+                    obj.publish();
+                    return StreamWriter::attach(obj, claim, opts);
+                }
+                Err(Error::AlreadyExists { .. }) => {
+                    if let Some(w) = StreamWriter::take_over(name, geo, opts)? {
+                        return Ok(w);
+                    }
+                    // The stale object was removed: create again.
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::AlreadyExists { name: name.into() })
+    }
+
+    /// An object of this name exists: take it over (Some), remove it as stale (None), or
+    /// refuse.
+    fn take_over(name: &str, geo: Geometry, opts: &StreamOptions) -> Result<Option<StreamWriter>> {
+        let obj = match Object::open(name, ObjectKind::Stream, STALE_OPEN_TIMEOUT) {
+            Ok(obj) => Arc::new(obj),
+            Err(Error::NotReady { pid, .. }) => {
+                // A creator that died before finishing leaves an object nobody can use.
+                let alive = pid != 0 && sys::pid_alive(pid);
+                if alive {
+                    return Err(Error::AlreadyExists { name: name.into() });
+                }
+                let _ = sys::ShmFile::unlink(name);
+                return Ok(None);
+            }
+            Err(Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let (_, _, existing) = parts(&obj)?;
+        // SAFETY: rows are all atomics.
+        let writer_row: &ParticipantRow = unsafe { obj.at(WRITER_ROW)? };
+        // SAFETY: as above.
+        let reader_row: &ParticipantRow = unsafe { obj.at(READER_ROW)? };
+        if let PeerStatus::Alive = writer_row.status(opts.liveness_timeout) {
+            return Err(Error::InUse {
+                name: name.into(),
+                role: Role::Writer,
+                pid: writer_row.pid(),
+            });
+        }
+        if reader_row.status(opts.liveness_timeout) == PeerStatus::Alive {
+            if existing.capacity != geo.capacity || existing.align != geo.align {
+                return Err(Error::AlreadyExists { name: name.into() });
+            }
+            let claim = Claim::take(&obj, WRITER_ROW, Role::Writer, opts.liveness_timeout)?;
+            return StreamWriter::attach(obj, claim, opts).map(Some);
+        }
+        obj.unlink_if_same();
+        Ok(None)
+    }
+
+    fn attach(obj: Arc<Object>, claim: Claim, opts: &StreamOptions) -> Result<StreamWriter> {
+        let (ctl, data, geo) = parts(&obj)?;
+        // SAFETY: ctl and data point into `obj`'s mapping, which the writer keeps alive through
+        // its Arc for as long as the core exists; the claim makes this the only writer.
+        let core = unsafe { WriterCore::new(ctl, data, geo) }.map_err(|c| corrupt(&obj, c))?;
+        Ok(StreamWriter {
+            core,
+            wait: opts.wait,
+            liveness: opts.liveness_timeout,
+            watch: Watch::new(),
+            claim: Some(claim),
+            obj,
+        })
+    }
+
+    fn reader_row(&self) -> &ParticipantRow {
+        // SAFETY: rows are all atomics; READER_ROW is inside every validated stream.
+        unsafe { self.obj.at(READER_ROW) }.expect("validated at attach")
+    }
+
+    /// The stream's name.
+    pub fn name(&self) -> &str {
+        self.obj.name()
+    }
+
+    /// Data bytes in the stream.
+    pub fn capacity(&self) -> usize {
+        self.core.geometry().capacity as usize
+    }
+
+    /// The largest record this stream accepts: half the capacity less one record header. A
+    /// record of at most this size always finds contiguous room once the reader catches up;
+    /// a larger one is refused at once with [`Error::TooLarge`].
+    pub fn max_record_len(&self) -> usize {
+        self.core.geometry().max_payload() as usize
+    }
+
+    /// Changes how blocking calls wait.
+    pub fn set_wait_strategy(&mut self, wait: WaitStrategy) {
+        self.wait = wait;
+    }
+
+    /// Whether a reader is attached and alive (checked now).
+    pub fn reader_alive(&self) -> bool {
+        self.reader_row().status(self.liveness) == PeerStatus::Alive
+    }
+
+    /// Copies `data` into the stream as one record, waiting for room.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] at once if the record can never fit; [`Error::PeerDead`] if the
+    /// reader dies while the stream is full; [`Error::Closed`] if it detached;
+    /// [`Error::Corrupt`] if the reader's cursor is impossible.
+    pub fn write(&mut self, data: &[u8]) -> Result<()> {
+        self.write_inner(data, Some(Deadline::never()))
+    }
+
+    /// As [`StreamWriter::write`], but returns [`Error::Full`] instead of waiting.
+    ///
+    /// # Errors
+    /// As [`StreamWriter::write`], plus [`Error::Full`].
+    pub fn try_write(&mut self, data: &[u8]) -> Result<()> {
+        self.write_inner(data, None)
+    }
+
+    /// As [`StreamWriter::write`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`StreamWriter::write`], plus [`Error::Timeout`].
+    pub fn write_timeout(&mut self, data: &[u8], timeout: Duration) -> Result<()> {
+        self.write_inner(data, Some(Deadline::after(timeout)))
+    }
+
+    fn write_inner(&mut self, data: &[u8], deadline: Option<Deadline>) -> Result<()> {
+        let res = self.reserve_inner(data.len() as u64, deadline)?;
+        // SAFETY: the reservation holds data.len() bytes at payload_ptr, owned by the writer
+        // until commit; `data` is ordinary memory, so the ranges do not overlap.
+        unsafe {
+            core::ptr::copy_nonoverlapping(data.as_ptr(), self.core.payload_ptr(&res), data.len())
+        };
+        self.core.commit(res, data.len() as u64);
+        Ok(())
+    }
+
+    /// Reserves `len` contiguous bytes to write in place, waiting for room. The record is
+    /// published by [`WriteGrant::commit`]; dropping the grant abandons it.
+    ///
+    /// The grant borrows the writer, so a second grant at the same time does not compile:
+    /// ```compile_fail
+    /// # use weft::stream::StreamWriter;
+    /// # let mut writer = StreamWriter::create("doc-two-grants", 4096).unwrap();
+    /// let a = writer.reserve(8).unwrap();
+    /// let b = writer.reserve(8).unwrap(); // error: `writer` is already borrowed
+    /// # drop((a, b));
+    /// ```
+    ///
+    /// # Errors
+    /// As [`StreamWriter::write`].
+    pub fn reserve(&mut self, len: usize) -> Result<WriteGrant<'_>> {
+        let res = self.reserve_inner(len as u64, Some(Deadline::never()))?;
+        Ok(WriteGrant { writer: self, res })
+    }
+
+    /// As [`StreamWriter::reserve`], but returns [`Error::Full`] instead of waiting.
+    ///
+    /// # Errors
+    /// As [`StreamWriter::try_write`].
+    pub fn try_reserve(&mut self, len: usize) -> Result<WriteGrant<'_>> {
+        let res = self.reserve_inner(len as u64, None)?;
+        Ok(WriteGrant { writer: self, res })
+    }
+
+    /// As [`StreamWriter::reserve`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`StreamWriter::write_timeout`].
+    pub fn reserve_timeout(&mut self, len: usize, timeout: Duration) -> Result<WriteGrant<'_>> {
+        let res = self.reserve_inner(len as u64, Some(Deadline::after(timeout)))?;
+        Ok(WriteGrant { writer: self, res })
+    }
+
+    /// `deadline` None: try once.
+    fn reserve_inner(&mut self, len: u64, deadline: Option<Deadline>) -> Result<Reservation> {
+        let mut waiter = Waiter::new(self.wait);
+        loop {
+            match self.core.try_reserve(len) {
+                Ok(res) => return Ok(res),
+                Err(ReserveError::Full) => {}
+                Err(ReserveError::TooLarge { max }) => {
+                    return Err(Error::TooLarge {
+                        name: self.obj.name().into(),
+                        len,
+                        max,
+                    });
+                }
+                Err(ReserveError::Corrupt(c)) => return Err(corrupt(&self.obj, c)),
+            }
+            let Some(deadline) = deadline else {
+                self.check_reader()?;
+                return Err(Error::Full);
+            };
+            match waiter.next() {
+                Next::Retry => {
+                    if self.watch.due() {
+                        self.check_reader()?;
+                        if deadline.expired() {
+                            return Err(Error::Timeout);
+                        }
+                    }
+                }
+                Next::Park => {
+                    self.check_reader()?;
+                    let slice = match deadline.remaining() {
+                        Some(Duration::ZERO) => return Err(Error::Timeout),
+                        Some(left) => left.min(PARK_SLICE),
+                        None => PARK_SLICE,
+                    };
+                    let ww: &WaitWord = self.core.writer_wait();
+                    let seen = ww.announce();
+                    let room = self.core.has_room(len).map_err(|c| corrupt(&self.obj, c))?;
+                    let ww: &WaitWord = self.core.writer_wait();
+                    if !room {
+                        ww.sleep(seen, Some(slice));
+                    }
+                    ww.withdraw();
+                }
+            }
+        }
+    }
+
+    /// Errors if the reader is gone (while the stream is full).
+    fn check_reader(&mut self) -> Result<()> {
+        let liveness = self.liveness;
+        // SAFETY: rows are all atomics; READER_ROW is inside every validated stream.
+        let row: &ParticipantRow = unsafe { self.obj.at(READER_ROW)? };
+        match self.watch.check(row, liveness) {
+            PeerStatus::Alive | PeerStatus::Absent => Ok(()),
+            PeerStatus::Closed => Err(Error::Closed),
+            PeerStatus::Dead { pid } => Err(Error::PeerDead {
+                name: self.obj.name().into(),
+                role: Role::Reader,
+                pid,
+            }),
+        }
+    }
+
+    /// Closes the stream (as dropping the writer does): the reader drains what was committed,
+    /// then gets [`Error::Closed`].
+    pub fn close(self) {}
+}
+
+impl Drop for StreamWriter {
+    fn drop(&mut self) {
+        // Marks the row CLOSED (Release, after every commit) ...
+        drop(self.claim.take());
+        // ... then wakes a parked reader so it sees it.
+        self.core.reader_wait().wake();
+        if self.reader_row().status(self.liveness) != PeerStatus::Alive {
+            // Nobody is left to read: the last one out removes the name.
+            self.obj.unlink_if_same();
+        }
+    }
+}
+
+/// Room reserved in the stream, written in place. Derefs to the reserved bytes.
+///
+/// [`commit`](WriteGrant::commit) publishes it as one record; dropping it abandons it (the
+/// reader never sees it, and the room is reused).
+#[must_use = "a write grant publishes nothing until it is committed"]
+#[derive(Debug)]
+pub struct WriteGrant<'a> {
+    writer: &'a mut StreamWriter,
+    res: Reservation,
+}
+
+impl WriteGrant<'_> {
+    /// Publishes the first `len` bytes as one record.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `len` is more than was reserved (nothing is published).
+    pub fn commit(self, len: usize) -> Result<()> {
+        if len as u64 > self.res.len {
+            return Err(Error::InvalidArgument {
+                what: "commit length",
+                value: len as u64,
+                expected: "at most the reserved length",
+            });
+        }
+        self.writer.core.commit(self.res, len as u64);
+        Ok(())
+    }
+}
+
+impl core::ops::Deref for WriteGrant<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the reservation's bytes are inside the data area and owned by the writer
+        // until commit (the reader never reads beyond `W`); any bit pattern is a valid u8.
+        unsafe {
+            core::slice::from_raw_parts(
+                self.writer.core.payload_ptr(&self.res),
+                self.res.len as usize,
+            )
+        }
+    }
+}
+
+impl core::ops::DerefMut for WriteGrant<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for Deref; `&mut self` makes this the only view.
+        unsafe {
+            core::slice::from_raw_parts_mut(
+                self.writer.core.payload_ptr(&self.res),
+                self.res.len as usize,
+            )
+        }
+    }
+}
+
+/// The reading end of a byte stream. One per stream; `Send`, not `Sync`.
+#[derive(Debug)]
+pub struct StreamReader {
+    core: ReaderCore,
+    wait: WaitStrategy,
+    liveness: Duration,
+    watch: Watch,
+    batch: Vec<Record>,
+    claim: Option<Claim>,
+    obj: Arc<Object>,
+}
+
+impl StreamReader {
+    /// Opens the stream `name` as its reader.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] if no such stream exists; [`Error::InUse`] if a live reader holds
+    /// it; [`Error::NotWeft`], [`Error::VersionMismatch`], [`Error::WrongKind`],
+    /// [`Error::Truncated`], [`Error::Corrupt`] if the object fails validation.
+    pub fn open(name: &str) -> Result<StreamReader> {
+        StreamReader::open_with(name, &StreamOptions::new(0))
+    }
+
+    /// As [`StreamReader::open`], waiting up to `timeout` for the stream to be created.
+    ///
+    /// # Errors
+    /// As [`StreamReader::open`]; [`Error::NotFound`] once the timeout has passed.
+    pub fn open_timeout(name: &str, timeout: Duration) -> Result<StreamReader> {
+        let deadline = Deadline::after(timeout);
+        loop {
+            match StreamReader::open(name) {
+                Err(Error::NotFound { .. }) if !deadline.expired() => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Opens with the wait strategy and liveness timeout of `opts` (its capacity and alignment
+    /// are the writer's business and are ignored here).
+    ///
+    /// # Errors
+    /// As [`StreamReader::open`].
+    pub fn open_with(name: &str, opts: &StreamOptions) -> Result<StreamReader> {
+        let obj = Arc::new(Object::open(name, ObjectKind::Stream, opts.open_timeout)?);
+        let (ctl, data, geo) = parts(&obj)?;
+        let claim = Claim::take(&obj, READER_ROW, Role::Reader, opts.liveness_timeout)?;
+        // SAFETY: ctl and data point into `obj`'s mapping, kept alive by the reader's Arc for the
+        // core's whole life; the claim makes this the only reader.
+        let core = unsafe { ReaderCore::new(ctl, data, geo) }.map_err(|c| corrupt(&obj, c))?;
+        Ok(StreamReader {
+            core,
+            wait: opts.wait,
+            liveness: opts.liveness_timeout,
+            watch: Watch::new(),
+            batch: Vec::new(),
+            claim: Some(claim),
+            obj,
+        })
+    }
+
+    /// The stream's name.
+    pub fn name(&self) -> &str {
+        self.obj.name()
+    }
+
+    /// Data bytes in the stream.
+    pub fn capacity(&self) -> usize {
+        self.core.geometry().capacity as usize
+    }
+
+    /// Changes how blocking calls wait.
+    pub fn set_wait_strategy(&mut self, wait: WaitStrategy) {
+        self.wait = wait;
+    }
+
+    /// The next record, borrowed in place; waits for one. Released when the grant drops.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] once the writer has closed and every record has been read;
+    /// [`Error::PeerDead`] once the writer has died and every record it committed has been
+    /// read; [`Error::Corrupt`] if the shared state is impossible.
+    pub fn read(&mut self) -> Result<ReadGrant<'_>> {
+        self.next_inner(Some(Deadline::never()))
+    }
+
+    /// As [`StreamReader::read`], but returns [`Error::Empty`] instead of waiting.
+    ///
+    /// # Errors
+    /// As [`StreamReader::read`], plus [`Error::Empty`].
+    pub fn try_read(&mut self) -> Result<ReadGrant<'_>> {
+        self.next_inner(None)
+    }
+
+    /// As [`StreamReader::read`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`StreamReader::read`], plus [`Error::Timeout`].
+    pub fn read_timeout(&mut self, timeout: Duration) -> Result<ReadGrant<'_>> {
+        self.next_inner(Some(Deadline::after(timeout)))
+    }
+
+    fn next_inner(&mut self, deadline: Option<Deadline>) -> Result<ReadGrant<'_>> {
+        let rec = self.wait_record(deadline)?;
+        Ok(ReadGrant { reader: self, rec })
+    }
+
+    /// Up to `max` records, waiting for the first; all released with one cursor store when the
+    /// batch drops.
+    ///
+    /// # Errors
+    /// As [`StreamReader::read`].
+    pub fn read_batch(&mut self, max: usize) -> Result<ReadBatch<'_>> {
+        self.batch_inner(max, Some(Deadline::never()))
+    }
+
+    /// As [`StreamReader::read_batch`], but returns [`Error::Empty`] instead of waiting.
+    ///
+    /// # Errors
+    /// As [`StreamReader::try_read`].
+    pub fn try_read_batch(&mut self, max: usize) -> Result<ReadBatch<'_>> {
+        self.batch_inner(max, None)
+    }
+
+    /// As [`StreamReader::read_batch`], waiting at most `timeout` for the first record.
+    ///
+    /// # Errors
+    /// As [`StreamReader::read_timeout`].
+    pub fn read_batch_timeout(&mut self, max: usize, timeout: Duration) -> Result<ReadBatch<'_>> {
+        self.batch_inner(max, Some(Deadline::after(timeout)))
+    }
+
+    fn batch_inner(&mut self, max: usize, deadline: Option<Deadline>) -> Result<ReadBatch<'_>> {
+        self.batch.clear();
+        if max == 0 {
+            return Ok(ReadBatch { reader: self });
+        }
+        let first = self.wait_record(deadline)?;
+        self.batch.push(first);
+        while self.batch.len() < max {
+            match self.core.try_next() {
+                Ok(Some(rec)) => self.batch.push(rec),
+                Ok(None) => break,
+                Err(c) => {
+                    self.core.release();
+                    return Err(corrupt(&self.obj, c));
+                }
+            }
+        }
+        Ok(ReadBatch { reader: self })
+    }
+
+    /// `deadline` None: try once.
+    fn wait_record(&mut self, deadline: Option<Deadline>) -> Result<Record> {
+        let mut waiter = Waiter::new(self.wait);
+        loop {
+            match self.core.try_next() {
+                Ok(Some(rec)) => return Ok(rec),
+                Ok(None) => {}
+                Err(c) => return Err(corrupt(&self.obj, c)),
+            }
+            let Some(deadline) = deadline else {
+                self.check_writer()?;
+                return Err(Error::Empty);
+            };
+            match waiter.next() {
+                Next::Retry => {
+                    if self.watch.due() {
+                        self.check_writer()?;
+                        if deadline.expired() {
+                            return Err(Error::Timeout);
+                        }
+                    }
+                }
+                Next::Park => {
+                    self.check_writer()?;
+                    let slice = match deadline.remaining() {
+                        Some(Duration::ZERO) => return Err(Error::Timeout),
+                        Some(left) => left.min(PARK_SLICE),
+                        None => PARK_SLICE,
+                    };
+                    let seen = self.core.reader_wait().announce();
+                    let ready = self.core.has_data().map_err(|c| corrupt(&self.obj, c))?;
+                    if !ready {
+                        self.core.reader_wait().sleep(seen, Some(slice));
+                    }
+                    self.core.reader_wait().withdraw();
+                }
+            }
+        }
+    }
+
+    /// Errors if the writer is gone and nothing is left to read.
+    fn check_writer(&mut self) -> Result<()> {
+        let liveness = self.liveness;
+        // SAFETY: rows are all atomics; WRITER_ROW is inside every validated stream.
+        let row: &ParticipantRow = unsafe { self.obj.at(WRITER_ROW)? };
+        let status = self.watch.check(row, liveness);
+        let gone = match status {
+            PeerStatus::Alive | PeerStatus::Absent => return Ok(()),
+            PeerStatus::Closed => Error::Closed,
+            PeerStatus::Dead { pid } => Error::PeerDead {
+                name: self.obj.name().into(),
+                role: Role::Writer,
+                pid,
+            },
+        };
+        // The writer's last commit happened before its row changed: anything it committed is
+        // visible now. Only report the end once there is nothing left.
+        if self.core.has_data().map_err(|c| corrupt(&self.obj, c))? {
+            Ok(())
+        } else {
+            Err(gone)
+        }
+    }
+}
+
+impl Drop for StreamReader {
+    fn drop(&mut self) {
+        drop(self.claim.take());
+        self.core.writer_wait().wake();
+        // SAFETY: rows are all atomics; WRITER_ROW is inside every validated stream.
+        let writer_alive = unsafe { self.obj.at::<ParticipantRow>(WRITER_ROW) }
+            .map(|row| row.status(self.liveness) == PeerStatus::Alive)
+            .unwrap_or(false);
+        if !writer_alive {
+            self.obj.unlink_if_same();
+        }
+    }
+}
+
+/// One record, borrowed in place from shared memory. Derefs to its bytes; released to the
+/// writer when dropped.
+///
+/// The grant borrows the reader, so a second grant at the same time does not compile:
+/// ```compile_fail
+/// # use weft::stream::{StreamReader, StreamWriter};
+/// # let mut w = StreamWriter::create("doc-two-reads", 4096).unwrap();
+/// # let mut reader = StreamReader::open("doc-two-reads").unwrap();
+/// let a = reader.read().unwrap();
+/// let b = reader.read().unwrap(); // error: `reader` is already borrowed
+/// # drop((a, b));
+/// ```
+#[must_use = "a read grant releases its record when dropped"]
+#[derive(Debug)]
+pub struct ReadGrant<'a> {
+    reader: &'a mut StreamReader,
+    rec: Record,
+}
+
+impl core::ops::Deref for ReadGrant<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the core validated `payload + len <= capacity`; the writer does not reuse the
+        // bytes until we release them (a writer that breaks the protocol can change them, but
+        // never make this slice point outside the mapping).
+        unsafe {
+            core::slice::from_raw_parts(
+                self.reader.core.payload_ptr(&self.rec),
+                self.rec.len as usize,
+            )
+        }
+    }
+}
+
+impl Drop for ReadGrant<'_> {
+    fn drop(&mut self) {
+        self.reader.core.release();
+    }
+}
+
+/// Several records, borrowed in place; all released with one cursor store when dropped.
+#[must_use = "a batch releases its records when dropped"]
+#[derive(Debug)]
+pub struct ReadBatch<'a> {
+    reader: &'a mut StreamReader,
+}
+
+impl ReadBatch<'_> {
+    /// Records in the batch.
+    pub fn len(&self) -> usize {
+        self.reader.batch.len()
+    }
+
+    /// Whether the batch holds no record (only from `max == 0`).
+    pub fn is_empty(&self) -> bool {
+        self.reader.batch.is_empty()
+    }
+
+    /// Record `i`.
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        let rec = self.reader.batch.get(i)?;
+        // SAFETY: as for ReadGrant::deref: validated by the core, not reused before release.
+        Some(unsafe {
+            core::slice::from_raw_parts(self.reader.core.payload_ptr(rec), rec.len as usize)
+        })
+    }
+
+    /// The records, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        (0..self.len()).filter_map(move |i| self.get(i))
+    }
+}
+
+impl Drop for ReadBatch<'_> {
+    fn drop(&mut self) {
+        self.reader.core.release();
+    }
+}

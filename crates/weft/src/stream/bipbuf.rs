@@ -1,0 +1,489 @@
+//! SPSC bipartite buffer of variable-length records over raw memory (the bip-buffer idea of
+//! Simon Cooke, with a watermark marking where the data before the wrap ends).
+//!
+//! Three cursors, each with one writer: `W` (end of committed data, writer), `L` (end of the
+//! data before the wrap, writer), `R` (start of unreleased data, reader). The buffer is
+//! *inverted* while `W < R`: data then lies in `[R, L)` followed by `[0, W)`. `W == R` is
+//! empty; the writer never lets `W` catch up with `R` from below, so the two states never mix.
+//! Every reservation is contiguous: a record that does not fit before the end of the buffer
+//! goes to offset 0, and `L` records where the data before it ends.
+//!
+//! A record is an 8-byte little-endian length, padding up to the alignment, the payload, and
+//! padding up to the alignment. Everything the reader takes from shared memory (`W`, `L`, a
+//! length) is validated against the capacity before it is used: a bad value is reported as
+//! [`Corrupt`], never used to index.
+//!
+//! The cores know nothing about where their memory lives: a heap allocation in tests and loom
+//! models, a shared mapping in [`crate::shm`].
+
+use super::layout::{StreamControl, WaitWord, header_len, round_up};
+use crate::sync::Ordering;
+use core::ptr::NonNull;
+
+/// A value read from shared memory failed validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Corrupt {
+    /// Which value.
+    pub(crate) what: &'static str,
+    /// The value read.
+    pub(crate) value: u64,
+    /// What it should have been.
+    pub(crate) expected: &'static str,
+}
+
+/// Why a reservation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReserveError {
+    /// No room now: the reader has to release first.
+    Full,
+    /// The record can never fit; carries the largest payload that can.
+    TooLarge { max: u64 },
+    /// The reader's cursor is impossible.
+    Corrupt(Corrupt),
+}
+
+/// A reserved, contiguous range in the data area, not yet visible to the reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reservation {
+    /// Where the record (its header) starts.
+    pub(crate) start: u64,
+    /// Payload bytes reserved.
+    pub(crate) len: u64,
+    /// Whether the record goes to offset 0 (the buffer inverts on commit).
+    pub(crate) wrap: bool,
+}
+
+/// A committed record found by the reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Record {
+    /// Offset of the payload in the data area.
+    pub(crate) payload: u64,
+    /// Payload length.
+    pub(crate) len: u64,
+}
+
+/// Validated geometry shared by both cores.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Geometry {
+    /// Data-area bytes.
+    pub(crate) capacity: u64,
+    /// Record alignment (a power of two, at least 8).
+    pub(crate) align: u64,
+    /// Header bytes before each payload.
+    pub(crate) header: u64,
+    /// The largest framed record (header + padded payload) that is accepted: half the
+    /// capacity, because a record of at most that size always finds contiguous room once the
+    /// reader has caught up, wherever the cursors stand.
+    pub(crate) max_framed: u64,
+}
+
+impl Geometry {
+    /// Checks a capacity and an alignment (the caller checked the memory behind them).
+    pub(crate) fn new(capacity: u64, align: u64) -> Result<Geometry, Corrupt> {
+        if !super::layout::ALIGNMENTS.contains(&align) {
+            return Err(Corrupt {
+                what: "record alignment",
+                value: align,
+                expected: "8, 64 or 4096",
+            });
+        }
+        let header = header_len(align);
+        if !capacity.is_multiple_of(align) || capacity < 4 * header || capacity > MAX_CAPACITY {
+            return Err(Corrupt {
+                what: "capacity",
+                value: capacity,
+                expected: "a multiple of the alignment, at least 4 record headers, at most 2^48",
+            });
+        }
+        let max_framed = (capacity / 2) & !(align - 1);
+        Ok(Geometry {
+            capacity,
+            align,
+            header,
+            max_framed,
+        })
+    }
+
+    /// The largest payload a record may carry.
+    pub(crate) fn max_payload(&self) -> u64 {
+        self.max_framed - self.header
+    }
+
+    /// Header + payload padded to the alignment, if acceptable.
+    #[inline]
+    fn framed(&self, len: u64) -> Option<u64> {
+        let total = round_up(len, self.align)?.checked_add(self.header)?;
+        (total <= self.max_framed).then_some(total)
+    }
+}
+
+/// The largest data area: keeps every cursor sum far from overflow.
+pub(crate) const MAX_CAPACITY: u64 = 1 << 48;
+
+/// The writing side. Owns `W` and `L`.
+#[derive(Debug)]
+pub(crate) struct WriterCore {
+    ctl: NonNull<StreamControl>,
+    data: NonNull<u8>,
+    geo: Geometry,
+    /// Our copy of `W`: we are its only writer.
+    write: u64,
+    /// The last `R` we loaded; `R` only moves forward (mod wrap), so a stale value only
+    /// understates the room.
+    cached_read: u64,
+}
+
+// SAFETY: the core is a set of pointers into memory that outlives it (see `new`) and is only
+// touched through atomics and through ranges the SPSC protocol gives to this side.
+unsafe impl Send for WriterCore {}
+
+impl WriterCore {
+    /// # Safety
+    /// `ctl` and `data .. data + geo.capacity` are valid for reads and writes for the core's
+    /// whole life, `data` is aligned to `geo.align`, and no other `WriterCore` exists for the
+    /// same memory while this one does.
+    pub(crate) unsafe fn new(
+        ctl: NonNull<StreamControl>,
+        data: NonNull<u8>,
+        geo: Geometry,
+    ) -> Result<WriterCore, Corrupt> {
+        let mut core = WriterCore {
+            ctl,
+            data,
+            geo,
+            write: 0,
+            cached_read: 0,
+        };
+        // Acquire: pairs with the reader's release of `R` (its reads are done) and, on a
+        // takeover, with nothing else: `W` is ours from here on.
+        core.write = core.ctl().write.0.load(Ordering::Acquire);
+        if core.write > geo.capacity {
+            return Err(Corrupt {
+                what: "write cursor",
+                value: core.write,
+                expected: "at most the capacity",
+            });
+        }
+        core.cached_read = core.load_read()?;
+        Ok(core)
+    }
+
+    #[inline(always)]
+    fn ctl(&self) -> &StreamControl {
+        // SAFETY: valid for the core's life (contract of `new`).
+        unsafe { self.ctl.as_ref() }
+    }
+
+    /// The geometry.
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    /// The reader parks here.
+    pub(crate) fn reader_wait(&self) -> &WaitWord {
+        &self.ctl().reader_wait.0
+    }
+
+    /// We park here when full.
+    pub(crate) fn writer_wait(&self) -> &WaitWord {
+        &self.ctl().writer_wait.0
+    }
+
+    #[inline]
+    fn load_read(&self) -> Result<u64, Corrupt> {
+        // SYNC POINT: Acquire pairs with the reader's Release store of `R` in `release`: the
+        // reader's reads of the bytes below `R` happen before we overwrite them. (As the
+        // re-check after `announce`, it is ordered by that fence.)
+        let r = self.ctl().read.0.load(Ordering::Acquire);
+        // Hostile input: `R` is written by another process.
+        if r > self.geo.capacity {
+            return Err(Corrupt {
+                what: "read cursor",
+                value: r,
+                expected: "at most the capacity",
+            });
+        }
+        Ok(r)
+    }
+
+    /// Where a framed record of `total` bytes goes with cursors `w` and `r`, if it fits.
+    #[inline(always)]
+    fn fit(&self, total: u64, r: u64) -> Option<(u64, bool)> {
+        let w = self.write;
+        if w >= r {
+            // Not inverted: room from W to the end, else from 0 to R (strictly below R, so that
+            // W never lands on R and the buffer never looks empty).
+            if self.geo.capacity - w >= total {
+                Some((w, false))
+            } else if total < r {
+                Some((0, true))
+            } else {
+                None
+            }
+        } else if r - w > total {
+            // Inverted: room from W to R, strictly.
+            Some((w, false))
+        } else {
+            None
+        }
+    }
+
+    /// Reserves room for a payload of `len` bytes.
+    #[inline]
+    pub(crate) fn try_reserve(&mut self, len: u64) -> Result<Reservation, ReserveError> {
+        let total = self.geo.framed(len).ok_or(ReserveError::TooLarge {
+            max: self.geo.max_payload(),
+        })?;
+        if let Some((start, wrap)) = self.fit(total, self.cached_read) {
+            return Ok(Reservation { start, len, wrap });
+        }
+        self.cached_read = self.load_read().map_err(ReserveError::Corrupt)?;
+        match self.fit(total, self.cached_read) {
+            Some((start, wrap)) => Ok(Reservation { start, len, wrap }),
+            None => Err(ReserveError::Full),
+        }
+    }
+
+    /// Whether a payload of `len` bytes fits now, reading `R` afresh. Used as the re-check
+    /// after [`WaitWord::announce`].
+    pub(crate) fn has_room(&mut self, len: u64) -> Result<bool, Corrupt> {
+        self.cached_read = self.load_read()?;
+        Ok(self
+            .geo
+            .framed(len)
+            .is_some_and(|t| self.fit(t, self.cached_read).is_some()))
+    }
+
+    /// The payload bytes of a reservation.
+    #[inline(always)]
+    pub(crate) fn payload_ptr(&self, res: &Reservation) -> *mut u8 {
+        // SAFETY: `start + header + len <= capacity` was established by `fit`, so the offset is
+        // inside the data area (contract of `new`).
+        unsafe {
+            self.data
+                .as_ptr()
+                .add((res.start + self.geo.header) as usize)
+        }
+    }
+
+    /// Publishes the first `used` bytes of a reservation (`used <= res.len`). Returns whether
+    /// the reader was parked and has been woken.
+    #[inline]
+    pub(crate) fn commit(&mut self, res: Reservation, used: u64) -> bool {
+        debug_assert!(used <= res.len);
+        let used = used.min(res.len);
+        // SAFETY: the header's 8 bytes lie at `start`, inside the reservation (established by
+        // `fit`); `start` is a multiple of the alignment (>= 8), so the word is aligned. The
+        // reader reads it atomically too, after its Acquire load of `W`.
+        let header = unsafe {
+            &*(self.data.as_ptr().add(res.start as usize) as *const core::sync::atomic::AtomicU64)
+        };
+        header.store(used.to_le(), core::sync::atomic::Ordering::Relaxed);
+        if res.wrap {
+            // Relaxed: published by the store of `W` below (Release half), which the reader
+            // loads with Acquire before it reads `L`.
+            self.ctl().watermark.0.store(self.write, Ordering::Relaxed);
+        }
+        let framed = self
+            .geo
+            .framed(used)
+            .expect("used <= reserved, which was accepted");
+        let w = res.start + framed;
+        // SYNC POINT: Release pairs with the reader's Acquire load of `W` in `load_write` (the
+        // header, payload and `L` are visible before `W`). The fence in `wake_if_waiting` then
+        // orders this store before the load of the reader's `waiting` flag.
+        self.ctl().write.0.store(w, Ordering::Release);
+        self.write = w;
+        self.ctl().reader_wait.0.wake_if_waiting()
+    }
+}
+
+/// The reading side. Owns `R`.
+#[derive(Debug)]
+pub(crate) struct ReaderCore {
+    ctl: NonNull<StreamControl>,
+    data: NonNull<u8>,
+    geo: Geometry,
+    /// `R` as last published.
+    read: u64,
+    /// Where the next unread record starts: `read` plus whatever has been handed out and not
+    /// yet released (a batch), possibly wrapped to 0.
+    pos: u64,
+    /// The last `W` we loaded.
+    cached_write: u64,
+}
+
+// SAFETY: as for WriterCore.
+unsafe impl Send for ReaderCore {}
+
+impl ReaderCore {
+    /// # Safety
+    /// As [`WriterCore::new`], for the reading side.
+    pub(crate) unsafe fn new(
+        ctl: NonNull<StreamControl>,
+        data: NonNull<u8>,
+        geo: Geometry,
+    ) -> Result<ReaderCore, Corrupt> {
+        let mut core = ReaderCore {
+            ctl,
+            data,
+            geo,
+            read: 0,
+            pos: 0,
+            cached_write: 0,
+        };
+        // Acquire: on a takeover, the previous reader's `R` (its last release) is where we go on.
+        let r = core.ctl().read.0.load(Ordering::Acquire);
+        if r > geo.capacity {
+            return Err(Corrupt {
+                what: "read cursor",
+                value: r,
+                expected: "at most the capacity",
+            });
+        }
+        core.read = r;
+        core.pos = r;
+        core.cached_write = r;
+        Ok(core)
+    }
+
+    #[inline(always)]
+    fn ctl(&self) -> &StreamControl {
+        // SAFETY: valid for the core's life (contract of `new`).
+        unsafe { self.ctl.as_ref() }
+    }
+
+    /// The geometry.
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    /// We park here when empty.
+    pub(crate) fn reader_wait(&self) -> &WaitWord {
+        &self.ctl().reader_wait.0
+    }
+
+    /// The writer parks here.
+    pub(crate) fn writer_wait(&self) -> &WaitWord {
+        &self.ctl().writer_wait.0
+    }
+
+    #[inline]
+    fn load_write(&mut self) -> Result<u64, Corrupt> {
+        // SYNC POINT: Acquire pairs with the writer's Release store of `W` in `commit`. (As the
+        // re-check after `announce`, it is ordered by that fence.)
+        let w = self.ctl().write.0.load(Ordering::Acquire);
+        // Hostile input: `W` is written by another process.
+        if w > self.geo.capacity {
+            return Err(Corrupt {
+                what: "write cursor",
+                value: w,
+                expected: "at most the capacity",
+            });
+        }
+        self.cached_write = w;
+        Ok(w)
+    }
+
+    /// Whether a record is ready now, reading `W` afresh. The re-check after `announce`.
+    pub(crate) fn has_data(&mut self) -> Result<bool, Corrupt> {
+        Ok(self.load_write()? != self.pos)
+    }
+
+    /// The next committed record, advancing past it (it stays readable until [`release`]).
+    ///
+    /// [`release`]: ReaderCore::release
+    #[inline]
+    pub(crate) fn try_next(&mut self) -> Result<Option<Record>, Corrupt> {
+        let mut w = self.cached_write;
+        if self.pos == w {
+            w = self.load_write()?;
+            if self.pos == w {
+                return Ok(None);
+            }
+        }
+        let end = if w > self.pos {
+            w
+        } else {
+            // Inverted: the data before the wrap ends at `L`. Relaxed: ordered after our
+            // Acquire load of `W`, which the writer stored after `L`.
+            let l = self.ctl().watermark.0.load(Ordering::Relaxed);
+            // Hostile input: `L` must lie between our position and the capacity.
+            if l < self.pos || l > self.geo.capacity {
+                return Err(Corrupt {
+                    what: "watermark",
+                    value: l,
+                    expected: "between the read position and the capacity",
+                });
+            }
+            if l == self.pos {
+                // Everything before the wrap is consumed: go on at offset 0.
+                self.pos = 0;
+                if w == 0 {
+                    return Err(Corrupt {
+                        what: "write cursor",
+                        value: 0,
+                        expected: "above 0 after a wrap",
+                    });
+                }
+                w
+            } else {
+                l
+            }
+        };
+        let room = end - self.pos;
+        if room < self.geo.header {
+            return Err(Corrupt {
+                what: "record position",
+                value: self.pos,
+                expected: "a whole record header before the end of the data",
+            });
+        }
+        // SAFETY: `pos + 8 <= end <= capacity` (checked above), `pos` is a multiple of the
+        // alignment (every record's framed size is), so the word is inside the data area and
+        // aligned; it is read atomically because a hostile peer may write it concurrently.
+        let raw = unsafe {
+            (*(self.data.as_ptr().add(self.pos as usize) as *const core::sync::atomic::AtomicU64))
+                .load(core::sync::atomic::Ordering::Relaxed)
+        };
+        let len = u64::from_le(raw);
+        let framed = match self.geo.framed(len) {
+            Some(f) if f <= room => f,
+            _ => {
+                return Err(Corrupt {
+                    what: "record length",
+                    value: len,
+                    expected: "a record that ends before the end of the committed data",
+                });
+            }
+        };
+        let rec = Record {
+            payload: self.pos + self.geo.header,
+            len,
+        };
+        self.pos += framed;
+        Ok(Some(rec))
+    }
+
+    /// The payload bytes of a record returned by [`ReaderCore::try_next`].
+    #[inline(always)]
+    pub(crate) fn payload_ptr(&self, rec: &Record) -> *const u8 {
+        // SAFETY: `payload + len <= capacity`, validated in `try_next`.
+        unsafe { self.data.as_ptr().add(rec.payload as usize) }
+    }
+
+    /// Gives every record handed out so far back to the writer with one cursor store. Returns
+    /// whether the writer was parked and has been woken.
+    #[inline]
+    pub(crate) fn release(&mut self) -> bool {
+        if self.pos == self.read {
+            return false;
+        }
+        // SYNC POINT: Release pairs with the writer's Acquire load of `R` in `load_read` (our
+        // reads of the records happen before it reuses their bytes). The fence in
+        // `wake_if_waiting` then orders this store before the load of the writer's flag.
+        self.ctl().read.0.store(self.pos, Ordering::Release);
+        self.read = self.pos;
+        self.ctl().writer_wait.0.wake_if_waiting()
+    }
+}

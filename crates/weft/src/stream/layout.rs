@@ -1,0 +1,158 @@
+//! The stream's control block: the part of a stream's shared memory that the bipartite-buffer
+//! algorithm reads and writes. Byte-by-byte layout in docs/protocol.md ("Stream control block").
+
+use crate::sync::{AtomicU32, AtomicU64, Ordering, fence, futex};
+use core::time::Duration;
+
+/// Aligns its content to its own 64-byte cache line: every contended field below sits alone on
+/// a line, so the writer's stores never invalidate the line the reader polls and vice versa
+/// (64 bytes is the line size of every x86-64 and most AArch64 cores).
+#[derive(Debug, Default)]
+#[repr(C, align(64))]
+pub(crate) struct Line<T>(pub(crate) T);
+
+/// Parameters fixed at creation. Written once by the creator before the object is marked
+/// ready; every opener reads them once, validates them, and keeps its own copy, so a peer that
+/// rewrites them later changes nothing.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub(crate) struct Config {
+    /// Bytes in the data area; a multiple of `align`, at least `2 * MIN_RECORD`.
+    pub(crate) capacity: AtomicU64,
+    /// Record alignment: 8, 64 or 4096.
+    pub(crate) align: AtomicU64,
+    /// Offset of the data area from the start of the object; a multiple of 4096.
+    pub(crate) data_offset: AtomicU64,
+}
+
+/// One side's parking word pair.
+///
+/// `waiting` is set to 1 by the waiting side before it re-checks its condition and sleeps, and
+/// cleared by whichever side sees it first (the waker swaps it to 0). `futex` is bumped by the
+/// waker before `FUTEX_WAKE`, so a sleeper that read the old value either sees the new value in
+/// the kernel's check or is woken.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub(crate) struct WaitWord {
+    pub(crate) waiting: AtomicU32,
+    pub(crate) futex: AtomicU32,
+}
+
+impl WaitWord {
+    /// Waiter, step 1: read the futex value to sleep on, then announce the intent to sleep.
+    /// The caller must re-check its condition after this and before [`WaitWord::sleep`].
+    ///
+    /// The handshake is a Dekker pattern built on SeqCst fences (not SeqCst accesses, which
+    /// loom cannot model): the waiter stores `waiting`, fences, loads the cursor; the waker
+    /// stores the cursor, fences, loads `waiting`. Of the two fences one is first in the single
+    /// total order, so either the waker sees `waiting == 1` or the waiter sees the new cursor.
+    ///
+    /// The futex value is read *before* `waiting` is set: a wake that lands between the two
+    /// (and clears the flag) has then bumped the futex past `seen`, so the sleep returns at
+    /// once and the waiter announces again. Reading it after the flag would let such a wake
+    /// consume the announcement and leave the waiter asleep on the bumped value, which the
+    /// loom model `loom_spsc_wraps_and_parks_without_losing_a_wakeup` finds.
+    #[inline]
+    pub(crate) fn announce(&self) -> u32 {
+        // SYNC POINT: Acquire pairs with the SeqCst (release) fetch_add in `wake`: if we read a
+        // bumped value, the progress the waker made before the bump is visible to our re-check.
+        let seen = self.futex.load(Ordering::Acquire);
+        // Relaxed: ordered before the caller's re-check by the fence below.
+        self.waiting.store(1, Ordering::Relaxed);
+        // SYNC POINT (Dekker, waiter half): pairs with the fence in `wake_if_waiting`.
+        fence(Ordering::SeqCst);
+        seen
+    }
+
+    /// Waiter, step 2: sleep while the futex word still holds `seen`, at most `timeout`.
+    #[inline]
+    pub(crate) fn sleep(&self, seen: u32, timeout: Option<Duration>) {
+        futex::wait(&self.futex, seen, timeout);
+    }
+
+    /// Waiter, step 3: no longer waiting. Relaxed: a stale 1 costs the waker one needless wake,
+    /// never a lost one.
+    #[inline]
+    pub(crate) fn withdraw(&self) {
+        self.waiting.store(0, Ordering::Relaxed);
+    }
+
+    /// Waker: call right after the store that publishes progress. Makes the wake syscall
+    /// only when the other side announced that it sleeps. Returns whether it woke.
+    #[inline]
+    pub(crate) fn wake_if_waiting(&self) -> bool {
+        // SYNC POINT (Dekker, waker half): pairs with the fence in `announce`.
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered after our cursor store by the fence above.
+        if self.waiting.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        self.wake();
+        true
+    }
+
+    /// Wakes the other side unconditionally (close, takeover).
+    #[inline]
+    pub(crate) fn wake(&self) {
+        // SeqCst swap: clears the flag so that later commits skip the syscall until the
+        // waiter announces again (the waiter re-announces on every round).
+        self.waiting.swap(0, Ordering::SeqCst);
+        // SeqCst: the sleeper's futex value changes before FUTEX_WAKE, and after the swap;
+        // a sleeper that read the old value is either woken or refused by the kernel's compare.
+        self.futex.fetch_add(1, Ordering::SeqCst);
+        futex::wake_all(&self.futex);
+    }
+}
+
+/// The control block. Each cursor has exactly one writer and its own cache line.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub(crate) struct StreamControl {
+    /// Written by the creator before ready; read once by each opener.
+    pub(crate) config: Line<Config>,
+    /// `W`, the end of committed data. Written by the writer only; range `0 ..= capacity`.
+    pub(crate) write: Line<AtomicU64>,
+    /// `L`, the end of the data before the wrap: meaningful only while the buffer is inverted
+    /// (`W < R`). Written by the writer only, before the `W` store that inverts the buffer;
+    /// range `0 ..= capacity`.
+    pub(crate) watermark: Line<AtomicU64>,
+    /// `R`, the start of unreleased data. Written by the reader only; range `0 ..= capacity`.
+    pub(crate) read: Line<AtomicU64>,
+    /// The reader parks here when the stream is empty; the writer wakes it.
+    pub(crate) reader_wait: Line<WaitWord>,
+    /// The writer parks here when the stream is full; the reader wakes it.
+    pub(crate) writer_wait: Line<WaitWord>,
+}
+
+/// Size of [`StreamControl`] in bytes (six cache lines).
+pub(crate) const CONTROL_SIZE: usize = 6 * 64;
+
+#[cfg(not(loom))]
+const _: () = {
+    assert!(core::mem::size_of::<StreamControl>() == CONTROL_SIZE);
+    assert!(core::mem::align_of::<StreamControl>() == 64);
+    assert!(core::mem::offset_of!(StreamControl, write) == 64);
+    assert!(core::mem::offset_of!(StreamControl, watermark) == 128);
+    assert!(core::mem::offset_of!(StreamControl, read) == 192);
+    assert!(core::mem::offset_of!(StreamControl, reader_wait) == 256);
+    assert!(core::mem::offset_of!(StreamControl, writer_wait) == 320);
+};
+
+/// The record alignments a stream accepts.
+pub const ALIGNMENTS: [u64; 3] = [8, 64, 4096];
+
+/// Bytes of record header before the payload for a given alignment: the 8-byte length, padded
+/// so that the payload starts on the alignment.
+#[inline]
+pub(crate) const fn header_len(align: u64) -> u64 {
+    if align > 8 { align } else { 8 }
+}
+
+/// `n` rounded up to a multiple of `align` (a power of two), `None` on overflow.
+#[inline]
+pub(crate) const fn round_up(n: u64, align: u64) -> Option<u64> {
+    match n.checked_add(align - 1) {
+        Some(x) => Some(x & !(align - 1)),
+        None => None,
+    }
+}

@@ -1,0 +1,289 @@
+//! The bipartite buffer against a `VecDeque` model: random reserve / commit / abort / read /
+//! release sequences, invariants checked after every step.
+
+use super::super::bipbuf::{ReaderCore, Reservation, ReserveError, WriterCore};
+use super::super::heap::HeapStream;
+use crate::sync::Ordering;
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use proptest::prelude::*;
+
+/// Fills a payload with bytes derived from a record number, so that a record read back is
+/// checked byte for byte.
+fn pattern(seq: u64, i: usize) -> u8 {
+    (seq.wrapping_mul(31).wrapping_add(i as u64 * 7) % 251) as u8
+}
+
+fn fill(w: &WriterCore, res: &Reservation, used: u64, seq: u64) {
+    let p = w.payload_ptr(res);
+    for i in 0..used as usize {
+        // SAFETY: `i < used <= res.len`, inside the reservation.
+        unsafe { p.add(i).write(pattern(seq, i)) };
+    }
+}
+
+fn check(r: &ReaderCore, rec: &super::super::bipbuf::Record, len: u64, seq: u64) {
+    assert_eq!(rec.len, len, "record {seq} length");
+    // SAFETY: the core validated `payload + len <= capacity`.
+    let bytes = unsafe { core::slice::from_raw_parts(r.payload_ptr(rec), rec.len as usize) };
+    for (i, b) in bytes.iter().enumerate() {
+        assert_eq!(*b, pattern(seq, i), "record {seq} byte {i}");
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Reserve this many payload bytes; then commit `used` (a fraction) or abort.
+    Write {
+        len: u64,
+        used_frac: u8,
+        abort: bool,
+    },
+    /// Take up to this many records without releasing.
+    Read { n: u8 },
+    /// Release everything taken.
+    Release,
+}
+
+fn op(max: u64) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..=max, any::<u8>(), prop::bool::weighted(0.15))
+            .prop_map(|(len, used_frac, abort)| Op::Write { len, used_frac, abort }),
+        3 => (1u8..6).prop_map(|n| Op::Read { n }),
+        2 => Just(Op::Release),
+    ]
+}
+
+/// What the model knows: records committed but not taken, records taken but not released.
+struct Model {
+    unread: VecDeque<(u64, u64)>,
+    taken: Vec<(u64, u64)>,
+    next_seq: u64,
+}
+
+fn run(capacity: u64, align: u64, ops: &[Op]) {
+    let s = HeapStream::new(capacity, align);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    let max = s.geo.max_payload();
+    let mut m = Model {
+        unread: VecDeque::new(),
+        taken: Vec::new(),
+        next_seq: 0,
+    };
+    for op in ops {
+        match *op {
+            Op::Write {
+                len,
+                used_frac,
+                abort,
+            } => match w.try_reserve(len) {
+                Ok(res) => {
+                    assert_eq!(res.len, len);
+                    let used = len * used_frac as u64 / 255;
+                    if abort {
+                        continue;
+                    }
+                    fill(&w, &res, used, m.next_seq);
+                    w.commit(res, used);
+                    m.unread.push_back((m.next_seq, used));
+                    m.next_seq += 1;
+                }
+                Err(ReserveError::TooLarge { max: reported }) => {
+                    assert_eq!(reported, max);
+                    assert!(len > max, "{len} refused as too large, max {max}");
+                }
+                Err(ReserveError::Full) => {
+                    assert!(len <= max);
+                    // Full is only allowed while something is unreleased: an empty stream
+                    // takes any record up to the maximum, wherever the cursors stand.
+                    assert!(
+                        !m.unread.is_empty() || !m.taken.is_empty(),
+                        "an empty stream refused {len} bytes (max {max})"
+                    );
+                }
+                Err(ReserveError::Corrupt(c)) => panic!("corrupt without a hostile peer: {c:?}"),
+            },
+            Op::Read { n } => {
+                for _ in 0..n {
+                    match r.try_next().expect("no corruption") {
+                        Some(rec) => {
+                            let (seq, len) = m.unread.pop_front().expect("the model has a record");
+                            check(&r, &rec, len, seq);
+                            m.taken.push((seq, len));
+                        }
+                        None => {
+                            assert!(
+                                m.unread.is_empty(),
+                                "the reader missed {} records",
+                                m.unread.len()
+                            );
+                            break;
+                        }
+                    }
+                }
+            }
+            Op::Release => {
+                r.release();
+                m.taken.clear();
+            }
+        }
+        // Invariants after every step.
+        let wc = s.ctl.write.0.load(Ordering::Relaxed);
+        let rc = s.ctl.read.0.load(Ordering::Relaxed);
+        assert!(wc <= capacity && rc <= capacity);
+        assert_eq!(wc % align, 0);
+        assert_eq!(rc % align, 0);
+        if m.unread.is_empty() && m.taken.is_empty() {
+            assert_eq!(wc, rc, "empty model, cursors apart");
+        }
+    }
+    // Drain: everything committed comes out, in order.
+    r.release();
+    while let Some(rec) = r.try_next().unwrap() {
+        let (seq, len) = m.unread.pop_front().expect("the model has a record");
+        check(&r, &rec, len, seq);
+    }
+    assert!(m.unread.is_empty());
+}
+
+#[cfg(not(miri))]
+const CASES: u32 = 64;
+#[cfg(miri)]
+const CASES: u32 = 2;
+#[cfg(not(miri))]
+const OPS: usize = 4000;
+#[cfg(miri)]
+const OPS: usize = 200;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Tiny capacities: nearly every write wraps or finds the stream full.
+    #[test]
+    fn tiny_capacity_matches_the_model(cap in 4u64..16, ops in prop::collection::vec(op(80), OPS)) {
+        run(cap * 8, 8, &ops);
+    }
+
+    /// Larger capacities with 64-byte records.
+    #[test]
+    fn aligned_records_match_the_model(cap in 8u64..64, ops in prop::collection::vec(op(2000), OPS)) {
+        run(cap * 64, 64, &ops);
+    }
+
+    /// Page-aligned records (tensors).
+    #[test]
+    fn page_aligned_records_match_the_model(cap in 4u64..12, ops in prop::collection::vec(op(20_000), OPS / 4)) {
+        run(cap * 4096, 4096, &ops);
+    }
+}
+
+#[test]
+fn records_never_straddle_the_wrap() {
+    let s = HeapStream::new(256, 8);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    // 3 x 64 framed bytes (56 payload + 8 header) fill 192 of 256.
+    for seq in 0..3 {
+        let res = w.try_reserve(56).unwrap();
+        assert!(!res.wrap);
+        fill(&w, &res, 56, seq);
+        w.commit(res, 56);
+    }
+    for seq in 0..2 {
+        let rec = r.try_next().unwrap().unwrap();
+        check(&r, &rec, 56, seq);
+    }
+    r.release();
+    // 64 bytes left at the end, but 72 are needed: the record goes to offset 0.
+    let res = w.try_reserve(64).unwrap();
+    assert!(res.wrap);
+    assert_eq!(res.start, 0);
+    fill(&w, &res, 64, 3);
+    w.commit(res, 64);
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 56, 2);
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 64, 3);
+    assert_eq!(
+        rec.payload, 8,
+        "the wrapped record starts at 0 (payload after its header)"
+    );
+    assert!(r.try_next().unwrap().is_none());
+}
+
+#[test]
+fn zero_length_records_are_records() {
+    let s = HeapStream::new(64, 8);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    let res = w.try_reserve(0).unwrap();
+    w.commit(res, 0);
+    let rec = r.try_next().unwrap().unwrap();
+    assert_eq!(rec.len, 0);
+    assert!(r.try_next().unwrap().is_none());
+}
+
+#[test]
+fn an_aborted_reservation_leaves_nothing() {
+    let s = HeapStream::new(128, 8);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    let _ = w.try_reserve(16).unwrap();
+    assert!(r.try_next().unwrap().is_none());
+    let res = w.try_reserve(8).unwrap();
+    assert_eq!(res.start, 0, "the aborted range is reused");
+}
+
+#[test]
+fn oversize_is_refused_at_once_and_half_the_capacity_always_fits() {
+    let s = HeapStream::new(1024, 8);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    let max = s.geo.max_payload();
+    assert_eq!(max, 512 - 8);
+    assert_eq!(w.try_reserve(max + 1), Err(ReserveError::TooLarge { max }));
+    // Walk the cursors to every position; after a drain, the largest record fits.
+    for step in 0..40 {
+        let res = w.try_reserve(step * 8 % 200).unwrap();
+        w.commit(res, res.len);
+        r.try_next().unwrap().unwrap();
+        r.release();
+        let res = w
+            .try_reserve(max)
+            .expect("the largest record fits an empty stream");
+        w.commit(res, max);
+        r.try_next().unwrap().unwrap();
+        r.release();
+    }
+}
+
+#[test]
+fn hostile_cursors_are_reported_not_used() {
+    let s = HeapStream::new(256, 8);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    let res = w.try_reserve(8).unwrap();
+    w.commit(res, 8);
+    // A write cursor beyond the capacity.
+    s.ctl.write.0.store(10_000, Ordering::Relaxed);
+    let mut r2 = s.reader();
+    assert!(r2.try_next().is_err());
+    s.ctl.write.0.store(16, Ordering::Relaxed);
+    // A record length beyond the committed data.
+    // SAFETY: offset 0 of the data area holds the first record's header.
+    unsafe {
+        *(w.payload_ptr(&Reservation {
+            start: 0,
+            len: 0,
+            wrap: false,
+        })
+        .sub(8) as *mut u64) = 1 << 40
+    };
+    assert!(r.try_next().is_err());
+    // A read cursor beyond the capacity, seen by the writer when it needs room.
+    let res = w.try_reserve(120).unwrap();
+    w.commit(res, 120);
+    s.ctl.read.0.store(u64::MAX, Ordering::Relaxed);
+    assert!(matches!(w.try_reserve(120), Err(ReserveError::Corrupt(_))));
+}
