@@ -81,21 +81,25 @@ pub(crate) mod futex {
     use core::time::Duration;
 
     /// Waits while `*word == expected`, at most `timeout` (`None`: no bound, used only by
-    /// callers that bound the wait themselves).
+    /// callers that bound the wait themselves). Returns `false` only when the timeout ran out.
     #[inline]
-    pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+    pub(crate) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> bool {
         // The platform layer takes the real atomic type; outside loom the shim's is the same.
         #[cfg(loom)]
         {
             let _ = timeout;
             model::wait(word, expected);
+            true
         }
         #[cfg(all(not(loom), feature = "std"))]
-        crate::sys::futex_wait(word, expected, timeout);
+        {
+            crate::sys::futex_wait(word, expected, timeout)
+        }
         #[cfg(all(not(loom), not(feature = "std")))]
         {
             let _ = (word, expected, timeout);
             core::hint::spin_loop();
+            true
         }
     }
 

@@ -10,9 +10,9 @@ use super::object::{HEADER_SIZE, Object, ObjectKind};
 use crate::WaitStrategy;
 use crate::error::{Error, Result, Role};
 use crate::stream::bipbuf::{
-    Corrupt, Geometry, ReaderCore, Record, Reservation, ReserveError, WriterCore,
+    Corrupt, Geometry, Parked, ReaderCore, Record, Reservation, ReserveError, WriterCore,
 };
-use crate::stream::layout::{CONTROL_SIZE, StreamControl, WaitWord, round_up};
+use crate::stream::layout::{CONTROL_SIZE, StreamControl, round_up};
 use crate::sync::{Arc, Ordering};
 use crate::sys;
 use crate::wait::{Deadline, Next, Waiter};
@@ -147,6 +147,29 @@ impl Watch {
     }
 }
 
+/// What one side of a stream has done while blocking, for diagnostics and the CLI.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamStats {
+    /// Times this side slept in the kernel waiting for its peer.
+    pub parks: u64,
+    /// Parks that ran out their time slice although what they waited for had already
+    /// happened: a wakeup that never arrived. Zero unless the wake handshake is broken.
+    pub missed_wakeups: u64,
+}
+
+impl StreamStats {
+    fn count(&mut self, parked: Parked) {
+        match parked {
+            Parked::NotNeeded => {}
+            Parked::Woken => self.parks += 1,
+            Parked::TimedOut { missed } => {
+                self.parks += 1;
+                self.missed_wakeups += missed as u64;
+            }
+        }
+    }
+}
+
 fn corrupt(obj: &Object, c: Corrupt) -> Error {
     Error::corrupt(obj.name(), c.what, c.value, c.expected)
 }
@@ -199,6 +222,7 @@ pub struct StreamWriter {
     wait: WaitStrategy,
     liveness: Duration,
     watch: Watch,
+    stats: StreamStats,
     claim: Option<Claim>,
     obj: Arc<Object>,
 }
@@ -337,6 +361,7 @@ impl StreamWriter {
             wait: opts.wait,
             liveness: opts.liveness_timeout,
             watch: Watch::new(),
+            stats: StreamStats::default(),
             claim: Some(claim),
             obj,
         })
@@ -367,6 +392,11 @@ impl StreamWriter {
     /// Changes how blocking calls wait.
     pub fn set_wait_strategy(&mut self, wait: WaitStrategy) {
         self.wait = wait;
+    }
+
+    /// What this writer has done while blocking.
+    pub fn stats(&self) -> StreamStats {
+        self.stats
     }
 
     /// Whether a reader is attached and alive (checked now).
@@ -484,14 +514,11 @@ impl StreamWriter {
                         Some(left) => left.min(PARK_SLICE),
                         None => PARK_SLICE,
                     };
-                    let ww: &WaitWord = self.core.writer_wait();
-                    let seen = ww.announce();
-                    let room = self.core.has_room(len).map_err(|c| corrupt(&self.obj, c))?;
-                    let ww: &WaitWord = self.core.writer_wait();
-                    if !room {
-                        ww.sleep(seen, Some(slice));
-                    }
-                    ww.withdraw();
+                    let parked = self
+                        .core
+                        .park_for_room(len, Some(slice))
+                        .map_err(|c| corrupt(&self.obj, c))?;
+                    self.stats.count(parked);
                 }
             }
         }
@@ -523,7 +550,7 @@ impl Drop for StreamWriter {
         // Marks the row CLOSED (Release, after every commit) ...
         drop(self.claim.take());
         // ... then wakes a parked reader so it sees it.
-        self.core.reader_wait().wake();
+        self.core.wake_reader();
         if self.reader_row().status(self.liveness) != PeerStatus::Alive {
             // Nobody is left to read: the last one out removes the name.
             self.obj.unlink_if_same();
@@ -593,6 +620,7 @@ pub struct StreamReader {
     wait: WaitStrategy,
     liveness: Duration,
     watch: Watch,
+    stats: StreamStats,
     batch: Vec<Record>,
     claim: Option<Claim>,
     obj: Arc<Object>,
@@ -642,6 +670,7 @@ impl StreamReader {
             wait: opts.wait,
             liveness: opts.liveness_timeout,
             watch: Watch::new(),
+            stats: StreamStats::default(),
             batch: Vec::new(),
             claim: Some(claim),
             obj,
@@ -661,6 +690,11 @@ impl StreamReader {
     /// Changes how blocking calls wait.
     pub fn set_wait_strategy(&mut self, wait: WaitStrategy) {
         self.wait = wait;
+    }
+
+    /// What this reader has done while blocking.
+    pub fn stats(&self) -> StreamStats {
+        self.stats
     }
 
     /// The next record, borrowed in place; waits for one. Released when the grant drops.
@@ -768,12 +802,11 @@ impl StreamReader {
                         Some(left) => left.min(PARK_SLICE),
                         None => PARK_SLICE,
                     };
-                    let seen = self.core.reader_wait().announce();
-                    let ready = self.core.has_data().map_err(|c| corrupt(&self.obj, c))?;
-                    if !ready {
-                        self.core.reader_wait().sleep(seen, Some(slice));
-                    }
-                    self.core.reader_wait().withdraw();
+                    let parked = self
+                        .core
+                        .park_for_data(Some(slice))
+                        .map_err(|c| corrupt(&self.obj, c))?;
+                    self.stats.count(parked);
                 }
             }
         }
@@ -807,7 +840,7 @@ impl StreamReader {
 impl Drop for StreamReader {
     fn drop(&mut self) {
         drop(self.claim.take());
-        self.core.writer_wait().wake();
+        self.core.wake_writer();
         // SAFETY: rows are all atomics; WRITER_ROW is inside every validated stream.
         let writer_alive = unsafe { self.obj.at::<ParticipantRow>(WRITER_ROW) }
             .map(|row| row.status(self.liveness) == PeerStatus::Alive)

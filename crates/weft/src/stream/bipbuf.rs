@@ -19,6 +19,40 @@
 use super::layout::{StreamControl, WaitWord, header_len, round_up};
 use crate::sync::Ordering;
 use core::ptr::NonNull;
+use core::time::Duration;
+
+/// What one park of a blocking call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parked {
+    /// The re-check after announcing found the condition met: no sleep.
+    NotNeeded,
+    /// Slept and was woken (or the word had already changed).
+    Woken,
+    /// Slept until the timeout. `missed` tells whether the condition was met by then: a wake
+    /// that never came (always false while the handshake is right).
+    TimedOut {
+        /// The condition held when the timeout ran out.
+        missed: bool,
+    },
+}
+
+/// Announce on `word`, re-check with `ready`, sleep at most `timeout` if still not ready.
+fn park(
+    word: &WaitWord,
+    timeout: Option<Duration>,
+    mut ready: impl FnMut() -> Result<bool, Corrupt>,
+) -> Result<Parked, Corrupt> {
+    let seen = word.announce();
+    let outcome = if ready()? {
+        Parked::NotNeeded
+    } else if word.sleep(seen, timeout) {
+        Parked::Woken
+    } else {
+        Parked::TimedOut { missed: ready()? }
+    };
+    word.withdraw();
+    Ok(outcome)
+}
 
 /// A value read from shared memory failed validation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,16 +213,6 @@ impl WriterCore {
         &self.geo
     }
 
-    /// The reader parks here.
-    pub(crate) fn reader_wait(&self) -> &WaitWord {
-        &self.ctl().reader_wait.0
-    }
-
-    /// We park here when full.
-    pub(crate) fn writer_wait(&self) -> &WaitWord {
-        &self.ctl().writer_wait.0
-    }
-
     #[inline]
     fn load_read(&self) -> Result<u64, Corrupt> {
         // SYNC POINT: Acquire pairs with the reader's Release store of `R` in `release`: the
@@ -244,14 +268,29 @@ impl WriterCore {
         }
     }
 
-    /// Whether a payload of `len` bytes fits now, reading `R` afresh. Used as the re-check
-    /// after [`WaitWord::announce`].
-    pub(crate) fn has_room(&mut self, len: u64) -> Result<bool, Corrupt> {
-        self.cached_read = self.load_read()?;
-        Ok(self
-            .geo
-            .framed(len)
-            .is_some_and(|t| self.fit(t, self.cached_read).is_some()))
+    /// Parks until a payload of `len` bytes may fit, at most `timeout` (the caller loops on
+    /// `try_reserve`). The re-check reads `R` afresh after announcing.
+    pub(crate) fn park_for_room(
+        &mut self,
+        len: u64,
+        timeout: Option<Duration>,
+    ) -> Result<Parked, Corrupt> {
+        let ctl = self.ctl;
+        // SAFETY: the control block is valid for the core's life (contract of `new`); the
+        // reference is used only within this call.
+        let word = unsafe { &ctl.as_ref().writer_wait.0 };
+        park(word, timeout, || {
+            self.cached_read = self.load_read()?;
+            Ok(self
+                .geo
+                .framed(len)
+                .is_some_and(|t| self.fit(t, self.cached_read).is_some()))
+        })
+    }
+
+    /// Wakes a reader parked on an empty stream (the writer is closing).
+    pub(crate) fn wake_reader(&self) {
+        self.ctl().reader_wait.0.wake();
     }
 
     /// The payload bytes of a reservation.
@@ -358,16 +397,6 @@ impl ReaderCore {
         &self.geo
     }
 
-    /// We park here when empty.
-    pub(crate) fn reader_wait(&self) -> &WaitWord {
-        &self.ctl().reader_wait.0
-    }
-
-    /// The writer parks here.
-    pub(crate) fn writer_wait(&self) -> &WaitWord {
-        &self.ctl().writer_wait.0
-    }
-
     #[inline]
     fn load_write(&mut self) -> Result<u64, Corrupt> {
         // SYNC POINT: Acquire pairs with the writer's Release store of `W` in `commit`. (As the
@@ -385,9 +414,23 @@ impl ReaderCore {
         Ok(w)
     }
 
-    /// Whether a record is ready now, reading `W` afresh. The re-check after `announce`.
+    /// Whether a record is ready now, reading `W` afresh.
     pub(crate) fn has_data(&mut self) -> Result<bool, Corrupt> {
         Ok(self.load_write()? != self.pos)
+    }
+
+    /// Parks until a record may be ready, at most `timeout` (the caller loops on `try_next`).
+    pub(crate) fn park_for_data(&mut self, timeout: Option<Duration>) -> Result<Parked, Corrupt> {
+        let ctl = self.ctl;
+        // SAFETY: the control block is valid for the core's life (contract of `new`); the
+        // reference is used only within this call.
+        let word = unsafe { &ctl.as_ref().reader_wait.0 };
+        park(word, timeout, || self.has_data())
+    }
+
+    /// Wakes a writer parked on a full stream (the reader is leaving).
+    pub(crate) fn wake_writer(&self) {
+        self.ctl().writer_wait.0.wake();
     }
 
     /// The next committed record, advancing past it (it stays readable until [`release`]).

@@ -65,9 +65,10 @@ impl WaitWord {
     }
 
     /// Waiter, step 2: sleep while the futex word still holds `seen`, at most `timeout`.
+    /// Returns `false` when the timeout ran out (no wake, no change).
     #[inline]
-    pub(crate) fn sleep(&self, seen: u32, timeout: Option<Duration>) {
-        futex::wait(&self.futex, seen, timeout);
+    pub(crate) fn sleep(&self, seen: u32, timeout: Option<Duration>) -> bool {
+        futex::wait(&self.futex, seen, timeout)
     }
 
     /// Waiter, step 3: no longer waiting. Relaxed: a stale 1 costs the waker one needless wake,

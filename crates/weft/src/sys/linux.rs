@@ -260,19 +260,23 @@ impl Drop for Mapping {
 }
 
 /// Waits on a futex word that may be shared between processes (never `FUTEX_PRIVATE`).
-/// Returns on wake, timeout, signal, or when `*word != expected`.
-pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+/// Returns on wake, timeout, signal, or when `*word != expected`; `false` only when the
+/// timeout ran out.
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> bool {
     let ts = timeout.map(|d| rustix::thread::futex::Timespec {
         tv_sec: d.as_secs().min(i64::MAX as u64) as i64,
         tv_nsec: d.subsec_nanos() as _,
     });
-    // EAGAIN (the word changed), ETIMEDOUT and EINTR all mean "re-check": the callers loop.
-    let _ = rustix::thread::futex::wait(
-        word,
-        rustix::thread::futex::Flags::empty(),
-        expected,
-        ts.as_ref(),
-    );
+    // EAGAIN (the word changed) and EINTR mean "re-check": the callers loop.
+    !matches!(
+        rustix::thread::futex::wait(
+            word,
+            rustix::thread::futex::Flags::empty(),
+            expected,
+            ts.as_ref()
+        ),
+        Err(Errno::TIMEDOUT)
+    )
 }
 
 /// Wakes every waiter on a shared futex word.

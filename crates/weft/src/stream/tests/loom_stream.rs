@@ -22,11 +22,7 @@ fn write_blocking(w: &mut WriterCore, len: u64, tag: u8) {
             Err(ReserveError::Full) => {}
             Err(e) => panic!("{e:?}"),
         }
-        let seen = w.writer_wait().announce();
-        if !w.has_room(len).unwrap() {
-            w.writer_wait().sleep(seen, None);
-        }
-        w.writer_wait().withdraw();
+        w.park_for_room(len, None).unwrap();
     }
 }
 
@@ -41,11 +37,7 @@ fn read_blocking(r: &mut ReaderCore) -> (u64, u8) {
             r.release();
             return (rec.len, first);
         }
-        let seen = r.reader_wait().announce();
-        if !r.has_data().unwrap() {
-            r.reader_wait().sleep(seen, None);
-        }
-        r.reader_wait().withdraw();
+        r.park_for_data(None).unwrap();
     }
 }
 

@@ -1,0 +1,234 @@
+//! `weft-test-peer`: the other process of weft's multi-process tests. Each subcommand plays one
+//! side of a scenario and reports on stdout, one line at a time, so that the test can wait for
+//! a named point ("ready") before it kills the process with SIGKILL.
+//!
+//! This binary is a test fixture; it is not part of weft's interface.
+
+#[path = "../tests/common/pattern.rs"]
+mod pattern;
+
+use pattern::{Digest, Rng};
+use std::io::Write;
+use std::time::{Duration, Instant};
+use weft::stream::{StreamOptions, StreamReader, StreamWriter};
+use weft::{Error, WaitStrategy};
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn sleep_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> T {
+    args.get(i)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("argument {i} ({what}) missing or malformed: {args:?}"))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cmd = args.first().map(String::as_str).unwrap_or("");
+    let code = match cmd {
+        "stream-write" => stream_write(&args),
+        "stream-read" => stream_read(&args),
+        "stream-kill-writer" => stream_kill_writer(&args),
+        "stream-kill-reader" => stream_kill_reader(&args),
+        "stream-scribble" => stream_scribble(&args),
+        "stream-trickle" => stream_trickle(&args),
+        _ => {
+            eprintln!("weft-test-peer: unknown command {args:?}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+/// `stream-write NAME SEED BYTES MAXLEN CAPACITY`: creates the stream and writes records of
+/// random length (1..=MAXLEN) until BYTES have gone, then closes.
+fn stream_write(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let seed: u64 = arg(args, 2, "seed");
+    let total: u64 = arg(args, 3, "bytes");
+    let max: usize = arg(args, 4, "max record");
+    let cap: usize = arg(args, 5, "capacity");
+    let mut w = StreamWriter::create(&name, cap).expect("create the stream");
+    say("ready");
+    let mut rng = Rng(seed);
+    let (mut seq, mut bytes, mut digest) = (0u64, 0u64, Digest::default());
+    while bytes < total {
+        let len = rng.len(max);
+        let mut g = w.reserve(len).expect("reserve");
+        pattern::fill(seed, seq, &mut g);
+        digest.add(&g);
+        g.commit(len).expect("commit");
+        seq += 1;
+        bytes += len as u64;
+    }
+    let stats = w.stats();
+    drop(w);
+    say(&format!(
+        "records={seq} bytes={bytes} digest={:x} missed={}",
+        digest.0, stats.missed_wakeups
+    ));
+    0
+}
+
+/// `stream-read NAME SEED BYTES MAXLEN`: reads until the writer closes, checking every record
+/// against the same generator; exits 1 on the first mismatch.
+fn stream_read(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let seed: u64 = arg(args, 2, "seed");
+    let _total: u64 = arg(args, 3, "bytes");
+    let max: usize = arg(args, 4, "max record");
+    let mut r =
+        StreamReader::open_timeout(&name, Duration::from_secs(10)).expect("open the stream");
+    say("ready");
+    let mut rng = Rng(seed);
+    let (mut seq, mut bytes, mut digest) = (0u64, 0u64, Digest::default());
+    loop {
+        let g = match r.read() {
+            Ok(g) => g,
+            Err(Error::Closed) => break,
+            Err(e) => {
+                say(&format!("error {e}"));
+                return 1;
+            }
+        };
+        let want = rng.len(max);
+        if g.len() != want || !pattern::check(seed, seq, &g) {
+            say(&format!(
+                "mismatch at record {seq}: {} bytes, expected {want}",
+                g.len()
+            ));
+            return 1;
+        }
+        digest.add(&g);
+        seq += 1;
+        bytes += g.len() as u64;
+    }
+    say(&format!(
+        "records={seq} bytes={bytes} digest={:x} missed={}",
+        digest.0,
+        r.stats().missed_wakeups
+    ));
+    0
+}
+
+/// `stream-kill-writer NAME POINT`: reaches a named point, says "ready", and waits there to
+/// be killed. Points: `mid-record` (three records committed, a fourth reserved and half
+/// written), `blocked` (the stream is full and the writer is blocked in `write`).
+fn stream_kill_writer(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let point: String = arg(args, 2, "point");
+    match point.as_str() {
+        "mid-record" => {
+            let mut w = StreamWriter::create(&name, 64 << 10).expect("create");
+            for seq in 0..3u64 {
+                let mut g = w.reserve(100).unwrap();
+                pattern::fill(7, seq, &mut g);
+                g.commit(100).unwrap();
+            }
+            let mut g = w.reserve(1000).unwrap();
+            pattern::fill(7, 3, &mut g[..500]);
+            say("ready");
+            sleep_forever()
+        }
+        "blocked" => {
+            let mut w = StreamWriter::create(&name, 4096).expect("create");
+            let mut seq = 0u64;
+            let mut buf = [0u8; 100];
+            loop {
+                pattern::fill(7, seq, &mut buf);
+                match w.try_write(&buf) {
+                    Ok(()) => seq += 1,
+                    Err(Error::Full) => break,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            say(&format!("ready {seq}"));
+            pattern::fill(7, seq, &mut buf);
+            let _ = w.write(&buf);
+            sleep_forever()
+        }
+        other => panic!("unknown kill point {other}"),
+    }
+}
+
+/// `stream-kill-reader NAME`: opens the stream, borrows one record, says "ready" and waits to
+/// be killed while holding it.
+fn stream_kill_reader(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let mut r = StreamReader::open_timeout(&name, Duration::from_secs(10)).expect("open");
+    let g = r.read().expect("read");
+    say(&format!("ready {}", g.len()));
+    sleep_forever()
+}
+
+/// `stream-scribble NAME MILLIS SEED`: a hostile peer. Writes random 64-bit values at random
+/// places of the stream's control block, participant rows and data area (through the file,
+/// not through weft) for MILLIS milliseconds.
+fn stream_scribble(args: &[String]) -> i32 {
+    use std::os::unix::fs::FileExt;
+    let name: String = arg(args, 1, "name");
+    let millis: u64 = arg(args, 2, "millis");
+    let seed: u64 = arg(args, 3, "seed");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/dev/shm/weft.{name}"))
+        .expect("open the object file");
+    let size = file.metadata().unwrap().len();
+    let mut rng = Rng(seed);
+    let until = Instant::now() + Duration::from_millis(millis);
+    let mut n = 0u64;
+    say("ready");
+    while Instant::now() < until {
+        let r = rng.next();
+        // Mostly cursors and record headers, sometimes anything at all.
+        let off = match r % 4 {
+            0 | 1 => 128 + (rng.next() % 64) * 8, // control block and rows
+            2 => 4096 + (rng.next() % ((size - 4096) / 8)) * 8, // record headers and payloads
+            _ => (rng.next() % (size / 8)) * 8,   // anywhere, header included
+        };
+        // Values near the interesting ranges (small offsets, lengths) and wild ones.
+        let v = match rng.next() % 3 {
+            0 => rng.next() % (size + 64),
+            1 => rng.next() % 256,
+            _ => rng.next(),
+        };
+        let _ = file.write_at(&v.to_le_bytes(), off);
+        n += 1;
+        if n.is_multiple_of(64) {
+            std::thread::yield_now();
+        }
+    }
+    say(&format!("done {n}"));
+    0
+}
+
+/// `stream-trickle NAME COUNT`: creates the stream and sends COUNT 8-byte sequence numbers
+/// with a short random pause before each, so that a parking reader sleeps for nearly every one.
+fn stream_trickle(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let count: u64 = arg(args, 2, "count");
+    let opts = StreamOptions::new(64 << 10).wait(WaitStrategy::Park);
+    let mut w = StreamWriter::create_with(&name, &opts).expect("create");
+    say("ready");
+    let mut rng = Rng(count);
+    for seq in 0..count {
+        let pause = Duration::from_nanos(rng.next() % 20_000);
+        let t = Instant::now();
+        while t.elapsed() < pause {
+            std::hint::spin_loop();
+        }
+        w.write(&seq.to_le_bytes()).expect("write");
+    }
+    say(&format!("sent {count} missed={}", w.stats().missed_wakeups));
+    0
+}

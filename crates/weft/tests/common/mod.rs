@@ -1,0 +1,99 @@
+//! Helpers shared by the integration tests: unique object names, the test peer process, and
+//! clean-up that runs even when a test panics.
+#![allow(dead_code)]
+
+pub mod pattern;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+/// A name no other test (or test run) uses.
+pub fn unique(tag: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    format!("t-{tag}-{}-{n}", std::process::id())
+}
+
+/// Removes `/dev/shm/weft.NAME` when dropped, whatever happened in the test.
+pub struct Cleanup(pub String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(shm_path(&self.0));
+    }
+}
+
+/// Where an object lives in the file system.
+pub fn shm_path(name: &str) -> String {
+    format!("/dev/shm/weft.{name}")
+}
+
+/// A running test peer (crates/weft/peer), killed when dropped.
+pub struct Peer {
+    pub child: Child,
+    pub out: BufReader<ChildStdout>,
+}
+
+impl Peer {
+    /// Starts `weft-test-peer ARGS...`.
+    pub fn spawn(args: &[&str]) -> Peer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_weft-test-peer"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the test peer");
+        let out = BufReader::new(child.stdout.take().unwrap());
+        Peer { child, out }
+    }
+
+    /// The peer's next output line (panics if it exits first).
+    pub fn line(&mut self) -> String {
+        let mut s = String::new();
+        let n = self.out.read_line(&mut s).expect("read the peer's output");
+        assert!(n > 0, "the peer exited without saying more");
+        s.trim().to_string()
+    }
+
+    /// Waits for a line that equals `want`.
+    pub fn expect(&mut self, want: &str) {
+        let got = self.line();
+        assert_eq!(got, want, "peer said {got:?}, expected {want:?}");
+    }
+
+    /// SIGKILL, and reap it.
+    pub fn kill9(&mut self) {
+        self.child.kill().expect("SIGKILL the peer");
+        self.child.wait().expect("reap the peer");
+    }
+
+    /// Waits for the peer to exit (bounded) and returns its last output line and exit status.
+    pub fn finish(mut self, timeout: Duration) -> (String, bool) {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut last = String::new();
+        let mut s = String::new();
+        while self.out.read_line(&mut s).unwrap_or(0) > 0 {
+            last = s.trim().to_string();
+            s.clear();
+        }
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return (last, status.success());
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the peer did not exit in time"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,277 @@
+//! Bad input, each a clear and specific error: foreign files, wrong magic, version and kind,
+//! truncated files, a header claiming more than the file holds, bad names, symlinks.
+
+mod common;
+
+use common::{Cleanup, shm_path, unique};
+use std::os::unix::fs::FileExt;
+use weft::stream::{StreamReader, StreamWriter};
+use weft::{Error, ErrorKind};
+
+/// Creates a valid stream, lets `spoil` change its bytes, and opens it as a reader.
+fn open_spoiled(tag: &str, spoil: impl FnOnce(&std::fs::File)) -> (Error, Cleanup) {
+    let name = unique(tag);
+    let c = Cleanup(name.clone());
+    let w = StreamWriter::create(&name, 4096).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(shm_path(&name))
+        .unwrap();
+    spoil(&f);
+    let err = StreamReader::open(&name).map(|_| ()).unwrap_err();
+    std::mem::forget(w); // its Drop would touch the spoiled object; the Cleanup removes it
+    (err, c)
+}
+
+#[test]
+fn a_foreign_file_is_not_weft() {
+    let name = unique("foreign");
+    let _c = Cleanup(name.clone());
+    std::fs::write(
+        shm_path(&name),
+        b"not a weft object at all, just text. ".repeat(200),
+    )
+    .unwrap();
+    let err = StreamReader::open(&name).unwrap_err();
+    assert!(matches!(err, Error::NotWeft { .. }), "{err}");
+    assert!(err.to_string().contains("is not a weft object"), "{err}");
+    // A writer does not destroy it either.
+    assert_eq!(
+        StreamWriter::create(&name, 4096).unwrap_err().kind(),
+        ErrorKind::NotWeft
+    );
+    assert!(
+        std::fs::read(shm_path(&name))
+            .unwrap()
+            .starts_with(b"not a weft")
+    );
+}
+
+#[test]
+fn wrong_magic() {
+    let (err, _c) = open_spoiled("magic", |f| f.write_at(b"NOTWEFT!", 0).map(|_| ()).unwrap());
+    assert!(
+        matches!(err, Error::NotWeft { found, .. } if found == u64::from_le_bytes(*b"NOTWEFT!")),
+        "{err}"
+    );
+}
+
+#[test]
+fn wrong_version() {
+    let (err, _c) = open_spoiled("version", |f| {
+        f.write_at(&99u32.to_le_bytes(), 8).map(|_| ()).unwrap()
+    });
+    assert!(
+        matches!(
+            err,
+            Error::VersionMismatch {
+                found: 99,
+                expected: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("layout version 99"), "{err}");
+}
+
+#[test]
+fn wrong_kind() {
+    let (err, _c) = open_spoiled("kind", |f| {
+        f.write_at(&2u32.to_le_bytes(), 12).map(|_| ()).unwrap()
+    });
+    assert!(
+        matches!(
+            err,
+            Error::WrongKind {
+                found: "region",
+                expected: "stream",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let (err, _c) = open_spoiled("kind2", |f| {
+        f.write_at(&77u32.to_le_bytes(), 12).map(|_| ()).unwrap()
+    });
+    assert!(
+        matches!(
+            err,
+            Error::Corrupt {
+                what: "object kind",
+                value: 77,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_short_file_is_truncated() {
+    let name = unique("short");
+    let _c = Cleanup(name.clone());
+    std::fs::write(shm_path(&name), [0u8; 64]).unwrap();
+    let err = StreamReader::open(&name).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Truncated {
+                size: 64,
+                needed: 128,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_file_cut_below_its_layout_is_truncated() {
+    let (err, _c) = open_spoiled("cut", |f| f.set_len(4096 + 100).unwrap());
+    assert!(
+        matches!(
+            err,
+            Error::Truncated {
+                size: 4196,
+                needed: 8192,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_header_claiming_more_capacity_than_the_file_holds() {
+    // config.capacity is the first field of the control block, at offset 128.
+    let (err, _c) = open_spoiled("capacity", |f| {
+        f.write_at(&(1u64 << 30).to_le_bytes(), 128)
+            .map(|_| ())
+            .unwrap()
+    });
+    assert!(matches!(err, Error::Truncated { .. }), "{err}");
+    let (err, _c) = open_spoiled("capacity2", |f| {
+        f.write_at(&u64::MAX.to_le_bytes(), 128)
+            .map(|_| ())
+            .unwrap()
+    });
+    assert!(
+        matches!(
+            err,
+            Error::Corrupt {
+                what: "capacity",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let (err, _c) = open_spoiled("align", |f| {
+        f.write_at(&3u64.to_le_bytes(), 136).map(|_| ()).unwrap()
+    });
+    assert!(
+        matches!(
+            err,
+            Error::Corrupt {
+                what: "record alignment",
+                value: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let (err, _c) = open_spoiled("total", |f| {
+        f.write_at(&(1u64 << 40).to_le_bytes(), 16)
+            .map(|_| ())
+            .unwrap()
+    });
+    assert!(
+        matches!(err, Error::Truncated { needed, .. } if needed == 1 << 40),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_cursor_out_of_range_is_corrupt_at_open() {
+    // The read cursor lives at 128 + 192.
+    let (err, _c) = open_spoiled("cursor", |f| {
+        f.write_at(&(1u64 << 50).to_le_bytes(), 320)
+            .map(|_| ())
+            .unwrap()
+    });
+    assert!(
+        matches!(
+            err,
+            Error::Corrupt {
+                what: "read cursor",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unfinished_object_is_not_ready() {
+    // Zeroes: what a creator that died before initialising leaves behind.
+    let name = unique("unready");
+    let _c = Cleanup(name.clone());
+    std::fs::write(shm_path(&name), vec![0u8; 8192]).unwrap();
+    let err = StreamReader::open(&name).unwrap_err();
+    assert!(matches!(err, Error::NotReady { .. }), "{err}");
+    // Its creator is gone (pid 0 recorded): a writer replaces it.
+    let mut w = StreamWriter::create(&name, 4096).unwrap();
+    w.write(b"ok").unwrap();
+}
+
+#[test]
+fn bad_names_are_refused() {
+    for name in [
+        "",
+        "a/b",
+        "..",
+        "../etc",
+        "a..b",
+        ".hidden",
+        "nul\0byte",
+        "space here",
+        "ünï",
+    ] {
+        let err = StreamWriter::create(name, 4096).unwrap_err();
+        assert!(matches!(err, Error::InvalidName { .. }), "{name:?}: {err}");
+        assert_eq!(
+            StreamReader::open(name).unwrap_err().kind(),
+            ErrorKind::InvalidName
+        );
+    }
+    let long = "x".repeat(201);
+    assert_eq!(
+        StreamWriter::create(&long, 4096).unwrap_err().kind(),
+        ErrorKind::InvalidName
+    );
+}
+
+#[test]
+fn a_missing_stream_is_not_found() {
+    let err = StreamReader::open(&unique("missing")).unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    let t = std::time::Instant::now();
+    let err = StreamReader::open_timeout(&unique("missing"), std::time::Duration::from_millis(50))
+        .unwrap_err();
+    assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    assert!(t.elapsed() >= std::time::Duration::from_millis(50));
+}
+
+#[test]
+fn symlinks_are_not_followed() {
+    let name = unique("symlink");
+    let _c = Cleanup(name.clone());
+    let target = std::env::temp_dir().join(format!("weft-symlink-target-{}", std::process::id()));
+    std::fs::write(&target, b"precious").unwrap();
+    std::os::unix::fs::symlink(&target, shm_path(&name)).unwrap();
+    assert!(StreamReader::open(&name).is_err());
+    assert!(StreamWriter::create(&name, 4096).is_err());
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    std::fs::remove_file(&target).unwrap();
+}

@@ -1,0 +1,288 @@
+//! The stream's API in one process: grants, try/blocking/timeout forms, close, roles,
+//! alignment, batches, zero-length records.
+
+mod common;
+
+use common::{Cleanup, unique};
+use std::time::{Duration, Instant};
+use weft::stream::{StreamOptions, StreamReader, StreamWriter};
+use weft::{Error, ErrorKind, Role, WaitStrategy};
+
+fn pair(tag: &str, cap: usize) -> (StreamWriter, StreamReader, Cleanup) {
+    let name = unique(tag);
+    let c = Cleanup(name.clone());
+    let w = StreamWriter::create(&name, cap).unwrap();
+    let r = StreamReader::open(&name).unwrap();
+    (w, r, c)
+}
+
+#[test]
+fn records_come_out_whole_and_in_order() {
+    let (mut w, mut r, _c) = pair("order", 4096);
+    for i in 0..1000u32 {
+        let msg = vec![i as u8; (i % 300) as usize];
+        w.write(&msg).unwrap();
+        let g = r.read().unwrap();
+        assert_eq!(&*g, &msg[..]);
+    }
+}
+
+#[test]
+fn a_write_grant_publishes_only_what_it_commits() {
+    let (mut w, mut r, _c) = pair("grant", 4096);
+    let mut g = w.reserve(100).unwrap();
+    assert_eq!(g.len(), 100);
+    g[..5].copy_from_slice(b"hello");
+    g.commit(5).unwrap();
+    assert_eq!(&*r.read().unwrap(), b"hello");
+
+    // Dropped without commit: nothing is published.
+    let mut g = w.reserve(10).unwrap();
+    g.copy_from_slice(b"abandoned!");
+    drop(g);
+    assert_eq!(r.try_read().unwrap_err().kind(), ErrorKind::Empty);
+
+    // Committing more than was reserved is refused and publishes nothing.
+    let g = w.reserve(4).unwrap();
+    assert_eq!(g.commit(5).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(r.try_read().unwrap_err().kind(), ErrorKind::Empty);
+}
+
+#[test]
+fn zero_length_records_are_delivered() {
+    let (mut w, mut r, _c) = pair("zero", 4096);
+    w.write(&[]).unwrap();
+    w.write(b"x").unwrap();
+    assert_eq!(r.read().unwrap().len(), 0);
+    assert_eq!(&*r.read().unwrap(), b"x");
+}
+
+#[test]
+fn empty_full_and_timeouts() {
+    let (mut w, mut r, _c) = pair("full", 1024);
+    assert!(matches!(r.try_read(), Err(Error::Empty)));
+    assert!(matches!(
+        r.read_timeout(Duration::from_millis(20)),
+        Err(Error::Timeout)
+    ));
+    let max = w.max_record_len();
+    assert_eq!(max, 512 - 8);
+    w.write(&vec![1; max]).unwrap();
+    w.write(&vec![1; max]).unwrap();
+    // Two maximal records fill the stream: a third cannot fit until the reader releases.
+    assert!(matches!(w.try_write(&vec![2; max]), Err(Error::Full)));
+    assert!(matches!(
+        w.write_timeout(&vec![2; max], Duration::from_millis(20)),
+        Err(Error::Timeout)
+    ));
+    assert!(matches!(w.try_reserve(max), Err(Error::Full)));
+    drop(r.read().unwrap());
+    // The writer never lets its cursor land on the reader's, so the wrapped record needs one
+    // byte more than the released half.
+    assert!(matches!(w.try_write(&vec![2; max]), Err(Error::Full)));
+    w.try_write(&vec![2; max - 8]).unwrap();
+    drop(r.read().unwrap());
+    drop(r.read().unwrap());
+    w.try_write(&vec![3; max]).unwrap();
+    assert_eq!(&*r.read().unwrap(), &vec![3; max][..]);
+}
+
+#[test]
+fn oversize_records_fail_at_once() {
+    let (mut w, _r, _c) = pair("oversize", 1024);
+    let started = Instant::now();
+    let err = w.write(&vec![0; w.max_record_len() + 1]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::TooLarge {
+                len: 505,
+                max: 504,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(w.reserve(1 << 20).is_err());
+    // Refused without waiting for room that can never come (no timeout was given).
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(err.to_string().contains("can ever hold"), "{err}");
+}
+
+#[test]
+fn a_closed_writer_lets_the_reader_drain_then_closed() {
+    let (mut w, mut r, _c) = pair("close", 4096);
+    w.write(b"one").unwrap();
+    w.write(b"two").unwrap();
+    drop(w);
+    assert_eq!(&*r.read().unwrap(), b"one");
+    assert_eq!(&*r.try_read().unwrap(), b"two");
+    assert!(matches!(r.read(), Err(Error::Closed)));
+    assert!(matches!(r.try_read(), Err(Error::Closed)));
+}
+
+#[test]
+fn a_parked_reader_wakes_on_close() {
+    let (w, mut r, _c) = pair("wake-close", 4096);
+    r.set_wait_strategy(WaitStrategy::Park);
+    let t = std::thread::spawn(move || r.read_timeout(Duration::from_secs(30)).map(|g| g.len()));
+    std::thread::sleep(Duration::from_millis(50));
+    drop(w);
+    assert!(matches!(t.join().unwrap(), Err(Error::Closed)));
+}
+
+#[test]
+fn a_blocked_writer_learns_the_reader_left() {
+    let (mut w, r, _c) = pair("reader-left", 1024);
+    w.write(&[0; 500]).unwrap();
+    w.write(&[0; 500]).unwrap();
+    let t = std::thread::spawn(move || w.write_timeout(&[0; 500], Duration::from_secs(30)));
+    std::thread::sleep(Duration::from_millis(50));
+    drop(r);
+    assert!(matches!(t.join().unwrap(), Err(Error::Closed)));
+}
+
+#[test]
+fn blocking_calls_cross_threads_with_every_strategy() {
+    for strategy in [
+        WaitStrategy::BusySpin,
+        WaitStrategy::YieldSpin,
+        WaitStrategy::BackoffSpin,
+        WaitStrategy::Park,
+        WaitStrategy::Adaptive,
+    ] {
+        let name = unique("strategies");
+        let _c = Cleanup(name.clone());
+        let opts = StreamOptions::new(1024).wait(strategy);
+        let mut w = StreamWriter::create_with(&name, &opts).unwrap();
+        let mut r = StreamReader::open_with(&name, &opts).unwrap();
+        let n = 20_000u32;
+        let t = std::thread::spawn(move || {
+            for i in 0..n {
+                w.write(&i.to_le_bytes()).unwrap();
+            }
+        });
+        for i in 0..n {
+            let g = r.read().unwrap();
+            assert_eq!(
+                u32::from_le_bytes(g[..].try_into().unwrap()),
+                i,
+                "{strategy:?}"
+            );
+        }
+        t.join().unwrap();
+        assert_eq!(r.stats().missed_wakeups, 0, "{strategy:?}");
+    }
+}
+
+#[test]
+fn one_writer_and_one_reader_per_stream() {
+    let name = unique("roles");
+    let _c = Cleanup(name.clone());
+    let _w = StreamWriter::create(&name, 4096).unwrap();
+    let _r = StreamReader::open(&name).unwrap();
+    let me = std::process::id();
+    match StreamReader::open(&name) {
+        Err(Error::InUse {
+            role: Role::Reader,
+            pid,
+            ..
+        }) => assert_eq!(pid, me),
+        other => panic!("second reader: {other:?}"),
+    }
+    match StreamWriter::create(&name, 4096) {
+        Err(Error::InUse {
+            role: Role::Writer,
+            pid,
+            ..
+        }) => assert_eq!(pid, me),
+        other => panic!("second writer: {other:?}"),
+    }
+}
+
+#[test]
+fn a_reader_can_come_back_after_leaving() {
+    let (mut w, r, c) = pair("reopen", 4096);
+    w.write(b"a").unwrap();
+    drop(r);
+    let mut r = StreamReader::open(&c.0).unwrap();
+    assert_eq!(&*r.read().unwrap(), b"a");
+}
+
+#[test]
+fn batches_release_together() {
+    let (mut w, mut r, _c) = pair("batch", 1024);
+    for i in 0..10u8 {
+        w.write(&[i; 40]).unwrap();
+    }
+    {
+        let b = r.read_batch(4).unwrap();
+        assert_eq!(b.len(), 4);
+        let firsts: Vec<u8> = b.iter().map(|rec| rec[0]).collect();
+        assert_eq!(firsts, [0, 1, 2, 3]);
+    }
+    let b = r.try_read_batch(100).unwrap();
+    assert_eq!(b.len(), 6);
+    assert_eq!(b.get(5).unwrap(), &[9; 40]);
+    drop(b);
+    assert!(matches!(r.try_read_batch(5), Err(Error::Empty)));
+}
+
+#[test]
+fn records_are_aligned_as_asked() {
+    for align in [8usize, 64, 4096] {
+        let name = unique("align");
+        let _c = Cleanup(name.clone());
+        let mut w =
+            StreamWriter::create_with(&name, &StreamOptions::new(64 << 10).align(align)).unwrap();
+        let mut r = StreamReader::open(&name).unwrap();
+        for len in [1usize, 3, 100, 5000] {
+            let g = w.reserve(len).unwrap();
+            assert_eq!(g.as_ptr() as usize % align, 0, "write grant, align {align}");
+            g.commit(len).unwrap();
+            let g = r.read().unwrap();
+            assert_eq!(g.as_ptr() as usize % align, 0, "read grant, align {align}");
+            assert_eq!(g.len(), len);
+        }
+    }
+    let name = unique("align-bad");
+    assert!(matches!(
+        StreamWriter::create_with(&name, &StreamOptions::new(4096).align(16)),
+        Err(Error::InvalidArgument { what: "align", .. })
+    ));
+}
+
+#[test]
+fn capacity_is_checked() {
+    let name = unique("cap");
+    for cap in [0usize, 8, 24] {
+        assert!(
+            matches!(
+                StreamWriter::create(&name, cap),
+                Err(Error::InvalidArgument { .. })
+            ),
+            "{cap}"
+        );
+    }
+}
+
+#[test]
+fn the_object_is_private_to_its_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_w, _r, c) = pair("mode", 4096);
+    let meta = std::fs::symlink_metadata(common::shm_path(&c.0)).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn the_last_one_out_removes_the_name() {
+    let (w, r, c) = pair("unlink", 4096);
+    let path = common::shm_path(&c.0);
+    drop(w);
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "the reader still uses it"
+    );
+    drop(r);
+    assert!(!std::path::Path::new(&path).exists());
+}

@@ -1,0 +1,139 @@
+//! SIGKILL at named points: the survivor gets PeerDead within the bound, never hangs, and the
+//! name can be used again.
+
+mod common;
+
+use common::pattern;
+use common::{Cleanup, Peer, unique};
+use std::time::{Duration, Instant};
+use weft::stream::{StreamReader, StreamWriter};
+use weft::{Error, Role};
+
+/// The default liveness bound is 1 s; the blocking calls below are given far longer, so a
+/// PeerDead (rather than Timeout) proves the death was detected, and the elapsed time is
+/// checked against the bound with slack for a loaded machine.
+const WAIT: Duration = Duration::from_secs(20);
+const BOUND: Duration = Duration::from_secs(3);
+
+fn kill_later(mut peer: Peer, after: Duration) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        peer.kill9();
+    })
+}
+
+#[test]
+fn a_writer_killed_mid_record_leaves_its_committed_records_and_peer_dead() {
+    let name = unique("kill-w-mid");
+    let _c = Cleanup(name.clone());
+    let mut peer = Peer::spawn(&["stream-kill-writer", &name, "mid-record"]);
+    peer.expect("ready");
+    let pid = peer.child.id();
+    let mut r = StreamReader::open(&name).unwrap();
+    for seq in 0..3 {
+        let g = r.read_timeout(WAIT).unwrap();
+        assert_eq!(g.len(), 100);
+        assert!(pattern::check(7, seq, &g));
+    }
+    // Blocked on the (alive) writer, which is then killed mid-reservation.
+    let killer = kill_later(peer, Duration::from_millis(200));
+    let t = Instant::now();
+    match r.read_timeout(WAIT) {
+        Err(Error::PeerDead {
+            role: Role::Writer,
+            pid: dead,
+            ..
+        }) => assert_eq!(dead, pid),
+        other => panic!("expected PeerDead, got {:?}", other.map(|g| g.len())),
+    }
+    assert!(t.elapsed() < BOUND, "detected after {:?}", t.elapsed());
+    killer.join().unwrap();
+    // The half-written record never appears; the error repeats.
+    assert!(matches!(r.try_read(), Err(Error::PeerDead { .. })));
+
+    // A new writer takes the name over while this reader is attached, and the reader goes on.
+    let mut w = StreamWriter::create(&name, 64 << 10).unwrap();
+    w.write(b"after the crash").unwrap();
+    assert_eq!(&*r.read_timeout(WAIT).unwrap(), b"after the crash");
+    drop(w);
+    assert!(matches!(r.read_timeout(WAIT), Err(Error::Closed)));
+}
+
+#[test]
+fn a_writer_killed_while_blocked_on_a_full_stream() {
+    let name = unique("kill-w-full");
+    let _c = Cleanup(name.clone());
+    let mut peer = Peer::spawn(&["stream-kill-writer", &name, "blocked"]);
+    let line = peer.line();
+    let n: u64 = line.strip_prefix("ready ").unwrap().parse().unwrap();
+    peer.kill9();
+    let mut r = StreamReader::open(&name).unwrap();
+    for seq in 0..n {
+        let g = r.read_timeout(WAIT).unwrap();
+        assert!(pattern::check(7, seq, &g), "record {seq}");
+    }
+    // Records the blocked write may have committed after the reader made room: none, since
+    // it died first; then PeerDead, promptly.
+    let t = Instant::now();
+    assert!(matches!(
+        r.read_timeout(WAIT),
+        Err(Error::PeerDead {
+            role: Role::Writer,
+            ..
+        })
+    ));
+    assert!(t.elapsed() < BOUND);
+    drop(r);
+    // Nobody is attached: the stale object is replaced by a fresh one.
+    let mut w = StreamWriter::create(&name, 8192).unwrap();
+    assert_eq!(w.capacity(), 8192);
+    w.write(b"fresh").unwrap();
+    let mut r = StreamReader::open(&name).unwrap();
+    assert_eq!(&*r.read().unwrap(), b"fresh");
+}
+
+#[test]
+fn a_reader_killed_mid_borrow_gives_the_writer_peer_dead_and_a_new_reader_takes_over() {
+    let name = unique("kill-r");
+    let _c = Cleanup(name.clone());
+    let mut w = StreamWriter::create(&name, 4096).unwrap();
+    let mut buf = [0u8; 100];
+    pattern::fill(9, 0, &mut buf);
+    w.write(&buf).unwrap();
+    let mut peer = Peer::spawn(&["stream-kill-reader", &name]);
+    peer.expect("ready 100");
+    let pid = peer.child.id();
+    // Fill the stream so that the next write blocks on the reader.
+    let mut seq = 1;
+    loop {
+        pattern::fill(9, seq, &mut buf);
+        match w.try_write(&buf) {
+            Ok(()) => seq += 1,
+            Err(Error::Full) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let killer = kill_later(peer, Duration::from_millis(200));
+    let t = Instant::now();
+    pattern::fill(9, seq, &mut buf);
+    match w.write_timeout(&buf, WAIT) {
+        Err(Error::PeerDead {
+            role: Role::Reader,
+            pid: dead,
+            ..
+        }) => assert_eq!(dead, pid),
+        other => panic!("expected PeerDead, got {other:?}"),
+    }
+    assert!(t.elapsed() < BOUND, "detected after {:?}", t.elapsed());
+    killer.join().unwrap();
+
+    // A new reader takes over from the dead one; the record it held was never released, so it
+    // is read again (at least once), followed by everything else.
+    let mut r = StreamReader::open(&name).unwrap();
+    for s in 0..seq {
+        let g = r.read_timeout(WAIT).unwrap();
+        assert!(pattern::check(9, s, &g), "record {s}");
+    }
+    w.write(&buf).unwrap();
+    assert!(pattern::check(9, seq, &r.read_timeout(WAIT).unwrap()));
+}
