@@ -155,6 +155,10 @@ const CASES: u32 = 2;
 const OPS: usize = 4000;
 #[cfg(miri)]
 const OPS: usize = 200;
+#[cfg(not(miri))]
+const PAGE_PAYLOAD: u64 = 20_000;
+#[cfg(miri)]
+const PAGE_PAYLOAD: u64 = 6_000;
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
@@ -173,7 +177,7 @@ proptest! {
 
     /// Page-aligned records (tensors).
     #[test]
-    fn page_aligned_records_match_the_model(cap in 4u64..12, ops in prop::collection::vec(op(20_000), OPS / 4)) {
+    fn page_aligned_records_match_the_model(cap in 4u64..12, ops in prop::collection::vec(op(PAGE_PAYLOAD), OPS / 4)) {
         run(cap * 4096, 4096, &ops);
     }
 }
@@ -286,4 +290,47 @@ fn hostile_cursors_are_reported_not_used() {
     w.commit(res, 120);
     s.ctl.read.0.store(u64::MAX, Ordering::Relaxed);
     assert!(matches!(w.try_reserve(120), Err(ReserveError::Corrupt(_))));
+}
+
+/// Two real threads through the cores (no handles, no OS): under miri this checks that the
+/// payload bytes, written and read without atomics, are properly ordered by the cursors.
+#[test]
+fn two_threads_move_records_exactly() {
+    extern crate std;
+    use std::sync::Arc;
+    #[cfg(not(miri))]
+    const N: u64 = 100_000;
+    #[cfg(miri)]
+    const N: u64 = 300;
+    let s = Arc::new(HeapStream::new(4096, 8));
+    let s2 = s.clone();
+    let writer = std::thread::spawn(move || {
+        let mut w = s2.writer();
+        for seq in 0..N {
+            let len = seq % 120;
+            loop {
+                match w.try_reserve(len) {
+                    Ok(res) => {
+                        fill(&w, &res, len, seq);
+                        w.commit(res, len);
+                        break;
+                    }
+                    Err(ReserveError::Full) => std::thread::yield_now(),
+                    Err(e) => panic!("{e:?}"),
+                }
+            }
+        }
+    });
+    let mut r = s.reader();
+    for seq in 0..N {
+        loop {
+            if let Some(rec) = r.try_next().unwrap() {
+                check(&r, &rec, seq % 120, seq);
+                r.release();
+                break;
+            }
+            std::thread::yield_now();
+        }
+    }
+    writer.join().unwrap();
 }
