@@ -55,7 +55,10 @@ fn main() -> Result<(), Error> {
     if cores >= 2 {
         weft::affinity::pin_current_thread(0)?;
     }
-    let mut w = StreamWriter::create_with(&name, &StreamOptions::new(CAPACITY).wait(WaitStrategy::Adaptive))?;
+    let mut w = StreamWriter::create_with(
+        &name,
+        &StreamOptions::new(CAPACITY).wait(WaitStrategy::Adaptive),
+    )?;
     let mut child = Command::new(std::env::current_exe().expect("own executable"))
         .args(["--reader", &name])
         .stdout(Stdio::piped())
@@ -69,7 +72,11 @@ fn main() -> Result<(), Error> {
         std::process::id(),
         child.id(),
         CAPACITY >> 20,
-        if cores >= 2 { ", pinned to cores 0 and 1" } else { "" }
+        if cores >= 2 {
+            ", pinned to cores 0 and 1"
+        } else {
+            ""
+        }
     );
 
     for (size, count) in [(SMALL, SMALL_COUNT), (LARGE, LARGE_COUNT)] {
@@ -81,12 +88,18 @@ fn main() -> Result<(), Error> {
         }
         // The reader acknowledges the phase once it has checked every record.
         line.clear();
-        from_child.read_line(&mut line).expect("reader's phase report");
+        from_child
+            .read_line(&mut line)
+            .expect("reader's phase report");
         let secs = t.elapsed().as_secs_f64();
         let gib = (size as u64 * count) as f64 / secs / (1u64 << 30) as f64;
         println!(
             "  {:>7} records  {:>9} in {:>6.3} s  {:>7.2} M msg/s  {:>6.2} GiB/s   {}",
-            if size >= 1024 { format!("{} KiB", size >> 10) } else { format!("{size} B") },
+            if size >= 1024 {
+                format!("{} KiB", size >> 10)
+            } else {
+                format!("{size} B")
+            },
             count,
             secs,
             count as f64 / secs / 1e6,
@@ -97,7 +110,10 @@ fn main() -> Result<(), Error> {
 
     // Round trips: the reader echoes each record back on a second stream.
     let mut back = StreamReader::open_timeout(&format!("{name}-back"), Duration::from_secs(10))?;
-    for (label, strategy, pings) in [("busy-spin", WaitStrategy::BusySpin, PINGS_SPIN), ("parked", WaitStrategy::Park, PINGS_PARK)] {
+    for (label, strategy, pings) in [
+        ("busy-spin", WaitStrategy::BusySpin, PINGS_SPIN),
+        ("parked", WaitStrategy::Park, PINGS_PARK),
+    ] {
         w.set_wait_strategy(strategy);
         back.set_wait_strategy(strategy);
         w.write(label.as_bytes())?; // tells the reader which strategy to use
@@ -125,9 +141,16 @@ fn main() -> Result<(), Error> {
     }
     drop(w); // closes the stream: the reader sees Closed and exits
     let status = child.wait().expect("reader exit");
-    println!("  reader exited: {}", if status.success() { "ok" } else { "FAILED" });
+    println!(
+        "  reader exited: {}",
+        if status.success() { "ok" } else { "FAILED" }
+    );
     std::io::stdout().flush().ok();
-    if status.success() { Ok(()) } else { std::process::exit(1) }
+    if status.success() {
+        Ok(())
+    } else {
+        std::process::exit(1)
+    }
 }
 
 fn reader(name: &str) -> Result<(), Error> {
@@ -164,8 +187,16 @@ fn reader(name: &str) -> Result<(), Error> {
             Err(Error::Closed) => return Ok(()),
             Err(e) => return Err(e),
         };
-        let strategy = if label == "parked" { WaitStrategy::Park } else { WaitStrategy::BusySpin };
-        let pings = if label == "parked" { PINGS_PARK } else { PINGS_SPIN };
+        let strategy = if label == "parked" {
+            WaitStrategy::Park
+        } else {
+            WaitStrategy::BusySpin
+        };
+        let pings = if label == "parked" {
+            PINGS_PARK
+        } else {
+            PINGS_SPIN
+        };
         r.set_wait_strategy(strategy);
         back.set_wait_strategy(strategy);
         back.write(b"go")?;

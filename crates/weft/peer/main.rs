@@ -41,6 +41,7 @@ fn main() {
         "stream-kill-reader" => stream_kill_reader(&args),
         "stream-scribble" => stream_scribble(&args),
         "stream-trickle" => stream_trickle(&args),
+        "stream-slow-writer" => stream_slow_writer(&args),
         _ => {
             eprintln!("weft-test-peer: unknown command {args:?}");
             2
@@ -231,4 +232,20 @@ fn stream_trickle(args: &[String]) -> i32 {
     }
     say(&format!("sent {count} missed={}", w.stats().missed_wakeups));
     0
+}
+
+/// `stream-slow-writer NAME PERIOD_MS COUNT`: creates the stream, writes COUNT records one
+/// PERIOD_MS apart, says "sent", and stays alive (idle) until killed.
+fn stream_slow_writer(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let period: u64 = arg(args, 2, "period");
+    let count: u64 = arg(args, 3, "count");
+    let mut w = StreamWriter::create(&name, 4096).expect("create");
+    say("ready");
+    for seq in 0..count {
+        std::thread::sleep(Duration::from_millis(period));
+        w.write(&seq.to_le_bytes()).expect("write");
+    }
+    say("sent");
+    sleep_forever()
 }

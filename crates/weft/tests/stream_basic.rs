@@ -286,3 +286,22 @@ fn the_last_one_out_removes_the_name() {
     drop(r);
     assert!(!std::path::Path::new(&path).exists());
 }
+
+#[test]
+fn hugepages_and_locked_memory_are_options() {
+    let name = unique("huge");
+    let _c = Cleanup(name.clone());
+    let opts = StreamOptions::new(4 << 20).hugepages(true);
+    let mut w = StreamWriter::create_with(&name, &opts).unwrap();
+    let mut r = StreamReader::open(&name).unwrap();
+    w.write(b"advice only").unwrap();
+    assert_eq!(&*r.read().unwrap(), b"advice only");
+    drop((w, r));
+    // mlock either works or reports the OS's refusal (RLIMIT_MEMLOCK) as an Io error.
+    let name = unique("locked");
+    let _c = Cleanup(name.clone());
+    match StreamWriter::create_with(&name, &StreamOptions::new(64 << 10).lock_memory(true)) {
+        Ok(_) => {}
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Io, "{e}"),
+    }
+}

@@ -39,7 +39,12 @@ pub struct Peer {
 impl Peer {
     /// Starts `weft-test-peer ARGS...`.
     pub fn spawn(args: &[&str]) -> Peer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_weft-test-peer"))
+        Peer::spawn_program(env!("CARGO_BIN_EXE_weft-test-peer"), args)
+    }
+
+    /// Starts `PROGRAM ARGS...` (a wrapper such as `unshare` around the peer).
+    pub fn spawn_program(program: &str, args: &[&str]) -> Peer {
+        let mut child = Command::new(program)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -1,0 +1,72 @@
+//! Liveness across pid namespaces: a writer whose pid this process cannot see is judged by its
+//! heartbeat, which does not depend on its message rate.
+
+mod common;
+
+use common::{Cleanup, Peer, unique};
+use std::time::{Duration, Instant};
+use weft::stream::StreamReader;
+use weft::{Error, Role};
+
+fn pid_namespaces_available() -> bool {
+    std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "true"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_slow_writer_in_another_pid_namespace_is_alive_until_killed() {
+    if !pid_namespaces_available() {
+        // Needs CAP_SYS_ADMIN (root, as in CI); the /proc path is covered by stream_crash.
+        eprintln!("not run: this process cannot create a pid namespace");
+        return;
+    }
+    let name = unique("pidns");
+    let _c = Cleanup(name.clone());
+    let peer_exe = env!("CARGO_BIN_EXE_weft-test-peer");
+    // --kill-child: when `unshare` is SIGKILLed, the kernel kills the peer (PDEATHSIG).
+    let mut peer = Peer::spawn_program(
+        "unshare",
+        &[
+            "--pid",
+            "--fork",
+            "--kill-child=SIGKILL",
+            peer_exe,
+            "stream-slow-writer",
+            &name,
+            "1500",
+            "3",
+        ],
+    );
+    peer.expect("ready");
+    let mut r = StreamReader::open(&name).unwrap();
+    // Records 1.5 s apart, longer than the 1 s liveness timeout: the heartbeat, not the
+    // traffic, keeps the writer alive.
+    for seq in 0..3u64 {
+        let g = r
+            .read_timeout(Duration::from_secs(10))
+            .expect("the idle writer is alive");
+        assert_eq!(u64::from_le_bytes(g[..].try_into().unwrap()), seq);
+    }
+    peer.expect("sent");
+    assert!(matches!(
+        r.read_timeout(Duration::from_millis(1500)),
+        Err(Error::Timeout)
+    ));
+    peer.kill9();
+    let t = Instant::now();
+    match r.read_timeout(Duration::from_secs(20)) {
+        Err(Error::PeerDead {
+            role: Role::Writer, ..
+        }) => {}
+        other => panic!("expected PeerDead, got {:?}", other.map(|g| g.len())),
+    }
+    // The heartbeat goes stale after the 1 s liveness timeout; allow for a loaded machine.
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "detected after {:?}",
+        t.elapsed()
+    );
+}
