@@ -55,7 +55,7 @@ fn main() -> Result<(), Error> {
     if cores >= 2 {
         weft::affinity::pin_current_thread(0)?;
     }
-    let mut w = StreamWriter::create_with(
+    let w = StreamWriter::create_with(
         &name,
         &StreamOptions::new(CAPACITY).wait(WaitStrategy::Adaptive),
     )?;
@@ -64,20 +64,43 @@ fn main() -> Result<(), Error> {
         .stdout(Stdio::piped())
         .spawn()
         .expect("start the reader process");
-    let mut from_child = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    from_child.read_line(&mut line).expect("reader ready");
-    println!(
-        "weft demo: writer pid {} -> reader pid {} through /dev/shm/weft.{name} ({} MiB){}",
+    let from_child = BufReader::new(child.stdout.take().unwrap());
+    let cores_note = if cores >= 2 {
+        ", pinned to cores 0 and 1"
+    } else {
+        ""
+    };
+    let header = format!(
+        "weft demo: writer pid {} -> reader pid {} through /dev/shm/weft.{name} ({} MiB){cores_note}",
         std::process::id(),
         child.id(),
         CAPACITY >> 20,
-        if cores >= 2 {
-            ", pinned to cores 0 and 1"
-        } else {
-            ""
-        }
     );
+    let outcome = writer(w, from_child, &name, &header);
+    // Whatever happened, the writer is gone (closed) by now: the reader exits; reap it.
+    let status = child.wait().expect("reader exit");
+    outcome?;
+    println!(
+        "  reader exited: {}",
+        if status.success() { "ok" } else { "FAILED" }
+    );
+    std::io::stdout().flush().ok();
+    if status.success() {
+        Ok(())
+    } else {
+        std::process::exit(1)
+    }
+}
+
+fn writer(
+    mut w: StreamWriter,
+    mut from_child: BufReader<std::process::ChildStdout>,
+    name: &str,
+    header: &str,
+) -> Result<(), Error> {
+    let mut line = String::new();
+    from_child.read_line(&mut line).expect("reader ready");
+    println!("{header}");
 
     for (size, count) in [(SMALL, SMALL_COUNT), (LARGE, LARGE_COUNT)] {
         let t = Instant::now();
@@ -139,18 +162,7 @@ fn main() -> Result<(), Error> {
             hist.max() as f64 / 1000.0
         );
     }
-    drop(w); // closes the stream: the reader sees Closed and exits
-    let status = child.wait().expect("reader exit");
-    println!(
-        "  reader exited: {}",
-        if status.success() { "ok" } else { "FAILED" }
-    );
-    std::io::stdout().flush().ok();
-    if status.success() {
-        Ok(())
-    } else {
-        std::process::exit(1)
-    }
+    Ok(())
 }
 
 fn reader(name: &str) -> Result<(), Error> {
