@@ -305,3 +305,20 @@ fn hugepages_and_locked_memory_are_options() {
         Err(e) => assert_eq!(e.kind(), ErrorKind::Io, "{e}"),
     }
 }
+
+#[test]
+fn records_wait_for_a_reader_that_opens_after_the_writer_closed() {
+    let name = unique("late-reader");
+    let _c = Cleanup(name.clone());
+    let mut w = StreamWriter::create(&name, 4096).unwrap();
+    w.write(b"kept").unwrap();
+    drop(w);
+    let mut r = StreamReader::open(&name).unwrap();
+    assert_eq!(&*r.read().unwrap(), b"kept");
+    assert!(matches!(r.read(), Err(Error::Closed)));
+    drop(r);
+    assert!(!std::path::Path::new(&common::shm_path(&name)).exists());
+    // A writer that leaves nothing unread removes the name at once.
+    drop(StreamWriter::create(&name, 4096).unwrap());
+    assert!(!std::path::Path::new(&common::shm_path(&name)).exists());
+}

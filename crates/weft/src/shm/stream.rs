@@ -551,8 +551,16 @@ impl Drop for StreamWriter {
         drop(self.claim.take());
         // ... then wakes a parked reader so it sees it.
         self.core.wake_reader();
-        if self.reader_row().status(self.liveness) != PeerStatus::Alive {
-            // Nobody is left to read: the last one out removes the name.
+        let remove = match self.reader_row().status(self.liveness) {
+            PeerStatus::Alive => false,
+            // The reader was here and left: nobody will read what is left.
+            PeerStatus::Closed | PeerStatus::Dead { .. } => true,
+            // No reader yet: keep unread records for one that opens later; it removes the
+            // name when it leaves.
+            PeerStatus::Absent => self.core.is_drained(),
+        };
+        if remove {
+            // The last one out removes the name.
             self.obj.unlink_if_same();
         }
     }

@@ -288,6 +288,11 @@ impl WriterCore {
         })
     }
 
+    /// Whether the reader has released everything committed (reads `R` afresh).
+    pub(crate) fn is_drained(&self) -> bool {
+        self.load_read().is_ok_and(|r| r == self.write)
+    }
+
     /// Wakes a reader parked on an empty stream (the writer is closing).
     pub(crate) fn wake_reader(&self) {
         self.ctl().reader_wait.0.wake();
