@@ -2,7 +2,7 @@
 
 use super::{Liveness, OBJECT_PREFIX};
 use crate::error::{Error, Result};
-use crate::sync::AtomicU32;
+use core::sync::atomic::AtomicU32;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
