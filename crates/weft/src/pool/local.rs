@@ -84,17 +84,23 @@ impl<T> Core<T> {
     }
 
     /// Pops a ready value, or resets a pending one when nothing is ready.
+    #[inline]
     fn pop(&self) -> Option<NonNull<T>> {
         // SAFETY: single thread; the borrow ends before any user code runs.
-        if let Some(v) = unsafe { (*self.free.get()).pop() } {
-            return Some(v);
+        match unsafe { (*self.free.get()).pop() } {
+            Some(v) => Some(v),
+            None => self.pop_pending(),
         }
-        // Values left pending by a reset that panicked: reset them now, unless pool code is
-        // running (then they are the running release loop's to finish).
+    }
+
+    /// Values left pending by a reset that panicked: reset one now, unless pool code is
+    /// running (then they are the running release loop's to finish).
+    #[cold]
+    fn pop_pending(&self) -> Option<NonNull<T>> {
         if self.busy.get() {
             return None;
         }
-        // SAFETY: as above.
+        // SAFETY: single thread; short borrow.
         let v = unsafe { (*self.pending.get()).pop() }?;
         self.busy.set(true);
         self.reset_one(v);
@@ -141,32 +147,71 @@ impl<T> Core<T> {
 ///
 /// # Safety
 /// `core` is alive; `value` came from `Box::into_raw` and the caller gives up all use of it.
+#[inline]
 unsafe fn release<T>(core: NonNull<Core<T>>, value: NonNull<T>) {
-    // SAFETY: the core is alive (caller) and stays alive until the `maybe_free` below:
-    // `busy` is set meanwhile, which keeps every nested call from freeing it.
+    // SAFETY: the core is alive (caller) and stays alive while `busy` is set, which keeps
+    // every nested call from freeing it.
     let c = unsafe { core.as_ref() };
-    if c.busy.get() {
-        // Reentrant release (from inside the reset, the factory, or a value's destructor
-        // called by a running loop): queue it, the outer loop resets it.
-        // SAFETY: single thread, short borrow; nothing else borrows `pending` now.
-        unsafe { (*c.pending.get()).push(value) };
-        return;
+    if c.busy.get() || c.closed.get() {
+        // SAFETY: as this function's contract.
+        return unsafe { release_slow(core, value) };
     }
     c.busy.set(true);
-    let mut next = Some(value);
-    while let Some(v) = next {
+    c.reset_one(value);
+    // SAFETY: single thread, short borrow. A bounded pool's vector holds at most `bound`
+    // pointers (reserved at construction), so this never reallocates there.
+    unsafe { (*c.free.get()).push(value) };
+    // SAFETY: single thread, short borrow.
+    let more = unsafe { !(*c.pending.get()).is_empty() };
+    if more || c.closed.get() {
+        // The reset released values of this pool, or dropped the pool's handle.
+        c.busy.set(false);
+        // SAFETY: alive; `c` is not used afterwards.
+        return unsafe { drain(core) };
+    }
+    c.busy.set(false);
+}
+
+/// The slow half of [`release`]: a reentrant release (queued), or one after the close.
+///
+/// # Safety
+/// As [`release`].
+#[cold]
+unsafe fn release_slow<T>(core: NonNull<Core<T>>, value: NonNull<T>) {
+    // SAFETY: alive (caller).
+    let c = unsafe { core.as_ref() };
+    // SAFETY: single thread, short borrow; nothing else borrows `pending` now.
+    unsafe { (*c.pending.get()).push(value) };
+    if c.busy.get() {
+        // Reentrant release (from inside the reset, the factory, or a value's destructor
+        // called by a running loop): the outer loop resets it.
+        return;
+    }
+    // SAFETY: alive; `c` is not used afterwards.
+    unsafe { drain(core) }
+}
+
+/// Resets (or, once closed, drops) every queued value, then frees the core if nothing
+/// keeps it any more.
+///
+/// # Safety
+/// `core` is alive and `busy` is clear; the caller does not use the core afterwards.
+#[cold]
+unsafe fn drain<T>(core: NonNull<Core<T>>) {
+    // SAFETY: alive (caller); stays alive while `busy` is set.
+    let c = unsafe { core.as_ref() };
+    c.busy.set(true);
+    // SAFETY: single thread, short borrow.
+    while let Some(v) = unsafe { (*c.pending.get()).pop() } {
         if c.closed.get() {
             // SAFETY: the value is ours to drop.
             unsafe { drop_value(v) };
             c.owned.set(c.owned.get() - 1);
         } else {
             c.reset_one(v);
-            // SAFETY: single thread, short borrow. A bounded pool's vector holds at most
-            // `bound` pointers (reserved at construction), so this never reallocates there.
+            // SAFETY: single thread, short borrow (see `release` for the bound).
             unsafe { (*c.free.get()).push(v) };
         }
-        // SAFETY: single thread, short borrow.
-        next = unsafe { (*c.pending.get()).pop() };
     }
     c.busy.set(false);
     // SAFETY: `core` is alive; `c` is not used after this.

@@ -544,3 +544,51 @@ fn sync_shutdown_races_with_returns() {
         assert_eq!(drops.load(Ordering::Relaxed), 8);
     }
 }
+
+#[test]
+fn zero_sized_values_are_pooled_too() {
+    let pool = LocalPool::with_capacity(2, || (), |_| {});
+    let a = pool.acquire();
+    let b = pool.acquire();
+    let c = pool.acquire();
+    drop((a, b, c));
+    assert_eq!(pool.available(), 3);
+    let bounded = BoundedLocalPool::new(2, || (), |_| {});
+    let t = bounded.take().unwrap();
+    bounded.put(t).unwrap();
+    assert_eq!(bounded.available(), 2);
+    let sync = SyncPool::new(2, || (), |_| {});
+    let g = sync.try_acquire().unwrap();
+    drop(g);
+    assert_eq!(sync.available(), 2);
+}
+
+#[test]
+fn a_factory_that_acquires_from_its_own_pool_panics_cleanly() {
+    use std::cell::RefCell;
+    // The factory reaches its own pool through a shared slot.
+    type Slot = Rc<RefCell<Option<Rc<LocalPool<u32>>>>>;
+    let slot: Slot = Rc::new(RefCell::new(None));
+    let s = slot.clone();
+    let pool = Rc::new(LocalPool::new(
+        move || {
+            let pool = s.borrow().clone();
+            if let Some(pool) = pool {
+                drop(pool.acquire());
+            }
+            1
+        },
+        |_| {},
+    ));
+    *slot.borrow_mut() = Some(pool.clone());
+    let err = catch_unwind(AssertUnwindSafe(|| drop(pool.acquire()))).unwrap_err();
+    assert!(
+        err.downcast_ref::<&str>()
+            .is_some_and(|m| m.contains("acquired from its own pool"))
+    );
+    // The pool still works, and nothing was counted for the failed calls.
+    assert_eq!(pool.capacity(), 0);
+    slot.borrow_mut().take();
+    assert_eq!(*pool.acquire(), 1);
+    assert_eq!(pool.capacity(), 1);
+}
