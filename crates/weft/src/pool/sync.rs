@@ -394,7 +394,12 @@ impl<T: fmt::Debug> fmt::Debug for Taken<T> {
 /// assert_eq!(pool.available(), 4);
 /// ```
 ///
-/// The acquirer cannot be shared between threads:
+/// There is one acquirer: it cannot be cloned,
+/// ```compile_fail
+/// let pool = weft::pool::SyncPool::new(1, || 0u8, |_| {});
+/// let second = pool.clone();
+/// ```
+/// nor shared between threads:
 /// ```compile_fail
 /// let pool = weft::pool::SyncPool::new(1, || 0u8, |_| {});
 /// std::thread::scope(|s| {

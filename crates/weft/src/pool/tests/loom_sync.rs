@@ -120,3 +120,36 @@ fn shutdown_against_a_late_return() {
         assert_eq!(drops.load(Ordering::Relaxed), 2);
     });
 }
+
+#[test]
+fn a_panicking_reset_on_the_returning_thread() {
+    loom::model(|| {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let d = drops.clone();
+        let pool = SyncPool::new(
+            2,
+            move || Val {
+                data: UnsafeCell::new(0),
+                drops: d.clone(),
+            },
+            // SAFETY: the reset gets the value exclusively (`&mut`).
+            |v: &mut Val| assert_eq!(v.data.with(|p| unsafe { *p }), 0, "dirty"),
+        );
+        let mut a = pool.try_acquire().unwrap();
+        write(&mut a, 1);
+        let t = thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(a)));
+            assert!(r.is_err());
+        });
+        let b = pool.try_acquire().unwrap();
+        // The lost value's empty node is never lent.
+        assert!(pool.try_acquire().is_none());
+        t.join().unwrap();
+        assert!(pool.try_acquire().is_none());
+        assert_eq!(pool.capacity(), 1);
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+        drop(b);
+        drop(pool);
+        assert_eq!(drops.load(Ordering::Relaxed), 2);
+    });
+}
