@@ -6,6 +6,8 @@
 //! ```
 //! Cross-process scenarios re-run this binary as the child (`weft-bench child ...`).
 
+// Shared machinery: not every area uses every helper.
+#[allow(dead_code)]
 mod harness;
 mod pool;
 mod ring;
