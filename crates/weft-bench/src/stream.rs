@@ -84,7 +84,13 @@ pub fn child(args: &[String]) -> Option<i32> {
     if args.first().map(String::as_str) != Some(AREA) {
         return None;
     }
-    harness::pin(1);
+    // Not `harness::pin`: it checks the core against this process's affinity mask, which the
+    // child inherits from a parent thread already pinned to core 0, so it would skip the pin and
+    // leave both sides on one core.
+    if weft::affinity::pin_current_thread(1).is_err() {
+        eprintln!("weft-bench: could not pin the child to core 1; it runs unpinned");
+        let _ = weft::affinity::pin_current_thread(0);
+    }
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     let code = match a.get(1..) {
         Some(["tput", imp, name, n, runs]) => {
