@@ -39,7 +39,7 @@ fn write_read(c: &mut Criterion) {
     g.finish();
 }
 
-/// `reserve`, write the record in place, `commit`; then `read` it back.
+/// `reserve`, write the whole record in place, `commit`; then `read` it back.
 fn reserve_commit(c: &mut Criterion) {
     let mut g = c.benchmark_group("stream/reserve+commit+read");
     for size in SIZES {
@@ -49,6 +49,7 @@ fn reserve_commit(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::from_parameter(size), &size, |b, &size| {
             b.iter(|| {
                 let mut grant = w.reserve(size).expect("room");
+                grant.fill(seq as u8);
                 grant[..8].copy_from_slice(&seq.to_le_bytes());
                 grant.commit(size).expect("commit what was reserved");
                 seq += 1;
