@@ -201,12 +201,11 @@ pub fn machine_summary() -> String {
     )
 }
 
-/// Pins the calling thread to `core` if the machine has it (cross-core scenarios pin one
-/// thread per core).
+/// Pins the calling thread to `core`; a core the machine does not have is ignored. (It does
+/// not look at the thread's current affinity: a child spawned by a thread pinned to core 0
+/// inherits only core 0, and must still be able to move itself to core 1.)
 pub fn pin(core: usize) {
-    if core < weft::affinity::available_cores() {
-        let _ = weft::affinity::pin_current_thread(core);
-    }
+    let _ = weft::affinity::pin_current_thread(core);
 }
 
 /// Starts this binary again as the child side of a cross-process scenario.

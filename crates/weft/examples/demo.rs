@@ -52,9 +52,6 @@ fn main() -> Result<(), Error> {
     }
     let name = format!("demo-{}", std::process::id());
     let cores = weft::affinity::available_cores();
-    if cores >= 2 {
-        weft::affinity::pin_current_thread(0)?;
-    }
     let w = StreamWriter::create_with(
         &name,
         &StreamOptions::new(CAPACITY).wait(WaitStrategy::Adaptive),
@@ -64,6 +61,11 @@ fn main() -> Result<(), Error> {
         .stdout(Stdio::piped())
         .spawn()
         .expect("start the reader process");
+    // Pinned only after the reader has started: a child inherits its parent's CPU mask, and
+    // the reader must be free to move itself to core 1.
+    if cores >= 2 {
+        let _ = weft::affinity::pin_current_thread(0); // best effort
+    }
     let from_child = BufReader::new(child.stdout.take().unwrap());
     let cores_note = if cores >= 2 {
         ", pinned to cores 0 and 1"
