@@ -1,0 +1,3 @@
+//! Models of the pub/sub cores over heap memory (loom only).
+#[cfg(loom)]
+mod loom_pool;

@@ -1,0 +1,158 @@
+//! Pub/sub between real processes: fan-out byte-exact, two publisher processes on one topic,
+//! and a slow subscriber whose losses are counted exactly.
+
+mod common;
+
+use common::{Cleanup, Peer, pubmsg, unique};
+use std::time::Duration;
+use weft::Error;
+use weft::pubsub::{Config, Publisher, Subscriber};
+
+const MAX: usize = 1000;
+
+fn roomy(count: usize) -> Config {
+    Config::default()
+        .ring_slots(count.next_power_of_two())
+        .blocks(count.next_power_of_two() + 256)
+        .block_size(1024)
+}
+
+#[test]
+fn one_publisher_to_three_subscribers_byte_exact() {
+    let name = unique("pp-fan");
+    let _c = Cleanup(name.clone());
+    let count = 5000;
+    let owner = Publisher::create(&name, &roomy(count)).unwrap();
+    owner.register("/fan/out").unwrap();
+    let mut subs: Vec<Peer> = (0..3)
+        .map(|_| {
+            Peer::spawn(&[
+                "pubsub-sub",
+                &name,
+                "/fan/out",
+                "11",
+                &count.to_string(),
+                &MAX.to_string(),
+            ])
+        })
+        .collect();
+    for s in &mut subs {
+        s.expect("ready");
+    }
+    let mut p = Peer::spawn(&[
+        "pubsub-pub",
+        &name,
+        "/fan/out",
+        "1",
+        "11",
+        &count.to_string(),
+        &MAX.to_string(),
+        "3",
+    ]);
+    p.expect("ready");
+    p.expect(&format!("sent {count}"));
+    for s in subs {
+        let (last, ok) = s.finish(Duration::from_secs(30));
+        assert!(ok, "subscriber failed: {last}");
+        assert_eq!(last, format!("got {count} lost 0"));
+    }
+}
+
+#[test]
+fn two_publisher_processes_share_one_topic() {
+    let name = unique("pp-two");
+    let _c = Cleanup(name.clone());
+    let count = 3000;
+    let owner = Publisher::create(&name, &roomy(2 * count)).unwrap();
+    owner.register("/shared").unwrap();
+    let mut sub = Peer::spawn(&[
+        "pubsub-sub",
+        &name,
+        "/shared",
+        "5",
+        &(2 * count).to_string(),
+        &MAX.to_string(),
+    ]);
+    sub.expect("ready");
+    let mut pubs: Vec<Peer> = ["1", "2"]
+        .iter()
+        .map(|id| {
+            Peer::spawn(&[
+                "pubsub-pub",
+                &name,
+                "/shared",
+                id,
+                "5",
+                &count.to_string(),
+                &MAX.to_string(),
+                "1",
+            ])
+        })
+        .collect();
+    for p in &mut pubs {
+        p.expect("ready");
+    }
+    for p in &mut pubs {
+        p.expect(&format!("sent {count}"));
+    }
+    let (last, ok) = sub.finish(Duration::from_secs(30));
+    assert!(ok, "subscriber failed: {last}");
+    // Every message of both publishers, each publisher's in its own order, one sequence.
+    assert_eq!(last, format!("got {} lost 0", 2 * count));
+}
+
+#[test]
+fn a_slow_subscriber_counts_its_losses_exactly() {
+    let name = unique("pp-slow");
+    let _c = Cleanup(name.clone());
+    let count = 4000u64;
+    let owner = Publisher::create(
+        &name,
+        &Config::default()
+            .ring_slots(64)
+            .blocks(256)
+            .block_size(1024),
+    )
+    .unwrap();
+    owner.register("/slow").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/slow").unwrap();
+    let mut p = Peer::spawn(&[
+        "pubsub-pub",
+        &name,
+        "/slow",
+        "3",
+        "9",
+        &count.to_string(),
+        &MAX.to_string(),
+        "1",
+    ]);
+    p.expect("ready");
+    let (mut expected, mut got, mut lost) = (0u64, 0u64, 0u64);
+    while expected < count {
+        match sub.recv_timeout(Duration::from_secs(10)) {
+            Ok(m) => {
+                assert_eq!(
+                    m.seq(),
+                    expected,
+                    "a sequence was skipped without being counted"
+                );
+                let (id, c) = pubmsg::verify(9, MAX, &m).expect("byte-exact");
+                assert_eq!((id, c), (3, expected));
+                expected += 1;
+                got += 1;
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            Err(Error::Lagged { skipped }) => {
+                expected += skipped;
+                lost += skipped;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(expected, count);
+    assert_eq!(got + lost, count);
+    assert!(lost > 0, "the subscriber was meant to fall behind");
+    let st = s.topics().unwrap();
+    assert_eq!((st[0].published, st[0].lagged), (count, lost));
+}
