@@ -4,6 +4,7 @@
 mod common;
 
 use common::{Cleanup, Peer, unique};
+use std::time::Duration;
 use weft::pubsub::{Config, Publisher, Subscriber};
 
 #[test]
@@ -67,4 +68,150 @@ fn a_publisher_under_pool_pressure_reclaims_a_dead_publishers_loans() {
         p.publish(&t, &i.to_le_bytes()).unwrap();
     }
     assert_eq!(p.region_info().free_blocks, 16 - 4);
+}
+
+/// Offsets of the region made with `mid_cfg()` (docs/protocol.md, "Region").
+struct Offsets {
+    ext: u64,
+    holdings: u64,
+    hot: u64,
+    rings: u64,
+    data: u64,
+}
+
+const PARTS: u64 = 8;
+const HELD: u64 = 16;
+const TOPICS: u64 = 4;
+const SLOTS: u64 = 8;
+const BLOCKS: u64 = 64;
+const BLOCK: u64 = 256;
+
+fn mid_cfg() -> Config {
+    Config::default()
+        .participants(PARTS as usize)
+        .max_held(HELD as usize)
+        .topics(TOPICS as usize)
+        .ring_slots(SLOTS as usize)
+        .blocks(BLOCKS as usize)
+        .block_size(BLOCK as usize)
+}
+
+fn offsets() -> Offsets {
+    let ext = 512 + 64 * PARTS;
+    let holdings = ext + 64 * PARTS;
+    let table = (holdings + 4 * PARTS * HELD).div_ceil(64) * 64;
+    let hot = table + 256 * TOPICS;
+    let rings = hot + 128 * TOPICS;
+    let meta = rings + 16 * SLOTS * TOPICS;
+    let data = (meta + 8 * BLOCKS).div_ceil(4096) * 4096;
+    Offsets {
+        ext,
+        holdings,
+        hot,
+        rings,
+        data,
+    }
+}
+
+fn file(name: &str) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(common::shm_path(name))
+        .unwrap()
+}
+
+fn get32(f: &std::fs::File, off: u64) -> u32 {
+    use std::os::unix::fs::FileExt;
+    let mut b = [0u8; 4];
+    f.read_exact_at(&mut b, off).unwrap();
+    u32::from_le_bytes(b)
+}
+
+fn put64(f: &std::fs::File, off: u64, v: u64) {
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(&v.to_le_bytes(), off).unwrap();
+}
+
+/// A publisher process is SIGKILLed inside `publish`, after claiming sequence 1 and either
+/// before (`stored == false`) or after (`stored == true`) writing the descriptor. The state
+/// its death leaves is written into the region exactly as the publish sequence leaves it
+/// (the claim names the dead row; its publish record names topic, sequence and block), since
+/// no signal can be aimed at those few instructions. A subscriber waiting on sequence 1
+/// reclaims the dead row: the message is delivered (stored) or the sequence voided (not
+/// stored), later messages flow, and no block leaks.
+fn killed_mid_publish(stored: bool) {
+    let name = unique(if stored { "pc-mid-s" } else { "pc-mid-n" });
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register("/mid").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/mid").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/mid", "2"]);
+    peer.expect("ready 2");
+    peer.kill9();
+    assert_eq!(p.publish(&t, b"before").unwrap(), 0);
+
+    let o = offsets();
+    let f = file(&name);
+    // The dead publisher's row is the one whose holdings record its two loans.
+    let (row, blocks) = (0..PARTS)
+        .find_map(|r| {
+            let held: Vec<u32> = (0..HELD)
+                .map(|e| get32(&f, o.holdings + 4 * (HELD * r + e)))
+                .filter(|&v| v != 0)
+                .map(|v| v - 1)
+                .collect();
+            (held.len() == 2).then_some((r, held))
+        })
+        .expect("the dead publisher's holdings");
+    let b = blocks[0] as u64;
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(b"from the dead...", o.data + b * BLOCK)
+        .unwrap();
+    let new = (16u64 << 32) | (b + 1);
+    // Its publish record: topic 0 (+1), sequence 1, the descriptor being published.
+    let ext = o.ext + 64 * row;
+    put64(&f, ext + 8, 1);
+    put64(&f, ext + 16, 1);
+    put64(&f, ext + 24, new);
+    // Its claim of sequence 1: the stamp names it; the tail has moved past.
+    let slot1 = o.rings + 16;
+    put64(&f, slot1, (1 << 63) | (row << 40) | 1);
+    if stored {
+        put64(&f, slot1 + 8, new);
+    }
+    put64(&f, o.hot, 2);
+
+    assert_eq!(p.publish(&t, b"after").unwrap(), 2);
+    let first = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!((first.seq(), &*first), (0, &b"before"[..]));
+    let second = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+    if stored {
+        assert_eq!((second.seq(), &*second), (1, &b"from the dead..."[..]));
+        let third = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!((third.seq(), &*third), (2, &b"after"[..]));
+    } else {
+        assert_eq!((second.seq(), &*second), (2, &b"after"[..]));
+    }
+    drop((first, second));
+    assert_eq!(s.topics().unwrap()[0].recovered, 1);
+    // Nothing leaked: only the ring's descriptors hold blocks.
+    let in_ring = if stored { 3 } else { 2 };
+    assert_eq!(p.region_info().free_blocks, BLOCKS - in_ring);
+    // The topic keeps working across the whole ring.
+    for i in 0..20u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert!(matches!(sub.try_recv(), Err(weft::Error::Lagged { .. })));
+}
+
+#[test]
+fn a_publisher_killed_mid_publish_before_the_descriptor_leaks_nothing() {
+    killed_mid_publish(false);
+}
+
+#[test]
+fn a_publisher_killed_mid_publish_after_the_descriptor_is_delivered() {
+    killed_mid_publish(true);
 }
