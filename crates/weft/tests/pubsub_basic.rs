@@ -247,7 +247,7 @@ fn arguments_are_checked() {
         ErrorKind::InvalidName
     );
     assert_eq!(
-        p.register_with("/l", TopicMode::Latest).unwrap_err().kind(),
+        p.register_with("/l", TopicMode::Inline).unwrap_err().kind(),
         ErrorKind::InvalidArgument
     );
     // A second creator of a live region is refused; a topic of another region is refused.
@@ -280,4 +280,64 @@ fn the_participants_table_fills_and_frees() {
     let _c = Subscriber::connect(&name).unwrap();
     assert_eq!(p.region_info().participants_alive, 3);
     drop(b);
+}
+
+#[test]
+fn a_latest_topic_delivers_only_the_newest_value() {
+    let name = unique("ps-latest");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register_with("/last", TopicMode::Latest).unwrap();
+    assert_eq!(
+        p.register("/last").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/last").unwrap();
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    for i in 0..30u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.seq(), &*m), (29, &29u64.to_le_bytes()[..]));
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    // A held value stays whole while the writer overwrites the topic many times.
+    for i in 30..100u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert_eq!(&*m, &29u64.to_le_bytes());
+    let n = sub.recv_timeout(Duration::from_millis(100)).unwrap();
+    assert_eq!((n.seq(), &*n), (99, &99u64.to_le_bytes()[..]));
+    assert_eq!(p.stats(&t).unwrap().lagged, 0);
+}
+
+#[test]
+fn a_latest_reader_on_another_thread_sees_only_whole_values_in_order() {
+    let name = unique("ps-latest-mt");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register_with("/last", TopicMode::Latest).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/last").unwrap();
+    let n: u64 = if cfg!(miri) { 50 } else { 20_000 };
+    let h = std::thread::spawn(move || {
+        for i in 1..=n {
+            let mut l = p.loan(&t).unwrap();
+            l.set_len(128).unwrap();
+            for c in l.chunks_mut(8) {
+                c.copy_from_slice(&i.to_le_bytes());
+            }
+            l.publish().unwrap();
+        }
+    });
+    let mut last = 0;
+    while last < n {
+        let m = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+        let v = u64::from_le_bytes(m[..8].try_into().unwrap());
+        assert!(m.chunks(8).all(|c| c == v.to_le_bytes()), "torn value");
+        assert!(v > last, "went back from {last} to {v}");
+        assert_eq!(m.seq(), v - 1);
+        last = v;
+    }
+    h.join().unwrap();
 }

@@ -215,3 +215,26 @@ fn a_publisher_killed_mid_publish_before_the_descriptor_leaks_nothing() {
 fn a_publisher_killed_mid_publish_after_the_descriptor_is_delivered() {
     killed_mid_publish(true);
 }
+
+#[test]
+fn a_latest_reader_killed_holding_a_value_never_blocks_the_writer() {
+    let name = unique("pc-latest");
+    let _c = Cleanup(name.clone());
+    // Four ring slots and five blocks: the dead reader's block is the pool's only spare.
+    let p = Publisher::create(&name, &Config::default().blocks(5).ring_slots(4)).unwrap();
+    let t = p
+        .register_with("/last", weft::pubsub::TopicMode::Latest)
+        .unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/last", "1"]);
+    peer.expect("ready");
+    p.publish(&t, b"held").unwrap();
+    peer.expect("holding 1");
+    peer.kill9();
+    for i in 0..1000u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/last").unwrap();
+    p.publish(&t, b"newest").unwrap();
+    assert_eq!(&*sub.try_recv().unwrap(), b"newest");
+}

@@ -45,6 +45,7 @@ pub(crate) const TOPIC_READY: u32 = 2;
 
 /// Topic modes as stored.
 pub(crate) const MODE_BLOCKS: u32 = 1;
+pub(crate) const MODE_LATEST: u32 = 2;
 
 /// One topic-table entry, 256 bytes. Written only under the registration lock, before
 /// `state` becomes [`TOPIC_READY`] (Release); never changed afterwards.
@@ -53,7 +54,7 @@ pub(crate) const MODE_BLOCKS: u32 = 1;
 pub(crate) struct TopicEntry {
     /// [`TOPIC_FREE`] or [`TOPIC_READY`].
     pub(crate) state: AtomicU32,
-    /// [`MODE_BLOCKS`] (other modes are reserved).
+    /// [`MODE_BLOCKS`] or [`MODE_LATEST`] (3, inline, is reserved).
     pub(crate) mode: AtomicU32,
     /// Bytes of `name`, `2 ..= 127`.
     pub(crate) name_len: AtomicU32,

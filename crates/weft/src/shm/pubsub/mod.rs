@@ -22,8 +22,8 @@ mod region;
 pub use name::{TOPIC_MAX, split_uri, validate_topic};
 
 use self::layout::{
-    CONFIG_OFFSET, Geometry, MODE_BLOCKS, REGISTER_LOCK_OFFSET, RegionConfig, TOPIC_FREE,
-    TOPIC_READY, pack_name,
+    CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_LATEST, REGISTER_LOCK_OFFSET, RegionConfig,
+    TOPIC_FREE, TOPIC_READY, pack_name,
 };
 use self::region::{Member, Region, corrupt};
 use super::object::{Object, ObjectKind};
@@ -55,11 +55,15 @@ pub enum TopicMode {
     /// the topic's ring: any payload up to the block size, zero copies. The default.
     #[default]
     Blocks,
-    /// One value overwritten in place; readers always get the newest whole value. Reserved:
-    /// not implemented by this build ([`Error::InvalidArgument`] at register).
+    /// The newest value only: a receive skips to the newest committed message (never an
+    /// older one, never [`Error::Lagged`]). Values live in pool blocks like `Blocks` (the
+    /// ring's slot is overwritten in place, the block behind it is not): a reader always holds
+    /// a whole value that no writer touches until it lets go, so it is never torn, and a
+    /// reader that dies holding one blocks nobody (its block is reclaimed).
     Latest,
-    /// Small `Pod` values copied into seqlock ring slots in the region. Reserved: not
-    /// implemented by this build ([`Error::InvalidArgument`] at register).
+    /// Small `Pod` values copied into seqlock ring slots in the region (the broadcast ring
+    /// placed in shared memory). Reserved: not implemented by this build
+    /// ([`Error::InvalidArgument`] at register).
     Inline,
 }
 
@@ -434,25 +438,43 @@ impl Publisher {
     ///
     /// # Errors
     /// [`Error::InvalidName`] for a bad path; [`Error::InvalidArgument`] for a mode this build
-    /// does not implement, or when the topic table is full; [`Error::Timeout`] if the
+    /// does not implement, for a topic registered already with another mode, or when the
+    /// topic table is full; [`Error::Timeout`] if the
     /// registration lock stays held by a live process for a second; [`Error::Corrupt`] for
     /// a damaged topic table.
     pub fn register_with(&self, topic: &str, mode: TopicMode) -> Result<Topic> {
         validate_topic(topic)?;
-        if mode != TopicMode::Blocks {
-            return Err(Error::InvalidArgument {
-                what: "topic mode",
-                value: mode as u64,
-                expected: "TopicMode::Blocks (Latest and Inline are not implemented yet)",
-            });
-        }
+        let raw_mode = match mode {
+            TopicMode::Blocks => MODE_BLOCKS,
+            TopicMode::Latest => MODE_LATEST,
+            TopicMode::Inline => {
+                return Err(Error::InvalidArgument {
+                    what: "topic mode",
+                    value: 3,
+                    expected: "Blocks or Latest (Inline is not implemented yet)",
+                });
+            }
+        };
         let r = self.region();
-        if let Some(i) = r.find_topic(topic)? {
-            return Ok(self.topic_handle(i, topic));
+        let existing = |r: &Region| -> Result<Option<Topic>> {
+            let Some(i) = r.find_topic(topic)? else {
+                return Ok(None);
+            };
+            if r.topic_name(i)?.map(|(_, m)| m) != Some(raw_mode) {
+                return Err(Error::InvalidArgument {
+                    what: "topic mode",
+                    value: raw_mode as u64,
+                    expected: "the mode the topic was registered with",
+                });
+            }
+            Ok(Some(self.topic_handle(i, topic)))
+        };
+        if let Some(t) = existing(r)? {
+            return Ok(t);
         }
         let _lock = RegisterLock::take(r, self.member.index)?;
-        if let Some(i) = r.find_topic(topic)? {
-            return Ok(self.topic_handle(i, topic));
+        if let Some(t) = existing(r)? {
+            return Ok(t);
         }
         for i in 0..r.geo.topics as u32 {
             let t = r.topic(i)?;
@@ -461,7 +483,7 @@ impl Publisher {
                 continue;
             }
             // Relaxed: published by the Release store of READY below.
-            t.mode.store(MODE_BLOCKS, Ordering::Relaxed);
+            t.mode.store(raw_mode, Ordering::Relaxed);
             t.name_len.store(topic.len() as u32, Ordering::Relaxed);
             for (w, v) in t.name.iter().zip(pack_name(topic)) {
                 w.store(v, Ordering::Relaxed);
@@ -844,6 +866,7 @@ impl Subscriber {
                 name: alloc::format!("{}{}", self.member.name(), topic),
             });
         };
+        let latest = r.topic_name(i)?.is_some_and(|(_, m)| m == MODE_LATEST);
         let next = r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?;
         // Relaxed: a statistic.
         r.stats(i)?.subscribers.fetch_add(1, Ordering::Relaxed);
@@ -853,6 +876,8 @@ impl Subscriber {
             name: topic.into(),
             next,
             wait: self.wait,
+            latest,
+            floor: next,
         })
     }
 
@@ -904,6 +929,10 @@ pub struct Subscription {
     /// The next sequence to deliver.
     next: u64,
     wait: WaitStrategy,
+    /// A `Latest` topic: skip to the newest message.
+    latest: bool,
+    /// Sequences below this were delivered (or skipped) already.
+    floor: u64,
 }
 
 enum Step {
@@ -1008,15 +1037,43 @@ impl Subscription {
         Ok(())
     }
 
+    fn delivered_floor(&self) -> u64 {
+        self.floor
+    }
+
     fn step(&mut self) -> Result<Step> {
         let r = &*self.member.region;
         let ring = r.ring(self.topic)?;
         let pool = r.pool();
         for _ in 0..READ_RETRIES {
+            if self.latest {
+                // Skip to the newest claimed sequence; if it is not committed yet, the one
+                // before it (if newer than what we delivered) is the newest whole value.
+                let t = ring.tail().map_err(|c| corrupt(&r.obj, c))?;
+                if t > self.next {
+                    self.next = t - 1;
+                    if self.next > 0
+                        && matches!(ring.read(self.next), Ok(Read::Pending { .. }))
+                        && let Some(prev) = self.next.checked_sub(1)
+                        && prev >= self.delivered_floor()
+                    {
+                        self.next = prev;
+                    }
+                }
+            }
             let read = ring.read(self.next).map_err(|c| corrupt(&r.obj, c))?;
             match read {
                 Read::Ready { desc } => {
                     let Some((b, len)) = undesc(desc) else {
+                        if self.latest {
+                            // A voided newest sequence: an older value is older, not newer.
+                            if ring.still(self.next) {
+                                self.floor = self.next + 1;
+                                self.next += 1;
+                                return Ok(Step::Nothing { holder: None });
+                            }
+                            continue;
+                        }
                         // A voided sequence (a dead publisher's unfinished claim): skip it.
                         if ring.still(self.next) {
                             self.next += 1;
@@ -1050,6 +1107,7 @@ impl Subscription {
                     }
                     let seq = self.next;
                     self.next += 1;
+                    self.floor = self.next;
                     return Ok(Step::Got(Sample {
                         ptr: r.block_ptr(b)?,
                         member: self.member.clone(),
@@ -1059,6 +1117,7 @@ impl Subscription {
                         seq,
                     }));
                 }
+                Read::Lagged { .. } if self.latest => continue,
                 Read::Lagged { skipped, next } => {
                     self.next = next;
                     // Relaxed: a statistic.

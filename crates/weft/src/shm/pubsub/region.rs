@@ -3,8 +3,8 @@
 //! a dead participant's blocks and unfinished publish.
 
 use super::layout::{
-    CONFIG_OFFSET, Geometry, MODE_BLOCKS, MemberExt, POOL_HEAD_OFFSET, RegionConfig, TOPIC_FREE,
-    TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine,
+    CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_LATEST, MemberExt, POOL_HEAD_OFFSET, RegionConfig,
+    TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine,
 };
 use super::name::TOPIC_MAX;
 use crate::error::{Error, Result, Role};
@@ -163,12 +163,12 @@ impl Region {
         }
         // Relaxed: ordered after the Acquire load of `state`; each value is checked.
         let mode = t.mode.load(Ordering::Relaxed);
-        if mode != MODE_BLOCKS {
+        if mode != MODE_BLOCKS && mode != MODE_LATEST {
             return Err(Error::corrupt(
                 self.obj.name(),
                 "topic mode",
                 mode as u64,
-                "1 (blocks)",
+                "1 (blocks) or 2 (latest)",
             ));
         }
         // Relaxed: as above.
