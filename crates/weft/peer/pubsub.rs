@@ -12,6 +12,7 @@ pub fn main(args: &[String]) -> i32 {
         "pubsub-sub" => subscribe(args),
         "pubsub-hold" => hold(args),
         "pubsub-loan" => loan(args),
+        "pubsub-linger" => linger(args),
         "pubsub-scribble" => scribble(args),
         other => {
             eprintln!("weft-test-peer: unknown command {other}");
@@ -117,6 +118,24 @@ fn hold(args: &[String]) -> i32 {
         held.push(sub.recv_timeout(Duration::from_secs(10)).expect("recv"));
     }
     say(&format!("holding {}", held.len()));
+    sleep_forever()
+}
+
+/// `pubsub-linger REGION TOPIC COUNT PERIOD_MS`: joins as a publisher, says "ready", then
+/// publishes COUNT 8-byte counters PERIOD_MS apart, says "sent", and stays alive until killed.
+fn linger(args: &[String]) -> i32 {
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let count: u64 = arg(args, 3, "count");
+    let period: u64 = arg(args, 4, "period");
+    let p = Publisher::open(&region).expect("open");
+    let t = p.register(&topic).expect("register");
+    say("ready");
+    for i in 0..count {
+        std::thread::sleep(Duration::from_millis(period));
+        p.publish(&t, &i.to_le_bytes()).expect("publish");
+    }
+    say("sent");
     sleep_forever()
 }
 

@@ -238,3 +238,35 @@ fn a_latest_reader_killed_holding_a_value_never_blocks_the_writer() {
     p.publish(&t, b"newest").unwrap();
     assert_eq!(&*sub.try_recv().unwrap(), b"newest");
 }
+
+#[test]
+fn subscribers_learn_that_their_publisher_died_and_a_slow_live_one_is_not_dead() {
+    let name = unique("pc-dead");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    p.register("/beat").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/beat").unwrap();
+    // The creating publisher leaves cleanly: that is not a death.
+    drop(p);
+    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/beat", "3", "700"]);
+    peer.expect("ready");
+    for i in 0..3u64 {
+        // 700 ms between messages: the waiting subscriber checks liveness many times and
+        // must not call the live publisher dead.
+        let m = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(&*m, &i.to_le_bytes());
+    }
+    peer.expect("sent");
+    peer.kill9();
+    match sub.recv_timeout(Duration::from_secs(5)) {
+        Err(weft::Error::PeerDead { role, .. }) => assert_eq!(role, weft::Role::Publisher),
+        other => panic!("expected PeerDead, got {other:?}"),
+    }
+    // Still dead after a survivor reclaimed the row.
+    s.reclaim().unwrap();
+    assert_eq!(
+        sub.recv_timeout(Duration::from_secs(5)).unwrap_err().kind(),
+        weft::ErrorKind::PeerDead
+    );
+}

@@ -1,3 +1,5 @@
-//! Models of the pub/sub cores over heap memory (loom only).
+//! The pub/sub cores over heap memory: plain tests (also run under miri) and loom models.
+#[cfg(not(loom))]
+mod heap;
 #[cfg(loom)]
 mod loom_pool;

@@ -94,7 +94,8 @@ pub(crate) struct TopicStatsLine {
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub(crate) struct MemberExt {
-    /// 0 none, 1 publisher, 2 subscriber. Written by the owner after its claim.
+    /// 0 none, 1 publisher, 2 subscriber, 3 dead publisher (written by its reclaimer).
+    /// Written by the owner after its claim.
     pub(crate) role: AtomicU32,
     _pad: AtomicU32,
     /// Topic index + 1 of the publish in flight, 0 when none. Owner only.
@@ -110,6 +111,9 @@ pub(crate) struct MemberExt {
 
 pub(crate) const ROLE_PUBLISHER: u32 = 1;
 pub(crate) const ROLE_SUBSCRIBER: u32 = 2;
+/// A publisher that died and whose row a survivor reclaimed (so that subscribers still learn
+/// of the death after the row stopped saying "dead").
+pub(crate) const ROLE_DEAD_PUBLISHER: u32 = 3;
 
 #[cfg(not(loom))]
 const _: () = {

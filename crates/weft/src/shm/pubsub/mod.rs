@@ -43,6 +43,13 @@ use core::time::Duration;
 const PARK_SLICE: Duration = Duration::from_millis(50);
 /// How long `create` waits for an existing region while deciding whether it is stale.
 const STALE_OPEN_TIMEOUT: Duration = Duration::from_millis(250);
+/// A waiting subscriber checks its publishers' liveness at most this often.
+const CHECK_INTERVAL: Duration = Duration::from_millis(50);
+
+fn waiter_parks(s: WaitStrategy) -> bool {
+    matches!(s, WaitStrategy::Park)
+}
+
 /// Retries of one receive before it reports `Empty` (each retry means the slot changed under
 /// the reader: a publisher lapped it, or a peer scribbles on it).
 const READ_RETRIES: u32 = 10_000;
@@ -968,7 +975,10 @@ impl Subscription {
     /// Waits for the next message with the configured wait strategy.
     ///
     /// # Errors
-    /// As [`Subscription::try_recv`], without `Empty`.
+    /// As [`Subscription::try_recv`], without `Empty`; [`Error::PeerDead`] with
+    /// [`Role::Publisher`] once everything published was received, no publisher of the
+    /// region is alive and at least one died (checked every 50 ms while waiting; a publisher
+    /// in another pid namespace is judged by its heartbeat and [`Config::liveness_timeout`]).
     pub fn recv(&mut self) -> Result<Sample> {
         self.recv_inner(self.wait, Deadline::never())
     }
@@ -992,6 +1002,7 @@ impl Subscription {
     fn recv_inner(&mut self, strategy: WaitStrategy, deadline: Deadline) -> Result<Sample> {
         let mut waiter = Waiter::new(strategy);
         let mut rounds = 0u32;
+        let mut next_check = 0u64;
         loop {
             let holder = match self.step()? {
                 Step::Got(s) => return Ok(s),
@@ -1002,6 +1013,21 @@ impl Subscription {
                 && rounds.is_multiple_of(64)
             {
                 self.unstick(h)?;
+            }
+            // Everything published has been received: if every publisher is gone and one
+            // died, say so (liveness read at most every CHECK_INTERVAL).
+            if rounds.is_multiple_of(64) || waiter_parks(strategy) {
+                let now = sys::monotonic_ns();
+                if now >= next_check {
+                    next_check = now + CHECK_INTERVAL.as_nanos() as u64;
+                    if let Some(pid) = self.member.region.publishers_dead() {
+                        return Err(Error::PeerDead {
+                            name: alloc::format!("{}{}", self.member.name(), self.name),
+                            role: Role::Publisher,
+                            pid,
+                        });
+                    }
+                }
             }
             if deadline.expired() {
                 return Err(Error::Timeout);

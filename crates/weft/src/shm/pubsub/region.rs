@@ -237,6 +237,13 @@ impl Region {
         ) {
             Ok(claim) => {
                 let n = self.recover(i);
+                let ext = self.ext(i)?;
+                // Relaxed: read by subscribers' liveness scans, which tolerate a stale value
+                // for one round.
+                if ext.role.load(Ordering::Relaxed) == super::layout::ROLE_PUBLISHER {
+                    ext.role
+                        .store(super::layout::ROLE_DEAD_PUBLISHER, Ordering::Relaxed);
+                }
                 drop(claim);
                 n
             }
@@ -316,6 +323,31 @@ impl Region {
             }
         }
         Ok(released)
+    }
+
+    /// The publishers' state for a waiting subscriber: `Some(pid)` of a dead publisher when
+    /// no publisher is alive and at least one died; `None` otherwise (one lives, or none
+    /// ever came, or all left cleanly).
+    pub(crate) fn publishers_dead(&self) -> Option<u32> {
+        use super::layout::{ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER};
+        let mut dead = None;
+        for i in 0..self.geo.participants as u32 {
+            let (Ok(row), Ok(ext)) = (self.row(i), self.ext(i)) else {
+                continue;
+            };
+            // Relaxed: see `reclaim_row`.
+            let role = ext.role.load(Ordering::Relaxed);
+            if role != ROLE_PUBLISHER && role != ROLE_DEAD_PUBLISHER {
+                continue;
+            }
+            match row.status(self.liveness) {
+                PeerStatus::Alive if role == ROLE_PUBLISHER => return None,
+                PeerStatus::Dead { pid } => dead = Some(pid),
+                _ if role == ROLE_DEAD_PUBLISHER => dead = Some(row.pid()),
+                _ => {}
+            }
+        }
+        dead
     }
 
     /// Whether any participant other than row `except` is alive.
