@@ -156,3 +156,37 @@ fn a_slow_subscriber_counts_its_losses_exactly() {
     let st = s.topics().unwrap();
     assert_eq!((st[0].published, st[0].lagged), (count, lost));
 }
+
+#[test]
+fn a_late_joiner_gets_the_history_it_asks_for() {
+    let name = unique("pp-late");
+    let _c = Cleanup(name.clone());
+    let owner = Publisher::create(&name, &roomy(64)).unwrap();
+    owner.register("/hist").unwrap();
+    let mut p = Peer::spawn(&[
+        "pubsub-pub",
+        &name,
+        "/hist",
+        "4",
+        "21",
+        "20",
+        &MAX.to_string(),
+        "0",
+    ]);
+    p.expect("ready");
+    p.expect("sent 20");
+    let (_, ok) = p.finish(Duration::from_secs(10));
+    assert!(ok);
+    // The publisher process is gone; its last five messages are still in the ring.
+    let s = Subscriber::connect(&name).unwrap();
+    let mut late = s.subscribe_with_history("/hist", 5).unwrap();
+    for c in 15..20u64 {
+        let m = late.try_recv().unwrap();
+        assert_eq!(pubmsg::verify(21, MAX, &m), Some((4, c)));
+        assert_eq!(m.seq(), c);
+    }
+    assert!(matches!(late.try_recv(), Err(Error::Empty)));
+    // Asking for more than the ring holds gives what it holds.
+    let mut all = s.subscribe_with_history("/hist", 1000).unwrap();
+    assert_eq!(all.try_recv().unwrap().seq(), 0);
+}

@@ -866,6 +866,32 @@ impl Subscriber {
     /// [`Error::NotFound`] if no publisher registered it; [`Error::InvalidName`];
     /// [`Error::Corrupt`].
     pub fn subscribe(&self, topic: &str) -> Result<Subscription> {
+        self.subscribe_with_history(topic, 0)
+    }
+
+    /// Subscribes to `topic` and starts with (up to) the last `history` messages still in the
+    /// topic's ring (at most [`Config::ring_slots`] of them), then everything published from
+    /// now on: a late joiner catches up.
+    ///
+    /// # Errors
+    /// As [`Subscriber::subscribe`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber};
+    /// # let region = format!("doc-history-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let topic = publisher.register("/log")?;
+    /// for line in [b"a", b"b", b"c"] {
+    ///     publisher.publish(&topic, line)?;
+    /// }
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut late = subscriber.subscribe_with_history("/log", 2)?;
+    /// assert_eq!(&*late.try_recv()?, b"b");
+    /// assert_eq!(&*late.try_recv()?, b"c");
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn subscribe_with_history(&self, topic: &str, history: usize) -> Result<Subscription> {
         validate_topic(topic)?;
         let r = &self.member.region;
         let Some(i) = r.find_topic(topic)? else {
@@ -874,7 +900,10 @@ impl Subscriber {
             });
         };
         let latest = r.topic_name(i)?.is_some_and(|(_, m)| m == MODE_LATEST);
-        let next = r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?;
+        let tail = r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?;
+        // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one.
+        let back = (history as u64).min(r.geo.ring_slots - 1);
+        let next = tail.saturating_sub(back);
         // Relaxed: a statistic.
         r.stats(i)?.subscribers.fetch_add(1, Ordering::Relaxed);
         Ok(Subscription {
