@@ -13,6 +13,7 @@ pub fn main(args: &[String]) -> i32 {
         "pubsub-hold" => hold(args),
         "pubsub-loan" => loan(args),
         "pubsub-linger" => linger(args),
+        "pubsub-typed-sub" => typed_sub(args),
         "pubsub-scribble" => scribble(args),
         other => {
             eprintln!("weft-test-peer: unknown command {other}");
@@ -119,6 +120,35 @@ fn hold(args: &[String]) -> i32 {
     }
     say(&format!("holding {}", held.len()));
     sleep_forever()
+}
+
+/// `pubsub-typed-sub REGION TOPIC TYPE` (TYPE `u64` or `u32`): subscribes typed; prints
+/// `mismatch FOUND` on a type mismatch, else "ready" and then the first value received.
+fn typed_sub(args: &[String]) -> i32 {
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let ty: String = arg(args, 3, "type");
+    let s = Subscriber::connect_timeout(&region, Duration::from_secs(10)).expect("connect");
+    let sub = match ty.as_str() {
+        "u64" => s.subscribe_typed::<u64>(&topic),
+        _ => s.subscribe_typed::<u32>(&topic),
+    };
+    let mut sub = match sub {
+        Ok(sub) => sub,
+        Err(Error::TypeMismatch { found, .. }) => {
+            say(&format!("mismatch {found}"));
+            return 0;
+        }
+        Err(e) => panic!("subscribe: {e}"),
+    };
+    say("ready");
+    let m = sub.recv_timeout(Duration::from_secs(10)).expect("recv");
+    let v = match ty.as_str() {
+        "u64" => *m.value::<u64>().expect("value"),
+        _ => *m.value::<u32>().expect("value") as u64,
+    };
+    say(&format!("value {v}"));
+    0
 }
 
 /// `pubsub-linger REGION TOPIC COUNT PERIOD_MS`: joins as a publisher, says "ready", then

@@ -190,3 +190,32 @@ fn a_late_joiner_gets_the_history_it_asks_for() {
     let mut all = s.subscribe_with_history("/hist", 1000).unwrap();
     assert_eq!(all.try_recv().unwrap().seq(), 0);
 }
+
+#[test]
+fn a_typed_topic_refuses_another_type_across_processes() {
+    let name = unique("pp-typed");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let t = p.register_typed::<u64>("/typed").unwrap();
+    let wrong = Peer::spawn(&["pubsub-typed-sub", &name, "/typed", "u32"]);
+    let (last, ok) = wrong.finish(Duration::from_secs(10));
+    assert!(ok);
+    assert_eq!(last, "mismatch u64");
+    let mut right = Peer::spawn(&["pubsub-typed-sub", &name, "/typed", "u64"]);
+    right.expect("ready");
+    p.publish_typed(&t, &0xDEAD_BEEF_u64).unwrap();
+    right.expect(&format!("value {}", 0xDEAD_BEEF_u64));
+    // Publishing another type on it, or registering it for another type, is refused too.
+    assert_eq!(
+        p.publish_typed(&t, &1u32).unwrap_err().kind(),
+        weft::ErrorKind::TypeMismatch
+    );
+    assert_eq!(
+        p.register_typed::<[u8; 8]>("/typed").unwrap_err().kind(),
+        weft::ErrorKind::TypeMismatch
+    );
+    assert_eq!(
+        p.register_typed::<[u8; 8192]>("/big").unwrap_err().kind(),
+        weft::ErrorKind::TooLarge
+    );
+}

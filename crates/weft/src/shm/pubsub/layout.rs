@@ -59,8 +59,17 @@ pub(crate) struct TopicEntry {
     /// Bytes of `name`, `2 ..= 127`.
     pub(crate) name_len: AtomicU32,
     _pad: AtomicU32,
-    /// Reserved for typed topics (size, alignment, type fingerprint) and history.
-    _reserved: [AtomicU64; 14],
+    /// A typed topic's fingerprint (see `fingerprint`), 0 for an untyped topic.
+    pub(crate) type_fingerprint: AtomicU64,
+    /// `size_of` the type: `1 ..= block size`. Meaningful when the fingerprint is non-zero.
+    pub(crate) type_size: AtomicU64,
+    /// `align_of` the type: a power of two `<= 64`.
+    pub(crate) type_align: AtomicU64,
+    /// Bytes of `type_name`, `0 ..= 64`.
+    pub(crate) type_name_len: AtomicU64,
+    /// The type's name (cut to 64 bytes), for error messages; packed like `name`.
+    pub(crate) type_name: [AtomicU64; 8],
+    _reserved: [AtomicU64; 2],
     /// The name, little-endian bytes packed into words, zero-padded.
     pub(crate) name: [AtomicU64; 16],
 }
@@ -288,13 +297,40 @@ impl Geometry {
     }
 }
 
-/// Packs a name into the topic entry's words.
-pub(crate) fn pack_name(name: &str) -> [u64; 16] {
-    let mut words = [0u64; 16];
-    for (i, b) in name.bytes().enumerate() {
+/// A type's fingerprint: FNV-1a over its name, size and alignment, never 0. The name comes
+/// from `core::any::type_name`, so two builds agree as long as the type's path does.
+pub(crate) fn fingerprint(name: &str, size: u64, align: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name
+        .bytes()
+        .chain(size.to_le_bytes())
+        .chain(align.to_le_bytes())
+    {
+        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h.max(1)
+}
+
+/// Packs a name into `N` words (bytes beyond `8 * N` are cut).
+pub(crate) fn pack<const N: usize>(name: &str) -> [u64; N] {
+    let mut words = [0u64; N];
+    for (i, b) in name.bytes().take(8 * N).enumerate() {
         words[i / 8] |= (b as u64) << ((i % 8) * 8);
     }
     words
+}
+
+/// Packs a topic name into the topic entry's words.
+pub(crate) fn pack_name(name: &str) -> [u64; 16] {
+    pack::<16>(name)
+}
+
+/// Unpacks `len` bytes from words.
+pub(crate) fn unpack(words: &[AtomicU64], len: usize) -> alloc::vec::Vec<u8> {
+    (0..len.min(8 * words.len()))
+        // Relaxed: the caller loaded the entry's state with Acquire first.
+        .map(|k| (words[k / 8].load(Ordering::Relaxed) >> ((k % 8) * 8)) as u8)
+        .collect()
 }
 
 #[cfg(test)]

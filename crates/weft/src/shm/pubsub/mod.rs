@@ -23,9 +23,9 @@ pub use name::{TOPIC_MAX, split_uri, validate_topic};
 
 use self::layout::{
     CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_LATEST, REGISTER_LOCK_OFFSET, RegionConfig,
-    TOPIC_FREE, TOPIC_READY, pack_name,
+    TOPIC_FREE, TOPIC_READY, fingerprint, pack, pack_name,
 };
-use self::region::{Member, Region, corrupt};
+use self::region::{Member, Region, TypeInfo, corrupt};
 use super::object::{Object, ObjectKind};
 use crate::WaitStrategy;
 use crate::error::{Error, Result, Role};
@@ -212,6 +212,8 @@ pub struct Topic {
     name: String,
     /// Identifies the region mapping the handle came from.
     region: usize,
+    /// The recorded type's fingerprint, for a typed topic.
+    fingerprint: Option<u64>,
 }
 
 impl Topic {
@@ -288,6 +290,34 @@ fn all_topics(r: &Region) -> Result<Vec<TopicStats>> {
         }
     }
     Ok(out)
+}
+
+fn type_info<T: bytemuck::Pod>() -> TypeInfo {
+    let name = core::any::type_name::<T>();
+    let (size, align) = (
+        core::mem::size_of::<T>() as u64,
+        core::mem::align_of::<T>() as u64,
+    );
+    TypeInfo {
+        fingerprint: fingerprint(name, size, align),
+        size,
+        align,
+        name: name.into(),
+    }
+}
+
+/// `found` (a topic's recorded type) must be `want`.
+fn check_type(r: &Region, topic: &str, found: Option<&TypeInfo>, want: &TypeInfo) -> Result<()> {
+    match found {
+        Some(f) if f.fingerprint == want.fingerprint && f.size == want.size => Ok(()),
+        other => Err(Error::TypeMismatch {
+            name: alloc::format!("{}{}", r.obj.name(), topic),
+            found: other.map_or_else(|| "untyped bytes".into(), |f| f.name.clone()),
+            found_size: other.map_or(0, |f| f.size),
+            expected: want.name.clone(),
+            expected_size: want.size,
+        }),
+    }
 }
 
 fn open_region(name: &str, config: &Config) -> Result<Arc<Region>> {
@@ -450,6 +480,65 @@ impl Publisher {
     /// registration lock stays held by a live process for a second; [`Error::Corrupt`] for
     /// a damaged topic table.
     pub fn register_with(&self, topic: &str, mode: TopicMode) -> Result<Topic> {
+        self.register_inner(topic, mode, None)
+    }
+
+    /// Registers `topic` for values of type `T` ([`TopicMode::Blocks`]): the topic records
+    /// `T`'s size, alignment and a fingerprint of its name, size and alignment, and a
+    /// registration or typed subscription with another type is refused. Use
+    /// [`Publisher::publish_typed`] or [`Publisher::loan_typed`] + [`Loan::value_mut`].
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the topic exists with another type (or untyped);
+    /// [`Error::TooLarge`] when `T` does not fit a block; [`Error::InvalidArgument`] when
+    /// `align_of::<T>()` exceeds 64 (blocks are 64-byte aligned); as
+    /// [`Publisher::register_with`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber};
+    /// use weft::ErrorKind;
+    /// #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+    /// #[repr(C)]
+    /// struct Tick { price: f64, size: u64 }
+    /// # let region = format!("doc-typed-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let ticks = publisher.register_typed::<Tick>("/ticks")?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut sub = subscriber.subscribe_typed::<Tick>("/ticks")?;
+    /// assert_eq!(subscriber.subscribe_typed::<u32>("/ticks").unwrap_err().kind(), ErrorKind::TypeMismatch);
+    /// publisher.publish_typed(&ticks, &Tick { price: 189.5, size: 100 })?;
+    /// let sample = sub.try_recv()?;
+    /// assert_eq!(sample.value::<Tick>()?, &Tick { price: 189.5, size: 100 });
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn register_typed<T: bytemuck::Pod>(&self, topic: &str) -> Result<Topic> {
+        let ty = type_info::<T>();
+        if ty.size > self.region().geo.block_size {
+            return Err(Error::TooLarge {
+                name: alloc::format!("{}{}", self.member.name(), topic),
+                len: ty.size,
+                max: self.region().geo.block_size,
+            });
+        }
+        if ty.align > 64 {
+            return Err(Error::InvalidArgument {
+                what: "alignment of the topic's type",
+                value: ty.align,
+                expected: "at most 64 (blocks are 64-byte aligned)",
+            });
+        }
+        if ty.size == 0 {
+            return Err(Error::InvalidArgument {
+                what: "size of the topic's type",
+                value: 0,
+                expected: "at least 1 byte",
+            });
+        }
+        self.register_inner(topic, TopicMode::Blocks, Some(ty))
+    }
+
+    fn register_inner(&self, topic: &str, mode: TopicMode, ty: Option<TypeInfo>) -> Result<Topic> {
         validate_topic(topic)?;
         let raw_mode = match mode {
             TopicMode::Blocks => MODE_BLOCKS,
@@ -474,7 +563,15 @@ impl Publisher {
                     expected: "the mode the topic was registered with",
                 });
             }
-            Ok(Some(self.topic_handle(i, topic)))
+            let found = r.topic_type(i)?;
+            if let Some(want) = &ty {
+                check_type(r, topic, found.as_ref(), want)?;
+            }
+            Ok(Some(self.topic_handle(
+                i,
+                topic,
+                found.map(|t| t.fingerprint),
+            )))
         };
         if let Some(t) = existing(r)? {
             return Ok(t);
@@ -495,10 +592,20 @@ impl Publisher {
             for (w, v) in t.name.iter().zip(pack_name(topic)) {
                 w.store(v, Ordering::Relaxed);
             }
+            if let Some(ty) = &ty {
+                t.type_size.store(ty.size, Ordering::Relaxed);
+                t.type_align.store(ty.align, Ordering::Relaxed);
+                let name_len = ty.name.len().min(64);
+                t.type_name_len.store(name_len as u64, Ordering::Relaxed);
+                for (w, v) in t.type_name.iter().zip(pack::<8>(&ty.name)) {
+                    w.store(v, Ordering::Relaxed);
+                }
+                t.type_fingerprint.store(ty.fingerprint, Ordering::Relaxed);
+            }
             // SYNC POINT: Release pairs with the Acquire load of `state` in
-            // `Region::topic_name`.
+            // `Region::topic_name` and `Region::topic_type`.
             t.state.store(TOPIC_READY, Ordering::Release);
-            return Ok(self.topic_handle(i, topic));
+            return Ok(self.topic_handle(i, topic, ty.map(|t| t.fingerprint)));
         }
         Err(Error::InvalidArgument {
             what: "topics in the region",
@@ -507,12 +614,52 @@ impl Publisher {
         })
     }
 
-    fn topic_handle(&self, index: u32, name: &str) -> Topic {
+    fn topic_handle(&self, index: u32, name: &str, fingerprint: Option<u64>) -> Topic {
         Topic {
             index,
             name: name.into(),
             region: Arc::as_ptr(&self.member.region) as usize,
+            fingerprint,
         }
+    }
+
+    fn check_typed<T: bytemuck::Pod>(&self, topic: &Topic) -> Result<()> {
+        self.check_topic(topic)?;
+        let want = type_info::<T>();
+        let r = self.region();
+        let found = r.topic_type(topic.index)?;
+        check_type(r, &topic.name, found.as_ref(), &want)?;
+        if want.size > r.geo.block_size {
+            return Err(Error::TooLarge {
+                name: alloc::format!("{}{}", self.member.name(), topic.name),
+                len: want.size,
+                max: r.geo.block_size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Loans a block for a typed topic, its length set to `size_of::<T>()`: fill it through
+    /// [`Loan::value_mut`], then publish.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when `topic` was not registered for `T`; as
+    /// [`Publisher::loan`].
+    pub fn loan_typed<T: bytemuck::Pod>(&self, topic: &Topic) -> Result<Loan<'_>> {
+        self.check_typed::<T>(topic)?;
+        let mut loan = self.loan(topic)?;
+        loan.set_len(core::mem::size_of::<T>())?;
+        Ok(loan)
+    }
+
+    /// Copies `value` into a block of the typed topic and publishes it.
+    ///
+    /// # Errors
+    /// As [`Publisher::loan_typed`] and [`Loan::publish`].
+    pub fn publish_typed<T: bytemuck::Pod>(&self, topic: &Topic, value: &T) -> Result<u64> {
+        let mut loan = self.loan_typed::<T>(topic)?;
+        loan.copy_from_slice(bytemuck::bytes_of(value));
+        loan.publish()
     }
 
     fn check_topic(&self, topic: &Topic) -> Result<()> {
@@ -752,6 +899,24 @@ impl Loan<'_> {
         self.len as usize
     }
 
+    /// The loan's payload as a `T` (the length must be `size_of::<T>()`, as
+    /// [`Publisher::loan_typed`] sets it).
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the length is not `size_of::<T>()` or `T` needs more than
+    /// the block's 64-byte alignment.
+    pub fn value_mut<T: bytemuck::Pod>(&mut self) -> Result<&mut T> {
+        let name = self.publisher.member.name().to_owned();
+        let len = self.len as u64;
+        bytemuck::try_from_bytes_mut(&mut self[..]).map_err(|_| Error::TypeMismatch {
+            name,
+            found: "a loan of another length".into(),
+            found_size: len,
+            expected: core::any::type_name::<T>().into(),
+            expected_size: core::mem::size_of::<T>() as u64,
+        })
+    }
+
     /// Whether the payload is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -915,6 +1080,20 @@ impl Subscriber {
             latest,
             floor: next,
         })
+    }
+
+    /// Subscribes to the typed topic `topic`, checking that it was registered for `T`
+    /// (fingerprint and size); read values with [`Sample::value`].
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the topic holds another type or is untyped; as
+    /// [`Subscriber::subscribe`].
+    pub fn subscribe_typed<T: bytemuck::Pod>(&self, topic: &str) -> Result<Subscription> {
+        let sub = self.subscribe(topic)?;
+        let r = &self.member.region;
+        let found = r.topic_type(sub.topic)?;
+        check_type(r, topic, found.as_ref(), &type_info::<T>())?;
+        Ok(sub)
     }
 
     /// Subscribes to `topic`, waiting up to `timeout` for a publisher to register it.
@@ -1222,6 +1401,21 @@ unsafe impl Send for Sample {}
 unsafe impl Sync for Sample {}
 
 impl Sample {
+    /// The payload as a `T`, zero copies.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the payload is not `size_of::<T>()` bytes (or not aligned
+    /// for `T`, which needs more than 64).
+    pub fn value<T: bytemuck::Pod>(&self) -> Result<&T> {
+        bytemuck::try_from_bytes(self).map_err(|_| Error::TypeMismatch {
+            name: self.member.name().into(),
+            found: "a message of another length".into(),
+            found_size: self.len as u64,
+            expected: core::any::type_name::<T>().into(),
+            expected_size: core::mem::size_of::<T>() as u64,
+        })
+    }
+
     /// The message's sequence number in its topic (gap-free per topic: the claims of every
     /// publisher together).
     pub fn seq(&self) -> u64 {

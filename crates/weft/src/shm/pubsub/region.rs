@@ -16,6 +16,15 @@ use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
 use alloc::string::String;
 use core::time::Duration;
 
+/// What a typed topic records about its type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TypeInfo {
+    pub(crate) fingerprint: u64,
+    pub(crate) size: u64,
+    pub(crate) align: u64,
+    pub(crate) name: String,
+}
+
 /// A mapped region whose configuration and topic table were validated at attach.
 #[derive(Debug)]
 pub(crate) struct Region {
@@ -38,6 +47,7 @@ impl Region {
         let region = Region { obj, geo, liveness };
         for i in 0..geo.topics as u32 {
             region.topic_name(i)?;
+            region.topic_type(i)?;
         }
         Ok(Arc::new(region))
     }
@@ -199,6 +209,56 @@ impl Region {
                 )
             })?;
         Ok(Some((name, mode)))
+    }
+
+    /// The recorded type of topic `i` (registered), validated; `None` for an untyped topic.
+    pub(crate) fn topic_type(&self, i: u32) -> Result<Option<TypeInfo>> {
+        let t = self.topic(i)?;
+        // Acquire: as in `topic_name`.
+        if t.state.load(Ordering::Acquire) != TOPIC_READY {
+            return Ok(None);
+        }
+        // Relaxed: ordered after the Acquire load of `state`; each value is checked.
+        let fingerprint = t.type_fingerprint.load(Ordering::Relaxed);
+        if fingerprint == 0 {
+            return Ok(None);
+        }
+        let name = self.obj.name();
+        let size = t.type_size.load(Ordering::Relaxed);
+        let align = t.type_align.load(Ordering::Relaxed);
+        let len = t.type_name_len.load(Ordering::Relaxed);
+        if size == 0 || size > self.geo.block_size {
+            return Err(Error::corrupt(
+                name,
+                "topic type size",
+                size,
+                "1 ..= the block size",
+            ));
+        }
+        if !align.is_power_of_two() || align > 64 {
+            return Err(Error::corrupt(
+                name,
+                "topic type alignment",
+                align,
+                "a power of two <= 64",
+            ));
+        }
+        if len > 64 {
+            return Err(Error::corrupt(
+                name,
+                "topic type name length",
+                len,
+                "0 ..= 64",
+            ));
+        }
+        let type_name = String::from_utf8_lossy(&super::layout::unpack(&t.type_name, len as usize))
+            .into_owned();
+        Ok(Some(TypeInfo {
+            fingerprint,
+            size,
+            align,
+            name: type_name,
+        }))
     }
 
     /// The index of topic `name`, if registered.
