@@ -29,7 +29,10 @@ fn scribbling_on_shared_state_gives_errors_only() {
     let t = p.register("/target").unwrap();
     let s = Subscriber::connect(&name).unwrap();
     let mut sub = s.subscribe("/target").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-scribble", &name, "1500", "42"]);
+    // A new seed every run (printed, to replay a failure).
+    let seed = std::process::id().to_string();
+    eprintln!("scribble seed {seed}");
+    let mut peer = Peer::spawn(&["pubsub-scribble", &name, "1500", &seed]);
     peer.expect("ready");
     let until = Instant::now() + Duration::from_millis(1500);
     let (mut ok, mut errors) = (0u64, 0u64);

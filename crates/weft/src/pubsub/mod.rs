@@ -51,6 +51,6 @@ mod tests;
 
 #[cfg(all(feature = "std", not(loom)))]
 pub use crate::shm::pubsub::{
-    Config, Loan, Publisher, RegionInfo, Sample, Subscriber, Subscription, TOPIC_MAX, Topic,
-    TopicMode, TopicStats, split_uri, validate_topic,
+    Config, Loan, Publisher, RegionInfo, RegionReport, Sample, Subscriber, Subscription, TOPIC_MAX,
+    Topic, TopicMode, TopicStats, inspect, regions, split_uri, validate_topic,
 };

@@ -320,6 +320,63 @@ fn check_type(r: &Region, topic: &str, found: Option<&TypeInfo>, want: &TypeInfo
     }
 }
 
+/// What [`inspect`] reports about a region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionReport {
+    /// The region's name.
+    pub name: String,
+    /// Pool and participants.
+    pub info: RegionInfo,
+    /// Every registered topic with its statistics.
+    pub topics: Vec<TopicStats>,
+}
+
+/// The names of every pub/sub region on this machine (discovery, for tools such as
+/// `weft ls`). A region being created or removed at the same moment may be missed.
+///
+/// # Examples
+/// ```
+/// use weft::pubsub::{Config, Publisher, regions};
+/// # let region = format!("doc-regions-{}", std::process::id());
+/// let _publisher = Publisher::create(&region, &Config::default())?;
+/// assert!(regions().contains(&region));
+/// # Ok::<(), weft::Error>(())
+/// ```
+pub fn regions() -> Vec<String> {
+    sys::list_objects()
+        .into_iter()
+        .filter(|n| Object::open(n, ObjectKind::Region, Duration::ZERO).is_ok())
+        .collect()
+}
+
+/// Reads a region's pool, participants and topics without joining it: nothing the hot path
+/// uses is written, and no participant row is taken (for tools such as `weft info`).
+///
+/// # Errors
+/// As [`Subscriber::connect`] (the header, configuration and topic table are validated).
+///
+/// # Examples
+/// ```
+/// use weft::pubsub::{Config, Publisher, inspect};
+/// # let region = format!("doc-inspect-{}", std::process::id());
+/// let publisher = Publisher::create(&region, &Config::default())?;
+/// let topic = publisher.register("/prices/AAPL")?;
+/// publisher.publish(&topic, b"189.5")?;
+/// let report = inspect(&region)?;
+/// assert_eq!(report.topics[0].name, "/prices/AAPL");
+/// assert_eq!(report.topics[0].published, 1);
+/// assert_eq!(report.info.participants_alive, 1);
+/// # Ok::<(), weft::Error>(())
+/// ```
+pub fn inspect(region: &str) -> Result<RegionReport> {
+    let r = open_region(region, &Config::default())?;
+    Ok(RegionReport {
+        name: region.into(),
+        info: region_info(&r),
+        topics: all_topics(&r)?,
+    })
+}
+
 fn open_region(name: &str, config: &Config) -> Result<Arc<Region>> {
     let obj = Object::open(name, ObjectKind::Region, config.open_timeout)?;
     Region::attach(Arc::new(obj), config.liveness_timeout)
