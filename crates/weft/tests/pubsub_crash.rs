@@ -270,3 +270,44 @@ fn subscribers_learn_that_their_publisher_died_and_a_slow_live_one_is_not_dead()
         weft::ErrorKind::PeerDead
     );
 }
+
+#[test]
+fn a_slot_held_by_a_live_stalled_publisher_is_never_taken() {
+    let name = unique("pc-stall");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg().claim_timeout(Duration::from_millis(100))).unwrap();
+    let t = p.register("/stall").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/stall").unwrap();
+    // A live publisher process (it holds one loan, so its row is easy to find).
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/stall", "1"]);
+    peer.expect("ready 1");
+    for i in 0..8u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let o = offsets();
+    let f = file(&name);
+    let row = (0..PARTS)
+        .find(|r| (0..HELD).any(|e| get32(&f, o.holdings + 4 * (HELD * r + e)) != 0))
+        .expect("the live publisher's row");
+    // It claimed sequence 8 (slot 0) and stalls there: preempted, not dead.
+    put64(&f, o.rings, (1 << 63) | (row << 40) | 8);
+    put64(&f, o.hot, 9);
+    for i in 9..16u64 {
+        assert_eq!(p.publish(&t, &i.to_le_bytes()).unwrap(), i);
+    }
+    // Sequence 16 needs slot 0 back: it stays with its live holder; the publish gives up.
+    assert!(matches!(p.publish(&t, b"x"), Err(weft::Error::Timeout)));
+    assert!(matches!(p.publish(&t, b"x"), Err(weft::Error::Timeout)));
+    // Readers lost 0..=7 to the later laps, and wait for sequence 8 without skipping it.
+    assert!(matches!(
+        sub.try_recv(),
+        Err(weft::Error::Lagged { skipped: 8 })
+    ));
+    assert!(matches!(sub.try_recv(), Err(weft::Error::Empty)));
+    // The holder commits (its descriptor: the block of sequence 0's lap, still the slot's).
+    put64(&f, o.rings, 9);
+    assert_eq!(sub.try_recv().unwrap().seq(), 8);
+    assert_eq!(p.publish(&t, b"now").unwrap(), 16);
+    peer.kill9();
+}
