@@ -258,11 +258,17 @@ fn subscribers_learn_that_their_publisher_died_and_a_slow_live_one_is_not_dead()
         assert_eq!(&*m, &i.to_le_bytes());
     }
     peer.expect("sent");
-    peer.kill9();
-    match sub.recv_timeout(Duration::from_secs(5)) {
+    // Killed while the subscriber is parked in a receive: the death is reported within the
+    // liveness check period (50 ms), long before the receive's own timeout.
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        peer.kill9();
+    });
+    match sub.recv_timeout(Duration::from_millis(1500)) {
         Err(weft::Error::PeerDead { role, .. }) => assert_eq!(role, weft::Role::Publisher),
         other => panic!("expected PeerDead, got {other:?}"),
     }
+    killer.join().unwrap();
     // Still dead after a survivor reclaimed the row.
     s.reclaim().unwrap();
     assert_eq!(

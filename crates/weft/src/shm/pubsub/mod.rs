@@ -46,10 +46,6 @@ const STALE_OPEN_TIMEOUT: Duration = Duration::from_millis(250);
 /// A waiting subscriber checks its publishers' liveness at most this often.
 const CHECK_INTERVAL: Duration = Duration::from_millis(50);
 
-fn waiter_parks(s: WaitStrategy) -> bool {
-    matches!(s, WaitStrategy::Park)
-}
-
 /// Retries of one receive before it reports `Empty` (each retry means the slot changed under
 /// the reader: a publisher lapped it, or a peer scribbles on it).
 const READ_RETRIES: u32 = 10_000;
@@ -1268,6 +1264,7 @@ impl Subscription {
         let mut waiter = Waiter::new(strategy);
         let mut rounds = 0u32;
         let mut next_check = 0u64;
+        let mut parked = false;
         loop {
             let holder = match self.step()? {
                 Step::Got(s) => return Ok(s),
@@ -1281,7 +1278,9 @@ impl Subscription {
             }
             // Everything published has been received: if every publisher is gone and one
             // died, say so (liveness read at most every CHECK_INTERVAL).
-            if rounds.is_multiple_of(64) || waiter_parks(strategy) {
+            // Spinning rounds look at the clock every 64th time; parked rounds (50 ms each)
+            // every time.
+            if rounds.is_multiple_of(64) || parked {
                 let now = sys::monotonic_ns();
                 if now >= next_check {
                     next_check = now + CHECK_INTERVAL.as_nanos() as u64;
@@ -1297,7 +1296,8 @@ impl Subscription {
             if deadline.expired() {
                 return Err(Error::Timeout);
             }
-            if waiter.next() == Next::Park {
+            parked = waiter.next() == Next::Park;
+            if parked {
                 let member = self.member.clone();
                 let hot = member.region.hot(self.topic)?;
                 let seen = hot.wait.announce();
