@@ -219,3 +219,67 @@ fn a_typed_topic_refuses_another_type_across_processes() {
         weft::ErrorKind::TooLarge
     );
 }
+
+#[test]
+fn a_gibibyte_published_between_processes_arrives_byte_exact_or_counted_lost() {
+    let name = unique("pp-volume");
+    let _c = Cleanup(name.clone());
+    let max = 65_000usize;
+    // Message lengths follow from (seed, publisher, counter): publish at least 1 GiB.
+    let (mut count, mut total) = (0u64, 0u64);
+    while total < 1 << 30 {
+        total += (common::pattern::Rng(77 ^ (6 << 40) ^ count).len(max) + 15) as u64;
+        count += 1;
+    }
+    let owner = Publisher::create(
+        &name,
+        &Config::default()
+            .ring_slots(256)
+            .blocks(512)
+            .block_size(65_536),
+    )
+    .unwrap();
+    owner.register("/volume").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/volume").unwrap();
+    let mut p = Peer::spawn(&[
+        "pubsub-pub",
+        &name,
+        "/volume",
+        "6",
+        "77",
+        &count.to_string(),
+        &max.to_string(),
+        "1",
+    ]);
+    p.expect("ready");
+    let (mut expected, mut got, mut bytes, mut lost) = (0u64, 0u64, 0u64, 0u64);
+    while expected < count {
+        match sub.recv_timeout(Duration::from_secs(10)) {
+            Ok(m) => {
+                assert_eq!(m.seq(), expected);
+                assert_eq!(
+                    pubmsg::verify(77, max, &m),
+                    Some((6, expected)),
+                    "seq {expected}"
+                );
+                bytes += m.len() as u64;
+                expected += 1;
+                got += 1;
+            }
+            Err(Error::Lagged { skipped }) => {
+                expected += skipped;
+                lost += skipped;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    p.expect(&format!("sent {count}"));
+    eprintln!(
+        "published {count} messages ({total} bytes); {got} received byte-exact ({bytes} bytes), {lost} lost and counted"
+    );
+    assert_eq!(got + lost, count);
+    assert_eq!(s.topics().unwrap()[0].published, count);
+    assert_eq!(s.topics().unwrap()[0].lagged, lost);
+    assert!(got > 0);
+}
