@@ -197,33 +197,27 @@ impl<'a> Pool<'a> {
     /// Returns whether the block was freed.
     pub(crate) fn release(&self, idx: u32) -> Result<bool, Corrupt> {
         let m = self.meta(idx)?;
-        // Relaxed: only the CAS's expected value.
-        let mut cur = m.rc.load(Ordering::Relaxed);
-        loop {
-            if cur == 0 || cur >= RC_MAX {
-                return Err(Corrupt {
-                    what: "reference count on release",
-                    value: cur as u64,
-                    expected: "1 ..= 2^30 (the caller holds a reference)",
-                });
+        // SYNC POINT: AcqRel. Release: our reads of the block (and, for an overwriter, the
+        // slot's new stamp) happen before whoever sees the count drop; Acquire: the last
+        // releaser sees every other holder's reads finished before it frees the block.
+        let prev = m.rc.fetch_sub(1, Ordering::AcqRel);
+        if prev == 0 || prev > RC_MAX {
+            if prev == 0 {
+                // Undo the wrap: a count of 0 means a peer released a reference it did not
+                // hold (or scribbled on the count). Relaxed: nothing is published by it.
+                m.rc.fetch_add(1, Ordering::Relaxed);
             }
-            // SYNC POINT: AcqRel. Release: our reads of the block (and, for an overwriter, the
-            // slot's new stamp) happen before whoever sees the count drop; Acquire: the last
-            // releaser sees every other holder's reads finished before it frees the block.
-            match m
-                .rc
-                .compare_exchange_weak(cur, cur - 1, Ordering::AcqRel, Ordering::Relaxed)
-            {
-                Ok(_) => {
-                    if cur == 1 {
-                        self.push(idx);
-                        return Ok(true);
-                    }
-                    return Ok(false);
-                }
-                Err(c) => cur = c,
-            }
+            return Err(Corrupt {
+                what: "reference count on release",
+                value: prev as u64,
+                expected: "1 ..= 2^30 (the caller holds a reference)",
+            });
         }
+        if prev == 1 {
+            self.push(idx);
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Blocks currently free, counted by walking the count array (not the list): a snapshot

@@ -862,7 +862,11 @@ impl Publisher {
         ring.commit(seq);
         r.hot(t)?.wait.wake_if_waiting();
         ext.pub_topic.store(0, Ordering::Release);
-        let old = ext.pub_old.swap(0, Ordering::AcqRel);
+        // The record is ours alone while we live (a reclaimer reads it only after our death):
+        // a load and a store, not a swap. Cleared before the release, so a crash between
+        // leaks one reference rather than releasing it twice. Release: pairs with the Acquire
+        // loads in `Region::recover`.
+        ext.pub_old.store(0, Ordering::Release);
         if let Some((ob, _)) = undesc(old) {
             r.pool().release(ob).map_err(|c| corrupt(&r.obj, c))?;
         }
