@@ -6,6 +6,9 @@
 
 #[path = "../tests/common/pattern.rs"]
 mod pattern;
+#[path = "../tests/common/pubmsg.rs"]
+mod pubmsg;
+mod pubsub;
 
 use pattern::{Digest, Rng};
 use std::io::Write;
@@ -42,6 +45,7 @@ fn main() {
         "stream-scribble" => stream_scribble(&args),
         "stream-trickle" => stream_trickle(&args),
         "stream-slow-writer" => stream_slow_writer(&args),
+        c if c.starts_with("pubsub-") => pubsub::main(&args),
         _ => {
             eprintln!("weft-test-peer: unknown command {args:?}");
             2

@@ -28,6 +28,7 @@ mod wait;
 pub(crate) mod sys;
 
 pub mod pool;
+pub mod pubsub;
 pub mod ring;
 pub mod stream;
 

@@ -8,6 +8,7 @@
 
 pub(crate) mod liveness;
 pub(crate) mod object;
+pub(crate) mod pubsub;
 pub(crate) mod stream;
 
 pub use object::{LAYOUT_VERSION, ObjectKind};

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod pattern;
+pub mod pubmsg;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdout, Command, Stdio};

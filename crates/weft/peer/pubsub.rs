@@ -1,0 +1,246 @@
+//! The pub/sub sides of the multi-process tests (`pubsub-*` subcommands).
+
+use super::pattern::Rng;
+use super::{arg, pubmsg, say, sleep_forever};
+use std::time::{Duration, Instant};
+use weft::Error;
+use weft::pubsub::{Publisher, Subscriber};
+
+pub fn main(args: &[String]) -> i32 {
+    match args[0].as_str() {
+        "pubsub-pub" => publish(args),
+        "pubsub-sub" => subscribe(args),
+        "pubsub-hold" => hold(args),
+        "pubsub-loan" => loan(args),
+        "pubsub-linger" => linger(args),
+        "pubsub-typed-sub" => typed_sub(args),
+        "pubsub-scribble" => scribble(args),
+        other => {
+            eprintln!("weft-test-peer: unknown command {other}");
+            2
+        }
+    }
+}
+
+/// `pubsub-pub REGION TOPIC ID SEED COUNT MAX SUBS`: joins the region as a publisher, waits
+/// until the topic has SUBS subscribers, then publishes COUNT messages of publisher ID
+/// (`pubmsg::make`, bodies up to MAX bytes) and exits.
+fn publish(args: &[String]) -> i32 {
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let id: u64 = arg(args, 3, "id");
+    let seed: u64 = arg(args, 4, "seed");
+    let count: u64 = arg(args, 5, "count");
+    let max: usize = arg(args, 6, "max");
+    let subs: u64 = arg(args, 7, "subscribers");
+    let p = Publisher::open(&region).expect("open the region");
+    let t = p.register(&topic).expect("register");
+    say("ready");
+    let until = Instant::now() + Duration::from_secs(20);
+    while p.stats(&t).unwrap().subscribers < subs {
+        assert!(Instant::now() < until, "subscribers never came");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for c in 0..count {
+        let mut loan = loop {
+            match p.loan(&t) {
+                Ok(l) => break l,
+                // Subscribers still hold the blocks: they release them as they read.
+                Err(Error::Full) => std::thread::yield_now(),
+                Err(e) => panic!("loan: {e}"),
+            }
+        };
+        let len = pubmsg::make(seed, id, c, max, &mut loan);
+        loan.set_len(len).unwrap();
+        loan.publish().expect("publish");
+    }
+    say(&format!("sent {count}"));
+    0
+}
+
+/// `pubsub-sub REGION TOPIC SEED TOTAL MAX`: subscribes (waiting for the topic), says "ready",
+/// receives until TOTAL messages were delivered or reported lost, checking each byte for byte
+/// and each publisher's counters in order; prints `got DELIVERED lost LOST`.
+fn subscribe(args: &[String]) -> i32 {
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let seed: u64 = arg(args, 3, "seed");
+    let total: u64 = arg(args, 4, "total");
+    let max: usize = arg(args, 5, "max");
+    let s = Subscriber::connect_timeout(&region, Duration::from_secs(10)).expect("connect");
+    let mut sub = s
+        .subscribe_timeout(&topic, Duration::from_secs(10))
+        .expect("subscribe");
+    say("ready");
+    let mut next = std::collections::HashMap::<u64, u64>::new();
+    let (mut got, mut lost, mut last_seq) = (0u64, 0u64, None::<u64>);
+    while got + lost < total {
+        match sub.recv_timeout(Duration::from_secs(10)) {
+            Ok(m) => {
+                let Some((id, c)) = pubmsg::verify(seed, max, &m) else {
+                    say(&format!("mismatch at seq {}", m.seq()));
+                    return 1;
+                };
+                let want = next.entry(id).or_insert(0);
+                if c != *want || last_seq.is_some_and(|l| m.seq() <= l) {
+                    say(&format!(
+                        "out of order: publisher {id} counter {c}, expected {want}"
+                    ));
+                    return 1;
+                }
+                *want += 1;
+                last_seq = Some(m.seq());
+                got += 1;
+            }
+            Err(Error::Lagged { skipped }) => lost += skipped,
+            Err(e) => {
+                say(&format!("error {e}"));
+                return 1;
+            }
+        }
+    }
+    say(&format!("got {got} lost {lost}"));
+    0
+}
+
+/// `pubsub-hold REGION TOPIC N`: subscribes, says "ready", receives N samples and keeps
+/// them, says "holding N", and waits to be killed.
+fn hold(args: &[String]) -> i32 {
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let n: usize = arg(args, 3, "n");
+    let s = Subscriber::connect_timeout(&region, Duration::from_secs(10)).expect("connect");
+    let mut sub = s
+        .subscribe_timeout(&topic, Duration::from_secs(10))
+        .expect("subscribe");
+    say("ready");
+    let mut held = Vec::with_capacity(n);
+    while held.len() < n {
+        held.push(sub.recv_timeout(Duration::from_secs(10)).expect("recv"));
+    }
+    say(&format!("holding {}", held.len()));
+    sleep_forever()
+}
+
+/// `pubsub-typed-sub REGION TOPIC TYPE` (TYPE `u64` or `u32`): subscribes typed; prints
+/// `mismatch FOUND` on a type mismatch, else "ready" and then the first value received.
+fn typed_sub(args: &[String]) -> i32 {
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let ty: String = arg(args, 3, "type");
+    let s = Subscriber::connect_timeout(&region, Duration::from_secs(10)).expect("connect");
+    let sub = match ty.as_str() {
+        "u64" => s.subscribe_typed::<u64>(&topic),
+        _ => s.subscribe_typed::<u32>(&topic),
+    };
+    let mut sub = match sub {
+        Ok(sub) => sub,
+        Err(Error::TypeMismatch { found, .. }) => {
+            say(&format!("mismatch {found}"));
+            return 0;
+        }
+        Err(e) => panic!("subscribe: {e}"),
+    };
+    say("ready");
+    let m = sub.recv_timeout(Duration::from_secs(10)).expect("recv");
+    let v = match ty.as_str() {
+        "u64" => *m.value::<u64>().expect("value"),
+        _ => *m.value::<u32>().expect("value") as u64,
+    };
+    say(&format!("value {v}"));
+    0
+}
+
+/// `pubsub-linger REGION TOPIC COUNT PERIOD_MS`: joins as a publisher, says "ready", then
+/// publishes COUNT 8-byte counters PERIOD_MS apart, says "sent", and stays alive until killed.
+fn linger(args: &[String]) -> i32 {
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let count: u64 = arg(args, 3, "count");
+    let period: u64 = arg(args, 4, "period");
+    let p = Publisher::open(&region).expect("open");
+    let t = p.register(&topic).expect("register");
+    say("ready");
+    for i in 0..count {
+        std::thread::sleep(Duration::from_millis(period));
+        p.publish(&t, &i.to_le_bytes()).expect("publish");
+    }
+    say("sent");
+    sleep_forever()
+}
+
+/// `pubsub-loan REGION TOPIC N`: joins as a publisher, loans N blocks and writes into them,
+/// says "ready N", and waits to be killed mid-loan.
+fn loan(args: &[String]) -> i32 {
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let n: usize = arg(args, 3, "n");
+    let p = Publisher::open(&region).expect("open");
+    let t = p.register(&topic).expect("register");
+    let mut loans = Vec::new();
+    for i in 0..n {
+        let mut l = p.loan(&t).expect("loan");
+        l.fill(i as u8);
+        loans.push(l);
+    }
+    say(&format!("ready {}", loans.len()));
+    sleep_forever()
+}
+
+/// `pubsub-scribble REGION MILLIS SEED`: a hostile peer. Writes random values over the
+/// region's descriptor rings, reference counts, free-list head, holdings and topic table
+/// (through the file, not through weft) for MILLIS milliseconds.
+fn scribble(args: &[String]) -> i32 {
+    use std::os::unix::fs::FileExt;
+    let region: String = arg(args, 1, "region");
+    let millis: u64 = arg(args, 2, "millis");
+    let seed: u64 = arg(args, 3, "seed");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/dev/shm/weft.{region}"))
+        .expect("open the region file");
+    let word = |off: u64| {
+        let mut b = [0u8; 8];
+        file.read_at(&mut b, off).unwrap();
+        u64::from_le_bytes(b)
+    };
+    // The configuration line (docs/protocol.md, "Region").
+    let (parts, held, topics, slots, blocks) =
+        (word(128), word(136), word(144), word(152), word(160));
+    let ext = 512 + 64 * parts;
+    let holdings = ext + 64 * parts;
+    let table = (holdings + 4 * parts * held).div_ceil(64) * 64;
+    let hot = table + 256 * topics;
+    let rings = hot + 128 * topics;
+    let meta = rings + 16 * slots * topics;
+    let targets = [
+        (rings, 16 * slots * topics), // descriptors and stamps
+        (meta, 8 * blocks),           // reference counts and links
+        (192, 8),                     // free-list head
+        (table, 256 * topics),        // topic table
+        (hot, 64 * topics),           // tails
+        (holdings, 4 * parts * held), // holdings
+    ];
+    let mut rng = Rng(seed);
+    let until = Instant::now() + Duration::from_millis(millis);
+    let mut n = 0u64;
+    say("ready");
+    while Instant::now() < until {
+        let (base, len) = targets[(rng.next() % targets.len() as u64) as usize];
+        let off = base + (rng.next() % (len / 4).max(1)) * 4;
+        let v = match rng.next() % 4 {
+            0 => rng.next() % (blocks + 2),
+            1 => rng.next() % 4,
+            2 => rng.next() as u32 as u64,
+            _ => rng.next(),
+        };
+        let _ = file.write_at(&(v as u32).to_le_bytes(), off);
+        n += 1;
+        if n.is_multiple_of(16) {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+    say(&format!("done {n}"));
+    0
+}

@@ -1,0 +1,56 @@
+//! Shared-memory publish/subscribe with URI topics.
+//!
+//! A *region* is one named shared-memory object ("market") that holds a topic table, a
+//! participants table, one descriptor ring per topic and a pool of fixed-size blocks. Topics
+//! are URI paths inside it ("/prices/AAPL"); helpers that take one string accept
+//! "market/prices/AAPL" ([`split_uri`]).
+//!
+//! - [`Publisher`]: [`Publisher::create`] or [`Publisher::open`] a region, [`Publisher::register`]
+//!   a topic, then [`Publisher::loan`] a block, write it in place and [`Loan::publish`] it (or
+//!   [`Publisher::publish`] to copy a slice). Several publishers, in several processes, may
+//!   publish on one topic.
+//! - [`Subscriber`]: [`Subscriber::connect`] to a region, [`Subscriber::subscribe`] to a
+//!   topic, then `try_recv` / `recv` / `recv_timeout` on the [`Subscription`] give a [`Sample`] that borrows the block in
+//!   place (zero copies) and releases it on drop. A subscriber that fell behind gets
+//!   [`Error::Lagged`](crate::Error::Lagged) with the exact number of messages it missed.
+//!
+//! The algorithms (`pool`: the ABA-tagged free list and reference counts; `ring`: the
+//! multi-publisher descriptor ring) work over raw memory and are model-checked with loom; the
+//! handles place them in a region (`shm::pubsub`). The layout is in docs/protocol.md
+//! ("Region").
+//!
+//! # Examples
+//! ```
+//! use weft::pubsub::{Config, Publisher, Subscriber};
+//! # let region = format!("doc-pubsub-{}", std::process::id());
+//! let publisher = Publisher::create(&region, &Config::default())?;
+//! let prices = publisher.register("/prices/AAPL")?;
+//!
+//! let subscriber = Subscriber::connect(&region)?;
+//! let mut sub = subscriber.subscribe("/prices/AAPL")?;
+//!
+//! let mut loan = publisher.loan(&prices)?;      // a block in shared memory
+//! loan[..5].copy_from_slice(b"189.5");
+//! loan.set_len(5)?;
+//! loan.publish()?;                              // an 8-byte descriptor in the topic's ring
+//! publisher.publish(&prices, b"189.6")?;        // or copy a slice
+//!
+//! assert_eq!(&*sub.try_recv()?, b"189.5");   // borrowed in place
+//! assert_eq!(&*sub.try_recv()?, b"189.6");
+//! # Ok::<(), weft::Error>(())
+//! ```
+
+// Without `std` the cores have no handle to drive them.
+#![cfg_attr(not(all(feature = "std", not(loom))), allow(dead_code))]
+
+pub(crate) mod pool;
+pub(crate) mod ring;
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(all(feature = "std", not(loom)))]
+pub use crate::shm::pubsub::{
+    Config, Loan, Publisher, RegionInfo, RegionReport, Sample, Subscriber, Subscription, TOPIC_MAX,
+    Topic, TopicMode, TopicStats, inspect, regions, split_uri, validate_topic,
+};

@@ -1,0 +1,303 @@
+//! A topic's descriptor ring: a multi-publisher broadcast ring of 16-byte slots `{ stamp,
+//! descriptor }` over raw memory. Publishers claim a slot by a CAS on its stamp that writes
+//! their own participant index into it (so a claim always names its holder), then advance the
+//! shared tail, which any publisher helps along (Vyukov-style helping); subscribers read by
+//! 64-bit sequence number with a seqlock-style stamp check, take a reference on the block the
+//! descriptor names, and re-check the stamp.
+//!
+//! Stamps (one per slot, written by the claimant and by a recoverer of a dead claimant):
+//! - `0`: never written;
+//! - `seq + 1` (bit 63 clear): the slot holds the descriptor of sequence `seq`, committed;
+//! - `1 << 63 | holder << 40 | (seq mod 2^40)`: publisher `holder` is writing sequence `seq`.
+//!
+//! A slot moves from `committed(seq - C)` to `writing(seq)` to `committed(seq)`; stamps of one
+//! slot only grow, so a re-check that finds the same committed stamp proves that the slot was
+//! not overwritten in between.
+
+use super::pool::Corrupt;
+use crate::sync::{AtomicU64, Ordering};
+
+/// Bit 63 marks a slot being written.
+const WRITING: u64 = 1 << 63;
+/// Low bits of the sequence number kept in a writing stamp.
+const SEQ_BITS: u32 = 40;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
+/// The largest participant index a writing stamp can name.
+pub(crate) const MAX_HOLDER: u32 = (1 << 23) - 1;
+/// Sequence numbers stay below this (2^62: centuries at a billion messages a second); a larger
+/// tail or stamp can only come from a scribbling peer.
+pub(crate) const SEQ_LIMIT: u64 = 1 << 62;
+
+/// The stamp of a slot that holds sequence `seq`.
+#[inline]
+pub(crate) const fn committed(seq: u64) -> u64 {
+    seq + 1
+}
+
+/// The stamp of a slot that participant `holder` is writing for sequence `seq`.
+#[inline]
+pub(crate) const fn writing(holder: u32, seq: u64) -> u64 {
+    WRITING | ((holder as u64) << SEQ_BITS) | (seq & SEQ_MASK)
+}
+
+/// One slot, 16 bytes.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub(crate) struct Slot {
+    /// See the module docs. Written by the claimant (CAS, then a Release store) and by the
+    /// recoverer of a dead claimant.
+    pub(crate) stamp: AtomicU64,
+    /// The descriptor (`len << 32 | block + 1`, 0 for none). Written only by the holder of a
+    /// writing stamp.
+    pub(crate) desc: AtomicU64,
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::size_of::<Slot>() == 16);
+
+/// The outcome of one claim attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Claimed {
+    /// The slot of `seq` is ours: write the descriptor, then [`Ring::commit`].
+    Mine { seq: u64 },
+    /// The slot is still held by `holder`, who claimed the previous lap's `seq` and has not
+    /// committed yet (preempted, or dead). It is never taken from a live holder: wait.
+    Busy { holder: u32, seq: u64 },
+}
+
+/// What a subscriber finds at its next sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Read {
+    /// Committed with this descriptor; take a reference, then [`Ring::still`].
+    Ready { desc: u64 },
+    /// Nothing published at this sequence yet.
+    Empty,
+    /// Claimed but not committed yet (by `holder` if known).
+    Pending { holder: Option<u32> },
+    /// Overwritten: `skipped` sequences are lost, continue at `next`.
+    Lagged { skipped: u64, next: u64 },
+}
+
+/// A view of one ring.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ring<'a> {
+    /// The next sequence to claim. Written by publishers (CAS, helping); range `0 .. SEQ_LIMIT`.
+    tail: &'a AtomicU64,
+    slots: &'a [Slot],
+    mask: u64,
+}
+
+fn corrupt(what: &'static str, value: u64, expected: &'static str) -> Corrupt {
+    Corrupt {
+        what,
+        value,
+        expected,
+    }
+}
+
+impl<'a> Ring<'a> {
+    /// `slots.len()` must be a power of two (checked by the caller when it validates the
+    /// region's configuration).
+    pub(crate) fn new(tail: &'a AtomicU64, slots: &'a [Slot]) -> Ring<'a> {
+        debug_assert!(slots.len().is_power_of_two());
+        Ring {
+            tail,
+            slots,
+            mask: slots.len() as u64 - 1,
+        }
+    }
+
+    fn cap(&self) -> u64 {
+        self.mask + 1
+    }
+
+    /// The slot of `seq`.
+    pub(crate) fn slot(&self, seq: u64) -> &'a Slot {
+        &self.slots[(seq & self.mask) as usize]
+    }
+
+    /// The tail: every sequence below it has been claimed.
+    pub(crate) fn tail(&self) -> Result<u64, Corrupt> {
+        // SYNC POINT: Acquire pairs with the Release CAS that advanced the tail in `try_claim`.
+        let t = self.tail.load(Ordering::Acquire);
+        if t >= SEQ_LIMIT {
+            return Err(corrupt("topic tail", t, "below 2^62"));
+        }
+        Ok(t)
+    }
+
+    fn help(&self, t: u64) {
+        // SYNC POINT: Release pairs with the Acquire load in `tail`. Failure means another
+        // publisher advanced it already: Relaxed, nothing is read.
+        let _ = self
+            .tail
+            .compare_exchange(t, t + 1, Ordering::Release, Ordering::Relaxed);
+    }
+
+    /// One attempt to claim the next sequence for participant `holder`. `note(seq)` is called
+    /// just before the claiming CAS, so that a crash right after it leaves a record of which
+    /// slot this participant may hold.
+    pub(crate) fn try_claim(
+        &self,
+        holder: u32,
+        mut note: impl FnMut(u64),
+    ) -> Result<Claimed, Corrupt> {
+        let cap = self.cap();
+        loop {
+            let t = self.tail()?;
+            let slot = self.slot(t);
+            // SYNC POINT: Acquire pairs with the Release store in `commit`: the previous lap's
+            // descriptor is visible once we own the slot.
+            let st = slot.stamp.load(Ordering::Acquire);
+            let prev = if t >= cap { committed(t - cap) } else { 0 };
+            if st == prev {
+                note(t);
+                // SYNC POINT: AcqRel. Acquire as above; Release orders our claim before the
+                // tail advance, and before our later release of the previous lap's block (the
+                // chain that `Read::Ready` + `still` rely on).
+                if slot
+                    .stamp
+                    .compare_exchange(st, writing(holder, t), Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    self.help(t);
+                    return Ok(Claimed::Mine { seq: t });
+                }
+                continue;
+            }
+            let is_writing = st & WRITING != 0;
+            let low = st & SEQ_MASK;
+            if st == committed(t) || (is_writing && low == t & SEQ_MASK) {
+                // Someone claimed `t` and has not advanced the tail yet: help, then retry.
+                self.help(t);
+                continue;
+            }
+            if is_writing && t >= cap && low == (t - cap) & SEQ_MASK {
+                return Ok(Claimed::Busy {
+                    holder: ((st >> SEQ_BITS) as u32) & MAX_HOLDER,
+                    seq: t - cap,
+                });
+            }
+            if self.tail()? == t {
+                // With the tail at `t`, every sequence below `t` was claimed before the tail
+                // passed it, so the slot holds `t - cap` or `t` in some state: nothing else.
+                return Err(corrupt(
+                    "descriptor-ring stamp",
+                    st,
+                    "the previous lap's or the tail's sequence",
+                ));
+            }
+        }
+    }
+
+    /// The descriptor in a slot this participant holds (claimed, not yet committed).
+    pub(crate) fn held_desc(&self, seq: u64) -> u64 {
+        // Relaxed: the slot is ours; the previous lap's Release `commit` was acquired by the
+        // claiming CAS.
+        self.slot(seq).desc.load(Ordering::Relaxed)
+    }
+
+    /// Replaces the descriptor in a slot this participant holds.
+    pub(crate) fn set_desc(&self, seq: u64, desc: u64) {
+        // SYNC POINT: Release pairs with the Acquire load of `desc` in `read`. A reader that
+        // saw the previous lap's stamp and then loads this descriptor must also see our
+        // claiming stamp in its re-check (`still`), or it would take the new block for the old
+        // sequence and read it while we fill it (the loom model
+        // `loom_refcount_take_vs_overwrite` finds exactly that with a Relaxed pair).
+        self.slot(seq).desc.store(desc, Ordering::Release);
+    }
+
+    /// Publishes the slot of `seq`.
+    pub(crate) fn commit(&self, seq: u64) {
+        // SYNC POINT: Release pairs with the Acquire loads of the stamp in `read` and
+        // `try_claim`: the descriptor and the block's payload are visible to them.
+        self.slot(seq)
+            .stamp
+            .store(committed(seq), Ordering::Release);
+    }
+
+    /// What sequence `r` holds for a subscriber.
+    pub(crate) fn read(&self, r: u64) -> Result<Read, Corrupt> {
+        let cap = self.cap();
+        let slot = self.slot(r);
+        // SYNC POINT: Acquire pairs with the Release store in `commit`.
+        let st = slot.stamp.load(Ordering::Acquire);
+        if st == committed(r) {
+            // SYNC POINT: Acquire pairs with the Release store in `set_desc`: if this is a
+            // newer lap's descriptor, the claim that preceded it is visible to `still`, which
+            // then fails and the reference is given back.
+            let desc = slot.desc.load(Ordering::Acquire);
+            return Ok(Read::Ready { desc });
+        }
+        let lost_after = |s: u64| -> Result<Read, Corrupt> {
+            // `s` (> r, same slot) overwrote `r`: every sequence below `max(tail, s + 1) - cap`
+            // is lost or will be overwritten before it can be read.
+            let t = self.tail()?.max(s + 1);
+            let next = t - cap;
+            Ok(Read::Lagged {
+                skipped: next - r,
+                next,
+            })
+        };
+        if st & WRITING != 0 {
+            let low = st & SEQ_MASK;
+            let holder = ((st >> SEQ_BITS) as u32) & MAX_HOLDER;
+            if low == r & SEQ_MASK || (r >= cap && low == (r - cap) & SEQ_MASK) {
+                return Ok(Read::Pending {
+                    holder: Some(holder),
+                });
+            }
+            return lost_after(r + cap);
+        }
+        if st != 0 {
+            let s = st - 1;
+            if s >= SEQ_LIMIT || (s & self.mask) != (r & self.mask) {
+                return Err(corrupt(
+                    "descriptor-ring stamp",
+                    st,
+                    "a sequence of this slot, below 2^62",
+                ));
+            }
+            if s > r {
+                return lost_after(s);
+            }
+        }
+        let t = self.tail()?;
+        if t > r.saturating_add(cap) {
+            return lost_after(t - 1);
+        }
+        if r >= t {
+            Ok(Read::Empty)
+        } else {
+            Ok(Read::Pending { holder: None })
+        }
+    }
+
+    /// After taking a reference on the block of `Read::Ready` at `r`: whether the slot still
+    /// holds `r`. If it does, the slot's reference was held all along, so ours is on the right
+    /// block; if not, give the reference back and read `r` again.
+    pub(crate) fn still(&self, r: u64) -> bool {
+        // SYNC POINT: Acquire, after the Acquire reference CAS in `Pool::acquire_if_live`:
+        // an overwriter stores the writing stamp before it releases the old block, so if our
+        // CAS read a count its release produced, this load sees that stamp or a later one.
+        self.slot(r).stamp.load(Ordering::Acquire) == committed(r)
+    }
+}
+
+/// A descriptor: block index and payload length in one word; 0 is "none" (a slot never
+/// written, or the tombstone a recoverer leaves for a dead publisher's unfinished claim).
+#[inline]
+pub(crate) const fn desc(block: u32, len: u32) -> u64 {
+    ((len as u64) << 32) | (block as u64 + 1)
+}
+
+/// The block and length of a descriptor, `None` for "none".
+#[inline]
+pub(crate) const fn undesc(d: u64) -> Option<(u32, u32)> {
+    let b = d as u32;
+    if b == 0 {
+        None
+    } else {
+        Some((b - 1, (d >> 32) as u32))
+    }
+}

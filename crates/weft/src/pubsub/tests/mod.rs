@@ -1,0 +1,5 @@
+//! The pub/sub cores over heap memory: plain tests (also run under miri) and loom models.
+#[cfg(not(loom))]
+mod heap;
+#[cfg(loom)]
+mod loom_pool;

@@ -1,0 +1,350 @@
+//! The region's layout: the configuration line, the tables and their offsets. Byte-by-byte
+//! description in docs/protocol.md ("Region").
+
+use crate::error::{Error, Result};
+use crate::stream::layout::WaitWord;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+/// Offset of the configuration line (right after the object header).
+pub(crate) const CONFIG_OFFSET: u64 = 128;
+/// Offset of the pool's free-list head (its own line: every loan and last release CASes it).
+pub(crate) const POOL_HEAD_OFFSET: u64 = 192;
+/// Offset of the registration lock (its own line; touched only by `register`).
+pub(crate) const REGISTER_LOCK_OFFSET: u64 = 256;
+/// The participants table starts here.
+pub(crate) const ROWS_OFFSET: u64 = 512;
+
+/// Limits that the configuration must respect (they bound the tables' sizes and keep every
+/// index inside the bits the descriptors and stamps give it).
+pub(crate) const MAX_PARTICIPANTS: u64 = 1024;
+pub(crate) const MAX_HELD: u64 = 1 << 16;
+pub(crate) const MAX_TOPICS: u64 = 4096;
+pub(crate) const MAX_RING: u64 = 1 << 20;
+pub(crate) const MAX_BLOCKS: u64 = 1 << 24;
+pub(crate) const MAX_BLOCK_SIZE: u64 = (1 << 32) - 64;
+
+/// The configuration line. Written by the creator before `ready`; every opener reads it once,
+/// validates it (recomputing every offset) and keeps its own copy.
+#[derive(Debug, Default)]
+#[repr(C, align(64))]
+pub(crate) struct RegionConfig {
+    pub(crate) participants: AtomicU64,
+    pub(crate) held: AtomicU64,
+    pub(crate) topics: AtomicU64,
+    pub(crate) ring_slots: AtomicU64,
+    pub(crate) blocks: AtomicU64,
+    pub(crate) block_size: AtomicU64,
+    /// The size of the whole layout (equals the object header's `total_size`).
+    pub(crate) total: AtomicU64,
+    _reserved: AtomicU64,
+}
+
+/// The topic-entry states.
+pub(crate) const TOPIC_FREE: u32 = 0;
+pub(crate) const TOPIC_READY: u32 = 2;
+
+/// Topic modes as stored.
+pub(crate) const MODE_BLOCKS: u32 = 1;
+pub(crate) const MODE_LATEST: u32 = 2;
+
+/// One topic-table entry, 256 bytes. Written only under the registration lock, before
+/// `state` becomes [`TOPIC_READY`] (Release); never changed afterwards.
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub(crate) struct TopicEntry {
+    /// [`TOPIC_FREE`] or [`TOPIC_READY`].
+    pub(crate) state: AtomicU32,
+    /// [`MODE_BLOCKS`] or [`MODE_LATEST`] (3, inline, is reserved).
+    pub(crate) mode: AtomicU32,
+    /// Bytes of `name`, `2 ..= 127`.
+    pub(crate) name_len: AtomicU32,
+    _pad: AtomicU32,
+    /// A typed topic's fingerprint (see `fingerprint`), 0 for an untyped topic.
+    pub(crate) type_fingerprint: AtomicU64,
+    /// `size_of` the type: `1 ..= block size`. Meaningful when the fingerprint is non-zero.
+    pub(crate) type_size: AtomicU64,
+    /// `align_of` the type: a power of two `<= 64`.
+    pub(crate) type_align: AtomicU64,
+    /// Bytes of `type_name`, `0 ..= 64`.
+    pub(crate) type_name_len: AtomicU64,
+    /// The type's name (cut to 64 bytes), for error messages; packed like `name`.
+    pub(crate) type_name: [AtomicU64; 8],
+    _reserved: [AtomicU64; 2],
+    /// The name, little-endian bytes packed into words, zero-padded.
+    pub(crate) name: [AtomicU64; 16],
+}
+
+/// A topic's hot line: the tail every publisher CASes and the word subscribers park on.
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub(crate) struct TopicHot {
+    /// Next sequence to claim; see `pubsub::ring`.
+    pub(crate) tail: AtomicU64,
+    /// Subscribers announce and sleep here; publishers wake after a commit.
+    pub(crate) wait: WaitWord,
+}
+
+/// A topic's statistics, on their own line so that reading them (another process, the CLI)
+/// never touches the hot path's lines. `published` is not here: it is the tail.
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub(crate) struct TopicStatsLine {
+    /// Live subscriptions (incremented on subscribe, decremented on drop or reclaim).
+    pub(crate) subscribers: AtomicU64,
+    /// Messages subscribers reported lost (sum of every `Lagged { skipped }`).
+    pub(crate) lagged: AtomicU64,
+    /// Unfinished publishes of dead publishers that a survivor completed or voided.
+    pub(crate) recovered: AtomicU64,
+    _reserved: [AtomicU64; 5],
+}
+
+/// Per-participant pub/sub state next to its liveness row: its role and the record of the
+/// publish in flight, which lets a survivor finish or void it after a crash.
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub(crate) struct MemberExt {
+    /// 0 none, 1 publisher, 2 subscriber, 3 dead publisher (written by its reclaimer).
+    /// Written by the owner after its claim.
+    pub(crate) role: AtomicU32,
+    _pad: AtomicU32,
+    /// Topic index + 1 of the publish in flight, 0 when none. Owner only.
+    pub(crate) pub_topic: AtomicU64,
+    /// The sequence the owner is claiming or holds. Owner only.
+    pub(crate) pub_seq: AtomicU64,
+    /// The descriptor being published. Owner only.
+    pub(crate) pub_new: AtomicU64,
+    /// The descriptor the publish displaced (its reference is ours until released). Owner only.
+    pub(crate) pub_old: AtomicU64,
+    _reserved: [AtomicU64; 3],
+}
+
+pub(crate) const ROLE_PUBLISHER: u32 = 1;
+pub(crate) const ROLE_SUBSCRIBER: u32 = 2;
+/// A publisher that died and whose row a survivor reclaimed (so that subscribers still learn
+/// of the death after the row stopped saying "dead").
+pub(crate) const ROLE_DEAD_PUBLISHER: u32 = 3;
+
+#[cfg(not(loom))]
+const _: () = {
+    assert!(core::mem::size_of::<RegionConfig>() == 64);
+    assert!(core::mem::size_of::<TopicEntry>() == 256);
+    assert!(core::mem::size_of::<TopicHot>() == 64);
+    assert!(core::mem::size_of::<TopicStatsLine>() == 64);
+    assert!(core::mem::size_of::<MemberExt>() == 64);
+};
+
+/// The validated shape of a region: counts and the offsets derived from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    pub(crate) participants: u64,
+    pub(crate) held: u64,
+    pub(crate) topics: u64,
+    pub(crate) ring_slots: u64,
+    pub(crate) blocks: u64,
+    pub(crate) block_size: u64,
+    pub(crate) rows: u64,
+    pub(crate) ext: u64,
+    pub(crate) holdings: u64,
+    pub(crate) topic_table: u64,
+    pub(crate) hot: u64,
+    pub(crate) stats: u64,
+    pub(crate) rings: u64,
+    pub(crate) meta: u64,
+    pub(crate) data: u64,
+    pub(crate) total: u64,
+}
+
+fn round(n: u64, to: u64) -> Option<u64> {
+    n.checked_add(to - 1).map(|x| x & !(to - 1))
+}
+
+impl Geometry {
+    /// Checks the counts and derives the offsets. `Err((what, value, expected))` names the
+    /// first count out of range.
+    pub(crate) fn new(
+        participants: u64,
+        held: u64,
+        topics: u64,
+        ring_slots: u64,
+        blocks: u64,
+        block_size: u64,
+    ) -> core::result::Result<Geometry, (&'static str, u64, &'static str)> {
+        let check = |what, v: u64, lo: u64, hi: u64, expected| {
+            if v < lo || v > hi {
+                Err((what, v, expected))
+            } else {
+                Ok(())
+            }
+        };
+        check(
+            "participants",
+            participants,
+            1,
+            MAX_PARTICIPANTS,
+            "1 ..= 1024",
+        )?;
+        check(
+            "samples held per participant",
+            held,
+            1,
+            MAX_HELD,
+            "1 ..= 65536",
+        )?;
+        check("topics", topics, 1, MAX_TOPICS, "1 ..= 4096")?;
+        check(
+            "ring slots",
+            ring_slots,
+            2,
+            MAX_RING,
+            "a power of two, 2 ..= 2^20",
+        )?;
+        if !ring_slots.is_power_of_two() {
+            return Err(("ring slots", ring_slots, "a power of two, 2 ..= 2^20"));
+        }
+        check("blocks", blocks, 1, MAX_BLOCKS, "1 ..= 2^24")?;
+        check(
+            "block size",
+            block_size,
+            64,
+            MAX_BLOCK_SIZE,
+            "a multiple of 64, 64 ..= 2^32 - 64",
+        )?;
+        if !block_size.is_multiple_of(64) {
+            return Err((
+                "block size",
+                block_size,
+                "a multiple of 64, 64 ..= 2^32 - 64",
+            ));
+        }
+        // All counts are bounded above, so only the block area can overflow.
+        let overflow = ("region size", u64::MAX, "below 2^64");
+        let rows = ROWS_OFFSET;
+        let ext = rows + 64 * participants;
+        let holdings = ext + 64 * participants;
+        let topic_table = round(holdings + 4 * participants * held, 64).ok_or(overflow)?;
+        let hot = topic_table + 256 * topics;
+        let stats = hot + 64 * topics;
+        let rings = stats + 64 * topics;
+        let meta = rings + 16 * ring_slots * topics;
+        let data = round(meta + 8 * blocks, 4096).ok_or(overflow)?;
+        let total = blocks
+            .checked_mul(block_size)
+            .and_then(|b| b.checked_add(data))
+            .ok_or(overflow)?;
+        Ok(Geometry {
+            participants,
+            held,
+            topics,
+            ring_slots,
+            blocks,
+            block_size,
+            rows,
+            ext,
+            holdings,
+            topic_table,
+            hot,
+            stats,
+            rings,
+            meta,
+            data,
+            total,
+        })
+    }
+
+    /// Writes the configuration line (creator only).
+    pub(crate) fn store(&self, c: &RegionConfig) {
+        // Relaxed: published by the object's Release `ready` store.
+        c.participants.store(self.participants, Ordering::Relaxed);
+        c.held.store(self.held, Ordering::Relaxed);
+        c.topics.store(self.topics, Ordering::Relaxed);
+        c.ring_slots.store(self.ring_slots, Ordering::Relaxed);
+        c.blocks.store(self.blocks, Ordering::Relaxed);
+        c.block_size.store(self.block_size, Ordering::Relaxed);
+        c.total.store(self.total, Ordering::Relaxed);
+    }
+
+    /// Reads and validates the configuration line of the region `name`, mapped `mapped` bytes.
+    pub(crate) fn load(name: &str, c: &RegionConfig, mapped: u64) -> Result<Geometry> {
+        // Relaxed: written before `ready`, which `Object::open` loaded with Acquire. Every
+        // value is validated here and copied: a peer that rewrites the line later changes
+        // nothing in this process.
+        let g = Geometry::new(
+            c.participants.load(Ordering::Relaxed),
+            c.held.load(Ordering::Relaxed),
+            c.topics.load(Ordering::Relaxed),
+            c.ring_slots.load(Ordering::Relaxed),
+            c.blocks.load(Ordering::Relaxed),
+            c.block_size.load(Ordering::Relaxed),
+        )
+        .map_err(|(what, value, expected)| Error::corrupt(name, what, value, expected))?;
+        let total = c.total.load(Ordering::Relaxed);
+        if total != g.total {
+            return Err(Error::corrupt(
+                name,
+                "region size",
+                total,
+                "the size its counts imply",
+            ));
+        }
+        if g.total > mapped {
+            return Err(Error::Truncated {
+                name: name.into(),
+                size: mapped,
+                needed: g.total,
+            });
+        }
+        Ok(g)
+    }
+}
+
+/// A type's fingerprint: FNV-1a over its name, size and alignment, never 0. The name comes
+/// from `core::any::type_name`, so two builds agree as long as the type's path does.
+pub(crate) fn fingerprint(name: &str, size: u64, align: u64) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name
+        .bytes()
+        .chain(size.to_le_bytes())
+        .chain(align.to_le_bytes())
+    {
+        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h.max(1)
+}
+
+/// Packs a name into `N` words (bytes beyond `8 * N` are cut).
+pub(crate) fn pack<const N: usize>(name: &str) -> [u64; N] {
+    let mut words = [0u64; N];
+    for (i, b) in name.bytes().take(8 * N).enumerate() {
+        words[i / 8] |= (b as u64) << ((i % 8) * 8);
+    }
+    words
+}
+
+/// Packs a topic name into the topic entry's words.
+pub(crate) fn pack_name(name: &str) -> [u64; 16] {
+    pack::<16>(name)
+}
+
+/// Unpacks `len` bytes from words.
+pub(crate) fn unpack(words: &[AtomicU64], len: usize) -> alloc::vec::Vec<u8> {
+    (0..len.min(8 * words.len()))
+        // Relaxed: the caller loaded the entry's state with Acquire first.
+        .map(|k| (words[k / 8].load(Ordering::Relaxed) >> ((k % 8) * 8)) as u8)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometry_checks_every_count() {
+        let g = Geometry::new(32, 256, 64, 256, 1024, 4096).unwrap();
+        assert_eq!(g.data % 4096, 0);
+        assert_eq!(g.total, g.data + 1024 * 4096);
+        assert!(Geometry::new(0, 256, 64, 256, 1024, 4096).is_err());
+        assert!(Geometry::new(32, 256, 64, 100, 1024, 4096).is_err());
+        assert!(Geometry::new(32, 256, 64, 256, 1024, 100).is_err());
+        assert!(Geometry::new(32, 256, 64, 256, 1 << 25, 4096).is_err());
+    }
+}

@@ -1,0 +1,1501 @@
+//! Publish/subscribe in a named region: [`Publisher`], [`Subscriber`], [`Loan`], [`Sample`].
+//!
+//! The region layout (docs/protocol.md, "Region"): the object header, a configuration line,
+//! the pool's free-list head, the registration lock, the participants table (liveness rows,
+//! then one line per participant with its publish-in-flight record), the holdings (per
+//! participant, every block reference it holds), the topic table, one hot line and one
+//! statistics line per topic, one descriptor ring per topic, the blocks' metadata, and the
+//! blocks (page-aligned).
+//!
+//! Ordering and slot ownership with several publishers on one topic: a publisher claims the
+//! next sequence by a CAS on that sequence's slot stamp, which writes its participant index
+//! into the stamp, and then helps the shared tail along. Sequences are totally ordered per
+//! topic (every subscriber sees the same order); the claim order decides it. A slot whose
+//! previous lap is still held (claimed, not committed) by a live publisher is never taken from
+//! it: the next publisher waits (bounded by [`Config::claim_timeout`]). If the holder is
+//! dead, the waiter reclaims its row, which commits or voids the held sequence.
+
+mod layout;
+mod name;
+mod region;
+
+pub use name::{TOPIC_MAX, split_uri, validate_topic};
+
+use self::layout::{
+    CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_LATEST, REGISTER_LOCK_OFFSET, RegionConfig,
+    TOPIC_FREE, TOPIC_READY, fingerprint, pack, pack_name,
+};
+use self::region::{Member, Region, TypeInfo, corrupt};
+use super::object::{Object, ObjectKind};
+use crate::WaitStrategy;
+use crate::error::{Error, Result, Role};
+use crate::pubsub::ring::{Claimed, Read, desc, undesc};
+use crate::shm::liveness::PeerStatus;
+use crate::sync::{Arc, AtomicU64, Ordering};
+use crate::sys;
+use crate::wait::{Deadline, Next, Waiter};
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::marker::PhantomData;
+use core::time::Duration;
+
+/// A parked subscriber wakes at least this often to look for a dead publisher's stuck claim.
+const PARK_SLICE: Duration = Duration::from_millis(50);
+/// How long `create` waits for an existing region while deciding whether it is stale.
+const STALE_OPEN_TIMEOUT: Duration = Duration::from_millis(250);
+/// A waiting subscriber checks its publishers' liveness at most this often.
+const CHECK_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Retries of one receive before it reports `Empty` (each retry means the slot changed under
+/// the reader: a publisher lapped it, or a peer scribbles on it).
+const READ_RETRIES: u32 = 10_000;
+
+/// How a topic carries its messages. Chosen at register time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum TopicMode {
+    /// Loaned blocks from the region's pool, reference-counted, named by 8-byte descriptors in
+    /// the topic's ring: any payload up to the block size, zero copies. The default.
+    #[default]
+    Blocks,
+    /// The newest value only: a receive skips to the newest committed message (never an
+    /// older one, never [`Error::Lagged`]). Values live in pool blocks like `Blocks` (the
+    /// ring's slot is overwritten in place, the block behind it is not): a reader always holds
+    /// a whole value that no writer touches until it lets go, so it is never torn, and a
+    /// reader that dies holding one blocks nobody (its block is reclaimed).
+    Latest,
+    /// Small `Pod` values copied into seqlock ring slots in the region (the broadcast ring
+    /// placed in shared memory). Reserved: not implemented by this build
+    /// ([`Error::InvalidArgument`] at register).
+    Inline,
+}
+
+/// The shape of a region and how its handles behave.
+///
+/// # Examples
+/// ```
+/// use weft::pubsub::Config;
+/// let config = Config::default().blocks(256).block_size(64 << 10).ring_slots(128);
+/// assert_eq!(config.block_size_bytes(), 64 << 10);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Config {
+    participants: u64,
+    max_held: u64,
+    topics: u64,
+    ring_slots: u64,
+    blocks: u64,
+    block_size: u64,
+    wait: WaitStrategy,
+    liveness_timeout: Duration,
+    open_timeout: Duration,
+    claim_timeout: Duration,
+    hugepages: bool,
+    lock_memory: bool,
+}
+
+impl Default for Config {
+    /// 32 participants holding up to 256 blocks each, 64 topics of 256 descriptors, 1024
+    /// blocks of 4 KiB, [`WaitStrategy::Adaptive`], 1 s liveness timeout.
+    fn default() -> Config {
+        Config {
+            participants: 32,
+            max_held: 256,
+            topics: 64,
+            ring_slots: 256,
+            blocks: 1024,
+            block_size: 4096,
+            wait: WaitStrategy::Adaptive,
+            liveness_timeout: Duration::from_secs(1),
+            open_timeout: Duration::from_secs(1),
+            claim_timeout: Duration::from_secs(1),
+            hugepages: false,
+            lock_memory: false,
+        }
+    }
+}
+
+impl Config {
+    /// Rows in the participants table (publishers and subscribers together), 1 ..= 1024.
+    pub fn participants(mut self, n: usize) -> Config {
+        self.participants = n as u64;
+        self
+    }
+    /// Block references (samples and loans) one participant may hold at once, 1 ..= 65536.
+    pub fn max_held(mut self, n: usize) -> Config {
+        self.max_held = n as u64;
+        self
+    }
+    /// Topics the region can hold, 1 ..= 4096.
+    pub fn topics(mut self, n: usize) -> Config {
+        self.topics = n as u64;
+        self
+    }
+    /// Descriptors per topic ring (a power of two, 2 ..= 2^20): how far a subscriber may fall
+    /// behind before it lags.
+    pub fn ring_slots(mut self, n: usize) -> Config {
+        self.ring_slots = n as u64;
+        self
+    }
+    /// Blocks in the pool, 1 ..= 2^24.
+    pub fn blocks(mut self, n: usize) -> Config {
+        self.blocks = n as u64;
+        self
+    }
+    /// Bytes per block (the largest payload): a multiple of 64, 64 ..= 2^32 - 64.
+    pub fn block_size(mut self, n: usize) -> Config {
+        self.block_size = n as u64;
+        self
+    }
+    /// The configured block size.
+    pub fn block_size_bytes(&self) -> usize {
+        self.block_size as usize
+    }
+    /// How blocking receives wait.
+    pub fn wait(mut self, wait: WaitStrategy) -> Config {
+        self.wait = wait;
+        self
+    }
+    /// How long a participant whose process cannot be checked through /proc may go without a
+    /// heartbeat before it is considered dead.
+    pub fn liveness_timeout(mut self, t: Duration) -> Config {
+        self.liveness_timeout = t;
+        self
+    }
+    /// How long `open`/`connect` wait for a region's creator to finish.
+    pub fn open_timeout(mut self, t: Duration) -> Config {
+        self.open_timeout = t;
+        self
+    }
+    /// How long a publish waits for a live publisher that holds the slot it needs (claimed
+    /// one lap ago, not committed yet) before it gives up with [`Error::Timeout`].
+    pub fn claim_timeout(mut self, t: Duration) -> Config {
+        self.claim_timeout = t;
+        self
+    }
+    /// Ask for transparent huge pages (advisory).
+    pub fn hugepages(mut self, on: bool) -> Config {
+        self.hugepages = on;
+        self
+    }
+    /// Lock the region in memory (`mlock`).
+    pub fn lock_memory(mut self, on: bool) -> Config {
+        self.lock_memory = on;
+        self
+    }
+
+    fn geometry(&self) -> Result<Geometry> {
+        Geometry::new(
+            self.participants,
+            self.max_held,
+            self.topics,
+            self.ring_slots,
+            self.blocks,
+            self.block_size,
+        )
+        .map_err(|(what, value, expected)| Error::InvalidArgument {
+            what,
+            value,
+            expected,
+        })
+    }
+}
+
+/// A registered topic of one region: pass it to [`Publisher::loan`] and [`Publisher::publish`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topic {
+    index: u32,
+    name: String,
+    /// Identifies the region mapping the handle came from.
+    region: usize,
+    /// The recorded type's fingerprint, for a typed topic.
+    fingerprint: Option<u64>,
+}
+
+impl Topic {
+    /// The topic's path ("/prices/AAPL").
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Statistics of one topic, read from its own cache line (and the tail) without disturbing
+/// publishers or subscribers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicStats {
+    /// The topic's path.
+    pub name: String,
+    /// Messages published (claimed sequences) so far.
+    pub published: u64,
+    /// Messages subscribers reported lost (sum of their `Lagged { skipped }`).
+    pub lagged: u64,
+    /// Subscriptions open now (a killed subscriber's is not subtracted).
+    pub subscribers: u64,
+    /// Unfinished publishes of dead publishers completed or voided by a survivor.
+    pub recovered: u64,
+}
+
+/// The state of a region as a whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionInfo {
+    /// Blocks in the pool.
+    pub blocks: u64,
+    /// Blocks free now (a snapshot).
+    pub free_blocks: u64,
+    /// Bytes per block.
+    pub block_size: u64,
+    /// Participants alive now.
+    pub participants_alive: u64,
+    /// Descriptors per topic ring.
+    pub ring_slots: u64,
+}
+
+fn region_info(r: &Region) -> RegionInfo {
+    RegionInfo {
+        blocks: r.geo.blocks,
+        free_blocks: r.pool().free_estimate() as u64,
+        block_size: r.geo.block_size,
+        participants_alive: (0..r.geo.participants as u32)
+            .filter(|&i| {
+                r.row(i)
+                    .is_ok_and(|row| row.status(r.liveness) == PeerStatus::Alive)
+            })
+            .count() as u64,
+        ring_slots: r.geo.ring_slots,
+    }
+}
+
+fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
+    let s = r.stats(i)?;
+    Ok(TopicStats {
+        name,
+        // Acquire: see Ring::tail.
+        published: r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?,
+        // Relaxed: statistics.
+        lagged: s.lagged.load(Ordering::Relaxed),
+        subscribers: s.subscribers.load(Ordering::Relaxed),
+        recovered: s.recovered.load(Ordering::Relaxed),
+    })
+}
+
+fn all_topics(r: &Region) -> Result<Vec<TopicStats>> {
+    let mut out = Vec::new();
+    for i in 0..r.geo.topics as u32 {
+        if let Some((name, _)) = r.topic_name(i)? {
+            out.push(topic_stats(r, i, name)?);
+        }
+    }
+    Ok(out)
+}
+
+fn type_info<T: bytemuck::Pod>() -> TypeInfo {
+    let name = core::any::type_name::<T>();
+    let (size, align) = (
+        core::mem::size_of::<T>() as u64,
+        core::mem::align_of::<T>() as u64,
+    );
+    TypeInfo {
+        fingerprint: fingerprint(name, size, align),
+        size,
+        align,
+        name: name.into(),
+    }
+}
+
+/// `found` (a topic's recorded type) must be `want`.
+fn check_type(r: &Region, topic: &str, found: Option<&TypeInfo>, want: &TypeInfo) -> Result<()> {
+    match found {
+        Some(f) if f.fingerprint == want.fingerprint && f.size == want.size => Ok(()),
+        other => Err(Error::TypeMismatch {
+            name: alloc::format!("{}{}", r.obj.name(), topic),
+            found: other.map_or_else(|| "untyped bytes".into(), |f| f.name.clone()),
+            found_size: other.map_or(0, |f| f.size),
+            expected: want.name.clone(),
+            expected_size: want.size,
+        }),
+    }
+}
+
+/// What [`inspect`] reports about a region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionReport {
+    /// The region's name.
+    pub name: String,
+    /// Pool and participants.
+    pub info: RegionInfo,
+    /// Every registered topic with its statistics.
+    pub topics: Vec<TopicStats>,
+}
+
+/// The names of every pub/sub region on this machine (discovery, for tools such as
+/// `weft ls`). A region being created or removed at the same moment may be missed.
+///
+/// # Examples
+/// ```
+/// use weft::pubsub::{Config, Publisher, regions};
+/// # let region = format!("doc-regions-{}", std::process::id());
+/// let _publisher = Publisher::create(&region, &Config::default())?;
+/// assert!(regions().contains(&region));
+/// # Ok::<(), weft::Error>(())
+/// ```
+pub fn regions() -> Vec<String> {
+    sys::list_objects()
+        .into_iter()
+        .filter(|n| Object::open(n, ObjectKind::Region, Duration::ZERO).is_ok())
+        .collect()
+}
+
+/// Reads a region's pool, participants and topics without joining it: nothing the hot path
+/// uses is written, and no participant row is taken (for tools such as `weft info`).
+///
+/// # Errors
+/// As [`Subscriber::connect`] (the header, configuration and topic table are validated).
+///
+/// # Examples
+/// ```
+/// use weft::pubsub::{Config, Publisher, inspect};
+/// # let region = format!("doc-inspect-{}", std::process::id());
+/// let publisher = Publisher::create(&region, &Config::default())?;
+/// let topic = publisher.register("/prices/AAPL")?;
+/// publisher.publish(&topic, b"189.5")?;
+/// let report = inspect(&region)?;
+/// assert_eq!(report.topics[0].name, "/prices/AAPL");
+/// assert_eq!(report.topics[0].published, 1);
+/// assert_eq!(report.info.participants_alive, 1);
+/// # Ok::<(), weft::Error>(())
+/// ```
+pub fn inspect(region: &str) -> Result<RegionReport> {
+    let r = open_region(region, &Config::default())?;
+    Ok(RegionReport {
+        name: region.into(),
+        info: region_info(&r),
+        topics: all_topics(&r)?,
+    })
+}
+
+fn open_region(name: &str, config: &Config) -> Result<Arc<Region>> {
+    let obj = Object::open(name, ObjectKind::Region, config.open_timeout)?;
+    Region::attach(Arc::new(obj), config.liveness_timeout)
+}
+
+/// Publishes on the topics of one region. `Send` but not `Sync`: a loan borrows the publisher,
+/// and each publisher is one participant with one publish in flight at a time.
+///
+/// # Examples
+/// Loans borrow their publisher: a loan cannot outlive it.
+/// ```compile_fail
+/// use weft::pubsub::{Config, Publisher};
+/// let loan;
+/// {
+///     let publisher = Publisher::create("doc-cf-loan", &Config::default()).unwrap();
+///     let topic = publisher.register("/t").unwrap();
+///     loan = publisher.loan(&topic).unwrap();
+/// }
+/// drop(loan);
+/// ```
+#[derive(Debug)]
+pub struct Publisher {
+    member: Arc<Member>,
+    claim_timeout: Duration,
+    _not_sync: PhantomData<core::cell::Cell<()>>,
+}
+
+impl Publisher {
+    /// Creates the region `region` with `config` and joins it as a publisher.
+    ///
+    /// A region of that name whose participants are all dead (or whose creator died before
+    /// finishing it) is removed and made anew.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`], [`Error::InvalidArgument`] for a configuration out of range,
+    /// [`Error::AlreadyExists`] if a region of that name has a live participant,
+    /// [`Error::Io`] if the OS refuses.
+    pub fn create(region: &str, config: &Config) -> Result<Publisher> {
+        sys::validate_name(region)?;
+        let geo = config.geometry()?;
+        for _ in 0..4 {
+            let made = Object::create(
+                region,
+                ObjectKind::Region,
+                geo.total,
+                config.hugepages,
+                config.lock_memory,
+                |obj| {
+                    // SAFETY: RegionConfig is all atomics.
+                    let cfg: &RegionConfig = unsafe { obj.at(CONFIG_OFFSET)? };
+                    geo.store(cfg);
+                    Ok(())
+                },
+            );
+            match made {
+                Ok(obj) => {
+                    let obj = Arc::new(obj);
+                    let joined =
+                        Region::attach(obj.clone(), config.liveness_timeout).and_then(|r| {
+                            r.pool().init();
+                            // Join before publishing: an opener never sees a ready region
+                            // without a live participant, so it is never taken for stale.
+                            Member::join(r, Role::Publisher)
+                        });
+                    match joined {
+                        Ok(member) => {
+                            obj.publish();
+                            return Ok(Publisher::new(member, config));
+                        }
+                        Err(e) => {
+                            let _ = sys::ShmFile::unlink(region);
+                            return Err(e);
+                        }
+                    }
+                }
+                Err(Error::AlreadyExists { .. }) => {
+                    match open_region(region, &config.clone().open_timeout(STALE_OPEN_TIMEOUT)) {
+                        Ok(r) => {
+                            if r.anyone_else_alive(u32::MAX) {
+                                return Err(Error::AlreadyExists {
+                                    name: region.into(),
+                                });
+                            }
+                            r.obj.unlink_if_same();
+                        }
+                        Err(Error::NotReady { pid, .. }) => {
+                            if pid != 0 && sys::pid_alive(pid) {
+                                return Err(Error::AlreadyExists {
+                                    name: region.into(),
+                                });
+                            }
+                            let _ = sys::ShmFile::unlink(region);
+                        }
+                        Err(Error::NotFound { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::AlreadyExists {
+            name: region.into(),
+        })
+    }
+
+    /// Joins the existing region `region` as another publisher (from any process).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`], the header errors of a bad object ([`Error::NotWeft`],
+    /// [`Error::VersionMismatch`], [`Error::WrongKind`], [`Error::Truncated`],
+    /// [`Error::Corrupt`]), [`Error::InvalidArgument`] when every participant row is taken.
+    pub fn open(region: &str) -> Result<Publisher> {
+        Publisher::open_with(region, &Config::default())
+    }
+
+    /// [`Publisher::open`] with the handle settings of `config` (its shape is ignored: the
+    /// region's own is used).
+    ///
+    /// # Errors
+    /// As [`Publisher::open`].
+    pub fn open_with(region: &str, config: &Config) -> Result<Publisher> {
+        let r = open_region(region, config)?;
+        let member = Member::join(r, Role::Publisher)?;
+        Ok(Publisher::new(member, config))
+    }
+
+    fn new(member: Arc<Member>, config: &Config) -> Publisher {
+        Publisher {
+            member,
+            claim_timeout: config.claim_timeout,
+            _not_sync: PhantomData,
+        }
+    }
+
+    fn region(&self) -> &Region {
+        &self.member.region
+    }
+
+    /// The region's name.
+    pub fn region_name(&self) -> &str {
+        self.member.name()
+    }
+
+    /// Registers `topic` in [`TopicMode::Blocks`] (or finds it, if registered already).
+    ///
+    /// # Errors
+    /// As [`Publisher::register_with`].
+    pub fn register(&self, topic: &str) -> Result<Topic> {
+        self.register_with(topic, TopicMode::Blocks)
+    }
+
+    /// Registers `topic` with `mode`, or returns the existing topic of that name.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] for a bad path; [`Error::InvalidArgument`] for a mode this build
+    /// does not implement, for a topic registered already with another mode, or when the
+    /// topic table is full; [`Error::Timeout`] if the
+    /// registration lock stays held by a live process for a second; [`Error::Corrupt`] for
+    /// a damaged topic table.
+    pub fn register_with(&self, topic: &str, mode: TopicMode) -> Result<Topic> {
+        self.register_inner(topic, mode, None)
+    }
+
+    /// Registers `topic` for values of type `T` ([`TopicMode::Blocks`]): the topic records
+    /// `T`'s size, alignment and a fingerprint of its name, size and alignment, and a
+    /// registration or typed subscription with another type is refused. Use
+    /// [`Publisher::publish_typed`] or [`Publisher::loan_typed`] + [`Loan::value_mut`].
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the topic exists with another type (or untyped);
+    /// [`Error::TooLarge`] when `T` does not fit a block; [`Error::InvalidArgument`] when
+    /// `align_of::<T>()` exceeds 64 (blocks are 64-byte aligned); as
+    /// [`Publisher::register_with`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber};
+    /// use weft::ErrorKind;
+    /// #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+    /// #[repr(C)]
+    /// struct Tick { price: f64, size: u64 }
+    /// # let region = format!("doc-typed-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let ticks = publisher.register_typed::<Tick>("/ticks")?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut sub = subscriber.subscribe_typed::<Tick>("/ticks")?;
+    /// assert_eq!(subscriber.subscribe_typed::<u32>("/ticks").unwrap_err().kind(), ErrorKind::TypeMismatch);
+    /// publisher.publish_typed(&ticks, &Tick { price: 189.5, size: 100 })?;
+    /// let sample = sub.try_recv()?;
+    /// assert_eq!(sample.value::<Tick>()?, &Tick { price: 189.5, size: 100 });
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn register_typed<T: bytemuck::Pod>(&self, topic: &str) -> Result<Topic> {
+        let ty = type_info::<T>();
+        if ty.size > self.region().geo.block_size {
+            return Err(Error::TooLarge {
+                name: alloc::format!("{}{}", self.member.name(), topic),
+                len: ty.size,
+                max: self.region().geo.block_size,
+            });
+        }
+        if ty.align > 64 {
+            return Err(Error::InvalidArgument {
+                what: "alignment of the topic's type",
+                value: ty.align,
+                expected: "at most 64 (blocks are 64-byte aligned)",
+            });
+        }
+        if ty.size == 0 {
+            return Err(Error::InvalidArgument {
+                what: "size of the topic's type",
+                value: 0,
+                expected: "at least 1 byte",
+            });
+        }
+        self.register_inner(topic, TopicMode::Blocks, Some(ty))
+    }
+
+    fn register_inner(&self, topic: &str, mode: TopicMode, ty: Option<TypeInfo>) -> Result<Topic> {
+        validate_topic(topic)?;
+        let raw_mode = match mode {
+            TopicMode::Blocks => MODE_BLOCKS,
+            TopicMode::Latest => MODE_LATEST,
+            TopicMode::Inline => {
+                return Err(Error::InvalidArgument {
+                    what: "topic mode",
+                    value: 3,
+                    expected: "Blocks or Latest (Inline is not implemented yet)",
+                });
+            }
+        };
+        let r = self.region();
+        let existing = |r: &Region| -> Result<Option<Topic>> {
+            let Some(i) = r.find_topic(topic)? else {
+                return Ok(None);
+            };
+            if r.topic_name(i)?.map(|(_, m)| m) != Some(raw_mode) {
+                return Err(Error::InvalidArgument {
+                    what: "topic mode",
+                    value: raw_mode as u64,
+                    expected: "the mode the topic was registered with",
+                });
+            }
+            let found = r.topic_type(i)?;
+            if let Some(want) = &ty {
+                check_type(r, topic, found.as_ref(), want)?;
+            }
+            Ok(Some(self.topic_handle(
+                i,
+                topic,
+                found.map(|t| t.fingerprint),
+            )))
+        };
+        if let Some(t) = existing(r)? {
+            return Ok(t);
+        }
+        let _lock = RegisterLock::take(r, self.member.index)?;
+        if let Some(t) = existing(r)? {
+            return Ok(t);
+        }
+        for i in 0..r.geo.topics as u32 {
+            let t = r.topic(i)?;
+            // Relaxed: entries change only under the lock we hold.
+            if t.state.load(Ordering::Relaxed) != TOPIC_FREE {
+                continue;
+            }
+            // Relaxed: published by the Release store of READY below.
+            t.mode.store(raw_mode, Ordering::Relaxed);
+            t.name_len.store(topic.len() as u32, Ordering::Relaxed);
+            for (w, v) in t.name.iter().zip(pack_name(topic)) {
+                w.store(v, Ordering::Relaxed);
+            }
+            if let Some(ty) = &ty {
+                t.type_size.store(ty.size, Ordering::Relaxed);
+                t.type_align.store(ty.align, Ordering::Relaxed);
+                let name_len = ty.name.len().min(64);
+                t.type_name_len.store(name_len as u64, Ordering::Relaxed);
+                for (w, v) in t.type_name.iter().zip(pack::<8>(&ty.name)) {
+                    w.store(v, Ordering::Relaxed);
+                }
+                t.type_fingerprint.store(ty.fingerprint, Ordering::Relaxed);
+            }
+            // SYNC POINT: Release pairs with the Acquire load of `state` in
+            // `Region::topic_name` and `Region::topic_type`.
+            t.state.store(TOPIC_READY, Ordering::Release);
+            return Ok(self.topic_handle(i, topic, ty.map(|t| t.fingerprint)));
+        }
+        Err(Error::InvalidArgument {
+            what: "topics in the region",
+            value: r.geo.topics,
+            expected: "a free entry, but the topic table is full (Config::topics)",
+        })
+    }
+
+    fn topic_handle(&self, index: u32, name: &str, fingerprint: Option<u64>) -> Topic {
+        Topic {
+            index,
+            name: name.into(),
+            region: Arc::as_ptr(&self.member.region) as usize,
+            fingerprint,
+        }
+    }
+
+    fn check_typed<T: bytemuck::Pod>(&self, topic: &Topic) -> Result<()> {
+        self.check_topic(topic)?;
+        let want = type_info::<T>();
+        let r = self.region();
+        let found = r.topic_type(topic.index)?;
+        check_type(r, &topic.name, found.as_ref(), &want)?;
+        if want.size > r.geo.block_size {
+            return Err(Error::TooLarge {
+                name: alloc::format!("{}{}", self.member.name(), topic.name),
+                len: want.size,
+                max: r.geo.block_size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Loans a block for a typed topic, its length set to `size_of::<T>()`: fill it through
+    /// [`Loan::value_mut`], then publish.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when `topic` was not registered for `T`; as
+    /// [`Publisher::loan`].
+    pub fn loan_typed<T: bytemuck::Pod>(&self, topic: &Topic) -> Result<Loan<'_>> {
+        self.check_typed::<T>(topic)?;
+        let mut loan = self.loan(topic)?;
+        loan.set_len(core::mem::size_of::<T>())?;
+        Ok(loan)
+    }
+
+    /// Copies `value` into a block of the typed topic and publishes it.
+    ///
+    /// # Errors
+    /// As [`Publisher::loan_typed`] and [`Loan::publish`].
+    pub fn publish_typed<T: bytemuck::Pod>(&self, topic: &Topic, value: &T) -> Result<u64> {
+        let mut loan = self.loan_typed::<T>(topic)?;
+        loan.copy_from_slice(bytemuck::bytes_of(value));
+        loan.publish()
+    }
+
+    fn check_topic(&self, topic: &Topic) -> Result<()> {
+        if topic.region != Arc::as_ptr(&self.member.region) as usize {
+            return Err(Error::InvalidArgument {
+                what: "topic handle",
+                value: topic.index as u64,
+                expected: "a topic registered through this publisher",
+            });
+        }
+        Ok(())
+    }
+
+    /// The largest payload a loan holds (the block size).
+    pub fn max_len(&self) -> usize {
+        self.region().geo.block_size as usize
+    }
+
+    /// Loans a block for `topic`: write the payload in place, then [`Loan::publish`]. The
+    /// loan's length starts at the whole block; [`Loan::set_len`] shortens it.
+    ///
+    /// When the pool is empty, the blocks of dead participants are reclaimed first.
+    ///
+    /// # Errors
+    /// [`Error::Full`] when the pool has no free block (every block is loaned, published in
+    /// a ring, or held by a sample); [`Error::InvalidArgument`] for a topic of another
+    /// publisher or when this publisher already holds `max_held` loans; [`Error::Corrupt`].
+    pub fn loan(&self, topic: &Topic) -> Result<Loan<'_>> {
+        self.check_topic(topic)?;
+        let r = self.region();
+        let pool = r.pool();
+        let b = match pool.pop().map_err(|c| corrupt(&r.obj, c))? {
+            Some(b) => b,
+            None => {
+                r.reclaim_dead()?;
+                pool.pop()
+                    .map_err(|c| corrupt(&r.obj, c))?
+                    .ok_or(Error::Full)?
+            }
+        };
+        let entry = match self.member.hold(b) {
+            Ok(e) => e,
+            Err(e) => {
+                let _ = pool.release(b);
+                return Err(e);
+            }
+        };
+        let ptr = r.block_ptr(b)?;
+        Ok(Loan {
+            publisher: self,
+            topic: topic.index,
+            block: b,
+            entry,
+            len: r.geo.block_size as u32,
+            cap: r.geo.block_size as u32,
+            ptr,
+            done: false,
+        })
+    }
+
+    /// Copies `data` into a loaned block and publishes it. Returns the message's sequence.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] when `data` exceeds the block size; as [`Publisher::loan`] and
+    /// [`Loan::publish`].
+    pub fn publish(&self, topic: &Topic, data: &[u8]) -> Result<u64> {
+        if data.len() as u64 > self.region().geo.block_size {
+            return Err(Error::TooLarge {
+                name: self.member.name().into(),
+                len: data.len() as u64,
+                max: self.region().geo.block_size,
+            });
+        }
+        let mut loan = self.loan(topic)?;
+        loan.set_len(data.len())?;
+        loan.copy_from_slice(data);
+        loan.publish()
+    }
+
+    /// Reclaims the blocks of every dead participant (also done on joining and when a loan
+    /// finds the pool empty). Returns the number of block references released.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] when a dead participant's records are damaged.
+    pub fn reclaim(&self) -> Result<u64> {
+        self.region().reclaim_dead()
+    }
+
+    /// Statistics of `topic`.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] for a damaged tail.
+    pub fn stats(&self, topic: &Topic) -> Result<TopicStats> {
+        self.check_topic(topic)?;
+        topic_stats(self.region(), topic.index, topic.name.clone())
+    }
+
+    /// The region's pool and participants.
+    pub fn region_info(&self) -> RegionInfo {
+        region_info(self.region())
+    }
+
+    /// Publishes block `b` (recorded in holdings entry `entry`) with `len` bytes on topic `t`.
+    fn publish_block(&self, t: u32, b: u32, entry: u32, len: u32) -> Result<u64> {
+        let r = self.region();
+        let me = self.member.index;
+        let ext = r.ext(me)?;
+        let ring = r.ring(t)?;
+        let new = desc(b, len);
+        // The record of the publish in flight, for a survivor if this process dies in it.
+        // Release: pairs with the Acquire loads in `Region::recover`.
+        ext.pub_new.store(new, Ordering::Release);
+        ext.pub_topic.store(t as u64 + 1, Ordering::Release);
+        let deadline = Deadline::after(self.claim_timeout);
+        let mut waiter = Waiter::new(WaitStrategy::YieldSpin);
+        let seq = loop {
+            let claimed = ring
+                .try_claim(me, |seq| ext.pub_seq.store(seq, Ordering::Release))
+                .map_err(|c| corrupt(&r.obj, c));
+            match claimed {
+                Ok(Claimed::Mine { seq }) => break seq,
+                Ok(Claimed::Busy { holder, .. }) => {
+                    // A live holder keeps its slot; a dead one's row is reclaimed, which
+                    // commits or voids what it held.
+                    if holder != me
+                        && !matches!(r.row(holder)?.status(r.liveness), PeerStatus::Alive)
+                    {
+                        r.reclaim_row(holder)?;
+                    }
+                    if deadline.expired() {
+                        ext.pub_topic.store(0, Ordering::Release);
+                        return Err(Error::Timeout);
+                    }
+                    let _ = waiter.next();
+                }
+                Err(e) => {
+                    ext.pub_topic.store(0, Ordering::Release);
+                    return Err(e);
+                }
+            }
+        };
+        let old = ring.held_desc(seq);
+        ext.pub_old.store(old, Ordering::Release);
+        ring.set_desc(seq, new);
+        // The slot owns the block's reference from here.
+        self.member.unhold(entry);
+        ring.commit(seq);
+        r.hot(t)?.wait.wake_if_waiting();
+        ext.pub_topic.store(0, Ordering::Release);
+        // The record is ours alone while we live (a reclaimer reads it only after our death):
+        // a load and a store, not a swap. Cleared before the release, so a crash between
+        // leaks one reference rather than releasing it twice. Release: pairs with the Acquire
+        // loads in `Region::recover`.
+        ext.pub_old.store(0, Ordering::Release);
+        if let Some((ob, _)) = undesc(old) {
+            r.pool().release(ob).map_err(|c| corrupt(&r.obj, c))?;
+        }
+        Ok(seq)
+    }
+}
+
+/// The registration lock: one word, `participant + 1` of the holder; a dead holder's lock is
+/// broken by the next registrar.
+struct RegisterLock<'a> {
+    word: &'a AtomicU64,
+}
+
+impl<'a> RegisterLock<'a> {
+    fn take(r: &'a Region, me: u32) -> Result<RegisterLock<'a>> {
+        // SAFETY: the lock word has its own line at REGISTER_LOCK_OFFSET, inside every region.
+        let word: &AtomicU64 = unsafe { r.obj.at(REGISTER_LOCK_OFFSET)? };
+        let deadline = Deadline::after(Duration::from_secs(1));
+        loop {
+            // SYNC POINT: AcqRel pairs with the Release store in `drop`: the previous
+            // holder's topic entries are visible.
+            match word.compare_exchange(0, me as u64 + 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(RegisterLock { word }),
+                Err(h) => {
+                    let holder = u32::try_from(h - 1).unwrap_or(u32::MAX);
+                    let alive = r
+                        .row(holder)
+                        .is_ok_and(|row| row.status(r.liveness) == PeerStatus::Alive);
+                    if !alive || holder == me {
+                        // A dead holder (or garbage): break the lock. AcqRel as above.
+                        let _ = word.compare_exchange(h, 0, Ordering::AcqRel, Ordering::Relaxed);
+                        continue;
+                    }
+                    if deadline.expired() {
+                        return Err(Error::Timeout);
+                    }
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for RegisterLock<'_> {
+    fn drop(&mut self) {
+        // SYNC POINT: Release pairs with the AcqRel CAS in `take`.
+        self.word.store(0, Ordering::Release);
+    }
+}
+
+/// A block loaned from the pool for one topic: write the payload in place (it derefs to the
+/// first `len()` bytes of the block, the whole block until [`Loan::set_len`]), then
+/// [`Loan::publish`]. Dropped unpublished, the block returns
+/// to the pool.
+#[must_use = "a loan is published with `publish()`; dropped, its block returns to the pool"]
+#[derive(Debug)]
+pub struct Loan<'a> {
+    publisher: &'a Publisher,
+    topic: u32,
+    block: u32,
+    entry: u32,
+    len: u32,
+    cap: u32,
+    ptr: *mut u8,
+    done: bool,
+}
+
+impl Loan<'_> {
+    /// Sets the payload length (at most the block size).
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] beyond the block size.
+    pub fn set_len(&mut self, len: usize) -> Result<()> {
+        if len > self.cap as usize {
+            return Err(Error::TooLarge {
+                name: self.publisher.member.name().into(),
+                len: len as u64,
+                max: self.cap as u64,
+            });
+        }
+        self.len = len as u32;
+        Ok(())
+    }
+
+    /// The payload length that will be published.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The loan's payload as a `T` (the length must be `size_of::<T>()`, as
+    /// [`Publisher::loan_typed`] sets it).
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the length is not `size_of::<T>()` or `T` needs more than
+    /// the block's 64-byte alignment.
+    pub fn value_mut<T: bytemuck::Pod>(&mut self) -> Result<&mut T> {
+        let name = self.publisher.member.name().to_owned();
+        let len = self.len as u64;
+        bytemuck::try_from_bytes_mut(&mut self[..]).map_err(|_| Error::TypeMismatch {
+            name,
+            found: "a loan of another length".into(),
+            found_size: len,
+            expected: core::any::type_name::<T>().into(),
+            expected_size: core::mem::size_of::<T>() as u64,
+        })
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Publishes the block: an 8-byte descriptor goes into the topic's ring. Returns the
+    /// message's sequence number.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] when the slot it needs stays held by a live, stalled publisher
+    /// for [`Config::claim_timeout`]; [`Error::Corrupt`] for a damaged ring.
+    pub fn publish(mut self) -> Result<u64> {
+        let seq = self
+            .publisher
+            .publish_block(self.topic, self.block, self.entry, self.len)?;
+        self.done = true;
+        Ok(seq)
+    }
+}
+
+impl core::ops::Deref for Loan<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the block (cap >= len bytes at ptr, inside the mapping: block_ptr checked the
+        // index)
+        // is ours alone: it left the free list with a count of 1 and is not published yet. The
+        // mapping outlives the loan (the publisher it borrows holds it).
+        unsafe { core::slice::from_raw_parts(self.ptr, self.len as usize) }
+    }
+}
+
+impl core::ops::DerefMut for Loan<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`; `&mut self` makes this the only access in this process.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len as usize) }
+    }
+}
+
+impl Drop for Loan<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.publisher.member.release(self.entry, self.block);
+        }
+    }
+}
+
+/// Receives from the topics of one region.
+///
+/// # Examples
+/// ```
+/// use weft::pubsub::{Config, Publisher, Subscriber};
+/// use weft::{Error, ErrorKind};
+/// # let region = format!("doc-sub-{}", std::process::id());
+/// let publisher = Publisher::create(&region, &Config::default())?;
+/// let subscriber = Subscriber::connect(&region)?;
+/// assert_eq!(subscriber.subscribe("/absent").unwrap_err().kind(), ErrorKind::NotFound);
+/// let topic = publisher.register("/t")?;
+/// let mut sub = subscriber.subscribe("/t")?;
+/// assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+/// publisher.publish(&topic, b"x")?;
+/// assert_eq!(&*sub.recv()?, b"x");
+/// # Ok::<(), weft::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Subscriber {
+    member: Arc<Member>,
+    wait: WaitStrategy,
+}
+
+impl Subscriber {
+    /// Connects to the existing region `region`.
+    ///
+    /// # Errors
+    /// As [`Publisher::open`].
+    pub fn connect(region: &str) -> Result<Subscriber> {
+        Subscriber::connect_with(region, &Config::default())
+    }
+
+    /// Connects, waiting up to `timeout` for the region to appear.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] if it does not; as [`Publisher::open`].
+    pub fn connect_timeout(region: &str, timeout: Duration) -> Result<Subscriber> {
+        let deadline = Deadline::after(timeout);
+        loop {
+            match Subscriber::connect(region) {
+                Err(Error::NotFound { .. }) if !deadline.expired() => {
+                    std::thread::sleep(Duration::from_millis(2))
+                }
+                Err(Error::NotFound { .. }) => return Err(Error::Timeout),
+                other => return other,
+            }
+        }
+    }
+
+    /// [`Subscriber::connect`] with the handle settings of `config`.
+    ///
+    /// # Errors
+    /// As [`Publisher::open`].
+    pub fn connect_with(region: &str, config: &Config) -> Result<Subscriber> {
+        let r = open_region(region, config)?;
+        let member = Member::join(r, Role::Subscriber)?;
+        Ok(Subscriber {
+            member,
+            wait: config.wait,
+        })
+    }
+
+    /// Subscribes to `topic`, which must be registered: messages published from now on.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] if no publisher registered it; [`Error::InvalidName`];
+    /// [`Error::Corrupt`].
+    pub fn subscribe(&self, topic: &str) -> Result<Subscription> {
+        self.subscribe_with_history(topic, 0)
+    }
+
+    /// Subscribes to `topic` and starts with (up to) the last `history` messages still in the
+    /// topic's ring (at most [`Config::ring_slots`] of them), then everything published from
+    /// now on: a late joiner catches up.
+    ///
+    /// # Errors
+    /// As [`Subscriber::subscribe`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber};
+    /// # let region = format!("doc-history-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let topic = publisher.register("/log")?;
+    /// for line in [b"a", b"b", b"c"] {
+    ///     publisher.publish(&topic, line)?;
+    /// }
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut late = subscriber.subscribe_with_history("/log", 2)?;
+    /// assert_eq!(&*late.try_recv()?, b"b");
+    /// assert_eq!(&*late.try_recv()?, b"c");
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn subscribe_with_history(&self, topic: &str, history: usize) -> Result<Subscription> {
+        validate_topic(topic)?;
+        let r = &self.member.region;
+        let Some(i) = r.find_topic(topic)? else {
+            return Err(Error::NotFound {
+                name: alloc::format!("{}{}", self.member.name(), topic),
+            });
+        };
+        let latest = r.topic_name(i)?.is_some_and(|(_, m)| m == MODE_LATEST);
+        let tail = r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?;
+        // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one.
+        let back = (history as u64).min(r.geo.ring_slots - 1);
+        let next = tail.saturating_sub(back);
+        // Relaxed: a statistic.
+        r.stats(i)?.subscribers.fetch_add(1, Ordering::Relaxed);
+        Ok(Subscription {
+            member: self.member.clone(),
+            topic: i,
+            name: topic.into(),
+            next,
+            wait: self.wait,
+            latest,
+            floor: next,
+        })
+    }
+
+    /// Subscribes to the typed topic `topic`, checking that it was registered for `T`
+    /// (fingerprint and size); read values with [`Sample::value`].
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the topic holds another type or is untyped; as
+    /// [`Subscriber::subscribe`].
+    pub fn subscribe_typed<T: bytemuck::Pod>(&self, topic: &str) -> Result<Subscription> {
+        let sub = self.subscribe(topic)?;
+        let r = &self.member.region;
+        let found = r.topic_type(sub.topic)?;
+        check_type(r, topic, found.as_ref(), &type_info::<T>())?;
+        Ok(sub)
+    }
+
+    /// Subscribes to `topic`, waiting up to `timeout` for a publisher to register it.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] if it is not registered in time; as [`Subscriber::subscribe`].
+    pub fn subscribe_timeout(&self, topic: &str, timeout: Duration) -> Result<Subscription> {
+        let deadline = Deadline::after(timeout);
+        loop {
+            match self.subscribe(topic) {
+                Err(Error::NotFound { .. }) if !deadline.expired() => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Err(Error::NotFound { .. }) => return Err(Error::Timeout),
+                other => return other,
+            }
+        }
+    }
+
+    /// Every topic of the region with its statistics (discovery).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] for a damaged topic table.
+    pub fn topics(&self) -> Result<Vec<TopicStats>> {
+        all_topics(&self.member.region)
+    }
+
+    /// The region's pool and participants.
+    pub fn region_info(&self) -> RegionInfo {
+        region_info(&self.member.region)
+    }
+
+    /// Reclaims the blocks of every dead participant. Returns the references released.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] when a dead participant's records are damaged.
+    pub fn reclaim(&self) -> Result<u64> {
+        self.member.region.reclaim_dead()
+    }
+}
+
+/// One topic's stream of messages for one subscriber: its own position, and the receive calls.
+#[derive(Debug)]
+pub struct Subscription {
+    member: Arc<Member>,
+    topic: u32,
+    name: String,
+    /// The next sequence to deliver.
+    next: u64,
+    wait: WaitStrategy,
+    /// A `Latest` topic: skip to the newest message.
+    latest: bool,
+    /// Sequences below this were delivered (or skipped) already.
+    floor: u64,
+}
+
+enum Step {
+    Got(Sample),
+    Nothing { holder: Option<u32> },
+}
+
+impl Subscription {
+    /// The topic's path.
+    pub fn topic(&self) -> &str {
+        &self.name
+    }
+
+    /// The sequence number the next sample will carry (unless it lags).
+    pub fn position(&self) -> u64 {
+        self.next
+    }
+
+    /// The next message, if one is there.
+    ///
+    /// # Errors
+    /// [`Error::Empty`] when nothing new is published; [`Error::Lagged`] with the exact count
+    /// of messages overwritten before this subscriber read them (it continues with the oldest
+    /// one still there); [`Error::InvalidArgument`] when this subscriber already holds
+    /// `max_held` samples; [`Error::Corrupt`].
+    pub fn try_recv(&mut self) -> Result<Sample> {
+        match self.step()? {
+            Step::Got(s) => Ok(s),
+            Step::Nothing { .. } => Err(Error::Empty),
+        }
+    }
+
+    /// Waits for the next message with the configured wait strategy.
+    ///
+    /// # Errors
+    /// As [`Subscription::try_recv`], without `Empty`; [`Error::PeerDead`] with
+    /// [`Role::Publisher`] once everything published was received, no publisher of the
+    /// region is alive and at least one died (checked every 50 ms while waiting; a publisher
+    /// in another pid namespace is judged by its heartbeat and [`Config::liveness_timeout`]).
+    pub fn recv(&mut self) -> Result<Sample> {
+        self.recv_inner(self.wait, Deadline::never())
+    }
+
+    /// Waits at most `timeout`.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`]; as [`Subscription::recv`].
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<Sample> {
+        self.recv_inner(self.wait, Deadline::after(timeout))
+    }
+
+    /// Waits with `strategy` instead of the configured one.
+    ///
+    /// # Errors
+    /// As [`Subscription::recv`].
+    pub fn recv_with(&mut self, strategy: WaitStrategy) -> Result<Sample> {
+        self.recv_inner(strategy, Deadline::never())
+    }
+
+    fn recv_inner(&mut self, strategy: WaitStrategy, deadline: Deadline) -> Result<Sample> {
+        let mut waiter = Waiter::new(strategy);
+        let mut rounds = 0u32;
+        let mut next_check = 0u64;
+        let mut parked = false;
+        loop {
+            let holder = match self.step()? {
+                Step::Got(s) => return Ok(s),
+                Step::Nothing { holder } => holder,
+            };
+            rounds = rounds.wrapping_add(1);
+            if let Some(h) = holder
+                && rounds.is_multiple_of(64)
+            {
+                self.unstick(h)?;
+            }
+            // Everything published has been received: if every publisher is gone and one
+            // died, say so (liveness read at most every CHECK_INTERVAL).
+            // Spinning rounds look at the clock every 64th time; parked rounds (50 ms each)
+            // every time.
+            if rounds.is_multiple_of(64) || parked {
+                let now = sys::monotonic_ns();
+                if now >= next_check {
+                    next_check = now + CHECK_INTERVAL.as_nanos() as u64;
+                    if let Some(pid) = self.member.region.publishers_dead() {
+                        return Err(Error::PeerDead {
+                            name: alloc::format!("{}{}", self.member.name(), self.name),
+                            role: Role::Publisher,
+                            pid,
+                        });
+                    }
+                }
+            }
+            if deadline.expired() {
+                return Err(Error::Timeout);
+            }
+            parked = waiter.next() == Next::Park;
+            if parked {
+                let member = self.member.clone();
+                let hot = member.region.hot(self.topic)?;
+                let seen = hot.wait.announce();
+                // Re-check after the announcement (the Dekker half in WaitWord).
+                if let Step::Got(s) = self.step()? {
+                    return Ok(s);
+                }
+                let slice = deadline
+                    .remaining()
+                    .map_or(PARK_SLICE, |d| d.min(PARK_SLICE));
+                // No withdraw afterwards: other subscribers may be parked on the same word,
+                // and a stale announcement costs a publisher one needless wake, never a lost one.
+                if !hot.wait.sleep(seen, Some(slice))
+                    && let Some(h) = holder
+                {
+                    self.unstick(h)?;
+                }
+            }
+        }
+    }
+
+    /// The sequence we wait for is claimed by `holder`: if it died, reclaim its row.
+    fn unstick(&self, holder: u32) -> Result<()> {
+        let r = &self.member.region;
+        if !matches!(r.row(holder)?.status(r.liveness), PeerStatus::Alive) {
+            r.reclaim_row(holder)?;
+        }
+        Ok(())
+    }
+
+    fn delivered_floor(&self) -> u64 {
+        self.floor
+    }
+
+    fn step(&mut self) -> Result<Step> {
+        let r = &*self.member.region;
+        let ring = r.ring(self.topic)?;
+        let pool = r.pool();
+        for _ in 0..READ_RETRIES {
+            if self.latest {
+                // Skip to the newest claimed sequence; if it is not committed yet, the one
+                // before it (if newer than what we delivered) is the newest whole value.
+                let t = ring.tail().map_err(|c| corrupt(&r.obj, c))?;
+                if t > self.next {
+                    self.next = t - 1;
+                    if self.next > 0
+                        && matches!(ring.read(self.next), Ok(Read::Pending { .. }))
+                        && let Some(prev) = self.next.checked_sub(1)
+                        && prev >= self.delivered_floor()
+                    {
+                        self.next = prev;
+                    }
+                }
+            }
+            let read = ring.read(self.next).map_err(|c| corrupt(&r.obj, c))?;
+            match read {
+                Read::Ready { desc } => {
+                    let Some((b, len)) = undesc(desc) else {
+                        if self.latest {
+                            // A voided newest sequence: an older value is older, not newer.
+                            if ring.still(self.next) {
+                                self.floor = self.next + 1;
+                                self.next += 1;
+                                return Ok(Step::Nothing { holder: None });
+                            }
+                            continue;
+                        }
+                        // A voided sequence (a dead publisher's unfinished claim): skip it.
+                        if ring.still(self.next) {
+                            self.next += 1;
+                        }
+                        continue;
+                    };
+                    if b as u64 >= r.geo.blocks || len as u64 > r.geo.block_size {
+                        if ring.still(self.next) {
+                            return Err(Error::corrupt(
+                                r.obj.name(),
+                                "descriptor",
+                                desc,
+                                "a block inside the pool and a length within the block size",
+                            ));
+                        }
+                        continue;
+                    }
+                    if !pool.acquire_if_live(b).map_err(|c| corrupt(&r.obj, c))? {
+                        continue;
+                    }
+                    let entry = match self.member.hold(b) {
+                        Ok(e) => e,
+                        Err(e) => {
+                            let _ = pool.release(b);
+                            return Err(e);
+                        }
+                    };
+                    if !ring.still(self.next) {
+                        self.member.release(entry, b)?;
+                        continue;
+                    }
+                    let seq = self.next;
+                    self.next += 1;
+                    self.floor = self.next;
+                    return Ok(Step::Got(Sample {
+                        ptr: r.block_ptr(b)?,
+                        member: self.member.clone(),
+                        block: b,
+                        entry,
+                        len,
+                        seq,
+                    }));
+                }
+                Read::Lagged { .. } if self.latest => continue,
+                Read::Lagged { skipped, next } => {
+                    self.next = next;
+                    // Relaxed: a statistic.
+                    r.stats(self.topic)?
+                        .lagged
+                        .fetch_add(skipped, Ordering::Relaxed);
+                    return Err(Error::Lagged { skipped });
+                }
+                Read::Empty => return Ok(Step::Nothing { holder: None }),
+                Read::Pending { holder } => return Ok(Step::Nothing { holder }),
+            }
+        }
+        Ok(Step::Nothing { holder: None })
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Ok(s) = self.member.region.stats(self.topic) {
+            // Relaxed: a statistic.
+            let _ = s
+                .subscribers
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        }
+    }
+}
+
+/// A received message, borrowed in place in shared memory (zero copies): derefs to the
+/// payload. Dropping it releases the block.
+#[must_use = "a sample holds a block of the region's pool until it is dropped"]
+#[derive(Debug)]
+pub struct Sample {
+    member: Arc<Member>,
+    block: u32,
+    entry: u32,
+    len: u32,
+    ptr: *mut u8,
+    seq: u64,
+}
+
+// SAFETY: a Sample is a counted, recorded reference on a published block that nobody writes
+// while it is held (the pool hands a block to a writer only at count 0); the record is one
+// holdings entry that only this sample clears (by an atomic store); the mapping is kept alive
+// by `member`. Nothing in it is tied to the receiving thread.
+unsafe impl Send for Sample {}
+// SAFETY: shared access is read-only (Deref to &[u8]).
+unsafe impl Sync for Sample {}
+
+impl Sample {
+    /// The payload as a `T`, zero copies.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the payload is not `size_of::<T>()` bytes (or not aligned
+    /// for `T`, which needs more than 64).
+    pub fn value<T: bytemuck::Pod>(&self) -> Result<&T> {
+        bytemuck::try_from_bytes(self).map_err(|_| Error::TypeMismatch {
+            name: self.member.name().into(),
+            found: "a message of another length".into(),
+            found_size: self.len as u64,
+            expected: core::any::type_name::<T>().into(),
+            expected_size: core::mem::size_of::<T>() as u64,
+        })
+    }
+
+    /// The message's sequence number in its topic (gap-free per topic: the claims of every
+    /// publisher together).
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl core::ops::Deref for Sample {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len` was checked against the block size and `ptr` is the block's start
+        // (block_ptr checked the index) inside the mapping that `member` keeps alive; the
+        // block is published and referenced by us, so no weft writer touches it.
+        unsafe { core::slice::from_raw_parts(self.ptr, self.len as usize) }
+    }
+}
+
+impl Drop for Sample {
+    fn drop(&mut self) {
+        let _ = self.member.release(self.entry, self.block);
+    }
+}

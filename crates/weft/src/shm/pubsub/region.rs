@@ -1,0 +1,541 @@
+//! A mapped, validated region and its participants: table access (every index checked), joining
+//! (claiming a participant row), the record of what each participant holds, and the reclaim of
+//! a dead participant's blocks and unfinished publish.
+
+use super::layout::{
+    CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_LATEST, MemberExt, POOL_HEAD_OFFSET, RegionConfig,
+    TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine,
+};
+use super::name::TOPIC_MAX;
+use crate::error::{Error, Result, Role};
+use crate::pubsub::pool::{BlockMeta, Corrupt, Pool};
+use crate::pubsub::ring::{Ring, Slot, undesc, writing};
+use crate::shm::liveness::{Claim, ParticipantRow, PeerStatus};
+use crate::shm::object::Object;
+use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
+use alloc::string::String;
+use core::time::Duration;
+
+/// What a typed topic records about its type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TypeInfo {
+    pub(crate) fingerprint: u64,
+    pub(crate) size: u64,
+    pub(crate) align: u64,
+    pub(crate) name: String,
+}
+
+/// A mapped region whose configuration and topic table were validated at attach.
+#[derive(Debug)]
+pub(crate) struct Region {
+    pub(crate) obj: Arc<Object>,
+    pub(crate) geo: Geometry,
+    pub(crate) liveness: Duration,
+}
+
+pub(crate) fn corrupt(obj: &Object, c: Corrupt) -> Error {
+    Error::corrupt(obj.name(), c.what, c.value, c.expected)
+}
+
+impl Region {
+    /// Validates the configuration line and the topic table of an opened (or freshly created)
+    /// region object.
+    pub(crate) fn attach(obj: Arc<Object>, liveness: Duration) -> Result<Arc<Region>> {
+        // SAFETY: RegionConfig is all atomics: valid for any bit pattern, shareable.
+        let cfg: &RegionConfig = unsafe { obj.at(CONFIG_OFFSET)? };
+        let geo = Geometry::load(obj.name(), cfg, obj.len())?;
+        let region = Region { obj, geo, liveness };
+        for i in 0..geo.topics as u32 {
+            region.topic_name(i)?;
+            region.topic_type(i)?;
+        }
+        Ok(Arc::new(region))
+    }
+
+    /// `n` values of `T` at `offset`.
+    ///
+    /// # Safety
+    /// `T` is all atomics (valid for any bit pattern, shareable), and `offset .. offset + n *
+    /// size_of::<T>()` is one of the areas of [`Geometry`], which `attach` checked to lie
+    /// inside the mapping; `offset` is aligned for `T` (every area starts on 64 bytes).
+    unsafe fn slice<T>(&self, offset: u64, n: u64) -> &[T] {
+        debug_assert!(offset + n * core::mem::size_of::<T>() as u64 <= self.obj.len());
+        // SAFETY: per the caller's contract; the mapping lives as long as `self.obj`.
+        unsafe {
+            core::slice::from_raw_parts(
+                self.obj.base().add(offset as usize) as *const T,
+                n as usize,
+            )
+        }
+    }
+
+    fn check(&self, what: &'static str, i: u32, n: u64) -> Result<()> {
+        if (i as u64) < n {
+            Ok(())
+        } else {
+            Err(Error::corrupt(
+                self.obj.name(),
+                what,
+                i as u64,
+                "an index inside its table",
+            ))
+        }
+    }
+
+    pub(crate) fn row(&self, i: u32) -> Result<&ParticipantRow> {
+        self.check("participant index", i, self.geo.participants)?;
+        // SAFETY: the rows area holds `participants` rows of 64 bytes (Geometry).
+        Ok(
+            &unsafe { self.slice::<ParticipantRow>(self.geo.rows, self.geo.participants) }
+                [i as usize],
+        )
+    }
+
+    pub(crate) fn row_offset(&self, i: u32) -> u64 {
+        self.geo.rows + 64 * i as u64
+    }
+
+    pub(crate) fn ext(&self, i: u32) -> Result<&MemberExt> {
+        self.check("participant index", i, self.geo.participants)?;
+        // SAFETY: the extension area holds `participants` lines (Geometry).
+        Ok(&unsafe { self.slice::<MemberExt>(self.geo.ext, self.geo.participants) }[i as usize])
+    }
+
+    pub(crate) fn holdings(&self, i: u32) -> Result<&[AtomicU32]> {
+        self.check("participant index", i, self.geo.participants)?;
+        let off = self.geo.holdings + 4 * self.geo.held * i as u64;
+        // SAFETY: the holdings area holds `held` words per participant (Geometry).
+        Ok(unsafe { self.slice::<AtomicU32>(off, self.geo.held) })
+    }
+
+    pub(crate) fn topic(&self, i: u32) -> Result<&TopicEntry> {
+        self.check("topic index", i, self.geo.topics)?;
+        // SAFETY: the topic table holds `topics` entries of 256 bytes (Geometry).
+        Ok(&unsafe { self.slice::<TopicEntry>(self.geo.topic_table, self.geo.topics) }[i as usize])
+    }
+
+    pub(crate) fn hot(&self, i: u32) -> Result<&TopicHot> {
+        self.check("topic index", i, self.geo.topics)?;
+        // SAFETY: one hot line per topic (Geometry).
+        Ok(&unsafe { self.slice::<TopicHot>(self.geo.hot, self.geo.topics) }[i as usize])
+    }
+
+    pub(crate) fn stats(&self, i: u32) -> Result<&TopicStatsLine> {
+        self.check("topic index", i, self.geo.topics)?;
+        // SAFETY: one statistics line per topic (Geometry).
+        Ok(&unsafe { self.slice::<TopicStatsLine>(self.geo.stats, self.geo.topics) }[i as usize])
+    }
+
+    pub(crate) fn ring(&self, i: u32) -> Result<Ring<'_>> {
+        let hot = self.hot(i)?;
+        let off = self.geo.rings + 16 * self.geo.ring_slots * i as u64;
+        // SAFETY: `ring_slots` slots of 16 bytes per topic (Geometry); a power of two
+        // (validated by Geometry::new).
+        let slots = unsafe { self.slice::<Slot>(off, self.geo.ring_slots) };
+        Ok(Ring::new(&hot.tail, slots))
+    }
+
+    pub(crate) fn pool(&self) -> Pool<'_> {
+        // SAFETY: the head has its own line at POOL_HEAD_OFFSET; the metadata area holds
+        // `blocks` entries (Geometry).
+        let head = &unsafe { self.slice::<AtomicU64>(POOL_HEAD_OFFSET, 1) }[0];
+        // SAFETY: as above.
+        let meta = unsafe { self.slice::<BlockMeta>(self.geo.meta, self.geo.blocks) };
+        Pool::new(head, meta)
+    }
+
+    /// The first byte of block `b` (checked against the pool size).
+    pub(crate) fn block_ptr(&self, b: u32) -> Result<*mut u8> {
+        self.check("block index", b, self.geo.blocks)?;
+        let off = self.geo.data + self.geo.block_size * b as u64;
+        // SAFETY: block `b` lies inside the data area, which attach checked against the
+        // mapping.
+        Ok(unsafe { self.obj.base().add(off as usize) })
+    }
+
+    /// The name and mode of topic `i` if it is registered, validated.
+    pub(crate) fn topic_name(&self, i: u32) -> Result<Option<(String, u32)>> {
+        let t = self.topic(i)?;
+        // SYNC POINT: Acquire pairs with the Release store of READY in `register`: the name
+        // and mode written before it are visible.
+        let state = t.state.load(Ordering::Acquire);
+        match state {
+            TOPIC_FREE => return Ok(None),
+            TOPIC_READY => {}
+            _ => {
+                return Err(Error::corrupt(
+                    self.obj.name(),
+                    "topic state",
+                    state as u64,
+                    "0 (free) or 2 (ready)",
+                ));
+            }
+        }
+        // Relaxed: ordered after the Acquire load of `state`; each value is checked.
+        let mode = t.mode.load(Ordering::Relaxed);
+        if mode != MODE_BLOCKS && mode != MODE_LATEST {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "topic mode",
+                mode as u64,
+                "1 (blocks) or 2 (latest)",
+            ));
+        }
+        // Relaxed: as above.
+        let len = t.name_len.load(Ordering::Relaxed) as usize;
+        if !(2..=TOPIC_MAX).contains(&len) {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "topic name length",
+                len as u64,
+                "2 ..= 127",
+            ));
+        }
+        let mut bytes = alloc::vec::Vec::with_capacity(len);
+        for k in 0..len {
+            // Relaxed: as above.
+            let w = t.name[k / 8].load(Ordering::Relaxed);
+            bytes.push((w >> ((k % 8) * 8)) as u8);
+        }
+        let name = String::from_utf8(bytes)
+            .ok()
+            .filter(|n| super::name::validate_topic(n).is_ok())
+            .ok_or_else(|| {
+                Error::corrupt(
+                    self.obj.name(),
+                    "topic name",
+                    i as u64,
+                    "a valid topic path",
+                )
+            })?;
+        Ok(Some((name, mode)))
+    }
+
+    /// The recorded type of topic `i` (registered), validated; `None` for an untyped topic.
+    pub(crate) fn topic_type(&self, i: u32) -> Result<Option<TypeInfo>> {
+        let t = self.topic(i)?;
+        // Acquire: as in `topic_name`.
+        if t.state.load(Ordering::Acquire) != TOPIC_READY {
+            return Ok(None);
+        }
+        // Relaxed: ordered after the Acquire load of `state`; each value is checked.
+        let fingerprint = t.type_fingerprint.load(Ordering::Relaxed);
+        if fingerprint == 0 {
+            return Ok(None);
+        }
+        let name = self.obj.name();
+        let size = t.type_size.load(Ordering::Relaxed);
+        let align = t.type_align.load(Ordering::Relaxed);
+        let len = t.type_name_len.load(Ordering::Relaxed);
+        if size == 0 || size > self.geo.block_size {
+            return Err(Error::corrupt(
+                name,
+                "topic type size",
+                size,
+                "1 ..= the block size",
+            ));
+        }
+        if !align.is_power_of_two() || align > 64 {
+            return Err(Error::corrupt(
+                name,
+                "topic type alignment",
+                align,
+                "a power of two <= 64",
+            ));
+        }
+        if len > 64 {
+            return Err(Error::corrupt(
+                name,
+                "topic type name length",
+                len,
+                "0 ..= 64",
+            ));
+        }
+        let type_name = String::from_utf8_lossy(&super::layout::unpack(&t.type_name, len as usize))
+            .into_owned();
+        Ok(Some(TypeInfo {
+            fingerprint,
+            size,
+            align,
+            name: type_name,
+        }))
+    }
+
+    /// The index of topic `name`, if registered.
+    pub(crate) fn find_topic(&self, name: &str) -> Result<Option<u32>> {
+        for i in 0..self.geo.topics as u32 {
+            if let Some((n, _)) = self.topic_name(i)?
+                && n == name
+            {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reclaims every participant whose process died: their unfinished publish is completed
+    /// or voided and every block reference they recorded is released. Returns the number of
+    /// references released.
+    pub(crate) fn reclaim_dead(&self) -> Result<u64> {
+        let mut released = 0;
+        for i in 0..self.geo.participants as u32 {
+            if let PeerStatus::Dead { .. } = self.row(i)?.status(self.liveness) {
+                released += self.reclaim_row(i)?;
+            }
+        }
+        Ok(released)
+    }
+
+    /// Takes row `i` from its dead (or departed) owner, reclaims it, and leaves it closed.
+    /// A live owner keeps it: 0.
+    pub(crate) fn reclaim_row(&self, i: u32) -> Result<u64> {
+        match Claim::take(
+            &self.obj,
+            self.row_offset(i),
+            Role::Publisher,
+            self.liveness,
+        ) {
+            Ok(claim) => {
+                let n = self.recover(i);
+                let ext = self.ext(i)?;
+                // Relaxed: read by subscribers' liveness scans, which tolerate a stale value
+                // for one round.
+                if ext.role.load(Ordering::Relaxed) == super::layout::ROLE_PUBLISHER {
+                    ext.role
+                        .store(super::layout::ROLE_DEAD_PUBLISHER, Ordering::Relaxed);
+                }
+                drop(claim);
+                n
+            }
+            Err(Error::InUse { .. }) => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Row `i` is held exclusively by the caller (a claim taken from a dead owner, or this
+    /// process's own fresh claim): finish or void the publish its previous owner left in
+    /// flight, and release every reference it recorded.
+    pub(crate) fn recover(&self, i: u32) -> Result<u64> {
+        let ext = self.ext(i)?;
+        let pool = self.pool();
+        let name = self.obj.name();
+        let mut released = 0u64;
+        // Relaxed loads and stores on the record: the row is ours (the claim's AcqRel CAS
+        // ordered us after the previous owner's last claim); a dead owner's stores are in the
+        // shared mapping.
+        let topic = ext.pub_topic.load(Ordering::Acquire);
+        if topic != 0 {
+            let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
+            let ring = self.ring(t)?;
+            let seq = ext.pub_seq.load(Ordering::Acquire);
+            if seq >= crate::pubsub::ring::SEQ_LIMIT {
+                return Err(Error::corrupt(
+                    name,
+                    "publish record sequence",
+                    seq,
+                    "below 2^62",
+                ));
+            }
+            let slot = ring.slot(seq);
+            // Acquire: pairs with the AcqRel claim of the dead publisher.
+            if slot.stamp.load(Ordering::Acquire) == writing(i, seq) {
+                let new = ext.pub_new.load(Ordering::Acquire);
+                let d = ring.held_desc(seq);
+                if d == new && new != 0 {
+                    // The descriptor was stored: the slot owns the block's reference; drop
+                    // it from the holdings without releasing it, and commit.
+                    if let Some((b, _)) = undesc(new) {
+                        for h in self.holdings(i)? {
+                            // Relaxed: the row is ours.
+                            if h.load(Ordering::Relaxed) == b + 1 {
+                                h.store(0, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                } else {
+                    // Not stored: void the sequence with an empty descriptor and release the
+                    // previous lap's block, which the slot still held.
+                    ring.set_desc(seq, 0);
+                    if let Some((b, _)) = undesc(d) {
+                        pool.release(b).map_err(|c| corrupt(&self.obj, c))?;
+                        released += 1;
+                    }
+                    ext.pub_old.store(0, Ordering::Relaxed);
+                }
+                ring.commit(seq);
+                self.hot(t)?.wait.wake();
+                // Relaxed: a statistic.
+                self.stats(t)?.recovered.fetch_add(1, Ordering::Relaxed);
+            }
+            ext.pub_topic.store(0, Ordering::Relaxed);
+        }
+        let old = ext.pub_old.swap(0, Ordering::AcqRel);
+        if let Some((b, _)) = undesc(old) {
+            pool.release(b).map_err(|c| corrupt(&self.obj, c))?;
+            released += 1;
+        }
+        for h in self.holdings(i)? {
+            // AcqRel: Acquire pairs with the Release store in `hold` of the previous owner.
+            let v = h.swap(0, Ordering::AcqRel);
+            if v != 0 {
+                pool.release(v - 1).map_err(|c| corrupt(&self.obj, c))?;
+                released += 1;
+            }
+        }
+        Ok(released)
+    }
+
+    /// The publishers' state for a waiting subscriber: `Some(pid)` of a dead publisher when
+    /// no publisher is alive and at least one died; `None` otherwise (one lives, or none
+    /// ever came, or all left cleanly).
+    pub(crate) fn publishers_dead(&self) -> Option<u32> {
+        use super::layout::{ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER};
+        let mut dead = None;
+        for i in 0..self.geo.participants as u32 {
+            let (Ok(row), Ok(ext)) = (self.row(i), self.ext(i)) else {
+                continue;
+            };
+            // Relaxed: see `reclaim_row`.
+            let role = ext.role.load(Ordering::Relaxed);
+            if role != ROLE_PUBLISHER && role != ROLE_DEAD_PUBLISHER {
+                continue;
+            }
+            match row.status(self.liveness) {
+                PeerStatus::Alive if role == ROLE_PUBLISHER => return None,
+                PeerStatus::Dead { pid } => dead = Some(pid),
+                _ if role == ROLE_DEAD_PUBLISHER => dead = Some(row.pid()),
+                _ => {}
+            }
+        }
+        dead
+    }
+
+    /// Whether any participant other than row `except` is alive.
+    pub(crate) fn anyone_else_alive(&self, except: u32) -> bool {
+        (0..self.geo.participants as u32).any(|i| {
+            i != except
+                && self
+                    .row(i)
+                    .is_ok_and(|r| r.status(self.liveness) == PeerStatus::Alive)
+        })
+    }
+}
+
+/// One participant of a region: its claimed row and the record of the blocks it holds.
+#[derive(Debug)]
+pub(crate) struct Member {
+    pub(crate) region: Arc<Region>,
+    pub(crate) index: u32,
+    /// Where the next free holdings entry is likely to be. Relaxed: a hint.
+    hint: AtomicU32,
+    claim: Option<Claim>,
+}
+
+impl Member {
+    /// Claims a free (never used, left, or dead) row, reclaiming what its previous owner held,
+    /// and every other dead participant's blocks too.
+    pub(crate) fn join(region: Arc<Region>, role: Role) -> Result<Arc<Member>> {
+        let n = region.geo.participants as u32;
+        for i in 0..n {
+            if region.row(i)?.status(region.liveness) == PeerStatus::Alive {
+                continue;
+            }
+            let claim = match Claim::take(&region.obj, region.row_offset(i), role, region.liveness)
+            {
+                Ok(c) => c,
+                Err(Error::InUse { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            region.recover(i)?;
+            let ext = region.ext(i)?;
+            let r = if role == Role::Publisher {
+                super::layout::ROLE_PUBLISHER
+            } else {
+                super::layout::ROLE_SUBSCRIBER
+            };
+            // Relaxed: display only.
+            ext.role.store(r, Ordering::Relaxed);
+            let member = Arc::new(Member {
+                region: region.clone(),
+                index: i,
+                hint: AtomicU32::new(0),
+                claim: Some(claim),
+            });
+            region.reclaim_dead()?;
+            return Ok(member);
+        }
+        Err(Error::InvalidArgument {
+            what: "participants in the region",
+            value: n as u64,
+            expected: "a free row, but every row is held by a live process",
+        })
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        self.region.obj.name()
+    }
+
+    /// Records a reference on block `b`; returns the holdings entry.
+    pub(crate) fn hold(&self, b: u32) -> Result<u32> {
+        let hs = self.region.holdings(self.index)?;
+        let n = hs.len() as u32;
+        // Relaxed: a hint.
+        let start = self.hint.load(Ordering::Relaxed);
+        for k in 0..n {
+            let e = (start.wrapping_add(k)) % n;
+            // Relaxed: only a pre-check of the CAS below.
+            if hs[e as usize].load(Ordering::Relaxed) == 0
+                // SYNC POINT: Release pairs with the AcqRel swap in `Region::recover`: a
+                // reclaimer sees the record. Entries are claimed by CAS so that samples
+                // received on several threads never share one.
+                && hs[e as usize]
+                    .compare_exchange(0, b + 1, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // Relaxed: a hint.
+                self.hint.store(e + 1, Ordering::Relaxed);
+                return Ok(e);
+            }
+        }
+        Err(Error::InvalidArgument {
+            what: "samples and loans held at once",
+            value: n as u64,
+            expected: "at most Config::max_held",
+        })
+    }
+
+    /// Forgets holdings entry `e` (the reference was released or handed to a ring slot).
+    pub(crate) fn unhold(&self, e: u32) {
+        if let Ok(hs) = self.region.holdings(self.index)
+            && let Some(h) = hs.get(e as usize)
+        {
+            // SYNC POINT: Release pairs with the AcqRel swap in `Region::recover`.
+            h.store(0, Ordering::Release);
+        }
+    }
+
+    /// Releases a reference this member recorded in entry `e`: the record goes first, so a
+    /// crash in between leaks one reference rather than releasing it twice.
+    pub(crate) fn release(&self, e: u32, b: u32) -> Result<()> {
+        self.unhold(e);
+        self.region
+            .pool()
+            .release(b)
+            .map(|_| ())
+            .map_err(|c| corrupt(&self.region.obj, c))
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        // Every sample and loan holds the member: nothing is recorded any more, unless a
+        // peer scribbled on the table. Release what is left, then leave the row.
+        let _ = self.region.recover(self.index);
+        let last = !self.region.anyone_else_alive(self.index);
+        drop(self.claim.take());
+        if last {
+            // The last participant out removes the name (if it still names this region).
+            self.region.obj.unlink_if_same();
+        }
+    }
+}

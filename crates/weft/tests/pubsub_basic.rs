@@ -1,0 +1,343 @@
+//! Pub/sub in one process: loans, samples, lag, pool accounting, several publishers and
+//! subscribers, blocking receives, and argument checks.
+
+mod common;
+
+use common::{Cleanup, unique};
+use std::time::Duration;
+use weft::pubsub::{Config, Publisher, Subscriber, TopicMode};
+use weft::{Error, ErrorKind, WaitStrategy};
+
+fn small() -> Config {
+    Config::default()
+        .blocks(64)
+        .block_size(256)
+        .ring_slots(8)
+        .topics(8)
+        .participants(8)
+        .max_held(64)
+}
+
+#[test]
+fn loan_and_copy_round_trip_byte_exact() {
+    let name = unique("ps-rt");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register("/a/b").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/a/b").unwrap();
+    let mut loan = p.loan(&t).unwrap();
+    assert_eq!(loan.len(), 256);
+    loan[..3].copy_from_slice(b"abc");
+    loan.set_len(3).unwrap();
+    assert_eq!(loan.publish().unwrap(), 0);
+    assert_eq!(p.publish(&t, &[7u8; 256]).unwrap(), 1);
+    assert_eq!(p.publish(&t, b"").unwrap(), 2);
+    let a = sub.try_recv().unwrap();
+    assert_eq!((&*a, a.seq()), (&b"abc"[..], 0));
+    let b = sub.try_recv().unwrap();
+    assert_eq!(&*b, &[7u8; 256][..]);
+    assert_eq!(sub.try_recv().unwrap().len(), 0);
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    assert_eq!(
+        p.publish(&t, &[0; 257]).unwrap_err().kind(),
+        ErrorKind::TooLarge
+    );
+    let mut loan = p.loan(&t).unwrap();
+    assert_eq!(loan.set_len(257).unwrap_err().kind(), ErrorKind::TooLarge);
+}
+
+#[test]
+fn a_slow_subscriber_learns_exactly_how_many_it_missed() {
+    let name = unique("ps-lag");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register("/lag").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/lag").unwrap();
+    for i in 0..20u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    match sub.try_recv() {
+        Err(Error::Lagged { skipped }) => assert_eq!(skipped, 12),
+        other => panic!("expected Lagged, got {other:?}"),
+    }
+    for i in 12..20u64 {
+        let m = sub.try_recv().unwrap();
+        assert_eq!((m.seq(), &*m), (i, &i.to_le_bytes()[..]));
+    }
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    let st = p.stats(&t).unwrap();
+    assert_eq!((st.published, st.lagged, st.subscribers), (20, 12, 1));
+}
+
+#[test]
+fn a_held_sample_keeps_its_block_while_the_ring_moves_on() {
+    let name = unique("ps-hold");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register("/h").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/h").unwrap();
+    p.publish(&t, b"first").unwrap();
+    let held = sub.try_recv().unwrap();
+    for i in 0..100u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert_eq!(&*held, b"first");
+    drop(held);
+    // Only the ring's 8 descriptors hold blocks now.
+    assert_eq!(p.region_info().free_blocks, 64 - 8);
+}
+
+#[test]
+fn pool_exhaustion_is_full_and_released_samples_refill_it() {
+    let name = unique("ps-full");
+    let _c = Cleanup(name.clone());
+    let cfg = small().blocks(16).ring_slots(4);
+    let p = Publisher::create(&name, &cfg).unwrap();
+    let t = p.register("/f").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/f").unwrap();
+    let mut held = Vec::new();
+    loop {
+        match p.publish(&t, b"x") {
+            Ok(_) => held.push(sub.try_recv().unwrap()),
+            Err(Error::Full) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    // 16 blocks: every block is held by a sample (the last 4 also by the ring).
+    assert_eq!(held.len(), 16);
+    assert_eq!(p.region_info().free_blocks, 0);
+    held.clear();
+    assert_eq!(p.region_info().free_blocks, 12);
+    p.publish(&t, b"y").unwrap();
+}
+
+#[test]
+fn two_publishers_on_threads_share_one_gap_free_sequence() {
+    let name = unique("ps-2pub");
+    let _c = Cleanup(name.clone());
+    let cfg = small().ring_slots(1024).blocks(2048);
+    let p1 = Publisher::create(&name, &cfg).unwrap();
+    let p2 = Publisher::open(&name).unwrap();
+    let t1 = p1.register("/m").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/m").unwrap();
+    let n: u64 = if cfg!(miri) { 10 } else { 500 };
+    let h = std::thread::spawn(move || {
+        let t2 = p2.register("/m").unwrap();
+        for i in 0..n {
+            p2.publish(&t2, &(i | 1 << 32).to_le_bytes()).unwrap();
+        }
+    });
+    for i in 0..n {
+        p1.publish(&t1, &i.to_le_bytes()).unwrap();
+    }
+    h.join().unwrap();
+    let (mut next1, mut next2) = (0u64, 0u64);
+    for seq in 0..2 * n {
+        let m = sub.try_recv().unwrap();
+        assert_eq!(m.seq(), seq);
+        let v = u64::from_le_bytes(m[..8].try_into().unwrap());
+        if v >> 32 == 1 {
+            assert_eq!(v & 0xffff_ffff, next2);
+            next2 += 1;
+        } else {
+            assert_eq!(v, next1);
+            next1 += 1;
+        }
+    }
+    assert_eq!((next1, next2), (n, n));
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+}
+
+#[test]
+fn every_subscriber_gets_every_message() {
+    let name = unique("ps-fan");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register("/fan").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut subs: Vec<_> = (0..3).map(|_| s.subscribe("/fan").unwrap()).collect();
+    for i in 0..5u8 {
+        p.publish(&t, &[i; 10]).unwrap();
+    }
+    for sub in &mut subs {
+        for i in 0..5u8 {
+            assert_eq!(&*sub.try_recv().unwrap(), &[i; 10]);
+        }
+    }
+    assert_eq!(p.stats(&t).unwrap().subscribers, 3);
+}
+
+#[test]
+fn blocking_receive_parks_and_wakes() {
+    let name = unique("ps-park");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small().ring_slots(256).blocks(512)).unwrap();
+    let t = p.register("/park").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/park").unwrap();
+    assert!(matches!(
+        sub.recv_timeout(Duration::from_millis(20)),
+        Err(Error::Timeout)
+    ));
+    let n = if cfg!(miri) { 5 } else { 200u64 };
+    let h = std::thread::spawn(move || {
+        for i in 0..n {
+            std::thread::sleep(Duration::from_micros(200));
+            p.publish(&t, &i.to_le_bytes()).unwrap();
+        }
+        p
+    });
+    for i in 0..n {
+        let m = sub.recv_with(WaitStrategy::Park).unwrap();
+        assert_eq!(&*m, &i.to_le_bytes());
+    }
+    drop(h.join().unwrap());
+}
+
+#[test]
+fn topics_are_found_by_name_and_listed() {
+    let name = unique("ps-topics");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let a = p.register("/x/a").unwrap();
+    assert_eq!(p.register("/x/a").unwrap(), a);
+    p.register("/x/b").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let names: Vec<_> = s.topics().unwrap().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["/x/a", "/x/b"]);
+    assert_eq!(s.subscribe("/x/c").unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(
+        s.subscribe_timeout("/x/c", Duration::from_millis(10))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Timeout
+    );
+    for i in 2..8 {
+        p.register(&format!("/fill/{i}")).unwrap();
+    }
+    assert_eq!(
+        p.register("/one/too/many").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+}
+
+#[test]
+fn arguments_are_checked() {
+    let name = unique("ps-args");
+    let _c = Cleanup(name.clone());
+    for bad in [
+        small().block_size(100),
+        small().ring_slots(6),
+        small().blocks(0),
+        small().participants(0),
+    ] {
+        assert_eq!(
+            Publisher::create(&name, &bad).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+    let p = Publisher::create(&name, &small()).unwrap();
+    assert_eq!(
+        p.register("no-slash").unwrap_err().kind(),
+        ErrorKind::InvalidName
+    );
+    assert_eq!(
+        p.register_with("/l", TopicMode::Inline).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    // A second creator of a live region is refused; a topic of another region is refused.
+    assert_eq!(
+        Publisher::create(&name, &small()).unwrap_err().kind(),
+        ErrorKind::AlreadyExists
+    );
+    let other = unique("ps-args2");
+    let _c2 = Cleanup(other.clone());
+    let q = Publisher::create(&other, &small()).unwrap();
+    let foreign = q.register("/t").unwrap();
+    assert_eq!(
+        p.loan(&foreign).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+}
+
+#[test]
+fn the_participants_table_fills_and_frees() {
+    let name = unique("ps-rows");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small().participants(3)).unwrap();
+    let a = Subscriber::connect(&name).unwrap();
+    let b = Subscriber::connect(&name).unwrap();
+    assert_eq!(
+        Subscriber::connect(&name).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    drop(a);
+    let _c = Subscriber::connect(&name).unwrap();
+    assert_eq!(p.region_info().participants_alive, 3);
+    drop(b);
+}
+
+#[test]
+fn a_latest_topic_delivers_only_the_newest_value() {
+    let name = unique("ps-latest");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register_with("/last", TopicMode::Latest).unwrap();
+    assert_eq!(
+        p.register("/last").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/last").unwrap();
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    for i in 0..30u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.seq(), &*m), (29, &29u64.to_le_bytes()[..]));
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    // A held value stays whole while the writer overwrites the topic many times.
+    for i in 30..100u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert_eq!(&*m, &29u64.to_le_bytes());
+    let n = sub.recv_timeout(Duration::from_millis(100)).unwrap();
+    assert_eq!((n.seq(), &*n), (99, &99u64.to_le_bytes()[..]));
+    assert_eq!(p.stats(&t).unwrap().lagged, 0);
+}
+
+#[test]
+fn a_latest_reader_on_another_thread_sees_only_whole_values_in_order() {
+    let name = unique("ps-latest-mt");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register_with("/last", TopicMode::Latest).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/last").unwrap();
+    let n: u64 = if cfg!(miri) { 50 } else { 20_000 };
+    let h = std::thread::spawn(move || {
+        for i in 1..=n {
+            let mut l = p.loan(&t).unwrap();
+            l.set_len(128).unwrap();
+            for c in l.chunks_mut(8) {
+                c.copy_from_slice(&i.to_le_bytes());
+            }
+            l.publish().unwrap();
+        }
+    });
+    let mut last = 0;
+    while last < n {
+        let m = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+        let v = u64::from_le_bytes(m[..8].try_into().unwrap());
+        assert!(m.chunks(8).all(|c| c == v.to_le_bytes()), "torn value");
+        assert!(v > last, "went back from {last} to {v}");
+        assert_eq!(m.seq(), v - 1);
+        last = v;
+    }
+    h.join().unwrap();
+}

@@ -1,0 +1,319 @@
+//! SIGKILLed participants: what they held comes back to the pool (explicit reclaim, a new
+//! participant joining, a publisher under pool pressure), and the topic keeps working.
+
+mod common;
+
+use common::{Cleanup, Peer, unique};
+use std::time::Duration;
+use weft::pubsub::{Config, Publisher, Subscriber};
+
+#[test]
+fn a_killed_subscriber_holding_200_samples_is_reclaimed() {
+    let name = unique("pc-sub");
+    let _c = Cleanup(name.clone());
+    let cfg = Config::default().blocks(512).ring_slots(256).max_held(256);
+    let p = Publisher::create(&name, &cfg).unwrap();
+    let t = p.register("/held").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/held", "200"]);
+    peer.expect("ready");
+    for i in 0..200u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    peer.expect("holding 200");
+    // Overwrite the ring: the blocks the subscriber holds stay out of the pool.
+    for i in 0..256u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert_eq!(p.region_info().free_blocks, 512 - 256 - 200);
+    peer.kill9();
+    assert_eq!(p.reclaim().unwrap(), 200);
+    // Full again: only the ring's descriptors hold blocks.
+    assert_eq!(p.region_info().free_blocks, 512 - 256);
+    assert_eq!(p.reclaim().unwrap(), 0);
+    // The topic keeps working.
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/held").unwrap();
+    p.publish(&t, b"after").unwrap();
+    assert_eq!(&*sub.try_recv().unwrap(), b"after");
+}
+
+#[test]
+fn a_publisher_killed_mid_loan_leaks_nothing_when_someone_joins() {
+    let name = unique("pc-loan");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default().blocks(64)).unwrap();
+    let t = p.register("/loan").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/loan", "10"]);
+    peer.expect("ready 10");
+    assert_eq!(p.region_info().free_blocks, 54);
+    peer.kill9();
+    // A new participant reclaims the dead one's blocks as it joins.
+    let _s = Subscriber::connect(&name).unwrap();
+    assert_eq!(p.region_info().free_blocks, 64);
+    p.publish(&t, b"fine").unwrap();
+}
+
+#[test]
+fn a_publisher_under_pool_pressure_reclaims_a_dead_publishers_loans() {
+    let name = unique("pc-press");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default().blocks(16).ring_slots(4)).unwrap();
+    let t = p.register("/press").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/press", "16"]);
+    peer.expect("ready 16");
+    assert_eq!(p.region_info().free_blocks, 0);
+    peer.kill9();
+    // The pool is empty: this loan reclaims the dead publisher's 16 blocks first.
+    for i in 0..32u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert_eq!(p.region_info().free_blocks, 16 - 4);
+}
+
+/// Offsets of the region made with `mid_cfg()` (docs/protocol.md, "Region").
+struct Offsets {
+    ext: u64,
+    holdings: u64,
+    hot: u64,
+    rings: u64,
+    data: u64,
+}
+
+const PARTS: u64 = 8;
+const HELD: u64 = 16;
+const TOPICS: u64 = 4;
+const SLOTS: u64 = 8;
+const BLOCKS: u64 = 64;
+const BLOCK: u64 = 256;
+
+fn mid_cfg() -> Config {
+    Config::default()
+        .participants(PARTS as usize)
+        .max_held(HELD as usize)
+        .topics(TOPICS as usize)
+        .ring_slots(SLOTS as usize)
+        .blocks(BLOCKS as usize)
+        .block_size(BLOCK as usize)
+}
+
+fn offsets() -> Offsets {
+    let ext = 512 + 64 * PARTS;
+    let holdings = ext + 64 * PARTS;
+    let table = (holdings + 4 * PARTS * HELD).div_ceil(64) * 64;
+    let hot = table + 256 * TOPICS;
+    let rings = hot + 128 * TOPICS;
+    let meta = rings + 16 * SLOTS * TOPICS;
+    let data = (meta + 8 * BLOCKS).div_ceil(4096) * 4096;
+    Offsets {
+        ext,
+        holdings,
+        hot,
+        rings,
+        data,
+    }
+}
+
+fn file(name: &str) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(common::shm_path(name))
+        .unwrap()
+}
+
+fn get32(f: &std::fs::File, off: u64) -> u32 {
+    use std::os::unix::fs::FileExt;
+    let mut b = [0u8; 4];
+    f.read_exact_at(&mut b, off).unwrap();
+    u32::from_le_bytes(b)
+}
+
+fn put64(f: &std::fs::File, off: u64, v: u64) {
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(&v.to_le_bytes(), off).unwrap();
+}
+
+/// A publisher process is SIGKILLed inside `publish`, after claiming sequence 1 and either
+/// before (`stored == false`) or after (`stored == true`) writing the descriptor. The state
+/// its death leaves is written into the region exactly as the publish sequence leaves it
+/// (the claim names the dead row; its publish record names topic, sequence and block), since
+/// no signal can be aimed at those few instructions. A subscriber waiting on sequence 1
+/// reclaims the dead row: the message is delivered (stored) or the sequence voided (not
+/// stored), later messages flow, and no block leaks.
+fn killed_mid_publish(stored: bool) {
+    let name = unique(if stored { "pc-mid-s" } else { "pc-mid-n" });
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register("/mid").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/mid").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/mid", "2"]);
+    peer.expect("ready 2");
+    peer.kill9();
+    assert_eq!(p.publish(&t, b"before").unwrap(), 0);
+
+    let o = offsets();
+    let f = file(&name);
+    // The dead publisher's row is the one whose holdings record its two loans.
+    let (row, blocks) = (0..PARTS)
+        .find_map(|r| {
+            let held: Vec<u32> = (0..HELD)
+                .map(|e| get32(&f, o.holdings + 4 * (HELD * r + e)))
+                .filter(|&v| v != 0)
+                .map(|v| v - 1)
+                .collect();
+            (held.len() == 2).then_some((r, held))
+        })
+        .expect("the dead publisher's holdings");
+    let b = blocks[0] as u64;
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(b"from the dead...", o.data + b * BLOCK)
+        .unwrap();
+    let new = (16u64 << 32) | (b + 1);
+    // Its publish record: topic 0 (+1), sequence 1, the descriptor being published.
+    let ext = o.ext + 64 * row;
+    put64(&f, ext + 8, 1);
+    put64(&f, ext + 16, 1);
+    put64(&f, ext + 24, new);
+    // Its claim of sequence 1: the stamp names it; the tail has moved past.
+    let slot1 = o.rings + 16;
+    put64(&f, slot1, (1 << 63) | (row << 40) | 1);
+    if stored {
+        put64(&f, slot1 + 8, new);
+    }
+    put64(&f, o.hot, 2);
+
+    assert_eq!(p.publish(&t, b"after").unwrap(), 2);
+    let first = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!((first.seq(), &*first), (0, &b"before"[..]));
+    let second = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+    if stored {
+        assert_eq!((second.seq(), &*second), (1, &b"from the dead..."[..]));
+        let third = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!((third.seq(), &*third), (2, &b"after"[..]));
+    } else {
+        assert_eq!((second.seq(), &*second), (2, &b"after"[..]));
+    }
+    drop((first, second));
+    assert_eq!(s.topics().unwrap()[0].recovered, 1);
+    // Nothing leaked: only the ring's descriptors hold blocks.
+    let in_ring = if stored { 3 } else { 2 };
+    assert_eq!(p.region_info().free_blocks, BLOCKS - in_ring);
+    // The topic keeps working across the whole ring.
+    for i in 0..20u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert!(matches!(sub.try_recv(), Err(weft::Error::Lagged { .. })));
+}
+
+#[test]
+fn a_publisher_killed_mid_publish_before_the_descriptor_leaks_nothing() {
+    killed_mid_publish(false);
+}
+
+#[test]
+fn a_publisher_killed_mid_publish_after_the_descriptor_is_delivered() {
+    killed_mid_publish(true);
+}
+
+#[test]
+fn a_latest_reader_killed_holding_a_value_never_blocks_the_writer() {
+    let name = unique("pc-latest");
+    let _c = Cleanup(name.clone());
+    // Four ring slots and five blocks: the dead reader's block is the pool's only spare.
+    let p = Publisher::create(&name, &Config::default().blocks(5).ring_slots(4)).unwrap();
+    let t = p
+        .register_with("/last", weft::pubsub::TopicMode::Latest)
+        .unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/last", "1"]);
+    peer.expect("ready");
+    p.publish(&t, b"held").unwrap();
+    peer.expect("holding 1");
+    peer.kill9();
+    for i in 0..1000u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/last").unwrap();
+    p.publish(&t, b"newest").unwrap();
+    assert_eq!(&*sub.try_recv().unwrap(), b"newest");
+}
+
+#[test]
+fn subscribers_learn_that_their_publisher_died_and_a_slow_live_one_is_not_dead() {
+    let name = unique("pc-dead");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    p.register("/beat").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/beat").unwrap();
+    // The creating publisher leaves cleanly: that is not a death.
+    drop(p);
+    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/beat", "3", "700"]);
+    peer.expect("ready");
+    for i in 0..3u64 {
+        // 700 ms between messages: the waiting subscriber checks liveness many times and
+        // must not call the live publisher dead.
+        let m = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(&*m, &i.to_le_bytes());
+    }
+    peer.expect("sent");
+    // Killed while the subscriber is parked in a receive: the death is reported within the
+    // liveness check period (50 ms), long before the receive's own timeout.
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        peer.kill9();
+    });
+    match sub.recv_timeout(Duration::from_millis(1500)) {
+        Err(weft::Error::PeerDead { role, .. }) => assert_eq!(role, weft::Role::Publisher),
+        other => panic!("expected PeerDead, got {other:?}"),
+    }
+    killer.join().unwrap();
+    // Still dead after a survivor reclaimed the row.
+    s.reclaim().unwrap();
+    assert_eq!(
+        sub.recv_timeout(Duration::from_secs(5)).unwrap_err().kind(),
+        weft::ErrorKind::PeerDead
+    );
+}
+
+#[test]
+fn a_slot_held_by_a_live_stalled_publisher_is_never_taken() {
+    let name = unique("pc-stall");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg().claim_timeout(Duration::from_millis(100))).unwrap();
+    let t = p.register("/stall").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/stall").unwrap();
+    // A live publisher process (it holds one loan, so its row is easy to find).
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/stall", "1"]);
+    peer.expect("ready 1");
+    for i in 0..8u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let o = offsets();
+    let f = file(&name);
+    let row = (0..PARTS)
+        .find(|r| (0..HELD).any(|e| get32(&f, o.holdings + 4 * (HELD * r + e)) != 0))
+        .expect("the live publisher's row");
+    // It claimed sequence 8 (slot 0) and stalls there: preempted, not dead.
+    put64(&f, o.rings, (1 << 63) | (row << 40) | 8);
+    put64(&f, o.hot, 9);
+    for i in 9..16u64 {
+        assert_eq!(p.publish(&t, &i.to_le_bytes()).unwrap(), i);
+    }
+    // Sequence 16 needs slot 0 back: it stays with its live holder; the publish gives up.
+    assert!(matches!(p.publish(&t, b"x"), Err(weft::Error::Timeout)));
+    assert!(matches!(p.publish(&t, b"x"), Err(weft::Error::Timeout)));
+    // Readers lost 0..=7 to the later laps, and wait for sequence 8 without skipping it.
+    assert!(matches!(
+        sub.try_recv(),
+        Err(weft::Error::Lagged { skipped: 8 })
+    ));
+    assert!(matches!(sub.try_recv(), Err(weft::Error::Empty)));
+    // The holder commits (its descriptor: the block of sequence 0's lap, still the slot's).
+    put64(&f, o.rings, 9);
+    assert_eq!(sub.try_recv().unwrap().seq(), 8);
+    assert_eq!(p.publish(&t, b"now").unwrap(), 16);
+    peer.kill9();
+}

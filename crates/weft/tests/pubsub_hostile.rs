@@ -1,0 +1,151 @@
+//! A hostile or broken peer: scribbling on descriptors, reference counts, the free-list head,
+//! holdings and the topic table gives errors, never a panic or an out-of-bounds access; a
+//! damaged region file is refused at connect.
+
+mod common;
+
+use common::{Cleanup, Peer, shm_path, unique};
+use std::os::unix::fs::FileExt;
+use std::time::{Duration, Instant};
+use weft::pubsub::{Config, Publisher, Subscriber};
+use weft::{Error, ErrorKind};
+
+fn cfg() -> Config {
+    Config::default()
+        .participants(8)
+        .max_held(16)
+        .topics(4)
+        .ring_slots(16)
+        .blocks(64)
+        .block_size(128)
+        .claim_timeout(Duration::from_millis(20))
+}
+
+#[test]
+fn scribbling_on_shared_state_gives_errors_only() {
+    let name = unique("ph-scribble");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register("/target").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/target").unwrap();
+    // A new seed every run (printed, to replay a failure).
+    let seed = std::process::id().to_string();
+    eprintln!("scribble seed {seed}");
+    let mut peer = Peer::spawn(&["pubsub-scribble", &name, "1500", &seed]);
+    peer.expect("ready");
+    let until = Instant::now() + Duration::from_millis(1500);
+    let (mut ok, mut errors) = (0u64, 0u64);
+    let mut held = Vec::new();
+    while Instant::now() < until {
+        match p.publish(&t, &[0xAB; 100]) {
+            Ok(_) => ok += 1,
+            Err(_) => errors += 1,
+        }
+        match sub.recv_timeout(Duration::from_millis(1)) {
+            Ok(m) => {
+                // Contents from a scribbling peer are not trustworthy, bounds are.
+                assert!(m.len() <= 128);
+                held.push(m);
+                if held.len() > 8 {
+                    held.clear();
+                }
+                ok += 1;
+            }
+            Err(_) => errors += 1,
+        }
+        let _ = s.topics();
+        let _ = p.reclaim();
+    }
+    drop(held);
+    let (last, fine) = peer.finish(Duration::from_secs(5));
+    assert!(fine, "scribbler failed: {last}");
+    assert!(ok + errors > 100, "the loop ran: {ok} ok, {errors} errors");
+    // New handles on the damaged region are refused with errors or work: never a crash.
+    let _ = Subscriber::connect(&name).map(|s| s.subscribe("/target").map(|mut x| x.try_recv()));
+}
+
+fn write_u32(name: &str, off: u64, v: u32) {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(shm_path(name))
+        .unwrap();
+    f.write_all_at(&v.to_le_bytes(), off).unwrap();
+}
+
+fn write_u64(name: &str, off: u64, v: u64) {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(shm_path(name))
+        .unwrap();
+    f.write_all_at(&v.to_le_bytes(), off).unwrap();
+}
+
+#[test]
+fn a_damaged_configuration_is_refused_at_connect() {
+    for (off, v, what) in [
+        (128u64, 0u64, "participants"),
+        (152, 6, "ring slots"),
+        (168, 100, "block size"),
+        (176, 12345, "region size"),
+        (160, 1 << 20, "region size"),
+    ] {
+        let name = unique("ph-config");
+        let _c = Cleanup(name.clone());
+        let _p = Publisher::create(&name, &cfg()).unwrap();
+        write_u64(&name, off, v);
+        let err = Subscriber::connect(&name).unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::Corrupt | ErrorKind::Truncated),
+            "{what}: {err}"
+        );
+    }
+}
+
+/// The topic table's offset for `cfg()`: after 512 bytes of header and configuration, two
+/// 64-byte lines per participant and the holdings (docs/protocol.md, "Region").
+fn topic_table() -> u64 {
+    let held_bytes: u64 = 4 * 8 * 16;
+    (512 + 2 * 64 * 8 + held_bytes).div_ceil(64) * 64
+}
+
+#[test]
+fn a_damaged_topic_table_is_refused() {
+    for (field, v) in [(0u64, 7u32), (4, 9), (8, 500), (8, 1), (128, 0x2020_2020)] {
+        let name = unique("ph-topics");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &cfg()).unwrap();
+        p.register("/ok").unwrap();
+        write_u32(&name, topic_table() + field, v);
+        let err = Subscriber::connect(&name).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt, "field {field} = {v}: {err}");
+        // The publisher already attached reports it too, where it reads the table.
+        assert_eq!(p.register("/other").unwrap_err().kind(), ErrorKind::Corrupt);
+    }
+}
+
+#[test]
+fn bad_descriptors_and_counts_are_errors() {
+    let name = unique("ph-desc");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register("/d").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/d").unwrap();
+    p.publish(&t, b"x").unwrap();
+    // Topic 0's ring starts after the table, the hot lines and the statistics lines.
+    let rings = topic_table() + 256 * 4 + 64 * 4 + 64 * 4;
+    // A descriptor naming a block past the pool.
+    write_u64(&name, rings + 8, (1u64 << 32) | 1000);
+    assert_eq!(sub.try_recv().unwrap_err().kind(), ErrorKind::Corrupt);
+    // A stamp from nowhere.
+    write_u64(&name, rings, 1 << 62);
+    assert_eq!(sub.try_recv().unwrap_err().kind(), ErrorKind::Corrupt);
+    // A tail at the end of time.
+    let hot = topic_table() + 256 * 4;
+    write_u64(&name, hot, u64::MAX);
+    assert!(matches!(p.publish(&t, b"y"), Err(Error::Corrupt { .. })));
+    // The free-list head pointing past the pool.
+    write_u64(&name, 192, 5000);
+    assert_eq!(p.loan(&t).unwrap_err().kind(), ErrorKind::Corrupt);
+}

@@ -1,0 +1,74 @@
+//! 64-bit sequence numbers: topics whose counters are preset just below 2^32 keep counting
+//! across it, in blocks and latest modes, with exact lag.
+
+mod common;
+
+use common::{Cleanup, shm_path, unique};
+use std::os::unix::fs::FileExt;
+use weft::Error;
+use weft::pubsub::{Config, Publisher, Subscriber, TopicMode};
+
+const PARTS: u64 = 8;
+const HELD: u64 = 16;
+const TOPICS: u64 = 4;
+const SLOTS: u64 = 8;
+
+fn cfg() -> Config {
+    Config::default()
+        .participants(PARTS as usize)
+        .max_held(HELD as usize)
+        .topics(TOPICS as usize)
+        .ring_slots(SLOTS as usize)
+        .blocks(64)
+        .block_size(256)
+}
+
+/// Makes topic `topic` look as if `start` messages had been published, each slot holding an
+/// empty descriptor of its last lap (docs/protocol.md, "Region").
+fn preset(name: &str, topic: u64, start: u64) {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(shm_path(name))
+        .unwrap();
+    let table = (512 + 128 * PARTS + 4 * PARTS * HELD).div_ceil(64) * 64;
+    let hot = table + 256 * TOPICS;
+    let rings = hot + 128 * TOPICS;
+    for s in start - SLOTS..start {
+        let slot = rings + 16 * (SLOTS * topic + (s & (SLOTS - 1)));
+        f.write_all_at(&(s + 1).to_le_bytes(), slot).unwrap();
+        f.write_all_at(&0u64.to_le_bytes(), slot + 8).unwrap();
+    }
+    f.write_all_at(&start.to_le_bytes(), hot + 64 * topic)
+        .unwrap();
+}
+
+#[test]
+fn sequences_count_across_2_pow_32() {
+    let name = unique("pq-seq");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let blocks = p.register("/blocks").unwrap();
+    let latest = p.register_with("/latest", TopicMode::Latest).unwrap();
+    let start = (1u64 << 32) - 3;
+    preset(&name, 0, start);
+    preset(&name, 1, start);
+    let s = Subscriber::connect(&name).unwrap();
+    let mut b = s.subscribe("/blocks").unwrap();
+    let mut l = s.subscribe("/latest").unwrap();
+    for i in 0..6u64 {
+        assert_eq!(p.publish(&blocks, &i.to_le_bytes()).unwrap(), start + i);
+        let m = b.try_recv().unwrap();
+        assert_eq!((m.seq(), &*m), (start + i, &i.to_le_bytes()[..]));
+    }
+    for i in 6..16u64 {
+        p.publish(&blocks, &i.to_le_bytes()).unwrap();
+    }
+    assert!(matches!(b.try_recv(), Err(Error::Lagged { skipped: 2 })));
+    assert_eq!(b.try_recv().unwrap().seq(), start + 8);
+    for i in 0..10u64 {
+        p.publish(&latest, &i.to_le_bytes()).unwrap();
+    }
+    let m = l.try_recv().unwrap();
+    assert_eq!((m.seq(), &*m), (start + 9, &9u64.to_le_bytes()[..]));
+    assert_eq!(p.stats(&blocks).unwrap().published, start + 16);
+}
