@@ -67,3 +67,8 @@ pub mod affinity {
 
 pub use error::{Error, ErrorKind, Result, Role};
 pub use wait::WaitStrategy;
+
+/// The README's examples, compiled and run as doc tests so that they stay true.
+#[cfg(all(doctest, feature = "std"))]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;
