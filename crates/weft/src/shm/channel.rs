@@ -17,7 +17,6 @@ use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
-use std::collections::HashSet;
 
 /// Bytes of the correlation id in front of every request and reply.
 pub(crate) const ID_LEN: usize = 8;
@@ -123,6 +122,35 @@ impl ChannelOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RequestId(pub u64);
 
+/// The ids of the requests in flight from one channel.
+#[derive(Debug, Default)]
+struct InFlight(Vec<u64>);
+
+impl InFlight {
+    fn insert(&mut self, id: u64) {
+        self.0.push(id);
+    }
+
+    fn contains(&self, id: &u64) -> bool {
+        self.0.contains(id)
+    }
+
+    /// Removes `id`; false if it was not in flight.
+    fn remove(&mut self, id: &u64) -> bool {
+        match self.0.iter().position(|x| x == id) {
+            Some(i) => {
+                self.0.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// Renames a stream's PeerDead (Writer / Reader) after the channel's peer (Server / Client).
 fn as_peer(e: Error, role: Role) -> Error {
     match e {
@@ -188,8 +216,10 @@ pub struct Channel {
     rx: StreamReader,
     /// The incoming stream's name, for errors about what it carried.
     rx_name: String,
-    /// Requests sent and not yet answered (the client side).
-    outstanding: HashSet<u64>,
+    /// Requests sent and not yet answered (the client side). A vector, not a hash set: it
+    /// holds one id on the common path (one call at a time), where a linear search is a compare
+    /// and hashing would cost more than the rest of the call.
+    outstanding: InFlight,
     /// Replies read while waiting for another id, in arrival order.
     stash: VecDeque<(u64, Vec<u8>)>,
     next_id: u64,
@@ -234,7 +264,7 @@ impl Channel {
             tx,
             rx,
             rx_name,
-            outstanding: HashSet::new(),
+            outstanding: InFlight::default(),
             stash: VecDeque::new(),
             next_id: 1,
             peer,
@@ -894,7 +924,7 @@ pub struct FrameGrant<'a> {
     grant: WriteGrant<'a>,
     id: u64,
     /// The sender's in-flight set, for a request.
-    outstanding: Option<&'a mut HashSet<u64>>,
+    outstanding: Option<&'a mut InFlight>,
 }
 
 impl FrameGrant<'_> {
