@@ -203,13 +203,18 @@ fn every_timeout_form_returns_in_time() {
     let r = client.wait_reply_timeout(id, T).unwrap();
     assert_eq!(&*r, b"late");
     drop(r);
+    // Nothing in flight: no reply can come, said at once.
+    assert!(matches!(
+        client.recv_reply_timeout(SHORT),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let a = client.send_request(b"x").unwrap();
     let t = Instant::now();
     assert!(matches!(
         client.recv_reply_timeout(SHORT),
         Err(Error::Timeout)
     ));
     within(t);
-    let a = client.send_request(b"x").unwrap();
     assert!(matches!(client.try_wait_reply(a), Err(Error::Empty)));
     let t = Instant::now();
     assert!(matches!(

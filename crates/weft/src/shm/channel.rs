@@ -647,7 +647,8 @@ impl Channel {
     /// The next reply to any request in flight, whichever comes first.
     ///
     /// # Errors
-    /// As [`Channel::wait_reply`].
+    /// As [`Channel::wait_reply`]; [`Error::InvalidArgument`] at once if no request is in
+    /// flight.
     pub fn recv_reply(&mut self) -> Result<Reply<'_>> {
         self.any_reply(Some(Deadline::never()))
     }
@@ -673,6 +674,14 @@ impl Channel {
             return Ok(Reply {
                 id: RequestId(id),
                 body: Body::Owned(body),
+            });
+        }
+        if self.outstanding.len() == 0 {
+            // Nothing can come: waiting would last until the peer leaves.
+            return Err(Error::InvalidArgument {
+                what: "requests in flight",
+                value: 0,
+                expected: "at least one request sent and not yet answered",
             });
         }
         let (got, g) = Channel::read_frame(&mut self.rx, &self.rx_name, self.peer, deadline)?;
