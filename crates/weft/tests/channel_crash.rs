@@ -199,3 +199,68 @@ fn a_killed_server_is_peer_dead_for_its_clients_and_a_new_one_takes_the_name() {
     assert!(ok && last == "served calls=1000", "{last}");
     drop(clients);
 }
+
+#[test]
+fn a_killed_listener_is_peer_dead_for_its_connector() {
+    let name = unique("chc-listen");
+    let _c = Sweep(name.clone());
+    let mut listener = Peer::spawn(&["channel-listen", &name]);
+    listener.expect("ready");
+    let mut ch = weft::channel::Channel::connect(&name, WAIT).unwrap();
+    assert_eq!(&*ch.call(&[9]).unwrap(), &[9 ^ 0xA5]);
+    let pid = listener.child.id();
+    listener.kill9();
+    let t = Instant::now();
+    match ch.call(b"after") {
+        Err(Error::PeerDead {
+            role: Role::Server,
+            pid: p,
+            ..
+        }) => assert_eq!(p, pid),
+        other => panic!("expected PeerDead, got {:?}", other.map(|r| r.len())),
+    }
+    assert!(t.elapsed() < BOUND);
+    drop(ch);
+    // The name can be listened on again; the dead listener's stream is replaced.
+    let mut listener = Peer::spawn(&["channel-listen", &name]);
+    listener.expect("ready");
+    let mut ch = weft::channel::Channel::connect(&name, WAIT).unwrap();
+    assert_eq!(&*ch.call(&[1, 2]).unwrap(), &[2 ^ 0xA5, 1 ^ 0xA5]);
+    drop(ch);
+    let (last, ok) = listener.finish(WAIT);
+    assert!(ok, "{last}");
+}
+
+#[test]
+fn a_hostile_peer_scribbling_on_the_rendezvous_causes_errors_not_crashes() {
+    let name = unique("chc-scribble");
+    let _c = Sweep(name.clone());
+    // 64 slots: the object is larger than a page, as the scribbler expects of its target.
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(64)).unwrap();
+    let mut scribbler = Peer::spawn(&["stream-scribble", &name, "400", "77"]);
+    scribbler.expect("ready");
+    let n = name.clone();
+    let clients = std::thread::spawn(move || {
+        let until = Instant::now() + Duration::from_millis(600);
+        let mut outcomes = 0u32;
+        while Instant::now() < until {
+            // Any outcome but a crash or a hang: connected, refused, corrupt, timed out.
+            if let Ok(mut ch) = Server::connect(&n, Duration::from_millis(50)) {
+                let _ = ch.call_timeout(b"hi", Duration::from_millis(50));
+            }
+            outcomes += 1;
+        }
+        outcomes
+    });
+    let until = Instant::now() + Duration::from_millis(600);
+    while Instant::now() < until {
+        if let Ok(mut ch) = server.accept_timeout(Duration::from_millis(20))
+            && let Ok(req) = ch.recv_request_timeout(Duration::from_millis(20))
+        {
+            let _ = req.reply(b"ok");
+        }
+    }
+    assert!(clients.join().unwrap() > 0);
+    let (last, ok) = scribbler.finish(WAIT);
+    assert!(ok && last.starts_with("done"), "{last}");
+}
