@@ -110,6 +110,9 @@ fn run_all(report: &mut Report) {
         // the end of the client thread), iceoryx2's on its stop request; crossbar's is killed.
         if imp == "crossbar" {
             let _ = child.kill();
+            let _ = child.wait();
+            // A killed crossbar server leaves its regions behind.
+            remove_shm_prefix(&format!("crossbar-{name}"));
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -122,6 +125,17 @@ fn run_all(report: &mut Report) {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Removes the shared-memory files whose names start with `prefix`.
+fn remove_shm_prefix(prefix: &str) {
+    if let Ok(dir) = std::fs::read_dir("/dev/shm") {
+        for e in dir.flatten() {
+            if e.file_name().to_string_lossy().starts_with(prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
         }
     }
 }
