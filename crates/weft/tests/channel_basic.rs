@@ -288,6 +288,21 @@ fn a_full_server_says_full_and_a_freed_slot_is_reused() {
 }
 
 #[test]
+fn every_object_of_a_connection_is_created_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let name = unique("ch-mode");
+    let _c = Sweep(name.clone());
+    let (_server, _conn, _client) = server_pair(&name, &ChannelOptions::new());
+    let mut files = streams_of(&name);
+    assert_eq!(files.len(), 2, "{files:?}");
+    files.push(common::shm_path(&name).into());
+    for f in files {
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{f:?}");
+    }
+}
+
+#[test]
 fn a_live_server_keeps_its_name_and_names_are_checked() {
     let name = unique("ch-inuse");
     let _c = Sweep(name.clone());
