@@ -67,7 +67,7 @@ fn measure(client: &mut dyn Client, reps: usize) -> (Vec<f64>, Vec<f64>) {
 
 fn run_all(report: &mut Report) {
     let reps = report.reps;
-    for imp in ["weft", "crossbar", "iceoryx2", "uds"] {
+    for imp in ["weft", "weft-raw", "crossbar", "iceoryx2", "uds"] {
         let name = unique_name(&format!("ch{imp}"));
         // Spawned from this (unpinned) thread, so that the child may pin itself to core 1;
         // the client runs on its own thread pinned to core 0.
@@ -83,6 +83,13 @@ fn run_all(report: &mut Report) {
                     "weft" => {
                         let mut c = WeftClient::connect(&name);
                         ("weft 0.1 Channel::call (BusySpin)", measure(&mut c, reps))
+                    }
+                    "weft-raw" => {
+                        let mut c = WeftRawClient(WeftClient::connect(&name));
+                        (
+                            "weft 0.1 Channel send/recv, no ids (BusySpin)",
+                            measure(&mut c, reps),
+                        )
                     }
                     "crossbar" => {
                         let mut c = CrossbarClient::connect(&name);
@@ -149,7 +156,8 @@ pub fn child(args: &[String]) -> Option<i32> {
     let name = args.get(2)?.clone();
     pin(1);
     match imp {
-        "weft" => weft_server(&name),
+        "weft" => weft_server(&name, false),
+        "weft-raw" => weft_server(&name, true),
         "crossbar" => crossbar_server(&name),
         "iceoryx2" => iceoryx_server(&name),
         "uds" => uds_server(&name),
@@ -186,7 +194,19 @@ impl Client for WeftClient {
     }
 }
 
-fn weft_server(name: &str) {
+/// Raw records: the same channel without correlation ids (what the framing costs).
+struct WeftRawClient(WeftClient);
+
+impl Client for WeftRawClient {
+    fn call(&mut self, req: &[u8; MSG], resp: &mut [u8; MSG]) {
+        let ch = &mut self.0.ch;
+        ch.send(req).expect("weft send");
+        let reply = ch.recv().expect("weft recv");
+        resp.copy_from_slice(&reply);
+    }
+}
+
+fn weft_server(name: &str, raw: bool) {
     let opts = weft::channel::ChannelOptions::new()
         .wait(weft::WaitStrategy::BusySpin)
         .slots(1);
@@ -195,8 +215,19 @@ fn weft_server(name: &str) {
     let mut ch = server
         .accept_timeout(Duration::from_secs(30))
         .expect("weft accept");
-    // Serves until the client leaves (Closed), replying in place from the request in place.
+    let mut buf = [0u8; MSG];
+    // Serves until the client leaves (Closed); with ids, replies in place from the request in
+    // place.
     loop {
+        if raw {
+            match ch.recv() {
+                Ok(r) => answer(&r, &mut buf),
+                Err(Error::Closed) => return,
+                Err(e) => panic!("weft server: {e}"),
+            }
+            ch.send(&buf).expect("weft send");
+            continue;
+        }
         let req = match ch.recv_request() {
             Ok(r) => r,
             Err(Error::Closed) => return,

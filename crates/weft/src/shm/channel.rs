@@ -906,6 +906,9 @@ impl Request<'_> {
         let mut g = Channel::reserve_frame(tx, peer, max_len, Some(Deadline::never()))?;
         g[..ID_LEN].copy_from_slice(&id.0.to_le_bytes());
         let n = fill(&grant[ID_LEN..], &mut g[ID_LEN..ID_LEN + max_len]);
+        // The request is consumed: release it before the reply is published, so that the
+        // client's next request finds its room already given back.
+        drop(grant);
         if n > max_len {
             return Err(Error::InvalidArgument {
                 what: "reply length",
