@@ -65,75 +65,80 @@ fn measure(client: &mut dyn Client, reps: usize) -> (Vec<f64>, Vec<f64>) {
     (p50, p99)
 }
 
+const IMPLS: [(&str, &str); 5] = [
+    ("weft", "weft 0.1 Channel::call (BusySpin)"),
+    ("weft-raw", "weft 0.1 Channel send/recv, no ids (BusySpin)"),
+    ("crossbar", "crossbar 1.2 Channel (BusySpin)"),
+    ("iceoryx2", "iceoryx2 0.10 request-response (poll)"),
+    ("uds", "Unix domain socket (std, blocking)"),
+];
+
+/// Repetitions are interleaved (one session of every implementation per round, each with its
+/// own server process), so that a change in the machine's load during the run falls on every
+/// implementation alike instead of on whichever ran then.
 fn run_all(report: &mut Report) {
-    let reps = report.reps;
-    for imp in ["weft", "weft-raw", "crossbar", "iceoryx2", "uds"] {
-        let name = unique_name(&format!("ch{imp}"));
-        // Spawned from this (unpinned) thread, so that the child may pin itself to core 1;
-        // the client runs on its own thread pinned to core 0.
-        let mut child = spawn_child(&["channel-server", imp, &name]);
-        let mut out = BufReader::new(child.stdout.take().expect("piped"));
-        let mut line = String::new();
-        out.read_line(&mut line).expect("the child's ready line");
-        assert_eq!(line.trim(), "ready", "child {imp} said {line:?}");
-        let (label, (p50, p99)) = std::thread::scope(|s| {
-            s.spawn(|| {
-                pin(0);
-                match imp {
-                    "weft" => {
-                        let mut c = WeftClient::connect(&name);
-                        ("weft 0.1 Channel::call (BusySpin)", measure(&mut c, reps))
-                    }
-                    "weft-raw" => {
-                        let mut c = WeftRawClient(WeftClient::connect(&name));
-                        (
-                            "weft 0.1 Channel send/recv, no ids (BusySpin)",
-                            measure(&mut c, reps),
-                        )
-                    }
-                    "crossbar" => {
-                        let mut c = CrossbarClient::connect(&name);
-                        ("crossbar 1.2 Channel (BusySpin)", measure(&mut c, reps))
-                    }
-                    "iceoryx2" => {
-                        let mut c = IceoryxClient::connect(&name);
-                        (
-                            "iceoryx2 0.10 request-response (poll)",
-                            measure(&mut c, reps),
-                        )
-                    }
-                    _ => {
-                        let mut c = UdsClient::connect(&name);
-                        ("Unix domain socket (std, blocking)", measure(&mut c, reps))
-                    }
-                }
-            })
-            .join()
-            .expect("the client thread")
-        });
-        report.add(SCENARIO_P50, label, "ns", Better::Lower, p50);
-        report.add(SCENARIO_P99, label, "ns", Better::Lower, p99);
-        // Reap the server: weft's and the socket's stop when their client leaves (dropped at
-        // the end of the client thread), iceoryx2's on its stop request; crossbar's is killed.
-        if imp == "crossbar" {
-            let _ = child.kill();
-            let _ = child.wait();
-            // A killed crossbar server leaves its regions behind.
-            remove_shm_prefix(&format!("crossbar-{name}"));
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(Some(_)) = child.try_wait() {
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+    let mut p50: Vec<Vec<f64>> = vec![Vec::new(); IMPLS.len()];
+    let mut p99: Vec<Vec<f64>> = vec![Vec::new(); IMPLS.len()];
+    for _ in 0..report.reps {
+        for (k, (imp, _)) in IMPLS.iter().enumerate() {
+            let (a, b) = session(imp);
+            p50[k].extend(a);
+            p99[k].extend(b);
         }
     }
+    for (k, (_, label)) in IMPLS.iter().enumerate() {
+        report.add(SCENARIO_P50, label, "ns", Better::Lower, p50[k].clone());
+    }
+    for (k, (_, label)) in IMPLS.iter().enumerate() {
+        report.add(SCENARIO_P99, label, "ns", Better::Lower, p99[k].clone());
+    }
+}
+
+/// One server process and one client: a warm-up batch and one measured batch.
+fn session(imp: &str) -> (Vec<f64>, Vec<f64>) {
+    let name = unique_name(&format!("ch{imp}"));
+    // Spawned from this (unpinned) thread, so that the child may pin itself to core 1; the
+    // client runs on its own thread pinned to core 0.
+    let mut child = spawn_child(&["channel-server", imp, &name]);
+    let mut out = BufReader::new(child.stdout.take().expect("piped"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("the child's ready line");
+    assert_eq!(line.trim(), "ready", "child {imp} said {line:?}");
+    let figures = std::thread::scope(|s| {
+        s.spawn(|| {
+            pin(0);
+            match imp {
+                "weft" => measure(&mut WeftClient::connect(&name), 1),
+                "weft-raw" => measure(&mut WeftRawClient(WeftClient::connect(&name)), 1),
+                "crossbar" => measure(&mut CrossbarClient::connect(&name), 1),
+                "iceoryx2" => measure(&mut IceoryxClient::connect(&name), 1),
+                _ => measure(&mut UdsClient::connect(&name), 1),
+            }
+        })
+        .join()
+        .expect("the client thread")
+    });
+    // Reap the server: weft's and the socket's stop when their client leaves (dropped at the
+    // end of the client thread), iceoryx2's on its stop request; crossbar's is killed.
+    if imp == "crossbar" {
+        let _ = child.kill();
+        let _ = child.wait();
+        // A killed crossbar server leaves its regions behind.
+        remove_shm_prefix(&format!("crossbar-{name}"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    figures
 }
 
 /// Removes the shared-memory files whose names start with `prefix`.
