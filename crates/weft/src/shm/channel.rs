@@ -24,7 +24,7 @@ pub(crate) const ID_LEN: usize = 8;
 /// joined by `-` + `.c2s`.
 const SUFFIX_MAX: usize = 42;
 /// The longest base name of a channel or server: object names are at most 200 bytes and the
-/// per-direction suffix takes up to [`SUFFIX_MAX`] of them.
+/// per-direction suffix (`.SLOT.INSTANCE-GENERATION.c2s`) takes up to 42 of them.
 pub const NAME_MAX: usize = 200 - SUFFIX_MAX;
 
 /// Checks a channel or server base name: a valid object name that leaves room for the suffix.
