@@ -73,7 +73,7 @@ const IMPLS: [(&str, &str); 5] = [
     ("uds", "Unix domain socket (std, blocking)"),
 ];
 
-/// Repetitions are interleaved (one session of every implementation per round, each with its
+/// Repetitions are interleaved (one run of every implementation per round, each with its
 /// own server process), so that a change in the machine's load during the run falls on every
 /// implementation alike instead of on whichever ran then.
 fn run_all(report: &mut Report) {
@@ -81,7 +81,7 @@ fn run_all(report: &mut Report) {
     let mut p99: Vec<Vec<f64>> = vec![Vec::new(); IMPLS.len()];
     for _ in 0..report.reps {
         for (k, (imp, _)) in IMPLS.iter().enumerate() {
-            let (a, b) = session(imp);
+            let (a, b) = one_round(imp);
             p50[k].extend(a);
             p99[k].extend(b);
         }
@@ -95,7 +95,7 @@ fn run_all(report: &mut Report) {
 }
 
 /// One server process and one client: a warm-up batch and one measured batch.
-fn session(imp: &str) -> (Vec<f64>, Vec<f64>) {
+fn one_round(imp: &str) -> (Vec<f64>, Vec<f64>) {
     let name = unique_name(&format!("ch{imp}"));
     // Spawned from this (unpinned) thread, so that the child may pin itself to core 1; the
     // client runs on its own thread pinned to core 0.

@@ -430,7 +430,7 @@ impl Channel {
         self.rx.read_timeout(timeout).map_err(|e| as_peer(e, peer))
     }
 
-    // ---- framing helpers ---------------------------------------------------------------
+    // ---- framing internals --------------------------------------------------------------
 
     /// `deadline`: None = try once.
     fn reserve_frame(
