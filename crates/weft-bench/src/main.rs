@@ -6,6 +6,7 @@
 //! ```
 //! Cross-process scenarios re-run this binary as the child (`weft-bench child ...`).
 
+mod channel;
 // Shared machinery: not every area uses every helper.
 #[allow(dead_code)]
 mod harness;
@@ -42,6 +43,7 @@ fn scenarios() -> Vec<Scenario> {
     all.extend(stream::scenarios());
     all.extend(ring::scenarios());
     all.extend(pool::scenarios());
+    all.extend(channel::scenarios());
     all
 }
 
@@ -51,6 +53,7 @@ fn main() {
         let code = stream::child(&child)
             .or_else(|| ring::child(&child))
             .or_else(|| pool::child(&child))
+            .or_else(|| channel::child(&child))
             .unwrap_or_else(|| {
                 eprintln!("weft-bench: unknown child role {child:?}");
                 2

@@ -46,6 +46,10 @@ fn main() {
         "stream-trickle" => stream_trickle(&args),
         "stream-slow-writer" => stream_slow_writer(&args),
         c if c.starts_with("pubsub-") => pubsub::main(&args),
+        "channel-server" => channel_server(&args),
+        "channel-listen" => channel_listen(&args),
+        "channel-client" => channel_client(&args),
+        "channel-hold-client" => channel_hold_client(&args),
         _ => {
             eprintln!("weft-test-peer: unknown command {args:?}");
             2
@@ -251,5 +255,135 @@ fn stream_slow_writer(args: &[String]) -> i32 {
         w.write(&seq.to_le_bytes()).expect("write");
     }
     say("sent");
+    sleep_forever()
+}
+
+/// The reply the channel peers give to a request: its bytes reversed and XORed with 0xA5, so
+/// that a reply proves the server read every byte of its own request.
+fn channel_answer(req: &[u8], out: &mut [u8]) -> usize {
+    for (o, b) in out.iter_mut().zip(req.iter().rev()) {
+        *o = b ^ 0xA5;
+    }
+    req.len()
+}
+
+/// Serves one connection until the client leaves; returns the calls answered and how it ended.
+fn channel_serve(ch: &mut weft::channel::Channel) -> (u64, String) {
+    let mut calls = 0u64;
+    loop {
+        let req = match ch.recv_request() {
+            Ok(r) => r,
+            Err(Error::Closed) => return (calls, "closed".into()),
+            Err(Error::PeerDead { .. }) => return (calls, "peer-dead".into()),
+            Err(e) => return (calls, format!("error {e}")),
+        };
+        let n = req.len();
+        if let Err(e) = req.reply_with(n, channel_answer) {
+            return (calls, format!("error {e}"));
+        }
+        calls += 1;
+    }
+}
+
+/// `channel-server NAME SLOTS CLIENTS`: binds the server, says "ready", and serves every
+/// client on its own thread (replies: `channel_answer`). Each connection's end is reported as
+/// `conn-end <closed|peer-dead|error ...>`. With CLIENTS > 0 it exits after that many
+/// connections ended, saying `served calls=N`; with 0 it serves until killed.
+fn channel_server(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let slots: u32 = arg(args, 2, "slots");
+    let clients: u64 = arg(args, 3, "clients");
+    let opts = weft::channel::ChannelOptions::new().slots(slots);
+    let mut server = weft::channel::Server::bind_with(&name, &opts).expect("bind");
+    say("ready");
+    let mut threads = Vec::new();
+    let mut accepted = 0u64;
+    while clients == 0 || accepted < clients {
+        let mut ch = match server.accept_timeout(Duration::from_secs(60)) {
+            Ok(ch) => ch,
+            Err(e) => {
+                say(&format!("accept error {e}"));
+                return 1;
+            }
+        };
+        accepted += 1;
+        threads.push(std::thread::spawn(move || {
+            let (calls, end) = channel_serve(&mut ch);
+            say(&format!("conn-end {end}"));
+            (calls, end == "closed")
+        }));
+    }
+    let mut total = 0;
+    let mut clean = true;
+    for t in threads {
+        let (calls, ok) = t.join().expect("serving thread");
+        total += calls;
+        clean &= ok;
+    }
+    say(&format!("served calls={total}"));
+    if clean { 0 } else { 1 }
+}
+
+/// `channel-listen NAME`: the listening end of a one-to-one channel; serves until the
+/// connector leaves, then says `served calls=N`.
+fn channel_listen(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    say("ready");
+    let mut ch = weft::channel::Channel::listen(&name, Duration::from_secs(20)).expect("listen");
+    let (calls, end) = channel_serve(&mut ch);
+    say(&format!("served calls={calls} {end}"));
+    if end == "closed" { 0 } else { 1 }
+}
+
+/// `channel-client NAME SEED CALLS MAXLEN`: connects to the server NAME and makes CALLS calls
+/// with requests of random length (1..=MAXLEN) from the shared pattern, checking every reply
+/// byte for byte; says `ok calls=N` or the first mismatch. NAME prefixed with `1:1:` connects
+/// to a one-to-one channel instead.
+fn channel_client(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let seed: u64 = arg(args, 2, "seed");
+    let calls: u64 = arg(args, 3, "calls");
+    let max: usize = arg(args, 4, "max len");
+    let t = Duration::from_secs(20);
+    let mut ch = match name.strip_prefix("1:1:") {
+        Some(n) => weft::channel::Channel::connect(n, t),
+        None => weft::channel::Server::connect(&name, t),
+    }
+    .expect("connect");
+    let mut rng = Rng(seed);
+    let mut req = vec![0u8; max];
+    let mut want = vec![0u8; max];
+    for seq in 0..calls {
+        let len = rng.len(max);
+        pattern::fill(seed, seq, &mut req[..len]);
+        channel_answer(&req[..len], &mut want[..len]);
+        let reply = match ch.call(&req[..len]) {
+            Ok(r) => r,
+            Err(e) => {
+                say(&format!("error at call {seq}: {e}"));
+                return 1;
+            }
+        };
+        if *reply != want[..len] {
+            say(&format!(
+                "mismatch at call {seq}: {} bytes, expected {len}",
+                reply.len()
+            ));
+            return 1;
+        }
+    }
+    say(&format!("ok calls={calls}"));
+    0
+}
+
+/// `channel-hold-client NAME`: connects to the server NAME, makes one call, says "ready" and
+/// waits to be killed while connected.
+fn channel_hold_client(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let mut ch = weft::channel::Server::connect(&name, Duration::from_secs(20)).expect("connect");
+    let reply = ch.call(b"hold").expect("call");
+    assert_eq!(reply.len(), 4);
+    drop(reply);
+    say("ready");
     sleep_forever()
 }

@@ -40,6 +40,42 @@ pub mod pipeline;
 #[cfg(all(feature = "std", not(loom)))]
 pub mod shm;
 
+/// Request/response between processes: a [`Channel`](channel::Channel) is a pair of byte
+/// streams, one per direction, zero-copy both ways, with correlation ids for calls; a
+/// [`Server`](channel::Server) hands one channel to each client that connects.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use weft::channel::Server;
+/// # let name = format!("doc-channel-mod-{}", std::process::id());
+/// let mut server = Server::bind(&name)?;
+/// let n = name.clone();
+/// let t = std::thread::spawn(move || -> weft::Result<()> {
+///     let mut client = Server::connect(&n, Duration::from_secs(5))?;
+///     let a = client.send_request(b"a")?;          // two calls in flight
+///     let b = client.send_request(b"bb")?;
+///     assert_eq!(&*client.wait_reply(b)?, b"2");   // in any order
+///     assert_eq!(&*client.wait_reply(a)?, b"1");
+///     Ok(())
+/// });
+/// let mut conn = server.accept_timeout(Duration::from_secs(5))?;
+/// for _ in 0..2 {
+///     let req = conn.recv_request()?;
+///     let len = req.len().to_string();
+///     req.reply(len.as_bytes())?;
+/// }
+/// t.join().unwrap()?;
+/// # Ok::<(), weft::Error>(())
+/// ```
+#[cfg(all(feature = "std", not(loom)))]
+pub mod channel {
+    pub use crate::shm::channel::{
+        Channel, ChannelOptions, FrameGrant, NAME_MAX, Reply, Request, RequestId,
+    };
+    pub use crate::shm::server::Server;
+}
+
 /// CPU affinity: pin the calling thread to a core (benchmarks, pipelines, latency-critical
 /// readers).
 #[cfg(feature = "std")]

@@ -6,9 +6,11 @@
 //! every opener validates against the file before it reads anything else. The layouts are
 //! described byte by byte in docs/protocol.md.
 
+pub(crate) mod channel;
 pub(crate) mod liveness;
 pub(crate) mod object;
 pub(crate) mod pubsub;
+pub(crate) mod server;
 pub(crate) mod stream;
 
 pub use object::{LAYOUT_VERSION, ObjectKind};

@@ -690,6 +690,15 @@ impl StreamReader {
         self.obj.name()
     }
 
+    /// What the writer's row says about the writer, checked now (the request/response
+    /// handshake uses it to refuse a stale stream whose writer is gone).
+    pub(crate) fn writer_status(&self) -> PeerStatus {
+        // SAFETY: rows are all atomics; WRITER_ROW is inside every validated stream.
+        unsafe { self.obj.at::<ParticipantRow>(WRITER_ROW) }
+            .map(|row| row.status(self.liveness))
+            .unwrap_or(PeerStatus::Absent)
+    }
+
     /// Data bytes in the stream.
     pub fn capacity(&self) -> usize {
         self.core.geometry().capacity as usize

@@ -1,0 +1,975 @@
+//! Request/response between two processes: a [`Channel`] is two byte streams, one per
+//! direction, with an optional 8-byte correlation id on every record.
+//!
+//! A channel is made either one-to-one ([`Channel::listen`] / [`Channel::connect`] under one
+//! name) or through a [`Server`](super::server::Server), which hands one channel to each
+//! client. Both ends are zero-copy both ways: reserve room in the outgoing stream, write in
+//! place, commit; borrow the incoming record in place, released on drop. Layouts and naming
+//! in docs/protocol.md ("Channel" and "Server rendezvous").
+
+use super::liveness::PeerStatus;
+use super::stream::{ReadGrant, StreamOptions, StreamReader, StreamWriter, WriteGrant};
+use crate::WaitStrategy;
+use crate::error::{Error, Result, Role};
+use crate::sys;
+use crate::wait::Deadline;
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+/// Bytes of the correlation id in front of every request and reply.
+pub(crate) const ID_LEN: usize = 8;
+/// The longest suffix a channel adds to its base name: `.255.` + two 16-digit hex numbers
+/// joined by `-` + `.c2s`.
+const SUFFIX_MAX: usize = 42;
+/// The longest base name of a channel or server: object names are at most 200 bytes and the
+/// per-direction suffix (`.SLOT.INSTANCE-GENERATION.c2s`) takes up to 42 of them.
+pub const NAME_MAX: usize = 200 - SUFFIX_MAX;
+
+/// Checks a channel or server base name: a valid object name that leaves room for the suffix.
+pub(crate) fn validate_base_name(name: &str) -> Result<()> {
+    sys::validate_name(name)?;
+    if name.len() > NAME_MAX {
+        return Err(Error::InvalidName {
+            name: name.into(),
+            reason: "a channel or server name is at most 158 bytes (the rest is for the stream suffixes)",
+        });
+    }
+    Ok(())
+}
+
+/// How channels are made and how they wait.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use weft::channel::ChannelOptions;
+/// use weft::WaitStrategy;
+/// let opts = ChannelOptions::new()
+///     .capacity(1 << 20)
+///     .wait(WaitStrategy::BusySpin)
+///     .liveness_timeout(Duration::from_millis(500))
+///     .slots(16);
+/// assert_eq!(opts.capacity_bytes(), 1 << 20);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ChannelOptions {
+    pub(crate) capacity: usize,
+    pub(crate) wait: WaitStrategy,
+    pub(crate) liveness_timeout: Duration,
+    pub(crate) slots: u32,
+}
+
+impl Default for ChannelOptions {
+    fn default() -> ChannelOptions {
+        ChannelOptions::new()
+    }
+}
+
+impl ChannelOptions {
+    /// 64 KiB per direction, [`WaitStrategy::Adaptive`], a 1 s liveness timeout, 64 server
+    /// slots.
+    pub fn new() -> ChannelOptions {
+        ChannelOptions {
+            capacity: 64 << 10,
+            wait: WaitStrategy::Adaptive,
+            liveness_timeout: Duration::from_secs(1),
+            slots: 64,
+        }
+    }
+
+    /// Data bytes of the stream this side writes (each side sizes its own outgoing stream).
+    /// The largest message is about half of it.
+    pub fn capacity(mut self, bytes: usize) -> ChannelOptions {
+        self.capacity = bytes;
+        self
+    }
+
+    /// The capacity set.
+    pub fn capacity_bytes(&self) -> usize {
+        self.capacity
+    }
+
+    /// How blocking calls wait.
+    pub fn wait(mut self, wait: WaitStrategy) -> ChannelOptions {
+        self.wait = wait;
+        self
+    }
+
+    /// How long a peer that /proc cannot see (another pid namespace) may go without a
+    /// heartbeat before it is reported dead.
+    pub fn liveness_timeout(mut self, timeout: Duration) -> ChannelOptions {
+        self.liveness_timeout = timeout;
+        self
+    }
+
+    /// Connection slots of a server (1 to 256): how many clients may be connected at once.
+    /// Used by [`Server::bind_with`](crate::channel::Server::bind_with) only.
+    pub fn slots(mut self, slots: u32) -> ChannelOptions {
+        self.slots = slots;
+        self
+    }
+
+    pub(crate) fn stream(&self) -> StreamOptions {
+        StreamOptions::new(self.capacity)
+            .wait(self.wait)
+            .liveness_timeout(self.liveness_timeout)
+    }
+}
+
+/// The correlation id of a request: replies carry it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestId(pub u64);
+
+/// The ids of the requests in flight from one channel.
+#[derive(Debug, Default)]
+struct InFlight(Vec<u64>);
+
+impl InFlight {
+    fn insert(&mut self, id: u64) {
+        self.0.push(id);
+    }
+
+    fn contains(&self, id: &u64) -> bool {
+        self.0.contains(id)
+    }
+
+    /// Removes `id`; false if it was not in flight.
+    fn remove(&mut self, id: &u64) -> bool {
+        match self.0.iter().position(|x| x == id) {
+            Some(i) => {
+                self.0.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Renames a stream's PeerDead (Writer / Reader) after the channel's peer (Server / Client).
+fn as_peer(e: Error, role: Role) -> Error {
+    match e {
+        Error::PeerDead { name, pid, .. } => Error::PeerDead { name, role, pid },
+        e => e,
+    }
+}
+
+fn short_frame(name: &str, len: usize) -> Error {
+    Error::corrupt(
+        name,
+        "frame length",
+        len as u64,
+        "at least the 8-byte correlation id",
+    )
+}
+
+fn frame_id(bytes: &[u8]) -> Option<u64> {
+    let head: [u8; ID_LEN] = bytes.get(..ID_LEN)?.try_into().ok()?;
+    Some(u64::from_le_bytes(head))
+}
+
+/// Cleans up the slot of a server connection when the channel drops (after its streams).
+pub(crate) trait Slot: core::fmt::Debug + Send {}
+
+/// One end of a request/response connection: an outgoing and an incoming stream.
+///
+/// Raw records go with [`send`](Channel::send) / [`reserve`](Channel::reserve) and
+/// [`recv`](Channel::recv). Requests and replies carry an 8-byte correlation id in front:
+/// the client side uses [`call`](Channel::call), or [`send_request`](Channel::send_request)
+/// and [`wait_reply`](Channel::wait_reply) for several calls in flight; the serving side uses
+/// [`recv_request`](Channel::recv_request) and [`Request::reply`] (or
+/// [`reply`](Channel::reply) later, in any order). Do not mix raw records and framed ones on
+/// one channel.
+///
+/// Dropping a channel closes both directions: the peer drains what was sent and then gets
+/// [`Error::Closed`]. A peer that dies is reported as [`Error::PeerDead`] (with the peer's role,
+/// [`Role::Server`] or [`Role::Client`]) once everything it sent has been received.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use weft::channel::Channel;
+/// # let name = format!("doc-channel-{}", std::process::id());
+/// let t = Duration::from_secs(5);
+/// let n = name.clone();
+/// let server = std::thread::spawn(move || -> weft::Result<()> {
+///     let mut ch = Channel::listen(&n, t)?;
+///     let req = ch.recv_request()?;
+///     let answer = req.len() as u64;
+///     req.reply(&answer.to_le_bytes())
+/// });
+/// let mut client = Channel::connect(&name, t)?;
+/// let reply = client.call(b"how long is this?")?;
+/// assert_eq!(&*reply, &17u64.to_le_bytes());
+/// # drop(reply);
+/// # server.join().unwrap()?;
+/// # Ok::<(), weft::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Channel {
+    tx: StreamWriter,
+    rx: StreamReader,
+    /// The incoming stream's name, for errors about what it carried.
+    rx_name: String,
+    /// Requests sent and not yet answered (the client side). A vector, not a hash set: it
+    /// holds one id on the common path (one call at a time), where a linear search is a compare
+    /// and hashing would cost more than the rest of the call.
+    outstanding: InFlight,
+    /// Replies read while waiting for another id, in arrival order.
+    stash: VecDeque<(u64, Vec<u8>)>,
+    next_id: u64,
+    peer: Role,
+    /// A server connection's slot claim; dropped after both streams (field order).
+    _slot: Option<alloc::boxed::Box<dyn Slot>>,
+}
+
+/// Opens the reader of `name`, waiting until `deadline` for it to exist and for a live writer.
+/// A stream whose writer already died or closed is stale (left by an earlier process): it is
+/// dropped (which removes it) and waited for anew.
+pub(crate) fn open_live_reader(
+    name: &str,
+    opts: &StreamOptions,
+    deadline: Deadline,
+) -> Result<StreamReader> {
+    loop {
+        match StreamReader::open_with(name, opts) {
+            Ok(r) => match r.writer_status() {
+                PeerStatus::Alive => return Ok(r),
+                _ => drop(r),
+            },
+            Err(Error::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        if deadline.expired() {
+            return Err(Error::Timeout);
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+}
+
+impl Channel {
+    pub(crate) fn from_parts(
+        tx: StreamWriter,
+        rx: StreamReader,
+        peer: Role,
+        slot: Option<alloc::boxed::Box<dyn Slot>>,
+    ) -> Channel {
+        let rx_name = rx.name().into();
+        Channel {
+            tx,
+            rx,
+            rx_name,
+            outstanding: InFlight::default(),
+            stash: VecDeque::new(),
+            next_id: 1,
+            peer,
+            _slot: slot,
+        }
+    }
+
+    /// The listening end of the one-to-one channel `name`: creates `NAME.s2c` (written by this
+    /// side) and waits up to `timeout` for a connector's `NAME.c2s`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] (at most [`NAME_MAX`] bytes); [`Error::InUse`] if a live process
+    /// listens under the name; [`Error::Timeout`] if no connector came; the errors of
+    /// [`StreamWriter::create`] and [`StreamReader::open`].
+    pub fn listen(name: &str, timeout: Duration) -> Result<Channel> {
+        Channel::listen_with(name, timeout, &ChannelOptions::new())
+    }
+
+    /// As [`Channel::listen`], with `opts`.
+    ///
+    /// # Errors
+    /// As [`Channel::listen`].
+    pub fn listen_with(name: &str, timeout: Duration, opts: &ChannelOptions) -> Result<Channel> {
+        validate_base_name(name)?;
+        let deadline = Deadline::after(timeout);
+        let sopts = opts.stream();
+        let tx = StreamWriter::create_with(&format!("{name}.s2c"), &sopts)?;
+        let rx = open_live_reader(&format!("{name}.c2s"), &sopts, deadline)?;
+        Ok(Channel::from_parts(tx, rx, Role::Client, None))
+    }
+
+    /// The connecting end of the one-to-one channel `name`: creates `NAME.c2s` (written by this
+    /// side) and waits up to `timeout` for the listener's `NAME.s2c`.
+    ///
+    /// # Errors
+    /// As [`Channel::listen`].
+    pub fn connect(name: &str, timeout: Duration) -> Result<Channel> {
+        Channel::connect_with(name, timeout, &ChannelOptions::new())
+    }
+
+    /// As [`Channel::connect`], with `opts`.
+    ///
+    /// # Errors
+    /// As [`Channel::listen`].
+    pub fn connect_with(name: &str, timeout: Duration, opts: &ChannelOptions) -> Result<Channel> {
+        validate_base_name(name)?;
+        let deadline = Deadline::after(timeout);
+        let sopts = opts.stream();
+        let tx = StreamWriter::create_with(&format!("{name}.c2s"), &sopts)?;
+        let rx = open_live_reader(&format!("{name}.s2c"), &sopts, deadline)?;
+        Ok(Channel::from_parts(tx, rx, Role::Server, None))
+    }
+
+    /// The name of the stream this side writes.
+    pub fn name(&self) -> &str {
+        self.tx.name()
+    }
+
+    /// The largest record (raw) this side can send; a framed request or reply is 8 bytes less.
+    pub fn max_message_len(&self) -> usize {
+        self.tx.max_record_len()
+    }
+
+    /// Changes how blocking calls wait, in both directions.
+    pub fn set_wait_strategy(&mut self, wait: WaitStrategy) {
+        self.tx.set_wait_strategy(wait);
+        self.rx.set_wait_strategy(wait);
+    }
+
+    /// Requests sent from this side that have no reply yet.
+    pub fn in_flight(&self) -> usize {
+        self.outstanding.len()
+    }
+
+    // ---- raw records -------------------------------------------------------------------
+
+    /// Sends `data` as one record, waiting for room (backpressure).
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] at once for a record that can never fit; [`Error::PeerDead`] if the
+    /// peer dies while the stream is full; [`Error::Closed`] if it left.
+    pub fn send(&mut self, data: &[u8]) -> Result<()> {
+        let peer = self.peer;
+        self.tx.write(data).map_err(|e| as_peer(e, peer))
+    }
+
+    /// As [`Channel::send`], but [`Error::Full`] instead of waiting.
+    ///
+    /// # Errors
+    /// As [`Channel::send`], plus [`Error::Full`].
+    pub fn try_send(&mut self, data: &[u8]) -> Result<()> {
+        let peer = self.peer;
+        self.tx.try_write(data).map_err(|e| as_peer(e, peer))
+    }
+
+    /// As [`Channel::send`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`Channel::send`], plus [`Error::Timeout`].
+    pub fn send_timeout(&mut self, data: &[u8], timeout: Duration) -> Result<()> {
+        let peer = self.peer;
+        self.tx
+            .write_timeout(data, timeout)
+            .map_err(|e| as_peer(e, peer))
+    }
+
+    /// Reserves `len` bytes of the outgoing stream to write in place; commit publishes them as
+    /// one record.
+    ///
+    /// # Errors
+    /// As [`Channel::send`].
+    pub fn reserve(&mut self, len: usize) -> Result<WriteGrant<'_>> {
+        let peer = self.peer;
+        self.tx.reserve(len).map_err(|e| as_peer(e, peer))
+    }
+
+    /// As [`Channel::reserve`], but [`Error::Full`] instead of waiting.
+    ///
+    /// # Errors
+    /// As [`Channel::try_send`].
+    pub fn try_reserve(&mut self, len: usize) -> Result<WriteGrant<'_>> {
+        let peer = self.peer;
+        self.tx.try_reserve(len).map_err(|e| as_peer(e, peer))
+    }
+
+    /// As [`Channel::reserve`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`Channel::send_timeout`].
+    pub fn reserve_timeout(&mut self, len: usize, timeout: Duration) -> Result<WriteGrant<'_>> {
+        let peer = self.peer;
+        self.tx
+            .reserve_timeout(len, timeout)
+            .map_err(|e| as_peer(e, peer))
+    }
+
+    /// The next incoming record, borrowed in place; waits for one.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] once the peer left and everything it sent was read;
+    /// [`Error::PeerDead`] once it died and everything it committed was read;
+    /// [`Error::Corrupt`] if the shared state is impossible.
+    pub fn recv(&mut self) -> Result<ReadGrant<'_>> {
+        let peer = self.peer;
+        self.rx.read().map_err(|e| as_peer(e, peer))
+    }
+
+    /// As [`Channel::recv`], but [`Error::Empty`] instead of waiting.
+    ///
+    /// # Errors
+    /// As [`Channel::recv`], plus [`Error::Empty`].
+    pub fn try_recv(&mut self) -> Result<ReadGrant<'_>> {
+        let peer = self.peer;
+        self.rx.try_read().map_err(|e| as_peer(e, peer))
+    }
+
+    /// As [`Channel::recv`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`Channel::recv`], plus [`Error::Timeout`].
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<ReadGrant<'_>> {
+        let peer = self.peer;
+        self.rx.read_timeout(timeout).map_err(|e| as_peer(e, peer))
+    }
+
+    // ---- framing internals --------------------------------------------------------------
+
+    /// `deadline`: None = try once.
+    fn reserve_frame(
+        tx: &mut StreamWriter,
+        peer: Role,
+        len: usize,
+        deadline: Option<Deadline>,
+    ) -> Result<WriteGrant<'_>> {
+        let len = len.checked_add(ID_LEN).ok_or(Error::InvalidArgument {
+            what: "message length",
+            value: len as u64,
+            expected: "at most the stream's largest record less 8 bytes",
+        })?;
+        let r = match deadline.map(|d| d.remaining()) {
+            None => tx.try_reserve(len),
+            Some(None) => tx.reserve(len),
+            Some(Some(left)) => tx.reserve_timeout(len, left),
+        };
+        r.map_err(|e| as_peer(e, peer))
+    }
+
+    fn read_frame<'r>(
+        rx: &'r mut StreamReader,
+        rx_name: &str,
+        peer: Role,
+        deadline: Option<Deadline>,
+    ) -> Result<(u64, ReadGrant<'r>)> {
+        let r = match deadline.map(|d| d.remaining()) {
+            None => rx.try_read(),
+            Some(None) => rx.read(),
+            Some(Some(left)) => rx.read_timeout(left),
+        };
+        let g = r.map_err(|e| as_peer(e, peer))?;
+        // Hostile input: a record shorter than its id header is refused (and consumed).
+        match frame_id(&g) {
+            Some(id) => Ok((id, g)),
+            None => {
+                let len = g.len();
+                drop(g);
+                Err(short_frame(rx_name, len))
+            }
+        }
+    }
+
+    // ---- the calling side --------------------------------------------------------------
+
+    /// Sends `request` and waits for its reply (matched by correlation id; replies to other
+    /// requests in flight are kept for their own waits).
+    ///
+    /// # Errors
+    /// As [`Channel::send`] and [`Channel::recv`]; [`Error::Corrupt`] for a reply with an id
+    /// nothing asked for.
+    pub fn call(&mut self, request: &[u8]) -> Result<Reply<'_>> {
+        let id = self.request_inner(request, Some(Deadline::never()))?;
+        self.wait_inner(id, Some(Deadline::never()))
+    }
+
+    /// As [`Channel::call`], giving up after `timeout` in all. A reply that comes later is
+    /// kept: [`Channel::wait_reply`] with the id (from [`Channel::in_flight`] order) or
+    /// [`Channel::recv_reply`] returns it.
+    ///
+    /// # Errors
+    /// As [`Channel::call`], plus [`Error::Timeout`].
+    pub fn call_timeout(&mut self, request: &[u8], timeout: Duration) -> Result<Reply<'_>> {
+        let deadline = Deadline::after(timeout);
+        let id = self.request_inner(request, Some(deadline))?;
+        self.wait_inner(id, Some(deadline))
+    }
+
+    /// Sends `request` with a fresh correlation id and returns the id without waiting for the
+    /// reply: several requests may be in flight, and their replies may come in any order.
+    ///
+    /// # Errors
+    /// As [`Channel::send`].
+    pub fn send_request(&mut self, request: &[u8]) -> Result<RequestId> {
+        self.request_inner(request, Some(Deadline::never()))
+            .map(RequestId)
+    }
+
+    /// As [`Channel::send_request`], but [`Error::Full`] instead of waiting for room.
+    ///
+    /// # Errors
+    /// As [`Channel::try_send`].
+    pub fn try_send_request(&mut self, request: &[u8]) -> Result<RequestId> {
+        self.request_inner(request, None).map(RequestId)
+    }
+
+    /// As [`Channel::send_request`], waiting at most `timeout` for room.
+    ///
+    /// # Errors
+    /// As [`Channel::send_timeout`].
+    pub fn send_request_timeout(&mut self, request: &[u8], timeout: Duration) -> Result<RequestId> {
+        self.request_inner(request, Some(Deadline::after(timeout)))
+            .map(RequestId)
+    }
+
+    /// Reserves room for a request of up to `len` bytes, written in place; commit sends it
+    /// and returns its id.
+    ///
+    /// # Errors
+    /// As [`Channel::reserve`].
+    pub fn reserve_request(&mut self, len: usize) -> Result<FrameGrant<'_>> {
+        let id = self.next_id;
+        let Channel {
+            tx,
+            peer,
+            outstanding,
+            next_id,
+            ..
+        } = self;
+        let grant = Channel::reserve_frame(tx, *peer, len, Some(Deadline::never()))?;
+        *next_id += 1;
+        Ok(FrameGrant {
+            grant,
+            id,
+            outstanding: Some(outstanding),
+        })
+    }
+
+    fn request_inner(&mut self, request: &[u8], deadline: Option<Deadline>) -> Result<u64> {
+        let id = self.next_id;
+        let mut g = Channel::reserve_frame(&mut self.tx, self.peer, request.len(), deadline)?;
+        g[..ID_LEN].copy_from_slice(&id.to_le_bytes());
+        g[ID_LEN..ID_LEN + request.len()].copy_from_slice(request);
+        g.commit(ID_LEN + request.len())?;
+        self.next_id += 1;
+        self.outstanding.insert(id);
+        Ok(id)
+    }
+
+    /// Waits for the reply to `id`. Replies to other requests that arrive first are kept (one
+    /// copy each) for their own waits.
+    ///
+    /// # Errors
+    /// As [`Channel::recv`]; [`Error::InvalidArgument`] if `id` is not in flight;
+    /// [`Error::Corrupt`] for a reply with an id nothing asked for.
+    pub fn wait_reply(&mut self, id: RequestId) -> Result<Reply<'_>> {
+        self.wait_inner(id.0, Some(Deadline::never()))
+    }
+
+    /// As [`Channel::wait_reply`], but [`Error::Empty`] if the reply is not there yet.
+    ///
+    /// # Errors
+    /// As [`Channel::wait_reply`], plus [`Error::Empty`].
+    pub fn try_wait_reply(&mut self, id: RequestId) -> Result<Reply<'_>> {
+        self.wait_inner(id.0, None)
+    }
+
+    /// As [`Channel::wait_reply`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`Channel::wait_reply`], plus [`Error::Timeout`].
+    pub fn wait_reply_timeout(&mut self, id: RequestId, timeout: Duration) -> Result<Reply<'_>> {
+        self.wait_inner(id.0, Some(Deadline::after(timeout)))
+    }
+
+    fn wait_inner(&mut self, id: u64, deadline: Option<Deadline>) -> Result<Reply<'_>> {
+        if let Some(pos) = self.stash.iter().position(|(i, _)| *i == id) {
+            let (_, body) = self.stash.remove(pos).expect("found above");
+            return Ok(Reply {
+                id: RequestId(id),
+                body: Body::Owned(body),
+            });
+        }
+        if !self.outstanding.contains(&id) {
+            return Err(Error::InvalidArgument {
+                what: "request id",
+                value: id,
+                expected: "the id of a request in flight on this channel",
+            });
+        }
+        if self.outstanding.len() == 1 {
+            // Only this request is in flight: the next reply must be its own, so it is
+            // returned in place, without a copy.
+            let (got, g) = Channel::read_frame(&mut self.rx, &self.rx_name, self.peer, deadline)?;
+            if got != id {
+                drop(g);
+                return Err(Error::corrupt(
+                    &self.rx_name,
+                    "reply id",
+                    got,
+                    "the id of the request in flight",
+                ));
+            }
+            self.outstanding.remove(&id);
+            return Ok(Reply {
+                id: RequestId(id),
+                body: Body::Borrowed(g),
+            });
+        }
+        loop {
+            let (got, g) = Channel::read_frame(&mut self.rx, &self.rx_name, self.peer, deadline)?;
+            if !self.outstanding.remove(&got) {
+                drop(g);
+                return Err(Error::corrupt(
+                    &self.rx_name,
+                    "reply id",
+                    got,
+                    "the id of a request in flight",
+                ));
+            }
+            let body = g[ID_LEN..].to_vec();
+            drop(g);
+            if got == id {
+                return Ok(Reply {
+                    id: RequestId(id),
+                    body: Body::Owned(body),
+                });
+            }
+            self.stash.push_back((got, body));
+        }
+    }
+
+    /// The next reply to any request in flight, whichever comes first.
+    ///
+    /// # Errors
+    /// As [`Channel::wait_reply`]; [`Error::InvalidArgument`] at once if no request is in
+    /// flight.
+    pub fn recv_reply(&mut self) -> Result<Reply<'_>> {
+        self.any_reply(Some(Deadline::never()))
+    }
+
+    /// As [`Channel::recv_reply`], but [`Error::Empty`] instead of waiting.
+    ///
+    /// # Errors
+    /// As [`Channel::recv_reply`], plus [`Error::Empty`].
+    pub fn try_recv_reply(&mut self) -> Result<Reply<'_>> {
+        self.any_reply(None)
+    }
+
+    /// As [`Channel::recv_reply`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`Channel::recv_reply`], plus [`Error::Timeout`].
+    pub fn recv_reply_timeout(&mut self, timeout: Duration) -> Result<Reply<'_>> {
+        self.any_reply(Some(Deadline::after(timeout)))
+    }
+
+    fn any_reply(&mut self, deadline: Option<Deadline>) -> Result<Reply<'_>> {
+        if let Some((id, body)) = self.stash.pop_front() {
+            return Ok(Reply {
+                id: RequestId(id),
+                body: Body::Owned(body),
+            });
+        }
+        if self.outstanding.len() == 0 {
+            // Nothing can come: waiting would last until the peer leaves.
+            return Err(Error::InvalidArgument {
+                what: "requests in flight",
+                value: 0,
+                expected: "at least one request sent and not yet answered",
+            });
+        }
+        let (got, g) = Channel::read_frame(&mut self.rx, &self.rx_name, self.peer, deadline)?;
+        if !self.outstanding.remove(&got) {
+            drop(g);
+            return Err(Error::corrupt(
+                &self.rx_name,
+                "reply id",
+                got,
+                "the id of a request in flight",
+            ));
+        }
+        Ok(Reply {
+            id: RequestId(got),
+            body: Body::Borrowed(g),
+        })
+    }
+
+    // ---- the serving side --------------------------------------------------------------
+
+    /// The next request, borrowed in place with its correlation id; waits for one. Reply
+    /// through the [`Request`] (in place, while it is held) or later with [`Channel::reply`].
+    ///
+    /// # Errors
+    /// As [`Channel::recv`]; [`Error::Corrupt`] for a record shorter than its id.
+    pub fn recv_request(&mut self) -> Result<Request<'_>> {
+        self.request_of(Some(Deadline::never()))
+    }
+
+    /// As [`Channel::recv_request`], but [`Error::Empty`] instead of waiting.
+    ///
+    /// # Errors
+    /// As [`Channel::recv_request`], plus [`Error::Empty`].
+    pub fn try_recv_request(&mut self) -> Result<Request<'_>> {
+        self.request_of(None)
+    }
+
+    /// As [`Channel::recv_request`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`Channel::recv_request`], plus [`Error::Timeout`].
+    pub fn recv_request_timeout(&mut self, timeout: Duration) -> Result<Request<'_>> {
+        self.request_of(Some(Deadline::after(timeout)))
+    }
+
+    fn request_of(&mut self, deadline: Option<Deadline>) -> Result<Request<'_>> {
+        let Channel {
+            tx,
+            rx,
+            rx_name,
+            peer,
+            ..
+        } = self;
+        let (id, grant) = Channel::read_frame(rx, rx_name, *peer, deadline)?;
+        Ok(Request {
+            grant,
+            tx,
+            peer: *peer,
+            id: RequestId(id),
+        })
+    }
+
+    /// Sends `data` as the reply to `id` (replies may go in any order).
+    ///
+    /// # Errors
+    /// As [`Channel::send`].
+    pub fn reply(&mut self, id: RequestId, data: &[u8]) -> Result<()> {
+        write_frame(&mut self.tx, self.peer, id.0, data, Some(Deadline::never()))
+    }
+
+    /// As [`Channel::reply`], but [`Error::Full`] instead of waiting for room.
+    ///
+    /// # Errors
+    /// As [`Channel::try_send`].
+    pub fn try_reply(&mut self, id: RequestId, data: &[u8]) -> Result<()> {
+        write_frame(&mut self.tx, self.peer, id.0, data, None)
+    }
+
+    /// As [`Channel::reply`], waiting at most `timeout` for room.
+    ///
+    /// # Errors
+    /// As [`Channel::send_timeout`].
+    pub fn reply_timeout(&mut self, id: RequestId, data: &[u8], timeout: Duration) -> Result<()> {
+        write_frame(
+            &mut self.tx,
+            self.peer,
+            id.0,
+            data,
+            Some(Deadline::after(timeout)),
+        )
+    }
+
+    /// Reserves room for a reply to `id` of up to `len` bytes, written in place.
+    ///
+    /// # Errors
+    /// As [`Channel::reserve`].
+    pub fn reserve_reply(&mut self, id: RequestId, len: usize) -> Result<FrameGrant<'_>> {
+        let grant = Channel::reserve_frame(&mut self.tx, self.peer, len, Some(Deadline::never()))?;
+        Ok(FrameGrant {
+            grant,
+            id: id.0,
+            outstanding: None,
+        })
+    }
+}
+
+fn write_frame(
+    tx: &mut StreamWriter,
+    peer: Role,
+    id: u64,
+    data: &[u8],
+    deadline: Option<Deadline>,
+) -> Result<()> {
+    let mut g = Channel::reserve_frame(tx, peer, data.len(), deadline)?;
+    g[..ID_LEN].copy_from_slice(&id.to_le_bytes());
+    g[ID_LEN..ID_LEN + data.len()].copy_from_slice(data);
+    g.commit(ID_LEN + data.len())
+}
+
+#[derive(Debug)]
+enum Body<'a> {
+    Borrowed(ReadGrant<'a>),
+    Owned(Vec<u8>),
+}
+
+/// A reply: its request's id and its bytes. Borrowed in place from shared memory when it was
+/// the next record (released on drop); a copy when it arrived while another reply was awaited.
+///
+/// A reply borrows its channel, so the next call waits until it is dropped:
+/// ```compile_fail
+/// # use weft::channel::Channel;
+/// # fn f(ch: &mut Channel) -> weft::Result<()> {
+/// let a = ch.call(b"one")?;
+/// let b = ch.call(b"two")?; // error: `ch` is still borrowed by `a`
+/// # drop((a, b)); Ok(()) }
+/// ```
+#[must_use = "a reply releases its record when dropped"]
+#[derive(Debug)]
+pub struct Reply<'a> {
+    id: RequestId,
+    body: Body<'a>,
+}
+
+impl Reply<'_> {
+    /// The id of the request this answers.
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+}
+
+impl core::ops::Deref for Reply<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.body {
+            // The frame was checked to hold at least ID_LEN bytes in read_frame.
+            Body::Borrowed(g) => &g[ID_LEN..],
+            Body::Owned(v) => v,
+        }
+    }
+}
+
+/// A request, borrowed in place with its correlation id. Derefs to the request's bytes.
+///
+/// Reply while holding it ([`Request::reply`], or [`Request::reply_with`] to build the reply
+/// in place from the request in place); or note its [`id`](Request::id), drop it, and reply
+/// later with [`Channel::reply`].
+#[must_use = "a request releases its record when dropped"]
+#[derive(Debug)]
+pub struct Request<'a> {
+    grant: ReadGrant<'a>,
+    tx: &'a mut StreamWriter,
+    peer: Role,
+    id: RequestId,
+}
+
+impl Request<'_> {
+    /// The request's correlation id.
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+
+    /// Sends `data` as the reply and releases the request.
+    ///
+    /// # Errors
+    /// As [`Channel::reply`].
+    pub fn reply(self, data: &[u8]) -> Result<()> {
+        write_frame(self.tx, self.peer, self.id.0, data, Some(Deadline::never()))
+    }
+
+    /// As [`Request::reply`], waiting at most `timeout` for room.
+    ///
+    /// # Errors
+    /// As [`Channel::reply_timeout`].
+    pub fn reply_timeout(self, data: &[u8], timeout: Duration) -> Result<()> {
+        write_frame(
+            self.tx,
+            self.peer,
+            self.id.0,
+            data,
+            Some(Deadline::after(timeout)),
+        )
+    }
+
+    /// Reserves up to `max_len` bytes for the reply and calls `fill(request, reply)` with the
+    /// request and the reply room both in shared memory; `fill` returns the reply's length.
+    ///
+    /// # Errors
+    /// As [`Channel::reply`]; [`Error::InvalidArgument`] if `fill` returns more than
+    /// `max_len` (nothing is sent).
+    pub fn reply_with(
+        self,
+        max_len: usize,
+        fill: impl FnOnce(&[u8], &mut [u8]) -> usize,
+    ) -> Result<()> {
+        let Request {
+            grant,
+            tx,
+            peer,
+            id,
+            ..
+        } = self;
+        let mut g = Channel::reserve_frame(tx, peer, max_len, Some(Deadline::never()))?;
+        g[..ID_LEN].copy_from_slice(&id.0.to_le_bytes());
+        let n = fill(&grant[ID_LEN..], &mut g[ID_LEN..ID_LEN + max_len]);
+        // The request is consumed: release it before the reply is published, so that the
+        // client's next request finds its room already given back.
+        drop(grant);
+        if n > max_len {
+            return Err(Error::InvalidArgument {
+                what: "reply length",
+                value: n as u64,
+                expected: "at most the reserved length",
+            });
+        }
+        g.commit(ID_LEN + n)
+    }
+}
+
+impl core::ops::Deref for Request<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // The frame was checked to hold at least ID_LEN bytes in read_frame.
+        &self.grant[ID_LEN..]
+    }
+}
+
+/// Room for a request or a reply, written in place; derefs to the message bytes (after the
+/// id). [`commit`](FrameGrant::commit) sends it; dropping it sends nothing.
+#[must_use = "a grant sends nothing until it is committed"]
+#[derive(Debug)]
+pub struct FrameGrant<'a> {
+    grant: WriteGrant<'a>,
+    id: u64,
+    /// The sender's in-flight set, for a request.
+    outstanding: Option<&'a mut InFlight>,
+}
+
+impl FrameGrant<'_> {
+    /// The id the message carries.
+    pub fn id(&self) -> RequestId {
+        RequestId(self.id)
+    }
+
+    /// Sends the first `len` bytes; returns the message's id.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `len` is more than was reserved (nothing is sent).
+    pub fn commit(mut self, len: usize) -> Result<RequestId> {
+        let id = self.id;
+        self.grant[..ID_LEN].copy_from_slice(&id.to_le_bytes());
+        let total = len.saturating_add(ID_LEN);
+        self.grant.commit(total)?;
+        if let Some(set) = self.outstanding.take() {
+            set.insert(id);
+        }
+        Ok(RequestId(id))
+    }
+}
+
+impl core::ops::Deref for FrameGrant<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.grant[ID_LEN..]
+    }
+}
+
+impl core::ops::DerefMut for FrameGrant<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.grant[ID_LEN..]
+    }
+}

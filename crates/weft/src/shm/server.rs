@@ -1,0 +1,593 @@
+//! A request/response server: a named rendezvous object with a fixed table of connection
+//! slots, through which any number of clients (over time) each get their own [`Channel`].
+//!
+//! A client claims a free slot with one compare-and-swap of the slot's participant row,
+//! creates its client-to-server stream, writes its request word and rings the server's
+//! doorbell (a futex word); the server opens that stream, creates the server-to-client one and
+//! answers in the slot. Layout byte by byte in docs/protocol.md ("Server rendezvous").
+
+use super::channel::{Channel, ChannelOptions, Slot, open_live_reader, validate_base_name};
+use super::liveness::{Claim, ParticipantRow, PeerStatus};
+use super::object::{HEADER_SIZE, Object, ObjectKind};
+use super::stream::StreamWriter;
+use crate::error::{Error, Result, Role};
+use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
+use crate::sys;
+use crate::wait::Deadline;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+/// Offset of the control line.
+const CONTROL_OFFSET: u64 = HEADER_SIZE;
+/// Offset of the doorbell line.
+const DOORBELL_OFFSET: u64 = CONTROL_OFFSET + 64;
+/// Offset of the server's participant row.
+const SERVER_ROW: u64 = DOORBELL_OFFSET + 64;
+/// Offset of slot 0.
+const SLOTS_OFFSET: u64 = 512;
+/// Bytes per slot: the client's participant row, then the handshake line.
+const SLOT_SIZE: u64 = 128;
+/// The most slots a server may have (the slot index is at most three digits in a name).
+pub(crate) const MAX_SLOTS: u32 = 256;
+/// Set in `answer` when the server refused the request it names.
+const REFUSED: u64 = 1 << 63;
+/// A parked side wakes at least this often to check its peer and its deadline.
+const PARK_SLICE: Duration = Duration::from_millis(50);
+/// How long `bind` waits for an existing object's creator while deciding whether it is stale.
+const STALE_OPEN_TIMEOUT: Duration = Duration::from_millis(250);
+/// How long the server waits for a requesting client's stream (created before the request).
+const CLIENT_STREAM_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// Fixed at creation: written by the creator before `ready`, read, validated and copied by
+/// every opener.
+#[derive(Debug, Default)]
+#[repr(C, align(64))]
+struct Control {
+    /// Connection slots, `1 ..= MAX_SLOTS`.
+    slot_count: AtomicU32,
+    /// Bytes per slot; [`SLOT_SIZE`].
+    slot_size: AtomicU32,
+    /// Offset of slot 0; [`SLOTS_OFFSET`].
+    slots_offset: AtomicU64,
+    _reserved: [AtomicU64; 6],
+}
+
+/// The server's futex word, on its own line because every connecting client writes it.
+#[derive(Debug, Default)]
+#[repr(C, align(64))]
+struct Doorbell {
+    /// Bumped by a client after it wrote its request; any value.
+    word: AtomicU32,
+    _reserved: [AtomicU32; 15],
+}
+
+/// The handshake half of a slot (the other half is the client's participant row).
+#[derive(Debug, Default)]
+#[repr(C, align(64))]
+struct SlotLine {
+    /// Written by the slot's client: the generation it asks to connect with (its row's epoch
+    /// after its claim). 0 = never asked. Any value; only compared and printed into names.
+    request: AtomicU64,
+    /// Written by the server: the generation it answered, with [`REFUSED`] set if it refused.
+    answer: AtomicU64,
+    /// Bumped by the server after each answer (the client's futex word); any value.
+    ack: AtomicU32,
+    _pad: AtomicU32,
+    _reserved: [AtomicU64; 5],
+}
+
+#[cfg(not(loom))]
+const _: () = {
+    assert!(core::mem::size_of::<Control>() == 64);
+    assert!(core::mem::size_of::<Doorbell>() == 64);
+    assert!(core::mem::size_of::<SlotLine>() == 64);
+};
+
+fn slot_row_offset(i: u32) -> u64 {
+    SLOTS_OFFSET + i as u64 * SLOT_SIZE
+}
+
+/// `BASE.SLOT.INSTANCE-GENERATION.DIR`: the instance (the rendezvous's creation time) keeps
+/// the streams of a server bound again under the same name apart from its predecessor's.
+fn stream_name(base: &str, slot: u32, instance: u64, generation: u64, dir: &str) -> String {
+    format!("{base}.{slot}.{instance:x}-{generation:x}.{dir}")
+}
+
+/// The rendezvous's instance: its creation time, from the object header. Any value is
+/// acceptable (it is only printed into names).
+fn instance(obj: &Object) -> u64 {
+    // Relaxed: written by the creator before `ready` (loaded with Acquire at open).
+    obj.header().created_unix_ns.load(Ordering::Relaxed)
+}
+
+/// Reads and validates the control line of a rendezvous object: returns the slot count.
+/// Hostile input: every value is checked before it sizes or indexes anything.
+fn slot_count(obj: &Object) -> Result<u32> {
+    // SAFETY: Control is all atomics: valid for any bit pattern, shareable.
+    let ctl: &Control = unsafe { obj.at(CONTROL_OFFSET)? };
+    // Relaxed: written before `ready`, which Object::open loaded with Acquire; copied here.
+    let count = ctl.slot_count.load(Ordering::Relaxed);
+    let size = ctl.slot_size.load(Ordering::Relaxed);
+    let offset = ctl.slots_offset.load(Ordering::Relaxed);
+    if count == 0 || count > MAX_SLOTS {
+        return Err(Error::corrupt(
+            obj.name(),
+            "slot count",
+            count as u64,
+            "1 to 256",
+        ));
+    }
+    if size as u64 != SLOT_SIZE {
+        return Err(Error::corrupt(obj.name(), "slot size", size as u64, "128"));
+    }
+    if offset != SLOTS_OFFSET {
+        return Err(Error::corrupt(obj.name(), "slots offset", offset, "512"));
+    }
+    let needed = SLOTS_OFFSET + count as u64 * SLOT_SIZE;
+    if needed > obj.len() {
+        return Err(Error::Truncated {
+            name: obj.name().into(),
+            size: obj.len(),
+            needed,
+        });
+    }
+    Ok(count)
+}
+
+fn row(obj: &Object, offset: u64) -> Result<&ParticipantRow> {
+    // SAFETY: ParticipantRow is all atomics; `at` checks bounds and alignment.
+    unsafe { obj.at(offset) }
+}
+
+fn line(obj: &Object, slot: u32) -> Result<&SlotLine> {
+    // SAFETY: SlotLine is all atomics; `at` checks bounds and alignment.
+    unsafe { obj.at(slot_row_offset(slot) + 64) }
+}
+
+fn doorbell(obj: &Object) -> Result<&Doorbell> {
+    // SAFETY: Doorbell is all atomics; `at` checks bounds and alignment.
+    unsafe { obj.at(DOORBELL_OFFSET) }
+}
+
+/// A client's hold on its slot: released (row marked closed) when its channel drops, after the
+/// channel's streams.
+#[derive(Debug)]
+struct SlotClaim {
+    _claim: Claim,
+}
+
+impl Slot for SlotClaim {}
+
+/// A request/response server under a name: accepts any number of clients over time, one
+/// [`Channel`] each.
+///
+/// Clients connect with [`Server::connect`]; the server takes them with
+/// [`accept`](Server::accept). The server's channels live on their own: serve each on its own
+/// thread, or poll them with the `try_` forms. A client that dies frees its slot for the next
+/// client at once (its participant row is taken over; the server's next accept also clears
+/// what it left), and the server's channel to it reports [`Error::PeerDead`]. A server that
+/// dies is reported to every client as [`Error::PeerDead`]; a server bound again under the
+/// same name replaces the dead one's object.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use weft::channel::Server;
+/// # let name = format!("doc-server-{}", std::process::id());
+/// let mut server = Server::bind(&name)?;
+/// let n = name.clone();
+/// let client = std::thread::spawn(move || -> weft::Result<Vec<u8>> {
+///     let mut ch = Server::connect(&n, Duration::from_secs(5))?;
+///     let reply = ch.call(b"ping")?;
+///     Ok(reply.to_vec())
+/// });
+/// let mut conn = server.accept_timeout(Duration::from_secs(5))?;
+/// let req = conn.recv_request()?;
+/// assert_eq!(&*req, b"ping");
+/// req.reply(b"pong")?;
+/// assert_eq!(client.join().unwrap()?, b"pong");
+/// # Ok::<(), weft::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Server {
+    opts: ChannelOptions,
+    slots: u32,
+    /// Per slot, the last request generation this server answered or set aside.
+    answered: Vec<u64>,
+    /// Where the next scan starts (round robin between slots).
+    next: u32,
+    reclaimed: u64,
+    claim: Option<Claim>,
+    obj: Arc<Object>,
+}
+
+impl Server {
+    /// Binds the server `name` with default options.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] (at most [`NAME_MAX`](crate::channel::NAME_MAX) bytes);
+    /// [`Error::InUse`] if a live server holds the name; [`Error::NotWeft`],
+    /// [`Error::WrongKind`], [`Error::VersionMismatch`], [`Error::Truncated`],
+    /// [`Error::Corrupt`] if another file holds the name (it is left alone);
+    /// [`Error::Io`] if the OS refuses.
+    pub fn bind(name: &str) -> Result<Server> {
+        Server::bind_with(name, &ChannelOptions::new())
+    }
+
+    /// Binds the server `name` with `opts` (slots, the capacity of the streams this side
+    /// writes, the wait strategy of its channels). The rendezvous of a server that died is
+    /// replaced.
+    ///
+    /// # Errors
+    /// As [`Server::bind`]; [`Error::InvalidArgument`] for a slot count outside 1 to 256.
+    pub fn bind_with(name: &str, opts: &ChannelOptions) -> Result<Server> {
+        validate_base_name(name)?;
+        let slots = opts.slots;
+        if slots == 0 || slots > MAX_SLOTS {
+            return Err(Error::InvalidArgument {
+                what: "slots",
+                value: slots as u64,
+                expected: "1 to 256",
+            });
+        }
+        let total = SLOTS_OFFSET + slots as u64 * SLOT_SIZE;
+        for _ in 0..4 {
+            let made = Object::create(name, ObjectKind::Server, total, false, false, |obj| {
+                // SAFETY: Control is all atomics.
+                let ctl: &Control = unsafe { obj.at(CONTROL_OFFSET)? };
+                // Relaxed: published by Object::publish (Release).
+                ctl.slot_count.store(slots, Ordering::Relaxed);
+                ctl.slot_size.store(SLOT_SIZE as u32, Ordering::Relaxed);
+                ctl.slots_offset.store(SLOTS_OFFSET, Ordering::Relaxed);
+                Ok(())
+            });
+            match made {
+                Ok(obj) => {
+                    let obj = Arc::new(obj);
+                    // Claimed before publishing: an opener never sees a ready rendezvous
+                    // without its server, so it is never mistaken for a stale one.
+                    let claim =
+                        match Claim::take(&obj, SERVER_ROW, Role::Server, opts.liveness_timeout) {
+                            Ok(c) => c,
+                            Err(e) => {
+                                let _ = sys::ShmFile::unlink(name);
+                                return Err(e);
+                            }
+                        };
+                    obj.publish();
+                    return Ok(Server {
+                        opts: opts.clone(),
+                        slots,
+                        answered: alloc::vec![0; slots as usize],
+                        next: 0,
+                        reclaimed: 0,
+                        claim: Some(claim),
+                        obj,
+                    });
+                }
+                Err(Error::AlreadyExists { .. }) => Server::remove_stale(name, opts)?,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::AlreadyExists { name: name.into() })
+    }
+
+    /// An object holds the name: remove it if it is the rendezvous of a server that is gone;
+    /// refuse if its server lives or if it is not a valid rendezvous.
+    fn remove_stale(name: &str, opts: &ChannelOptions) -> Result<()> {
+        let obj = match Object::open(name, ObjectKind::Server, STALE_OPEN_TIMEOUT) {
+            Ok(obj) => obj,
+            Err(Error::NotReady { pid, .. }) => {
+                // A creator that died before finishing leaves an object nobody can use.
+                if pid != 0 && sys::pid_alive(pid) {
+                    return Err(Error::AlreadyExists { name: name.into() });
+                }
+                let _ = sys::ShmFile::unlink(name);
+                return Ok(());
+            }
+            Err(Error::NotFound { .. }) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        slot_count(&obj)?;
+        let server = row(&obj, SERVER_ROW)?;
+        if server.status(opts.liveness_timeout) == PeerStatus::Alive {
+            return Err(Error::InUse {
+                name: name.into(),
+                role: Role::Server,
+                pid: server.pid(),
+            });
+        }
+        obj.unlink_if_same();
+        Ok(())
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        self.obj.name()
+    }
+
+    /// Connection slots.
+    pub fn slots(&self) -> usize {
+        self.slots as usize
+    }
+
+    /// Slots held by a live client now (connected, or connecting).
+    pub fn slots_in_use(&self) -> usize {
+        (0..self.slots)
+            .filter(|&i| {
+                row(&self.obj, slot_row_offset(i))
+                    .map(|r| r.status(self.opts.liveness_timeout) == PeerStatus::Alive)
+                    .unwrap_or(false)
+            })
+            .count()
+    }
+
+    /// Connection requests set aside because their client had died (the stream it left is
+    /// removed).
+    pub fn reclaimed(&self) -> u64 {
+        self.reclaimed
+    }
+
+    /// Waits for the next client and returns the channel to it.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] if the rendezvous is impossible; [`Error::Io`] if the OS refuses.
+    /// A client that fails the handshake (died, or left an invalid stream) is refused and
+    /// skipped, not reported.
+    pub fn accept(&mut self) -> Result<Channel> {
+        self.accept_inner(Some(Deadline::never()))
+    }
+
+    /// As [`Server::accept`], but [`Error::Empty`] if no client is waiting.
+    ///
+    /// # Errors
+    /// As [`Server::accept`], plus [`Error::Empty`].
+    pub fn try_accept(&mut self) -> Result<Channel> {
+        self.accept_inner(None)
+    }
+
+    /// As [`Server::accept`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// As [`Server::accept`], plus [`Error::Timeout`].
+    pub fn accept_timeout(&mut self, timeout: Duration) -> Result<Channel> {
+        self.accept_inner(Some(Deadline::after(timeout)))
+    }
+
+    fn accept_inner(&mut self, deadline: Option<Deadline>) -> Result<Channel> {
+        loop {
+            let bell = doorbell(&self.obj)?;
+            // SYNC POINT: Acquire pairs with the Release fetch_add in `connect`: a client whose
+            // bump we see has its request visible to the scan below. A bump we miss changes the
+            // word before our futex_wait, which then returns at once.
+            let seen = bell.word.load(Ordering::Acquire);
+            if let Some(ch) = self.scan()? {
+                return Ok(ch);
+            }
+            let Some(deadline) = deadline else {
+                return Err(Error::Empty);
+            };
+            let slice = match deadline.remaining() {
+                Some(Duration::ZERO) => return Err(Error::Timeout),
+                Some(left) => left.min(PARK_SLICE),
+                None => PARK_SLICE,
+            };
+            let bell = doorbell(&self.obj)?;
+            sys::futex_wait(&bell.word, seen, Some(slice));
+        }
+    }
+
+    /// One pass over the slots: accepts the first pending request of a live client, sets
+    /// aside the requests of dead or departed ones.
+    fn scan(&mut self) -> Result<Option<Channel>> {
+        let liveness = self.opts.liveness_timeout;
+        for k in 0..self.slots {
+            let i = (self.next + k) % self.slots;
+            let client = row(&self.obj, slot_row_offset(i))?;
+            let line = line(&self.obj, i)?;
+            // SYNC POINT: Acquire pairs with the Release store of `request` in `connect`: the
+            // client's stream was created before it.
+            let req = line.request.load(Ordering::Acquire);
+            if req == 0 || req == self.answered[i as usize] {
+                continue;
+            }
+            match client.status(liveness) {
+                PeerStatus::Alive => {
+                    // Relaxed: the owner increments `epoch` before its Release store of
+                    // `state`, which `status` loaded with Acquire. A request that is not the
+                    // current owner's generation was left by an earlier owner: the current one
+                    // has not asked yet.
+                    if client.epoch.load(Ordering::Relaxed) != req {
+                        continue;
+                    }
+                    self.answered[i as usize] = req;
+                    let made = self.open_connection(i, req);
+                    let answer = if made.is_ok() { req } else { req | REFUSED };
+                    // SYNC POINT: Release pairs with the Acquire load of `answer` in
+                    // `connect`: the server-to-client stream exists before the answer.
+                    line.answer.store(answer, Ordering::Release);
+                    // Release: pairs with the client's Acquire load of `ack` before it sleeps.
+                    line.ack.fetch_add(1, Ordering::Release);
+                    sys::futex_wake_all(&line.ack);
+                    if let Ok(ch) = made {
+                        self.next = (i + 1) % self.slots;
+                        return Ok(Some(ch));
+                    }
+                }
+                PeerStatus::Dead { .. } => {
+                    // The client died before it was accepted: remove the stream it left.
+                    self.answered[i as usize] = req;
+                    let _ = sys::ShmFile::unlink(&stream_name(
+                        self.name(),
+                        i,
+                        instance(&self.obj),
+                        req,
+                        "c2s",
+                    ));
+                    self.reclaimed += 1;
+                }
+                PeerStatus::Closed | PeerStatus::Absent => {
+                    // The client gave up (its own drop removed its stream).
+                    self.answered[i as usize] = req;
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn open_connection(&self, slot: u32, generation: u64) -> Result<Channel> {
+        let sopts = self.opts.stream();
+        let c2s = stream_name(self.name(), slot, instance(&self.obj), generation, "c2s");
+        let rx = open_live_reader(&c2s, &sopts, Deadline::after(CLIENT_STREAM_TIMEOUT))?;
+        let s2c = stream_name(self.name(), slot, instance(&self.obj), generation, "s2c");
+        let tx = StreamWriter::create_with(&s2c, &sopts)?;
+        Ok(Channel::from_parts(tx, rx, Role::Client, None))
+    }
+
+    /// Connects to the server `name` as a client, waiting up to `timeout` for the server to
+    /// exist, for a free slot and for the server to accept.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] if no server appeared in time; [`Error::Full`] if every slot stayed
+    /// taken; [`Error::Timeout`] if the server did not accept in time; [`Error::PeerDead`]
+    /// (role [`Role::Server`]) if the server is dead; [`Error::Closed`] if it refused or
+    /// left; [`Error::NotWeft`], [`Error::WrongKind`], [`Error::VersionMismatch`],
+    /// [`Error::Truncated`], [`Error::Corrupt`] if the object under the name is not a valid
+    /// rendezvous.
+    pub fn connect(name: &str, timeout: Duration) -> Result<Channel> {
+        Server::connect_with(name, timeout, &ChannelOptions::new())
+    }
+
+    /// As [`Server::connect`], with `opts` (the capacity of the stream this side writes, the
+    /// wait strategy, the liveness timeout).
+    ///
+    /// # Errors
+    /// As [`Server::connect`].
+    pub fn connect_with(name: &str, timeout: Duration, opts: &ChannelOptions) -> Result<Channel> {
+        validate_base_name(name)?;
+        let deadline = Deadline::after(timeout);
+        loop {
+            match connect_once(name, opts, deadline) {
+                Err(
+                    Error::NotFound { .. }
+                    | Error::Full
+                    | Error::PeerDead {
+                        role: Role::Server, ..
+                    },
+                ) if !deadline.expired() => {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result<Channel> {
+    let liveness = opts.liveness_timeout;
+    let obj = Arc::new(Object::open(name, ObjectKind::Server, STALE_OPEN_TIMEOUT)?);
+    let count = slot_count(&obj)?;
+    let server = row(&obj, SERVER_ROW)?;
+    match server.status(liveness) {
+        PeerStatus::Alive => {}
+        PeerStatus::Dead { pid } => {
+            return Err(Error::PeerDead {
+                name: name.into(),
+                role: Role::Server,
+                pid,
+            });
+        }
+        PeerStatus::Closed | PeerStatus::Absent => {
+            return Err(Error::NotFound { name: name.into() });
+        }
+    }
+    let mut claimed = None;
+    for i in 0..count {
+        match Claim::take(&obj, slot_row_offset(i), Role::Client, liveness) {
+            Ok(c) => {
+                claimed = Some((i, c));
+                break;
+            }
+            Err(Error::InUse { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let Some((slot, claim)) = claimed else {
+        return Err(Error::Full);
+    };
+    let client = row(&obj, slot_row_offset(slot))?;
+    // Relaxed: our own increment in Claim::take (this thread); the server reads it after
+    // the Release store of `state` there.
+    let generation = client.epoch.load(Ordering::Relaxed);
+    let sopts = opts.stream();
+    let tx = StreamWriter::create_with(
+        &stream_name(name, slot, instance(&obj), generation, "c2s"),
+        &sopts,
+    )?;
+    let line = line(&obj, slot)?;
+    // SYNC POINT: Release pairs with the Acquire load of `request` in Server::scan: our
+    // stream exists before the request is seen.
+    line.request.store(generation, Ordering::Release);
+    let bell = doorbell(&obj)?;
+    // SYNC POINT: Release pairs with the Acquire load of the doorbell in accept_inner.
+    bell.word.fetch_add(1, Ordering::Release);
+    sys::futex_wake_all(&bell.word);
+    loop {
+        // Acquire: pairs with the Release fetch_add of `ack` in Server::scan. Read before
+        // `answer`, so an answer landing after the check changes the word we sleep on.
+        let seen = line.ack.load(Ordering::Acquire);
+        // SYNC POINT: Acquire pairs with the Release store of `answer` in Server::scan.
+        let answer = line.answer.load(Ordering::Acquire);
+        if answer & !REFUSED == generation {
+            if answer & REFUSED != 0 {
+                return Err(Error::Closed);
+            }
+            break;
+        }
+        match server.status(liveness) {
+            PeerStatus::Alive => {}
+            PeerStatus::Dead { pid } => {
+                return Err(Error::PeerDead {
+                    name: name.into(),
+                    role: Role::Server,
+                    pid,
+                });
+            }
+            PeerStatus::Closed | PeerStatus::Absent => return Err(Error::Closed),
+        }
+        let slice = match deadline.remaining() {
+            Some(Duration::ZERO) => return Err(Error::Timeout),
+            Some(left) => left.min(PARK_SLICE),
+            None => PARK_SLICE,
+        };
+        sys::futex_wait(&line.ack, seen, Some(slice));
+    }
+    // The server created its stream before answering; a short grace covers a slow mapping.
+    let grace = Deadline::after(
+        deadline
+            .remaining()
+            .unwrap_or(Duration::from_secs(1))
+            .max(Duration::from_millis(500)),
+    );
+    let rx = open_live_reader(
+        &stream_name(name, slot, instance(&obj), generation, "s2c"),
+        &sopts,
+        grace,
+    )?;
+    Ok(Channel::from_parts(
+        tx,
+        rx,
+        Role::Server,
+        Some(alloc::boxed::Box::new(SlotClaim { _claim: claim })),
+    ))
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Marks the server row closed: connecting clients stop waiting ...
+        drop(self.claim.take());
+        // ... and new ones find no server. Channels already accepted live on.
+        self.obj.unlink_if_same();
+    }
+}

@@ -1,0 +1,479 @@
+//! Request/response in one process (two threads): the API surface, several calls in flight,
+//! every timeout form, and hostile input under the name and on the wire.
+
+mod common;
+
+use common::unique;
+use std::time::{Duration, Instant};
+use weft::channel::{Channel, ChannelOptions, RequestId, Server};
+use weft::{Error, Role};
+
+const T: Duration = Duration::from_secs(10);
+const SHORT: Duration = Duration::from_millis(100);
+
+/// Removes the object `name` and every stream of its channels (`NAME.*`), whatever happens.
+struct Sweep(String);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        for f in streams_of(&self.0) {
+            let _ = std::fs::remove_file(f);
+        }
+        let _ = std::fs::remove_file(common::shm_path(&self.0));
+    }
+}
+
+/// The files of the streams of `name`'s channels.
+fn streams_of(name: &str) -> Vec<std::path::PathBuf> {
+    let prefix = format!("weft.{name}.");
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A server with one accepted connection, and the client's channel.
+fn server_pair(name: &str, opts: &ChannelOptions) -> (Server, Channel, Channel) {
+    let mut server = Server::bind_with(name, opts).unwrap();
+    let n = name.to_string();
+    let o = opts.clone();
+    let client = std::thread::spawn(move || Server::connect_with(&n, T, &o).unwrap());
+    let conn = server.accept_timeout(T).unwrap();
+    (server, conn, client.join().unwrap())
+}
+
+fn one_to_one(name: &str) -> (Channel, Channel) {
+    let n = name.to_string();
+    let listener = std::thread::spawn(move || Channel::listen(&n, T).unwrap());
+    let connector = Channel::connect(name, T).unwrap();
+    (listener.join().unwrap(), connector)
+}
+
+#[test]
+fn one_to_one_raw_records_and_calls_both_ways() {
+    let name = unique("ch-1to1");
+    let _c = Sweep(name.clone());
+    let (mut l, mut c) = one_to_one(&name);
+    c.send(b"up").unwrap();
+    assert_eq!(&*l.recv_timeout(T).unwrap(), b"up");
+    let mut g = l.reserve(4).unwrap();
+    g.copy_from_slice(b"down");
+    g.commit(4).unwrap();
+    assert_eq!(&*c.recv_timeout(T).unwrap(), b"down");
+
+    // Calls need the other side serving: a thread answers 100 calls.
+    let server = std::thread::spawn(move || {
+        for _ in 0..100 {
+            let req = l.recv_request_timeout(T).unwrap();
+            let n = req.len();
+            req.reply_with(n + 1, |r, out| {
+                out[..n].copy_from_slice(r);
+                out[n] = b'!';
+                n + 1
+            })
+            .unwrap();
+        }
+        l
+    });
+    for i in 0..100u32 {
+        let req = i.to_le_bytes();
+        let reply = c.call(&req).unwrap();
+        assert_eq!(&reply[..4], &req);
+        assert_eq!(reply[4], b'!');
+    }
+    let l = server.join().unwrap();
+    drop(c);
+    let mut l = l;
+    assert!(matches!(l.recv_timeout(T), Err(Error::Closed)));
+}
+
+#[test]
+fn several_calls_in_flight_answered_in_reverse_order() {
+    let name = unique("ch-inflight");
+    let _c = Sweep(name.clone());
+    let (_server, mut conn, mut client) = server_pair(&name, &ChannelOptions::new());
+    let ids: Vec<RequestId> = (0..16u64)
+        .map(|i| client.send_request(&i.to_le_bytes()).unwrap())
+        .collect();
+    assert_eq!(client.in_flight(), 16);
+    // The server reads all 16, then answers the last first.
+    let mut got = Vec::new();
+    for _ in 0..16 {
+        let req = conn.recv_request_timeout(T).unwrap();
+        got.push((req.id(), u64::from_le_bytes(req[..].try_into().unwrap())));
+    }
+    for (id, v) in got.iter().rev() {
+        conn.reply(*id, &(v * 10).to_le_bytes()).unwrap();
+    }
+    // Wait for them in sending order: each arrives after the ones sent later were stashed.
+    for (i, id) in ids.iter().enumerate() {
+        let r = client.wait_reply_timeout(*id, T).unwrap();
+        assert_eq!(r.id(), *id);
+        assert_eq!(u64::from_le_bytes(r[..].try_into().unwrap()), i as u64 * 10);
+    }
+    assert_eq!(client.in_flight(), 0);
+
+    // recv_reply takes whatever comes first; reserve_request / reserve_reply write in place.
+    let mut g = client.reserve_request(3).unwrap();
+    g.copy_from_slice(b"abc");
+    let id = g.commit(3).unwrap();
+    let req = conn.recv_request_timeout(T).unwrap();
+    assert_eq!((&*req, req.id()), (&b"abc"[..], id));
+    drop(req);
+    let mut g = conn.reserve_reply(id, 8).unwrap();
+    g[..2].copy_from_slice(b"ok");
+    g.commit(2).unwrap();
+    let r = client.recv_reply_timeout(T).unwrap();
+    assert_eq!((&*r, r.id()), (&b"ok"[..], id));
+    drop(r);
+    // Waiting for an id nothing asked for is an error, not a hang.
+    assert!(matches!(
+        client.wait_reply(RequestId(999)),
+        Err(Error::InvalidArgument { .. })
+    ));
+}
+
+#[test]
+fn every_timeout_form_returns_in_time() {
+    let name = unique("ch-timeouts");
+    let _c = Sweep(name.clone());
+    let within = |t: Instant| {
+        let e = t.elapsed();
+        assert!(e >= SHORT && e < SHORT + Duration::from_secs(3), "{e:?}");
+    };
+
+    // listen / connect with nobody on the other side.
+    let t = Instant::now();
+    assert!(matches!(Channel::listen(&name, SHORT), Err(Error::Timeout)));
+    within(t);
+    let t = Instant::now();
+    assert!(matches!(
+        Channel::connect(&name, SHORT),
+        Err(Error::Timeout)
+    ));
+    within(t);
+
+    // Server::connect with no server; a server that never accepts.
+    let t = Instant::now();
+    assert!(matches!(
+        Server::connect(&name, SHORT),
+        Err(Error::NotFound { .. })
+    ));
+    within(t);
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(2)).unwrap();
+    let t = Instant::now();
+    assert!(matches!(Server::connect(&name, SHORT), Err(Error::Timeout)));
+    within(t);
+    // The client that gave up left its slot and its stream; the server sets the request
+    // aside and does not hand out a channel for it.
+    assert!(matches!(server.try_accept(), Err(Error::Empty)));
+    let t = Instant::now();
+    assert!(matches!(server.accept_timeout(SHORT), Err(Error::Timeout)));
+    within(t);
+    drop(server);
+
+    // Small streams, so that Full is easy to reach.
+    let opts = ChannelOptions::new().capacity(4096);
+    let (_server, mut conn, mut client) = server_pair(&name, &opts);
+    let t = Instant::now();
+    assert!(matches!(client.recv_timeout(SHORT), Err(Error::Timeout)));
+    within(t);
+    assert!(matches!(client.try_recv(), Err(Error::Empty)));
+    let t = Instant::now();
+    assert!(matches!(
+        conn.recv_request_timeout(SHORT),
+        Err(Error::Timeout)
+    ));
+    within(t);
+    assert!(matches!(conn.try_recv_request(), Err(Error::Empty)));
+    let t = Instant::now();
+    assert!(matches!(
+        client.call_timeout(b"nobody answers", SHORT),
+        Err(Error::Timeout)
+    ));
+    within(t);
+    // The late reply is kept for whoever asks.
+    let req = conn.recv_request_timeout(T).unwrap();
+    let id = req.id();
+    req.reply(b"late").unwrap();
+    let r = client.wait_reply_timeout(id, T).unwrap();
+    assert_eq!(&*r, b"late");
+    drop(r);
+    // Nothing in flight: no reply can come, said at once.
+    assert!(matches!(
+        client.recv_reply_timeout(SHORT),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let a = client.send_request(b"x").unwrap();
+    let t = Instant::now();
+    assert!(matches!(
+        client.recv_reply_timeout(SHORT),
+        Err(Error::Timeout)
+    ));
+    within(t);
+    assert!(matches!(client.try_wait_reply(a), Err(Error::Empty)));
+    let t = Instant::now();
+    assert!(matches!(
+        client.wait_reply_timeout(a, SHORT),
+        Err(Error::Timeout)
+    ));
+    within(t);
+    assert!(matches!(client.try_recv_reply(), Err(Error::Empty)));
+
+    // Fill the client-to-server stream: try_ forms say Full, _timeout forms time out.
+    let msg = [7u8; 500];
+    while client.try_send_request(&msg).is_ok() {}
+    assert!(matches!(client.try_send_request(&msg), Err(Error::Full)));
+    assert!(matches!(client.try_send(&msg), Err(Error::Full)));
+    assert!(matches!(
+        client.try_reserve(500).map(drop),
+        Err(Error::Full)
+    ));
+    let t = Instant::now();
+    assert!(matches!(
+        client.send_request_timeout(&msg, SHORT),
+        Err(Error::Timeout)
+    ));
+    within(t);
+    let t = Instant::now();
+    assert!(matches!(
+        client.send_timeout(&msg, SHORT),
+        Err(Error::Timeout)
+    ));
+    within(t);
+    let t = Instant::now();
+    assert!(matches!(
+        client.reserve_timeout(500, SHORT).map(drop),
+        Err(Error::Timeout)
+    ));
+    within(t);
+    // And the other direction, for replies.
+    while conn.try_reply(id, &msg).is_ok() {}
+    assert!(matches!(conn.try_reply(id, &msg), Err(Error::Full)));
+    let t = Instant::now();
+    assert!(matches!(
+        conn.reply_timeout(id, &msg, SHORT),
+        Err(Error::Timeout)
+    ));
+    within(t);
+    let req = conn.recv_request_timeout(T).unwrap();
+    let t = Instant::now();
+    assert!(matches!(
+        req.reply_timeout(&msg, SHORT),
+        Err(Error::Timeout)
+    ));
+    within(t);
+}
+
+#[test]
+fn a_full_server_says_full_and_a_freed_slot_is_reused() {
+    let name = unique("ch-full");
+    let _c = Sweep(name.clone());
+    let opts = ChannelOptions::new().slots(1);
+    let (mut server, _conn, client) = server_pair(&name, &opts);
+    assert_eq!(server.slots_in_use(), 1);
+    assert!(matches!(Server::connect(&name, SHORT), Err(Error::Full)));
+    drop(client);
+    assert_eq!(server.slots_in_use(), 0);
+    let n = name.clone();
+    let t = std::thread::spawn(move || Server::connect(&n, T).map(|_| ()));
+    let mut conn2 = server.accept_timeout(T).unwrap();
+    t.join().unwrap().unwrap();
+    // The second client left at once after connecting: Closed.
+    assert!(matches!(conn2.recv_timeout(T), Err(Error::Closed)));
+}
+
+#[test]
+fn every_object_of_a_connection_is_created_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let name = unique("ch-mode");
+    let _c = Sweep(name.clone());
+    let (_server, _conn, _client) = server_pair(&name, &ChannelOptions::new());
+    let mut files = streams_of(&name);
+    assert_eq!(files.len(), 2, "{files:?}");
+    files.push(common::shm_path(&name).into());
+    for f in files {
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{f:?}");
+    }
+}
+
+#[test]
+fn a_live_server_keeps_its_name_and_names_are_checked() {
+    let name = unique("ch-inuse");
+    let _c = Sweep(name.clone());
+    let _server = Server::bind(&name).unwrap();
+    assert!(matches!(
+        Server::bind(&name),
+        Err(Error::InUse {
+            role: Role::Server,
+            ..
+        })
+    ));
+    let long = "n".repeat(159);
+    assert!(matches!(
+        Server::bind(&long),
+        Err(Error::InvalidName { .. })
+    ));
+    assert!(matches!(
+        Channel::listen(&long, SHORT),
+        Err(Error::InvalidName { .. })
+    ));
+    assert!(matches!(
+        Server::bind_with(&unique("ch-slots"), &ChannelOptions::new().slots(0)),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        Server::bind_with(&unique("ch-slots"), &ChannelOptions::new().slots(257)),
+        Err(Error::InvalidArgument { .. })
+    ));
+}
+
+fn write_file(name: &str, bytes: &[u8]) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(common::shm_path(name))
+        .unwrap();
+    std::io::Write::write_all(&mut f, bytes).unwrap();
+}
+
+/// A valid rendezvous of `slots` slots whose server is `pid` (start time 0: never alive),
+/// built by hand, as a hostile or stale file would be.
+fn fake_rendezvous(slots: u32, total: u64) -> Vec<u8> {
+    let mut b = vec![0u8; total as usize];
+    b[0..8].copy_from_slice(b"WEFT\x00OBJ");
+    b[8..12].copy_from_slice(&weft::shm::LAYOUT_VERSION.to_le_bytes());
+    b[12..16].copy_from_slice(&3u32.to_le_bytes());
+    b[16..24].copy_from_slice(&total.to_le_bytes());
+    b[28..32].copy_from_slice(&0x5245_4459u32.to_le_bytes());
+    b[128..132].copy_from_slice(&slots.to_le_bytes());
+    b[132..136].copy_from_slice(&128u32.to_le_bytes());
+    b[136..144].copy_from_slice(&512u64.to_le_bytes());
+    b
+}
+
+#[test]
+fn stray_and_hostile_files_under_the_name_are_errors() {
+    // Not a weft object at all.
+    let name = unique("ch-stray");
+    let _c = Sweep(name.clone());
+    write_file(&name, &[0xAB; 4096]);
+    assert!(matches!(
+        Server::connect(&name, SHORT),
+        Err(Error::NotWeft { .. })
+    ));
+    assert!(matches!(Server::bind(&name), Err(Error::NotWeft { .. })));
+    assert!(std::path::Path::new(&common::shm_path(&name)).exists());
+
+    // Too short to hold a header.
+    let name = unique("ch-short");
+    let _c2 = Sweep(name.clone());
+    write_file(&name, &[0; 10]);
+    assert!(matches!(
+        Server::connect(&name, SHORT),
+        Err(Error::Truncated { .. })
+    ));
+
+    // Another kind of object: a stream.
+    let name = unique("ch-kind");
+    let _c3 = Sweep(name.clone());
+    let _w = weft::stream::StreamWriter::create(&name, 4096).unwrap();
+    assert!(matches!(
+        Server::connect(&name, SHORT),
+        Err(Error::WrongKind { .. })
+    ));
+    assert!(matches!(Server::bind(&name), Err(Error::WrongKind { .. })));
+
+    // A rendezvous with impossible fields: each is Corrupt or Truncated, for both sides.
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("zero-slots", fake_rendezvous(0, 1024)),
+        ("many-slots", fake_rendezvous(100_000, 1024)),
+        ("slots-past-end", fake_rendezvous(200, 1024)),
+        ("bad-slot-size", {
+            let mut b = fake_rendezvous(2, 1024);
+            b[132..136].copy_from_slice(&7u32.to_le_bytes());
+            b
+        }),
+        ("bad-offset", {
+            let mut b = fake_rendezvous(2, 1024);
+            b[136..144].copy_from_slice(&u64::MAX.to_le_bytes());
+            b
+        }),
+    ];
+    for (tag, bytes) in cases {
+        let name = unique(&format!("ch-bad-{tag}"));
+        let _c = Sweep(name.clone());
+        write_file(&name, &bytes);
+        match Server::connect(&name, SHORT) {
+            Err(Error::Corrupt { .. } | Error::Truncated { .. }) => {}
+            other => panic!("{tag}: connect gave {:?}", other.map(|_| ())),
+        }
+        match Server::bind(&name) {
+            Err(Error::Corrupt { .. } | Error::Truncated { .. }) => {}
+            other => panic!("{tag}: bind gave {:?}", other.map(|_| ())),
+        }
+    }
+
+    // A well-formed rendezvous whose server never lived: connect reports the dead server,
+    // and bind replaces it.
+    let name = unique("ch-deadsrv");
+    let _c = Sweep(name.clone());
+    let mut b = fake_rendezvous(2, 768);
+    let pid = 0x7fff_fff0u32;
+    b[256..264].copy_from_slice(&(pid as u64 | 1 << 32).to_le_bytes());
+    b[264..268].copy_from_slice(&1u32.to_le_bytes());
+    write_file(&name, &b);
+    match Server::connect(&name, SHORT) {
+        Err(Error::PeerDead {
+            role: Role::Server,
+            pid: p,
+            ..
+        }) => assert_eq!(p, pid),
+        other => panic!("connect gave {:?}", other.map(|_| ())),
+    }
+    let mut server = Server::bind(&name).unwrap();
+    let n = name.clone();
+    let t = std::thread::spawn(move || Server::connect(&n, T).map(|_| ()));
+    let accepted = server.accept_timeout(T);
+    t.join().unwrap().unwrap();
+    accepted.unwrap();
+}
+
+#[test]
+fn hostile_frames_are_corrupt_not_a_panic() {
+    let name = unique("ch-frames");
+    let _c = Sweep(name.clone());
+    let (mut l, mut c) = one_to_one(&name);
+    // A request shorter than its id.
+    c.send(b"abc").unwrap();
+    assert!(matches!(
+        l.recv_request_timeout(T),
+        Err(Error::Corrupt { .. })
+    ));
+    // A reply to a request nobody sent.
+    let id = c.send_request(b"q").unwrap();
+    let req = l.recv_request_timeout(T).unwrap();
+    assert_eq!(req.id(), id);
+    drop(req);
+    l.reply(RequestId(id.0 + 1000), b"stranger").unwrap();
+    assert!(matches!(
+        c.wait_reply_timeout(id, T),
+        Err(Error::Corrupt { .. })
+    ));
+    // And a short reply.
+    l.send(b"x").unwrap();
+    assert!(matches!(
+        c.wait_reply_timeout(id, T),
+        Err(Error::Corrupt { .. })
+    ));
+    // The channel still works afterwards.
+    l.reply(id, b"fine").unwrap();
+    assert_eq!(&*c.wait_reply_timeout(id, T).unwrap(), b"fine");
+}

@@ -1,0 +1,266 @@
+//! SIGKILL on either side of a request/response connection: a dead client frees its slot and
+//! the other clients go on; a dead server is PeerDead for its clients, never a hang; a server
+//! bound again under the same name serves new clients.
+
+mod common;
+
+use common::{Peer, unique};
+use std::time::{Duration, Instant};
+use weft::channel::{ChannelOptions, Server};
+use weft::{Error, Role};
+
+const WAIT: Duration = Duration::from_secs(20);
+/// Liveness is read from /proc (same pid namespace) at most every 50 ms while waiting; the
+/// bound leaves slack for a loaded machine.
+const BOUND: Duration = Duration::from_secs(3);
+
+/// Removes the object `name` and every stream of its channels (`NAME.*`), whatever happens.
+struct Sweep(String);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        for f in streams_of(&self.0) {
+            let _ = std::fs::remove_file(f);
+        }
+        let _ = std::fs::remove_file(common::shm_path(&self.0));
+    }
+}
+
+/// The files of the streams of `name`'s channels.
+fn streams_of(name: &str) -> Vec<std::path::PathBuf> {
+    let prefix = format!("weft.{name}.");
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_killed_client_frees_its_slot_and_the_others_go_on() {
+    let name = unique("chc-client");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(2)).unwrap();
+    // An in-process client on one slot, a peer process on the other.
+    let n = name.clone();
+    let mine = std::thread::spawn(move || Server::connect(&n, WAIT).unwrap());
+    let mut conn_a = server.accept_timeout(WAIT).unwrap();
+    let mut a = mine.join().unwrap();
+    let mut peer = Peer::spawn(&["channel-hold-client", &name]);
+    let mut conn_b = server.accept_timeout(WAIT).unwrap();
+    let req = conn_b.recv_request_timeout(WAIT).unwrap();
+    req.reply(b"held").unwrap();
+    peer.expect("ready");
+    assert_eq!(server.slots_in_use(), 2);
+    // Every slot is taken: a third client is turned away.
+    assert!(matches!(
+        Server::connect(&name, Duration::from_millis(100)),
+        Err(Error::Full)
+    ));
+
+    let pid = peer.child.id();
+    peer.kill9();
+    let t = Instant::now();
+    // The server's channel to it reports the death, within the bound.
+    match conn_b.recv_request_timeout(WAIT) {
+        Err(Error::PeerDead {
+            role: Role::Client,
+            pid: p,
+            ..
+        }) => assert_eq!(p, pid),
+        other => panic!("expected PeerDead, got {:?}", other.map(|r| r.len())),
+    }
+    assert!(t.elapsed() < BOUND, "after {:?}", t.elapsed());
+    assert_eq!(server.slots_in_use(), 1);
+
+    // The other client is unaffected.
+    let serve = std::thread::spawn(move || {
+        for _ in 0..100 {
+            let req = conn_a.recv_request_timeout(WAIT).unwrap();
+            let v = req.to_vec();
+            req.reply(&v).unwrap();
+        }
+        conn_a
+    });
+    for i in 0..100u32 {
+        assert_eq!(&*a.call(&i.to_le_bytes()).unwrap(), &i.to_le_bytes());
+    }
+    let _conn_a = serve.join().unwrap();
+
+    // And the freed slot takes a new client.
+    let n = name.clone();
+    let third = std::thread::spawn(move || Server::connect(&n, WAIT).map(|_| ()));
+    let mut conn_c = server.accept_timeout(WAIT).unwrap();
+    third.join().unwrap().unwrap();
+    assert!(matches!(conn_c.recv_timeout(WAIT), Err(Error::Closed)));
+}
+
+#[test]
+fn a_client_killed_before_it_was_accepted_is_reclaimed() {
+    let name = unique("chc-early");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(1)).unwrap();
+    // The peer connects but the server does not accept until the peer is dead.
+    let mut peer = Peer::spawn(&["channel-hold-client", &name]);
+    let t = Instant::now();
+    loop {
+        assert!(t.elapsed() < WAIT, "the peer never asked");
+        if !streams_of(&name).is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    peer.kill9();
+    // No channel for a dead client; its stream is removed and the slot counted as reclaimed.
+    assert!(matches!(
+        server.accept_timeout(Duration::from_millis(200)),
+        Err(Error::Timeout)
+    ));
+    assert_eq!(server.reclaimed(), 1);
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+    assert_eq!(server.slots_in_use(), 0);
+}
+
+#[test]
+fn a_killed_server_is_peer_dead_for_its_clients_and_a_new_one_takes_the_name() {
+    let name = unique("chc-server");
+    let _c = Sweep(name.clone());
+    let mut srv = Peer::spawn(&["channel-server", &name, "4", "0"]);
+    srv.expect("ready");
+    let mut clients: Vec<_> = (0..3)
+        .map(|_| Server::connect(&name, WAIT).unwrap())
+        .collect();
+    for c in &mut clients {
+        assert_eq!(
+            &*c.call(&[1, 2, 3]).unwrap(),
+            &[3 ^ 0xA5, 2 ^ 0xA5, 1 ^ 0xA5]
+        );
+    }
+    let pid = srv.child.id();
+    // One client is blocked in a call when the server dies; the others call afterwards.
+    let mut blocked = clients.pop().unwrap();
+    let waiter = std::thread::spawn(move || {
+        let t = Instant::now();
+        // The server answers at once; the loop keeps calling until it dies.
+        loop {
+            match blocked.call(b"x") {
+                Ok(_) => continue,
+                Err(e) => return (e, t.elapsed()),
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    srv.kill9();
+    let killed = Instant::now();
+    let (e, _) = waiter.join().unwrap();
+    assert!(
+        matches!(e, Error::PeerDead { role: Role::Server, pid: p, .. } if p == pid),
+        "{e}"
+    );
+    assert!(killed.elapsed() < BOUND, "after {:?}", killed.elapsed());
+    for c in &mut clients {
+        let t = Instant::now();
+        match c.call(b"after") {
+            Err(Error::PeerDead {
+                role: Role::Server,
+                pid: p,
+                ..
+            }) => assert_eq!(p, pid),
+            other => panic!("expected PeerDead, got {:?}", other.map(|r| r.len())),
+        }
+        assert!(t.elapsed() < BOUND);
+        // And it stays so: no hang on a second try.
+        assert!(matches!(
+            c.call_timeout(b"again", WAIT),
+            Err(Error::PeerDead { .. })
+        ));
+    }
+    // A client that connects now is told the server is dead (not left waiting).
+    assert!(matches!(
+        Server::connect(&name, Duration::from_millis(200)),
+        Err(Error::PeerDead {
+            role: Role::Server,
+            ..
+        })
+    ));
+
+    // A new server under the same name replaces the dead one's object and serves new clients,
+    // while the old clients' channels stay dead.
+    let mut srv2 = Peer::spawn(&["channel-server", &name, "4", "1"]);
+    srv2.expect("ready");
+    let client = Peer::spawn(&["channel-client", &name, "5", "1000", "256"]);
+    let (last, ok) = client.finish(WAIT);
+    assert!(ok && last == "ok calls=1000", "{last}");
+    let (last, ok) = srv2.finish(WAIT);
+    assert!(ok && last == "served calls=1000", "{last}");
+    drop(clients);
+}
+
+#[test]
+fn a_killed_listener_is_peer_dead_for_its_connector() {
+    let name = unique("chc-listen");
+    let _c = Sweep(name.clone());
+    let mut listener = Peer::spawn(&["channel-listen", &name]);
+    listener.expect("ready");
+    let mut ch = weft::channel::Channel::connect(&name, WAIT).unwrap();
+    assert_eq!(&*ch.call(&[9]).unwrap(), &[9 ^ 0xA5]);
+    let pid = listener.child.id();
+    listener.kill9();
+    let t = Instant::now();
+    match ch.call(b"after") {
+        Err(Error::PeerDead {
+            role: Role::Server,
+            pid: p,
+            ..
+        }) => assert_eq!(p, pid),
+        other => panic!("expected PeerDead, got {:?}", other.map(|r| r.len())),
+    }
+    assert!(t.elapsed() < BOUND);
+    drop(ch);
+    // The name can be listened on again; the dead listener's stream is replaced.
+    let mut listener = Peer::spawn(&["channel-listen", &name]);
+    listener.expect("ready");
+    let mut ch = weft::channel::Channel::connect(&name, WAIT).unwrap();
+    assert_eq!(&*ch.call(&[1, 2]).unwrap(), &[2 ^ 0xA5, 1 ^ 0xA5]);
+    drop(ch);
+    let (last, ok) = listener.finish(WAIT);
+    assert!(ok, "{last}");
+}
+
+#[test]
+fn a_hostile_peer_scribbling_on_the_rendezvous_causes_errors_not_crashes() {
+    let name = unique("chc-scribble");
+    let _c = Sweep(name.clone());
+    // 64 slots: the object is larger than a page, as the scribbler expects of its target.
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(64)).unwrap();
+    let mut scribbler = Peer::spawn(&["stream-scribble", &name, "400", "77"]);
+    scribbler.expect("ready");
+    let n = name.clone();
+    let clients = std::thread::spawn(move || {
+        let until = Instant::now() + Duration::from_millis(600);
+        let mut outcomes = 0u32;
+        while Instant::now() < until {
+            // Any outcome but a crash or a hang: connected, refused, corrupt, timed out.
+            if let Ok(mut ch) = Server::connect(&n, Duration::from_millis(50)) {
+                let _ = ch.call_timeout(b"hi", Duration::from_millis(50));
+            }
+            outcomes += 1;
+        }
+        outcomes
+    });
+    let until = Instant::now() + Duration::from_millis(600);
+    while Instant::now() < until {
+        if let Ok(mut ch) = server.accept_timeout(Duration::from_millis(20))
+            && let Ok(req) = ch.recv_request_timeout(Duration::from_millis(20))
+        {
+            let _ = req.reply(b"ok");
+        }
+    }
+    assert!(clients.join().unwrap() > 0);
+    let (last, ok) = scribbler.finish(WAIT);
+    assert!(ok && last.starts_with("done"), "{last}");
+}
