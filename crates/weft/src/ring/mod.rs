@@ -33,8 +33,11 @@
 //! | 192 | 64 × gates | one gate per gated subscriber: its next sequence, or `u64::MAX` when free |
 //! | then | stride × capacity | slots: a `u64` stamp, then the value as `ceil(size / 8)` `u64` words |
 //!
-//! The stride is a whole number of 64-byte lines, so a value of up to 56 bytes shares one line
-//! with its stamp: a reader touches one line per message.
+//! The stride is the smallest power of two that holds the stamp and the value (at least 16
+//! bytes), so a slot never straddles a line when it fits in one: a value of up to 56 bytes
+//! shares one line with its stamp, and a reader touches one line per message. `u64` messages
+//! pack four to a line, which halves the lines a publisher dirties compared with one slot per
+//! line; [`Options::padded_slots`] gives every slot a line of its own instead.
 //!
 //! # Algorithm
 //! Sequence `s` lives in slot `s & (capacity - 1)`. Its stamp is `2s + 1` while it is being
@@ -100,7 +103,7 @@ pub use subscriber::{Ring, Subscriber, SubscriberGroup};
 
 use crate::sync::Arc;
 use core::fmt;
-use raw::{FLAG_BOUNDED, FLAG_MPMC, MAX_CAPACITY, Shape};
+use raw::{FLAG_BOUNDED, FLAG_MPMC, FLAG_PADDED, MAX_CAPACITY, Shape};
 use shared::Shared;
 
 /// Why a receive gave no value. Converts into [`crate::Error`].
@@ -125,7 +128,10 @@ impl fmt::Display for RecvError {
         match self {
             RecvError::Empty => f.write_str("the ring holds no new message"),
             RecvError::Lagged { skipped } => {
-                write!(f, "lagged: {skipped} messages were overwritten before they were read")
+                write!(
+                    f,
+                    "lagged: {skipped} messages were overwritten before they were read"
+                )
             }
             RecvError::Closed => f.write_str("every publisher of the ring is gone"),
             RecvError::Timeout => f.write_str("timed out waiting for a message"),
@@ -207,6 +213,7 @@ impl<T> From<PublishError<T>> for crate::Error {
 pub struct Options {
     hugepages: bool,
     lock: bool,
+    padded: bool,
     max_subscribers: u64,
 }
 
@@ -219,7 +226,12 @@ impl Default for Options {
 impl Options {
     /// Heap memory, 64 gated subscribers at most.
     pub const fn new() -> Options {
-        Options { hugepages: false, lock: false, max_subscribers: 64 }
+        Options {
+            hugepages: false,
+            lock: false,
+            padded: false,
+            max_subscribers: 64,
+        }
     }
 
     /// Map the ring with transparent hugepages advised (Linux; needs `std`).
@@ -234,6 +246,14 @@ impl Options {
         self
     }
 
+    /// Give every slot a cache line of its own (or more), instead of packing small values
+    /// several to a line. Costs memory and a line per message; can help when subscribers
+    /// trail the publisher by a few messages on other cores.
+    pub const fn padded_slots(mut self, on: bool) -> Options {
+        self.padded = on;
+        self
+    }
+
     /// How many gated subscribers a bounded ring admits at once (default 64; each costs one
     /// cache line and one load per publisher rescan).
     pub const fn max_subscribers(mut self, n: u64) -> Options {
@@ -244,10 +264,19 @@ impl Options {
 
 fn shape<T>(capacity: u64, flags: u64, watermark: u64, opts: &Options) -> Shape {
     let capacity = capacity.clamp(2, MAX_CAPACITY).next_power_of_two();
+    let flags = if opts.padded {
+        flags | FLAG_PADDED
+    } else {
+        flags
+    };
     Shape {
         capacity,
         value_size: core::mem::size_of::<T>() as u64,
-        gates: if flags & FLAG_BOUNDED != 0 { opts.max_subscribers.min(4096) } else { 0 },
+        gates: if flags & FLAG_BOUNDED != 0 {
+            opts.max_subscribers.min(4096)
+        } else {
+            0
+        },
         flags,
         watermark: watermark.min(capacity - 1),
     }

@@ -22,6 +22,9 @@ pub(crate) const FLAG_MPMC: u64 = 1;
 /// Header flag: the publisher waits for gated subscribers.
 pub(crate) const FLAG_BOUNDED: u64 = 2;
 
+/// Header flag: one slot per cache line at least (see `Shape::stride`).
+pub(crate) const FLAG_PADDED: u64 = 4;
+
 /// Largest capacity accepted (2^40 slots): keeps `2 * seq + 2` far from overflow for any
 /// realistic run and the memory size within `usize`.
 pub(crate) const MAX_CAPACITY: u64 = 1 << 40;
@@ -133,8 +136,20 @@ impl Shape {
     }
 
     /// Bytes per slot: stamp and payload, rounded up to whole cache lines.
+    ///
+    /// The smallest power of two that holds the stamp and the payload, at least 16 bytes, or a
+    /// whole line per slot when `padded`: always a power of two, so that a slot never
+    /// straddles a line when it fits in one (a value of up to 56 bytes shares its stamp's
+    /// line) and the slot offset is a shift. Dense slots (four `u64` messages per line) write
+    /// and read fewer lines per message; padded slots keep a reader of one slot from sharing
+    /// a line with the publisher writing the next one.
     pub(crate) fn stride(&self) -> usize {
-        (WORD * (1 + self.words())).div_ceil(LINE) * LINE
+        let dense = (WORD * (1 + self.words())).next_power_of_two().max(16);
+        if self.flags & FLAG_PADDED != 0 {
+            dense.max(LINE)
+        } else {
+            dense
+        }
     }
 
     fn gates_offset() -> usize {
@@ -160,7 +175,8 @@ pub(crate) struct RawRing {
     slots: *const u8,
     mask: u64,
     capacity: u64,
-    stride: usize,
+    /// `log2(stride)`.
+    shift: u32,
     gate_count: usize,
 }
 
@@ -206,7 +222,7 @@ impl RawRing {
             slots: unsafe { base.as_ptr().add(shape.slots_offset()) },
             mask: shape.capacity - 1,
             capacity: shape.capacity,
-            stride: shape.stride(),
+            shift: shape.stride().trailing_zeros(),
             gate_count: shape.gates as usize,
         };
         for i in 0..ring.gate_count {
@@ -328,7 +344,7 @@ impl RawRing {
             slots: unsafe { base.as_ptr().add(shape.slots_offset()) },
             mask: capacity - 1,
             capacity,
-            stride: shape.stride(),
+            shift: shape.stride().trailing_zeros(),
             gate_count: gates as usize,
         })
     }
@@ -374,7 +390,7 @@ impl RawRing {
     #[inline(always)]
     fn slot_ptr(&self, seq: u64) -> *const u8 {
         // SAFETY: `seq & mask < capacity`, so the slot lies within the block.
-        unsafe { self.slots.add((seq & self.mask) as usize * self.stride) }
+        unsafe { self.slots.add(((seq & self.mask) as usize) << self.shift) }
     }
 
     #[inline(always)]

@@ -2,7 +2,9 @@
 
 use super::{Liveness, OBJECT_PREFIX};
 use crate::error::{Error, Result};
-use crate::sync::AtomicU32;
+// The real atomic even under loom: the kernel futex needs it, and the loom build never calls
+// these (crate::sync::futex models the futex itself).
+use core::sync::atomic::AtomicU32;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::ptr::NonNull;

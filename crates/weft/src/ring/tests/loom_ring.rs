@@ -1,8 +1,8 @@
 //! Loom models of the ring on its real types, at capacity 2 so that laps come quickly.
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p weft --release --lib ring::tests`.
 
-use crate::ring::{PublishError, RecvError, bounded, channel, mpmc};
 use crate::WaitStrategy;
+use crate::ring::{PublishError, RecvError, bounded, channel, mpmc};
 use loom::thread;
 
 /// A three-word payload: a torn read would mix words of different messages.
