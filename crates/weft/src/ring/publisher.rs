@@ -149,17 +149,19 @@ impl<T: bytemuck::Pod> Publisher<T> {
     /// Writes `n = values.len()` sequences and publishes them with one cursor store.
     #[inline(always)]
     fn write_all(&mut self, values: &[T]) {
+        let first = self.next;
         for (i, v) in values.iter().enumerate() {
-            self.raw.write(self.next + i as u64, v);
+            self.raw.write(first + i as u64, v);
         }
-        self.next += values.len() as u64;
-        self.commit();
+        let next = first + values.len() as u64;
+        self.next = next;
+        self.commit(next);
     }
 
     #[inline(always)]
-    fn commit(&self) {
+    fn commit(&self, next: u64) {
         // Release pairs with the Acquire cursor loads in `Subscriber::lag` and `latest`.
-        self.raw.cursor().store(self.next, Ordering::Release);
+        self.raw.cursor().store(next, Ordering::Release);
         let s = self.raw.signal();
         wake::wake(&s.waiters, &s.notify);
     }
@@ -181,16 +183,20 @@ impl<T: bytemuck::Pod> Publisher<T> {
     /// ```
     #[inline]
     pub fn publish(&mut self, value: T) {
-        if self.has_room(1) {
-            self.raw.write(self.next, &value);
-            self.next += 1;
-            self.commit();
-        } else {
+        // The sequence lives in a local: the atomic stores below could otherwise make the
+        // compiler reload it from `self` (a store-to-load round trip per message).
+        let seq = self.next;
+        if seq >= self.limit && !self.has_room(1) {
             self.wait_for_room(1, None);
-            self.raw.write(self.next, &value);
-            self.next += 1;
-            self.commit();
         }
+        self.write_one(seq, &value);
+    }
+
+    #[inline(always)]
+    fn write_one(&mut self, seq: u64, value: &T) {
+        self.raw.write(seq, value);
+        self.next = seq + 1;
+        self.commit(seq + 1);
     }
 
     /// Publishes `value` if there is room now.
@@ -212,12 +218,11 @@ impl<T: bytemuck::Pod> Publisher<T> {
     /// ```
     #[inline]
     pub fn try_publish(&mut self, value: T) -> Result<(), PublishError<T>> {
+        let seq = self.next;
         if !self.has_room(1) {
             return Err(PublishError::Full(value));
         }
-        self.raw.write(self.next, &value);
-        self.next += 1;
-        self.commit();
+        self.write_one(seq, &value);
         Ok(())
     }
 
@@ -246,9 +251,8 @@ impl<T: bytemuck::Pod> Publisher<T> {
         {
             return Err(PublishError::Timeout(value));
         }
-        self.raw.write(self.next, &value);
-        self.next += 1;
-        self.commit();
+        let seq = self.next;
+        self.write_one(seq, &value);
         Ok(())
     }
 

@@ -145,8 +145,12 @@ pub struct Subscriber<T: bytemuck::Pod> {
     raw: RawRing,
     /// Next sequence to read.
     pos: u64,
-    received: u64,
+    /// Where this subscriber started: `received = pos - start - lagged - skipped`, so the hot
+    /// path only moves `pos`.
+    start: u64,
     lagged: u64,
+    /// Messages skipped on purpose by `latest`.
+    skipped: u64,
     /// Our gate entry on a bounded ring.
     gate: Option<usize>,
     strategy: WaitStrategy,
@@ -161,7 +165,7 @@ impl<T: bytemuck::Pod> fmt::Debug for Subscriber<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Subscriber")
             .field("position", &self.pos)
-            .field("received", &self.received)
+            .field("received", &self.received())
             .field("lagged", &self.lagged)
             .field("gated", &self.gate.is_some())
             .finish()
@@ -207,8 +211,9 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             _shared: shared,
             raw,
             pos,
-            received: 0,
+            start: pos,
             lagged: 0,
+            skipped: 0,
             gate,
             strategy: WaitStrategy::default(),
             _t: PhantomData,
@@ -224,7 +229,7 @@ impl<T: bytemuck::Pod> Subscriber<T> {
 
     /// Messages received so far.
     pub fn received(&self) -> u64 {
-        self.received
+        self.pos - self.start - self.lagged - self.skipped
     }
 
     /// Messages missed so far (the sum of every `Lagged { skipped }`).
@@ -275,10 +280,10 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     /// - [`RecvError::Closed`]: every publisher is gone and everything was received.
     #[inline]
     pub fn try_recv(&mut self) -> Result<T, RecvError> {
-        match self.raw.read::<T>(self.pos) {
+        let pos = self.pos;
+        match self.raw.read::<T>(pos) {
             Read::Value(v) => {
-                self.pos += 1;
-                self.received += 1;
+                self.pos = pos + 1;
                 self.advance_gate();
                 Ok(v)
             }
@@ -296,7 +301,6 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         match self.raw.read::<T>(self.pos) {
             Read::Value(v) => {
                 self.pos += 1;
-                self.received += 1;
                 self.advance_gate();
                 Ok(v)
             }
@@ -425,8 +429,8 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         while seq > floor {
             seq -= 1;
             if let Read::Value(v) = self.raw.read::<T>(seq) {
+                self.skipped += seq - self.pos;
                 self.pos = seq + 1;
-                self.received += 1;
                 self.advance_gate();
                 return Some(v);
             }
@@ -457,7 +461,6 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             buf[0] = self.try_recv()?;
             return Ok(1);
         }
-        self.received += n as u64;
         self.advance_gate();
         Ok(n)
     }
@@ -480,7 +483,6 @@ impl<T: bytemuck::Pod> Subscriber<T> {
                 1
             });
         }
-        self.received += n as u64;
         self.advance_gate();
         Ok(n)
     }
