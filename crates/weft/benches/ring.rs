@@ -82,7 +82,7 @@ fn cross_thread(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let (mut ping, ping_ring) = ring::channel::<u64>(1024);
             let (mut pong, pong_ring) = ring::channel::<u64>(1024);
-            let mut ping_rx = ping_ring.subscribe();
+            let ping_rx = ping_ring.subscribe();
             let mut pong_rx = pong_ring
                 .subscribe()
                 .with_wait_strategy(weft::WaitStrategy::BusySpin);
