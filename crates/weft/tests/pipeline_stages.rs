@@ -8,7 +8,7 @@ use weft::pipeline::Pipeline;
 use weft::ring::RecvError;
 
 #[cfg(not(miri))]
-const N: u64 = 100_000;
+const N: u64 = 10_000;
 #[cfg(miri)]
 const N: u64 = 50;
 

@@ -70,6 +70,9 @@ pub(crate) struct Signal {
     pub(crate) pub_notify: AtomicU32,
     /// Live publishers; 0 means closed. Written by publisher handles on clone and drop.
     pub(crate) publishers: AtomicU64,
+    /// Gates ever taken (a high-water mark in `0 ..= gates`, only grows): the publisher scans
+    /// only these. Written by joining subscribers.
+    pub(crate) gates_used: AtomicU64,
 }
 
 /// The ring header, `#[repr(C)]`, at offset 0 of the ring memory:
@@ -78,7 +81,7 @@ pub(crate) struct Signal {
 /// |---:|---|---|---|
 /// | 0 | geometry | capacity, value_size, words, stride, gates, flags, watermark (u64 each) | creator, once |
 /// | 64 | cursor | u64: SPMC: sequences below it are published; MPMC: next sequence to claim | publisher(s) |
-/// | 128 | signal | waiters u32, notify u32, pub_waiters u32, pub_notify u32, publishers u64 | see [`Signal`] |
+/// | 128 | signal | waiters u32, notify u32, pub_waiters u32, pub_notify u32, publishers u64, gates_used u64 | see [`Signal`] |
 ///
 /// followed by `gates` lines of one u64 each (a gated subscriber's next sequence, or
 /// [`GATE_FREE`]), then `capacity` slots of `stride` bytes: a u64 stamp and `words` u64
@@ -209,6 +212,7 @@ impl RawRing {
                 pub_waiters: AtomicU32::new(0),
                 pub_notify: AtomicU32::new(0),
                 publishers: AtomicU64::new(0),
+                gates_used: AtomicU64::new(0),
             }),
         };
         // SAFETY: `base` is aligned and large enough for the header (caller's contract, and
@@ -522,8 +526,12 @@ impl RawRing {
         // Pairs with the SeqCst fence in `Subscriber::join_gate`: either we see the new gate,
         // or the joining subscriber sees our cursor and starts at or after it.
         fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence above (the joiner raises it before its own fence).
+        // Another process may write it: clamped to the table, only bounds a loop.
+        let used = self.signal().gates_used.load(Ordering::Relaxed);
+        let used = (used as usize).min(self.gate_count);
         let mut m = upto;
-        for i in 0..self.gate_count {
+        for i in 0..used {
             // Acquire pairs with the Release gate store after a subscriber's read: its reads of
             // the slots below the gate are done before we overwrite them. Only compared.
             let g = self.gate(i).load(Ordering::Acquire);

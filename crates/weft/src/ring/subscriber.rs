@@ -195,6 +195,10 @@ impl<T: bytemuck::Pod> Subscriber<T> {
                         .is_ok()
                 })
                 .expect("the ring's subscriber table is full (Options::max_subscribers)");
+            // SeqCst: part of the same handshake; raised before the fence below.
+            raw.signal()
+                .gates_used
+                .fetch_max(i as u64 + 1, Ordering::SeqCst);
             // Pairs with the SeqCst fence in `min_gate`: if the publisher's scan missed our
             // gate, its cursor at the scan is visible to the load below, and it cannot run
             // further than one window past that cursor before its next scan sees us.
