@@ -120,7 +120,7 @@ fn bounded_ring_loses_nothing_with_a_slow_subscriber() {
 fn mpmc_two_producers_keep_their_order_and_never_duplicate() {
     let n = N / 10;
     // Large enough that the reader is never overrun: everything must arrive.
-    let (tx, ring) = ring::mpmc::<[u64; 2]>(1 << 22);
+    let (tx, ring) = ring::mpmc::<[u64; 2]>(if cfg!(miri) { 64 } else { 1 << 22 });
     let mut rx = ring.subscribe().with_wait_strategy(WaitStrategy::YieldSpin);
     let producers: Vec<_> = (0..2u64)
         .map(|p| {

@@ -56,8 +56,6 @@ fn drop_publisher(shared: &Shared) {
 pub struct Publisher<T: bytemuck::Pod> {
     shared: Arc<Shared>,
     raw: RawRing,
-    /// Next sequence to write.
-    next: u64,
     /// Sequences below `limit` may be written without looking at the gates (`u64::MAX` for a
     /// lossy ring).
     limit: u64,
@@ -75,7 +73,7 @@ impl<T: bytemuck::Pod> fmt::Debug for Publisher<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Publisher")
             .field("capacity", &self.raw.capacity())
-            .field("published", &self.next)
+            .field("published", &self.next())
             .field("bounded", &(self.limit != u64::MAX))
             .finish()
     }
@@ -93,7 +91,6 @@ impl<T: bytemuck::Pod> Publisher<T> {
         Publisher {
             shared,
             raw,
-            next: 0,
             limit: if bounded { 0 } else { u64::MAX },
             ahead,
             strategy: WaitStrategy::default(),
@@ -115,7 +112,7 @@ impl<T: bytemuck::Pod> Publisher<T> {
 
     /// Number of messages published so far (the next sequence number).
     pub fn published(&self) -> u64 {
-        self.next
+        self.next()
     }
 
     /// The ring's capacity in slots.
@@ -132,7 +129,7 @@ impl<T: bytemuck::Pod> Publisher<T> {
     /// Whether `n` more sequences fit, refreshing the cached gate minimum if needed.
     #[inline(always)]
     fn has_room(&mut self, n: u64) -> bool {
-        let last = self.next + n - 1;
+        let last = self.next() + n - 1;
         if last < self.limit {
             return true;
         }
@@ -142,20 +139,27 @@ impl<T: bytemuck::Pod> Publisher<T> {
 
     #[cold]
     fn refresh_limit(&mut self) {
-        let min = self.raw.min_gate(self.next);
+        let min = self.raw.min_gate(self.next());
         self.limit = min.saturating_add(self.ahead);
     }
 
     /// Writes `n = values.len()` sequences and publishes them with one cursor store.
     #[inline(always)]
     fn write_all(&mut self, values: &[T]) {
-        let first = self.next;
+        let first = self.next();
         for (i, v) in values.iter().enumerate() {
             self.raw.write(first + i as u64, v);
         }
         let next = first + values.len() as u64;
-        self.next = next;
         self.commit(next);
+    }
+
+    /// The next sequence to write: the cursor, which only this handle writes, so a Relaxed
+    /// load reads our own last store (keeping the count in the handle as well would cost a
+    /// second store per message).
+    #[inline(always)]
+    fn next(&self) -> u64 {
+        self.raw.cursor().load(Ordering::Relaxed)
     }
 
     #[inline(always)]
@@ -185,7 +189,7 @@ impl<T: bytemuck::Pod> Publisher<T> {
     pub fn publish(&mut self, value: T) {
         // The sequence lives in a local: the atomic stores below could otherwise make the
         // compiler reload it from `self` (a store-to-load round trip per message).
-        let seq = self.next;
+        let seq = self.next();
         if seq >= self.limit && !self.has_room(1) {
             self.wait_for_room(1, None);
         }
@@ -195,7 +199,6 @@ impl<T: bytemuck::Pod> Publisher<T> {
     #[inline(always)]
     fn write_one(&mut self, seq: u64, value: &T) {
         self.raw.write(seq, value);
-        self.next = seq + 1;
         self.commit(seq + 1);
     }
 
@@ -218,7 +221,7 @@ impl<T: bytemuck::Pod> Publisher<T> {
     /// ```
     #[inline]
     pub fn try_publish(&mut self, value: T) -> Result<(), PublishError<T>> {
-        let seq = self.next;
+        let seq = self.next();
         if !self.has_room(1) {
             return Err(PublishError::Full(value));
         }
@@ -251,7 +254,7 @@ impl<T: bytemuck::Pod> Publisher<T> {
         {
             return Err(PublishError::Timeout(value));
         }
-        let seq = self.next;
+        let seq = self.next();
         self.write_one(seq, &value);
         Ok(())
     }
@@ -275,10 +278,10 @@ impl<T: bytemuck::Pod> Publisher<T> {
             // same batch before the cursor says it exists.
             let mut n = (rest.len() as u64).min(self.raw.capacity());
             if !self.has_room(n) {
-                let room = self.limit.saturating_sub(self.next);
+                let room = self.limit.saturating_sub(self.next());
                 n = if room == 0 {
                     self.wait_for_room(1, None);
-                    self.limit.saturating_sub(self.next).clamp(1, n)
+                    self.limit.saturating_sub(self.next()).clamp(1, n)
                 } else {
                     room.min(n)
                 };
@@ -303,7 +306,7 @@ impl<T: bytemuck::Pod> Publisher<T> {
             if waiter.next() == Next::Park {
                 let s = self.raw.signal();
                 let raw = self.raw;
-                let next = self.next;
+                let next = self.next();
                 let ahead = self.ahead;
                 wake::park(
                     &s.pub_waiters,

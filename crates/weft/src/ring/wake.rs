@@ -6,8 +6,10 @@
 //! pays for both: on Linux it runs `membarrier(PRIVATE_EXPEDITED)`, which executes a full
 //! barrier on every running thread of the process, and the publisher's side is then only a
 //! compiler barrier (the asymmetric fence of folly's `asymmetricHeavyBarrier`). Where the
-//! kernel lacks membarrier, both sides use a SeqCst fence. Under loom the publisher's look is
-//! a read-modify-write of the waiter count, which orders the same way and loom can model.
+//! kernel lacks membarrier (or under miri), a parker cannot force the publisher's barrier, so
+//! it sleeps at most 1 ms at a time: a wakeup can then be late, never lost. Under loom the
+//! publisher's look is a read-modify-write of the waiter count, which orders the same way and
+//! loom can model.
 
 use crate::sync::{AtomicU32, Ordering};
 
@@ -57,14 +59,10 @@ pub(crate) fn anyone_waiting(waiters: &AtomicU32) -> bool {
     }
     #[cfg(all(feature = "std", not(loom)))]
     {
-        if mode::asymmetric() {
-            // Pairs with the membarrier in `heavy`: the compiler keeps our stores before the
-            // load; the kernel's barrier on this CPU does the rest.
-            core::sync::atomic::compiler_fence(Ordering::SeqCst);
-        } else {
-            // Pairs with the SeqCst fence in `heavy`.
-            crate::sync::fence(Ordering::SeqCst);
-        }
+        // Pairs with the membarrier in `heavy`: the compiler keeps our stores before the
+        // load; the kernel's barrier on this CPU does the rest. (Without membarrier, parkers
+        // bound their sleep instead: see `park`.)
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
         // Relaxed: ordered by the barrier above (Dekker handshake with `park`).
         waiters.load(Ordering::Relaxed) != 0
     }
@@ -76,16 +74,26 @@ pub(crate) fn anyone_waiting(waiters: &AtomicU32) -> bool {
     }
 }
 
-/// The heavy side, run by a parker between its announcement and its re-check.
-fn heavy() {
+/// The heavy side, run by a parker between its announcement and its re-check. Returns false
+/// when it could not make the publishers' side a full barrier (no membarrier): the parker then
+/// re-checks at least every [`DEGRADED_RECHECK`].
+fn heavy() -> bool {
     #[cfg(all(feature = "std", not(loom)))]
     {
-        if !(mode::asymmetric() && crate::sys::process_barrier()) {
-            // Pairs with the SeqCst fence in `anyone_waiting`.
-            crate::sync::fence(Ordering::SeqCst);
+        if mode::asymmetric() && crate::sys::process_barrier() {
+            return true;
         }
+        // Our half of the handshake still needs a full barrier.
+        crate::sync::fence(Ordering::SeqCst);
+        false
     }
+    #[cfg(any(loom, not(feature = "std")))]
+    true
 }
+
+/// How often a parked thread re-checks when the kernel offers no membarrier (a wakeup can
+/// then be late by this much, never lost).
+const DEGRADED_RECHECK: core::time::Duration = core::time::Duration::from_millis(1);
 
 /// Wakes everyone parked on `notify` if anyone announced a park on `waiters`.
 #[inline(always)]
@@ -117,7 +125,11 @@ pub(crate) fn park(
     let seen = notify.load(Ordering::Acquire);
     // SeqCst: the announcement of the Dekker handshake with `anyone_waiting`.
     waiters.fetch_add(1, Ordering::SeqCst);
-    heavy();
+    let timeout = if heavy() {
+        timeout
+    } else {
+        Some(timeout.map_or(DEGRADED_RECHECK, |t| t.min(DEGRADED_RECHECK)))
+    };
     if !ready() {
         crate::sync::futex::wait(notify, seen, timeout);
     }
