@@ -146,9 +146,9 @@ impl<T: bytemuck::Pod> Publisher<T> {
     /// Writes `n = values.len()` sequences and publishes them with one cursor store.
     #[inline(always)]
     fn write_all(&mut self, values: &[T]) {
-        let first = self.next();
+        let (raw, first) = (self.raw, self.next());
         for (i, v) in values.iter().enumerate() {
-            self.raw.write(first + i as u64, v);
+            raw.write(first + i as u64, v);
         }
         let next = first + values.len() as u64;
         self.commit(next);

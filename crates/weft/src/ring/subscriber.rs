@@ -450,17 +450,19 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         if buf.is_empty() {
             return Ok(0);
         }
+        // Local position and count: the handle is written back once per batch.
+        let (raw, start) = (self.raw, self.pos);
         let mut n = 0;
-        while n < buf.len() {
-            match self.raw.read::<T>(self.pos) {
+        for slot in buf.iter_mut() {
+            match raw.read::<T>(start + n as u64) {
                 Read::Value(v) => {
-                    buf[n] = v;
+                    *slot = v;
                     n += 1;
-                    self.pos += 1;
                 }
                 _ => break,
             }
         }
+        self.pos = start + n as u64;
         if n == 0 {
             buf[0] = self.try_recv()?;
             return Ok(1);
@@ -475,12 +477,13 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     /// When nothing could be received: as [`try_recv`](Subscriber::try_recv); a `Lagged`
     /// after some messages ends the drain early, and is reported by the next call.
     pub fn drain(&mut self, out: &mut Vec<T>) -> Result<usize, RecvError> {
+        let (raw, start) = (self.raw, self.pos);
         let mut n = 0usize;
-        while let Read::Value(v) = self.raw.read::<T>(self.pos) {
+        while let Read::Value(v) = raw.read::<T>(start + n as u64) {
             out.push(v);
             n += 1;
-            self.pos += 1;
         }
+        self.pos = start + n as u64;
         if n == 0 {
             return self.try_recv().map(|v| {
                 out.push(v);
