@@ -411,7 +411,7 @@ impl<T: Msg> Peer<T> for Bus {
 /// Messages per repetition in the single-thread rows.
 const LOCAL: u64 = 1 << 20;
 /// Round trips per repetition.
-const TRIPS: u64 = 20_000;
+const TRIPS: u64 = 10_000;
 /// Messages in the sustained-throughput row.
 const SUSTAINED: u64 = 10_000_000;
 /// Messages in the fan-out and MPMC rows.
