@@ -78,6 +78,15 @@
 //! ring is closed: subscribers drain what is left, get [`RecvError::Closed`], and parked ones
 //! are woken.
 //!
+//! # Cost per message
+//! Publishing (SPMC) is four plain stores (odd stamp, payload, even stamp in one line, then
+//! the cursor in the publisher's own line) and one load of a line that only changes when a
+//! subscriber parks; no read-modify-write and no fence instruction on x86. Receiving is two
+//! loads of the stamp around the payload loads, in the one line the slot occupies. A bounded
+//! (Disruptor-style) ring that never overwrites needs no per-slot stamp and gets by with two
+//! stores; the stamp is the price of letting a slow subscriber be overrun and told exactly
+//! how many messages it lost.
+//!
 //! # Subscriber groups
 //! [`SubscriberGroup`] serves N logical consumers on one thread with one stamp check and one
 //! copy per message, one gate and per-member receive counts. Members always move together:
