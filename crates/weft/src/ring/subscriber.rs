@@ -153,6 +153,13 @@ pub struct Subscriber<T: bytemuck::Pod> {
     skipped: u64,
     /// Our gate entry on a bounded ring.
     gate: Option<usize>,
+    /// A parked bounded publisher is woken when our position crosses a multiple of
+    /// `1 << wake_shift` (a quarter of the ring, or half the publisher's window if smaller),
+    /// not after every read: one wake then frees room for a burst, instead of a wake
+    /// syscall per batch while the publisher keeps refilling the ring.
+    wake_shift: u32,
+    /// `pos >> wake_shift` when we last looked for a parked publisher.
+    woke_block: u64,
     strategy: WaitStrategy,
     _t: PhantomData<fn() -> T>,
 }
@@ -175,6 +182,11 @@ impl<T: bytemuck::Pod> fmt::Debug for Subscriber<T> {
 impl<T: bytemuck::Pod> Subscriber<T> {
     fn join(shared: Arc<Shared>, gated: bool, oldest: bool) -> Subscriber<T> {
         let raw = shared.raw;
+        // Relaxed: geometry written before the ring was shared.
+        let watermark = raw.header().geometry.0.watermark.load(Ordering::Relaxed);
+        let window = raw.capacity().saturating_sub(watermark);
+        let every = (raw.capacity() / 4).min(window / 2).max(1);
+        let wake_shift = every.ilog2();
         let start = |raw: &RawRing| {
             // Acquire pairs with the Release cursor store in `Publisher::commit`.
             let c = raw.cursor().load(Ordering::Acquire);
@@ -219,6 +231,8 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             lagged: 0,
             skipped: 0,
             gate,
+            wake_shift,
+            woke_block: pos >> wake_shift,
             strategy: WaitStrategy::default(),
             _t: PhantomData,
         }
@@ -257,13 +271,17 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     }
 
     #[inline(always)]
-    fn advance_gate(&self) {
+    fn advance_gate(&mut self) {
         if let Some(i) = self.gate {
             // Release pairs with the Acquire gate load in `min_gate`: our reads of the slots
             // below `pos` are done before the publisher reuses them.
             self.raw.gate(i).store(self.pos, Ordering::Release);
-            let s = self.raw.signal();
-            wake::wake(&s.pub_waiters, &s.pub_notify);
+            let block = self.pos >> self.wake_shift;
+            if block != self.woke_block {
+                self.woke_block = block;
+                let s = self.raw.signal();
+                wake::wake(&s.pub_waiters, &s.pub_notify);
+            }
         }
     }
 
