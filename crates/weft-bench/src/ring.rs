@@ -8,7 +8,15 @@
 //! "messages per second" counts delivered messages. MPMC: weft and photon-ring have only
 //! lossy MPMC rings; the row counts delivered messages only, and the number lost is printed.
 
-use crate::harness::{Better, Report, Scenario, pin};
+use crate::harness::{Better, Report, Scenario};
+
+/// Pins the calling thread to `core`. Not `harness::pin`: that one checks the core against
+/// the calling thread's own affinity, which is a single core once the thread was pinned, so a
+/// thread spawned from a pinned thread could never be pinned elsewhere (both sides of a
+/// ping-pong then shared one core).
+fn pin(core: usize) {
+    let _ = weft::affinity::pin_current_thread(core);
+}
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
