@@ -118,6 +118,9 @@ impl<T: Msg> Peer<T> for Weft {
         } else {
             weft::ring::channel::<T>(cap as u64)
         };
+        // A full ring spins, as disruptor's BusySpin and photon-ring do (weft's default,
+        // Adaptive, parks after a while and pays a wake-up per burst).
+        let tx = tx.with_wait_strategy(weft::WaitStrategy::BusySpin);
         let rx = (0..subs).map(|_| ring.subscribe()).collect();
         (tx, rx)
     }
