@@ -1,1 +1,184 @@
-//! (being built)
+//! Named topics in one process: each name holds one broadcast ring of one type, checked at run
+//! time, with one exclusive publisher and any number of subscribers.
+//!
+//! ```
+//! use weft::bus::Bus;
+//! let bus = Bus::new(1024);
+//! let mut prices = bus.publisher::<f64>("prices").unwrap();
+//! let mut rx = bus.subscribe::<f64>("prices").unwrap();
+//! prices.publish(101.5);
+//! assert_eq!(rx.try_recv(), Ok(101.5));
+//! // Another type under the same name is an error, not undefined behaviour.
+//! assert!(bus.subscribe::<u32>("prices").is_err());
+//! ```
+
+use crate::ring::{self, Publisher, Ring, Subscriber};
+use crate::{Error, Result, Role};
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// One topic: its ring, its type, and its publisher while nobody has taken it.
+struct Topic {
+    type_id: TypeId,
+    type_name: &'static str,
+    size: usize,
+    /// A `Ring<T>` of the topic's type.
+    ring: Box<dyn Any + Send + Sync>,
+    /// The `Publisher<T>` until [`Bus::publisher`] takes it.
+    publisher: Option<Box<dyn Any + Send>>,
+}
+
+/// A registry of named broadcast topics, shared by reference (or in an `Arc`) between the
+/// threads of one process. Different names may hold different types.
+///
+/// # Examples
+/// ```
+/// use weft::bus::Bus;
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Tick { price: f64, qty: u64 }
+/// let bus = Bus::new(64);
+/// let mut ticks = bus.subscribe::<Tick>("ticks").unwrap(); // before the publisher exists
+/// let mut tx = bus.publisher::<Tick>("ticks").unwrap();
+/// tx.publish(Tick { price: 1.0, qty: 2 });
+/// assert_eq!(ticks.try_recv().unwrap().qty, 2);
+/// ```
+pub struct Bus {
+    capacity: u64,
+    topics: Mutex<HashMap<String, Topic>>,
+}
+
+impl std::fmt::Debug for Bus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bus")
+            .field("capacity", &self.capacity)
+            .field("topics", &self.topics())
+            .finish()
+    }
+}
+
+impl Bus {
+    /// A bus whose topics are rings of `capacity` slots (rounded up to a power of two).
+    pub fn new(capacity: u64) -> Bus {
+        Bus {
+            capacity,
+            topics: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The names of every topic, sorted.
+    pub fn topics(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.lock().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Topic>> {
+        // A panic while holding the lock cannot leave the map half-updated (every update is
+        // one insert or one field swap), so a poisoned lock is still usable.
+        self.topics.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn fresh<T: bytemuck::Pod>(&self) -> Topic {
+        let (tx, ring) = ring::channel::<T>(self.capacity);
+        Topic {
+            type_id: TypeId::of::<T>(),
+            type_name: std::any::type_name::<T>(),
+            size: size_of::<T>(),
+            ring: Box::new(ring),
+            publisher: Some(Box::new(tx)),
+        }
+    }
+
+    /// Runs `f` on the topic `name` of type `T`, creating it if needed and starting it over
+    /// if its publisher is gone (its old subscribers see `Closed`).
+    fn with_topic<T: bytemuck::Pod, R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&mut Topic) -> Result<R>,
+    ) -> Result<R> {
+        if name.is_empty() {
+            return Err(Error::InvalidName {
+                name: name.into(),
+                reason: "a topic name cannot be empty",
+            });
+        }
+        let mut topics = self.lock();
+        let topic = topics
+            .entry(name.to_string())
+            .or_insert_with(|| self.fresh::<T>());
+        if topic.type_id != TypeId::of::<T>() {
+            return Err(Error::TypeMismatch {
+                name: name.into(),
+                found: topic.type_name.into(),
+                found_size: topic.size as u64,
+                expected: std::any::type_name::<T>().into(),
+                expected_size: size_of::<T>() as u64,
+            });
+        }
+        let ring = topic
+            .ring
+            .downcast_ref::<Ring<T>>()
+            .expect("the type id was checked");
+        if topic.publisher.is_none() && ring.is_closed() {
+            *topic = self.fresh::<T>();
+        }
+        f(topic)
+    }
+
+    /// Takes the publisher of topic `name`, creating the topic if needed. There is one
+    /// publisher per topic; when it is dropped the topic's subscribers drain and see
+    /// `Closed`, and the next call starts the topic over.
+    ///
+    /// # Errors
+    /// - [`Error::TypeMismatch`] when `name` holds another type;
+    /// - [`Error::InUse`] when the publisher is taken and alive;
+    /// - [`Error::InvalidName`] for an empty name.
+    ///
+    /// # Examples
+    /// ```
+    /// let bus = weft::bus::Bus::new(8);
+    /// let tx = bus.publisher::<u64>("a").unwrap();
+    /// assert_eq!(bus.publisher::<u64>("a").unwrap_err().kind(), weft::ErrorKind::InUse);
+    /// drop(tx);
+    /// assert!(bus.publisher::<u64>("a").is_ok());
+    /// ```
+    pub fn publisher<T: bytemuck::Pod>(&self, name: &str) -> Result<Publisher<T>> {
+        self.with_topic::<T, _>(name, |topic| match topic.publisher.take() {
+            Some(p) => Ok(*p
+                .downcast::<Publisher<T>>()
+                .expect("the type id was checked")),
+            None => Err(Error::InUse {
+                name: name.into(),
+                role: Role::Publisher,
+                pid: std::process::id(),
+            }),
+        })
+    }
+
+    /// A subscriber of topic `name` (creating the topic if needed) that starts with the next
+    /// message published.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when `name` holds another type; [`Error::InvalidName`] for an
+    /// empty name.
+    pub fn subscribe<T: bytemuck::Pod>(&self, name: &str) -> Result<Subscriber<T>> {
+        Ok(self.ring::<T>(name)?.subscribe())
+    }
+
+    /// The subscribable ring of topic `name`, for the other ways to subscribe
+    /// ([`Ring::subscribe_from_oldest`], [`Ring::subscribe_group`], ...).
+    ///
+    /// # Errors
+    /// As [`subscribe`](Bus::subscribe).
+    pub fn ring<T: bytemuck::Pod>(&self, name: &str) -> Result<Ring<T>> {
+        self.with_topic::<T, _>(name, |topic| {
+            Ok(topic
+                .ring
+                .downcast_ref::<Ring<T>>()
+                .expect("the type id was checked")
+                .clone())
+        })
+    }
+}

@@ -91,9 +91,16 @@ pub(crate) mod futex {
             model::wait(word, expected);
             true
         }
-        #[cfg(all(not(loom), feature = "std"))]
+        #[cfg(all(not(loom), not(miri), feature = "std"))]
         {
             crate::sys::futex_wait(word, expected, timeout)
+        }
+        // Miri cannot run raw syscalls: a wait is a yield (callers re-check in a loop).
+        #[cfg(all(not(loom), miri, feature = "std"))]
+        {
+            let _ = (word, expected, timeout);
+            std::thread::yield_now();
+            true
         }
         #[cfg(all(not(loom), not(feature = "std")))]
         {
@@ -108,8 +115,10 @@ pub(crate) mod futex {
     pub(crate) fn wake_all(word: &AtomicU32) {
         #[cfg(loom)]
         model::wake_all(word);
-        #[cfg(all(not(loom), feature = "std"))]
+        #[cfg(all(not(loom), not(miri), feature = "std"))]
         crate::sys::futex_wake_all(word);
+        #[cfg(all(not(loom), miri, feature = "std"))]
+        let _ = word;
         #[cfg(all(not(loom), not(feature = "std")))]
         let _ = word;
     }

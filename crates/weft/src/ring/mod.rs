@@ -1,1 +1,383 @@
-//! (being built)
+//! The broadcast ring: a seqlock ring of `T: bytemuck::Pod` slots where every subscriber sees
+//! every message, or learns exactly how many it missed.
+//!
+//! ```
+//! use weft::ring::{self, RecvError};
+//! let (mut tx, ring) = ring::channel::<u64>(1024);
+//! let mut rx = ring.subscribe();
+//! tx.publish(42);
+//! assert_eq!(rx.try_recv(), Ok(42));
+//! assert_eq!(rx.try_recv(), Err(RecvError::Empty));
+//! ```
+//!
+//! # Flavours
+//! - [`channel`]: one publisher (`publish(&mut self)`, plain stores, no read-modify-write),
+//!   any number of subscribers; a slow subscriber is overrun and told so
+//!   ([`RecvError::Lagged`]).
+//! - [`mpmc`]: a cloneable `Send + Sync` [`MpPublisher`]; one `fetch_add` per message.
+//! - [`bounded`]: backpressure. Subscribers made with [`Ring::subscribe`] gate the publisher,
+//!   which never overwrites what a gated subscriber has not read: [`Publisher::try_publish`]
+//!   returns [`PublishError::Full`] with the value, [`Publisher::publish`] waits with its
+//!   [`WaitStrategy`](crate::WaitStrategy), [`Publisher::publish_timeout`] waits at most so long.
+//!
+//! # Layout
+//! The algorithm (`raw.rs`) runs over one block of memory and does not know whether the block
+//! is a heap allocation or a shared-memory mapping; a handle keeps the block alive. Every
+//! field is a fixed-size atomic (`u64` sequences everywhere, no `usize`, no pointers):
+//!
+//! | offset | size | content |
+//! |---:|---:|---|
+//! | 0 | 64 | geometry: capacity, value size, payload words, slot stride, gate count, flags, watermark |
+//! | 64 | 64 | cursor: SPMC: every sequence below it is published; MPMC: the next sequence to claim |
+//! | 128 | 64 | signal: parked-subscriber count, subscriber futex word, parked-publisher count, publisher futex word, live publishers, gates in use |
+//! | 192 | 64 × gates | one gate per gated subscriber: its next sequence, or `u64::MAX` when free |
+//! | then | stride × capacity | slots: a `u64` stamp, then the value as `ceil(size / 8)` `u64` words |
+//!
+//! The stride is the smallest power of two that holds the stamp and the value (at least 16
+//! bytes), so a slot never straddles a line when it fits in one: a value of up to 56 bytes
+//! shares one line with its stamp, and a reader touches one line per message. `u64` messages
+//! pack four to a line, which halves the lines a publisher dirties compared with one slot per
+//! line; [`Options::padded_slots`] gives every slot a line of its own instead.
+//!
+//! # Algorithm
+//! Sequence `s` lives in slot `s & (capacity - 1)`. Its stamp is `2s + 1` while it is being
+//! written and `2s + 2` once complete (0: never written). The writer stores the odd stamp, a
+//! Release fence, the payload words (relaxed atomic stores), then the even stamp with Release,
+//! then the cursor. A reader at `s` loads the stamp with Acquire: equal to `2s + 2`, it copies
+//! the words (relaxed atomic loads), issues an Acquire fence and re-loads the stamp; unchanged,
+//! the copy is whole. A stamp below `2s + 2` means "not yet"; above it, the slot has moved on
+//! a lap: the reader reads the cursor, jumps to the oldest sequence still in the ring and
+//! reports `Lagged { skipped }` with the exact count. Because every payload access is atomic,
+//! a torn copy is detected and discarded, never a data race (the ring is clean under miri).
+//! Values read from the block are only compared or used in saturating arithmetic; indices are
+//! always `seq & mask`, so a hostile writer of shared memory can produce wrong values, never
+//! an out-of-bounds access.
+//!
+//! MPMC producers claim a sequence with `fetch_add` on the cursor, wait until the slot's
+//! previous lap is complete (its stamp is `2(s - capacity) + 2`), then write as above.
+//!
+//! **What a stalled MPMC producer can delay**: a producer preempted between its claim and its
+//! write holds back (1) subscribers reading in order, at its sequence only: the later
+//! messages are already in the ring and follow as soon as it writes; and (2) the producer
+//! that claims the same slot one lap later, which waits for it (and so, after a whole lap of
+//! claims, every producer). Nothing is ever torn, lost or delivered twice because of it;
+//! a subscriber that is overrun meanwhile gets `Lagged` as usual.
+//!
+//! Bounded rings keep a table of gates (Disruptor's gating sequences): a gated subscriber
+//! publishes its position after each read; the publisher caches the minimum and rescans the
+//! table (only the entries ever taken) when it reaches `minimum + capacity - watermark`.
+//!
+//! # Blocking
+//! `recv` loops on `try_recv` under a [`WaitStrategy`](crate::WaitStrategy); `Park` (and `Adaptive`, after
+//! spinning and yielding) sleep on a 32-bit futex word in the header, so the same code works
+//! across processes. The handshake that keeps a wakeup from being lost is a Dekker pair:
+//! the parker announces itself, then re-checks; the publisher stores, then looks for parkers
+//! and makes the wake syscall only when one announced itself. The parker pays for both full
+//! barriers with `membarrier` (see `wake.rs`), so the publisher's side costs a compiler
+//! barrier and one load of a line that stays in its cache. When the last publisher drops, the
+//! ring is closed: subscribers drain what is left, get [`RecvError::Closed`], and parked ones
+//! are woken.
+//!
+//! # Cost per message
+//! Publishing (SPMC) is four plain stores (odd stamp, payload, even stamp in one line, then
+//! the cursor in the publisher's own line) and one load of a line that only changes when a
+//! subscriber parks; no read-modify-write and no fence instruction on x86. Receiving is two
+//! loads of the stamp around the payload loads, in the one line the slot occupies. A bounded
+//! (Disruptor-style) ring that never overwrites needs no per-slot stamp and gets by with two
+//! stores; the stamp is the price of letting a slow subscriber be overrun and told exactly
+//! how many messages it lost.
+//!
+//! # Subscriber groups
+//! [`SubscriberGroup`] serves N logical consumers on one thread with one stamp check and one
+//! copy per message, one gate and per-member receive counts. Members always move together:
+//! a consumer that needs its own pace should be its own [`Subscriber`], which costs one extra
+//! line read per message and nothing on the publisher's side.
+//!
+//! # Memory
+//! [`Options`] selects hugepage-advised and/or locked (`mlock`) memory for a ring (Linux).
+
+mod publisher;
+mod raw;
+mod shared;
+mod subscriber;
+mod wake;
+
+#[cfg(all(test, loom))]
+mod tests {
+    mod loom_ring;
+}
+
+pub use publisher::{MpPublisher, Publisher};
+pub use subscriber::{Ring, Subscriber, SubscriberGroup};
+
+use crate::sync::Arc;
+use core::fmt;
+use raw::{FLAG_BOUNDED, FLAG_MPMC, FLAG_PADDED, MAX_CAPACITY, Shape};
+use shared::Shared;
+
+/// Why a receive gave no value. Converts into [`crate::Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RecvError {
+    /// Nothing new yet.
+    Empty,
+    /// The publisher overwrote `skipped` messages this subscriber had not read; it now
+    /// stands at the oldest message still in the ring.
+    Lagged {
+        /// Exactly how many messages were missed.
+        skipped: u64,
+    },
+    /// Every publisher is gone and every message was received.
+    Closed,
+    /// A `_timeout` call ran out of time.
+    Timeout,
+}
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecvError::Empty => f.write_str("the ring holds no new message"),
+            RecvError::Lagged { skipped } => {
+                write!(
+                    f,
+                    "lagged: {skipped} messages were overwritten before they were read"
+                )
+            }
+            RecvError::Closed => f.write_str("every publisher of the ring is gone"),
+            RecvError::Timeout => f.write_str("timed out waiting for a message"),
+        }
+    }
+}
+
+impl core::error::Error for RecvError {}
+
+impl From<RecvError> for crate::Error {
+    fn from(e: RecvError) -> crate::Error {
+        match e {
+            RecvError::Empty => crate::Error::Empty,
+            RecvError::Lagged { skipped } => crate::Error::Lagged { skipped },
+            RecvError::Closed => crate::Error::Closed,
+            RecvError::Timeout => crate::Error::Timeout,
+        }
+    }
+}
+
+/// Why a publish did not happen; gives the value back. Converts into [`crate::Error`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PublishError<T> {
+    /// A gated subscriber has not made room (bounded rings).
+    Full(T),
+    /// No room came before the timeout.
+    Timeout(T),
+}
+
+impl<T> PublishError<T> {
+    /// The value that was not published.
+    pub fn into_inner(self) -> T {
+        match self {
+            PublishError::Full(v) | PublishError::Timeout(v) => v,
+        }
+    }
+}
+
+impl<T> fmt::Debug for PublishError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PublishError::Full(_) => f.write_str("Full(..)"),
+            PublishError::Timeout(_) => f.write_str("Timeout(..)"),
+        }
+    }
+}
+
+impl<T> fmt::Display for PublishError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PublishError::Full(_) => f.write_str("the ring is full: a gated subscriber is behind"),
+            PublishError::Timeout(_) => f.write_str("timed out waiting for room in the ring"),
+        }
+    }
+}
+
+impl<T> core::error::Error for PublishError<T> {}
+
+impl<T> From<PublishError<T>> for crate::Error {
+    fn from(e: PublishError<T>) -> crate::Error {
+        match e {
+            PublishError::Full(_) => crate::Error::Full,
+            PublishError::Timeout(_) => crate::Error::Timeout,
+        }
+    }
+}
+
+/// How a ring's memory is allocated and how many gated subscribers a bounded ring admits.
+///
+/// # Examples
+/// ```
+/// use weft::ring::Options;
+/// let (mut tx, ring) = weft::ring::channel_with::<u64>(1024, Options::new().hugepages(true)).unwrap();
+/// let mut rx = ring.subscribe();
+/// tx.publish(1);
+/// assert_eq!(rx.try_recv(), Ok(1));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    hugepages: bool,
+    lock: bool,
+    padded: bool,
+    max_subscribers: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options::new()
+    }
+}
+
+impl Options {
+    /// Heap memory, 64 gated subscribers at most.
+    pub const fn new() -> Options {
+        Options {
+            hugepages: false,
+            lock: false,
+            padded: false,
+            max_subscribers: 64,
+        }
+    }
+
+    /// Map the ring with transparent hugepages advised (Linux; needs `std`).
+    pub const fn hugepages(mut self, on: bool) -> Options {
+        self.hugepages = on;
+        self
+    }
+
+    /// Lock the ring's pages in memory (`mlock`; Linux; needs `std` and `RLIMIT_MEMLOCK`).
+    pub const fn lock(mut self, on: bool) -> Options {
+        self.lock = on;
+        self
+    }
+
+    /// Give every slot a cache line of its own (or more), instead of packing small values
+    /// several to a line. Costs memory and a line per message; can help when subscribers
+    /// trail the publisher by a few messages on other cores.
+    pub const fn padded_slots(mut self, on: bool) -> Options {
+        self.padded = on;
+        self
+    }
+
+    /// How many gated subscribers a bounded ring admits at once (default 64; each costs one
+    /// cache line and one load per publisher rescan).
+    pub const fn max_subscribers(mut self, n: u64) -> Options {
+        self.max_subscribers = n;
+        self
+    }
+}
+
+fn shape<T>(capacity: u64, flags: u64, watermark: u64, opts: &Options) -> Shape {
+    let capacity = capacity.clamp(2, MAX_CAPACITY).next_power_of_two();
+    let flags = if opts.padded {
+        flags | FLAG_PADDED
+    } else {
+        flags
+    };
+    Shape {
+        capacity,
+        value_size: core::mem::size_of::<T>() as u64,
+        gates: if flags & FLAG_BOUNDED != 0 {
+            opts.max_subscribers.min(4096)
+        } else {
+            0
+        },
+        flags,
+        watermark: watermark.min(capacity - 1),
+    }
+}
+
+fn build(shape: Shape, opts: &Options) -> crate::Result<Arc<Shared>> {
+    #[cfg(feature = "std")]
+    if opts.hugepages || opts.lock {
+        return Ok(Arc::new(Shared::mapped(shape, opts.hugepages, opts.lock)?));
+    }
+    let _ = opts;
+    Ok(Arc::new(Shared::heap(shape)))
+}
+
+/// A lossy single-publisher ring of `capacity` slots (rounded up to a power of two, at least
+/// 2).
+///
+/// # Examples
+/// ```
+/// let (mut tx, ring) = weft::ring::channel::<[u8; 24]>(100);
+/// assert_eq!(ring.capacity(), 128);
+/// let mut rx = ring.subscribe();
+/// tx.publish([7; 24]);
+/// assert_eq!(rx.try_recv(), Ok([7; 24]));
+/// ```
+pub fn channel<T: bytemuck::Pod>(capacity: u64) -> (Publisher<T>, Ring<T>) {
+    channel_with(capacity, Options::new()).expect("heap rings cannot fail")
+}
+
+/// [`channel`] with [`Options`].
+///
+/// # Errors
+/// `Error::Io` when the memory cannot be mapped or locked.
+pub fn channel_with<T: bytemuck::Pod>(
+    capacity: u64,
+    opts: Options,
+) -> crate::Result<(Publisher<T>, Ring<T>)> {
+    let shared = build(shape::<T>(capacity, 0, 0, &opts), &opts)?;
+    Ok((Publisher::new(shared.clone()), Ring::new(shared)))
+}
+
+/// A lossy ring with a cloneable multi-producer publisher.
+///
+/// # Examples
+/// ```
+/// let (tx, ring) = weft::ring::mpmc::<u64>(8);
+/// let mut rx = ring.subscribe();
+/// tx.clone().publish(1);
+/// assert_eq!(rx.try_recv(), Ok(1));
+/// ```
+pub fn mpmc<T: bytemuck::Pod>(capacity: u64) -> (MpPublisher<T>, Ring<T>) {
+    mpmc_with(capacity, Options::new()).expect("heap rings cannot fail")
+}
+
+/// [`mpmc`] with [`Options`].
+///
+/// # Errors
+/// `Error::Io` when the memory cannot be mapped or locked.
+pub fn mpmc_with<T: bytemuck::Pod>(
+    capacity: u64,
+    opts: Options,
+) -> crate::Result<(MpPublisher<T>, Ring<T>)> {
+    let shared = build(shape::<T>(capacity, FLAG_MPMC, 0, &opts), &opts)?;
+    Ok((MpPublisher::new(shared.clone()), Ring::new(shared)))
+}
+
+/// A single-publisher ring with backpressure: the publisher keeps `watermark` slots free and
+/// never overwrites a message a gated subscriber has not read.
+///
+/// # Examples
+/// ```
+/// let (mut tx, ring) = weft::ring::bounded::<u64>(4, 1);
+/// let mut rx = ring.subscribe();
+/// for i in 0..3 {
+///     tx.try_publish(i).unwrap();
+/// }
+/// assert!(tx.try_publish(3).is_err()); // one slot kept free
+/// assert_eq!(rx.try_recv(), Ok(0));
+/// ```
+pub fn bounded<T: bytemuck::Pod>(capacity: u64, watermark: u64) -> (Publisher<T>, Ring<T>) {
+    bounded_with(capacity, watermark, Options::new()).expect("heap rings cannot fail")
+}
+
+/// [`bounded`] with [`Options`].
+///
+/// # Errors
+/// `Error::Io` when the memory cannot be mapped or locked.
+pub fn bounded_with<T: bytemuck::Pod>(
+    capacity: u64,
+    watermark: u64,
+    opts: Options,
+) -> crate::Result<(Publisher<T>, Ring<T>)> {
+    let shared = build(shape::<T>(capacity, FLAG_BOUNDED, watermark, &opts), &opts)?;
+    Ok((Publisher::new(shared.clone()), Ring::new(shared)))
+}

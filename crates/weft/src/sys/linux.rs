@@ -285,6 +285,25 @@ pub(crate) fn futex_wake_all(word: &AtomicU32) {
         rustix::thread::futex::wake(word, rustix::thread::futex::Flags::empty(), i32::MAX as u32);
 }
 
+/// Registers this process for [`process_barrier`]. Returns whether the kernel supports it
+/// (`membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)`); idempotent.
+pub(crate) fn process_barrier_register() -> bool {
+    use rustix::thread::{MembarrierCommand, membarrier, membarrier_query};
+    let q = membarrier_query();
+    q.contains_command(MembarrierCommand::PrivateExpedited)
+        && q.contains_command(MembarrierCommand::RegisterPrivateExpedited)
+        && membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
+}
+
+/// Makes every thread of this process that is running now execute a full memory barrier
+/// (`membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`), so that the other side of a Dekker
+/// handshake can get away with a compiler barrier. Returns false if the call failed (then the
+/// caller must not rely on it). Needs [`process_barrier_register`] first.
+pub(crate) fn process_barrier() -> bool {
+    use rustix::thread::{MembarrierCommand, membarrier};
+    membarrier(MembarrierCommand::PrivateExpedited).is_ok()
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine (and across pid
 /// namespaces), so it can stamp heartbeats that other processes read.
 pub(crate) fn monotonic_ns() -> u64 {

@@ -1,0 +1,507 @@
+//! Publishers: the single-writer SPMC publisher (plain stores, no read-modify-write), its
+//! bounded form (waits for gated subscribers), and the cloneable MPMC publisher (one
+//! `fetch_add` per message to claim a sequence).
+
+use super::raw::{FLAG_BOUNDED, RawRing};
+use super::shared::Shared;
+use super::{PublishError, wake};
+use crate::WaitStrategy;
+use crate::sync::{Arc, Ordering};
+use crate::wait::{Next, Waiter};
+use core::fmt;
+use core::marker::PhantomData;
+
+/// Marks one more live publisher on `shared`.
+pub(super) fn add_publisher(shared: &Shared) {
+    // Relaxed: the new handle comes from an existing one (or the constructor), which keeps
+    // the count above zero while we add; a subscriber's Acquire load pairs with the
+    // decrement in `drop_publisher`, not with this increment.
+    shared
+        .raw
+        .signal()
+        .publishers
+        .fetch_add(1, Ordering::Relaxed);
+}
+
+/// Drops one publisher; the last one closes the ring and wakes every parked subscriber.
+fn drop_publisher(shared: &Shared) {
+    let signal = shared.raw.signal();
+    // AcqRel: the Release half pairs with the Acquire load of `publishers` in
+    // `Subscriber::closed`, so a subscriber that sees 0 sees every message we published;
+    // the Acquire half orders the other publishers' writes before our wake.
+    if signal.publishers.fetch_sub(1, Ordering::AcqRel) == 1 {
+        wake::wake_always(&signal.notify);
+    }
+}
+
+/// The single publisher of a [`channel`](super::channel) or [`bounded`](super::bounded) ring.
+///
+/// `publish` takes `&mut self`: one thread writes, with plain stores and no read-modify-write
+/// on the hot path. Dropping the publisher closes the ring: subscribers receive what is left,
+/// then [`RecvError::Closed`](super::RecvError::Closed).
+///
+/// # Examples
+/// ```
+/// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+/// let mut rx = ring.subscribe();
+/// tx.publish(7);
+/// assert_eq!(rx.try_recv(), Ok(7));
+/// ```
+///
+/// A publisher cannot be shared between threads without `&mut`:
+/// ```compile_fail
+/// let (tx, _ring) = weft::ring::channel::<u64>(8);
+/// tx.publish(1); // needs `mut tx`
+/// ```
+pub struct Publisher<T: bytemuck::Pod> {
+    shared: Arc<Shared>,
+    raw: RawRing,
+    /// Sequences below `limit` may be written without looking at the gates (`u64::MAX` for a
+    /// lossy ring).
+    limit: u64,
+    /// `capacity - watermark`: how far ahead of the slowest gated subscriber we may run.
+    ahead: u64,
+    strategy: WaitStrategy,
+    _t: PhantomData<fn(T) -> T>,
+}
+
+// SAFETY: the handle owns its sequence counter; the ring memory is reached through atomics
+// and kept alive by the Arc.
+unsafe impl<T: bytemuck::Pod> Send for Publisher<T> {}
+
+impl<T: bytemuck::Pod> fmt::Debug for Publisher<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Publisher")
+            .field("capacity", &self.raw.capacity())
+            .field("published", &self.next())
+            .field("bounded", &(self.limit != u64::MAX))
+            .finish()
+    }
+}
+
+impl<T: bytemuck::Pod> Publisher<T> {
+    pub(super) fn new(shared: Arc<Shared>) -> Publisher<T> {
+        add_publisher(&shared);
+        let raw = shared.raw;
+        let g = &raw.header().geometry.0;
+        // Relaxed: geometry written before the ring was shared.
+        let bounded = g.flags.load(Ordering::Relaxed) & FLAG_BOUNDED != 0;
+        let watermark = g.watermark.load(Ordering::Relaxed);
+        let ahead = raw.capacity().saturating_sub(watermark).max(1);
+        Publisher {
+            shared,
+            raw,
+            limit: if bounded { 0 } else { u64::MAX },
+            ahead,
+            strategy: WaitStrategy::default(),
+            _t: PhantomData,
+        }
+    }
+
+    /// Sets how a bounded publisher waits for room (default [`WaitStrategy::Adaptive`]).
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, _ring) = weft::ring::bounded::<u64>(8, 0);
+    /// let _tx = tx.with_wait_strategy(weft::WaitStrategy::BusySpin);
+    /// ```
+    pub fn with_wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Number of messages published so far (the next sequence number).
+    pub fn published(&self) -> u64 {
+        self.next()
+    }
+
+    /// The ring's capacity in slots.
+    pub fn capacity(&self) -> u64 {
+        self.raw.capacity()
+    }
+
+    /// Whether the next message would have to wait (bounded rings only; always false for a
+    /// lossy ring). A subscriber may free room at any time: `true` can be stale.
+    pub fn is_full(&mut self) -> bool {
+        !self.has_room(1)
+    }
+
+    /// Whether `n` more sequences fit, refreshing the cached gate minimum if needed.
+    #[inline(always)]
+    fn has_room(&mut self, n: u64) -> bool {
+        let last = self.next() + n - 1;
+        if last < self.limit {
+            return true;
+        }
+        self.refresh_limit();
+        last < self.limit
+    }
+
+    #[cold]
+    fn refresh_limit(&mut self) {
+        let min = self.raw.min_gate(self.next());
+        self.limit = min.saturating_add(self.ahead);
+    }
+
+    /// Writes `n = values.len()` sequences and publishes them with one cursor store.
+    #[inline(always)]
+    fn write_all(&mut self, values: &[T]) {
+        let (raw, first) = (self.raw, self.next());
+        for (i, v) in values.iter().enumerate() {
+            raw.write(first + i as u64, v);
+        }
+        let next = first + values.len() as u64;
+        self.commit(next);
+    }
+
+    /// The next sequence to write: the cursor, which only this handle writes, so a Relaxed
+    /// load reads our own last store (keeping the count in the handle as well would cost a
+    /// second store per message).
+    #[inline(always)]
+    fn next(&self) -> u64 {
+        self.raw.cursor().load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    fn commit(&self, next: u64) {
+        // Release pairs with the Acquire cursor loads in `Subscriber::lag` and `latest`.
+        self.raw.cursor().store(next, Ordering::Release);
+        let s = self.raw.signal();
+        wake::wake(&s.waiters, &s.notify);
+    }
+
+    /// Publishes `value`. On a lossy ring this never waits (the oldest message is overwritten
+    /// and slow subscribers see [`Lagged`](super::RecvError::Lagged)); on a bounded ring it
+    /// waits with the publisher's wait strategy until the slowest gated subscriber makes room.
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u32>(4);
+    /// let mut rx = ring.subscribe();
+    /// for i in 0..6 {
+    ///     tx.publish(i);
+    /// }
+    /// // Two were overwritten: the subscriber learns exactly how many.
+    /// assert_eq!(rx.try_recv(), Err(weft::ring::RecvError::Lagged { skipped: 3 }));
+    /// assert_eq!(rx.try_recv(), Ok(3));
+    /// ```
+    #[inline]
+    pub fn publish(&mut self, value: T) {
+        // The sequence lives in a local: the atomic stores below could otherwise make the
+        // compiler reload it from `self` (a store-to-load round trip per message).
+        let seq = self.next();
+        if seq >= self.limit && !self.has_room(1) {
+            self.wait_for_room(1, None);
+        }
+        self.write_one(seq, &value);
+    }
+
+    #[inline(always)]
+    fn write_one(&mut self, seq: u64, value: &T) {
+        self.raw.write(seq, value);
+        self.commit(seq + 1);
+    }
+
+    /// Publishes `value` if there is room now.
+    ///
+    /// # Errors
+    /// [`PublishError::Full`] with the value when a gated subscriber has not made room
+    /// (bounded rings only).
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::ring::PublishError;
+    /// let (mut tx, ring) = weft::ring::bounded::<u64>(2, 0);
+    /// let mut rx = ring.subscribe();
+    /// tx.try_publish(1).unwrap();
+    /// tx.try_publish(2).unwrap();
+    /// assert_eq!(tx.try_publish(3), Err(PublishError::Full(3)));
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// tx.try_publish(3).unwrap();
+    /// ```
+    #[inline]
+    pub fn try_publish(&mut self, value: T) -> Result<(), PublishError<T>> {
+        let seq = self.next();
+        if !self.has_room(1) {
+            return Err(PublishError::Full(value));
+        }
+        self.write_one(seq, &value);
+        Ok(())
+    }
+
+    /// Publishes `value`, waiting at most `timeout` for room.
+    ///
+    /// # Errors
+    /// [`PublishError::Timeout`] with the value when no room came in time.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let (mut tx, ring) = weft::ring::bounded::<u64>(2, 0);
+    /// let _rx = ring.subscribe();
+    /// tx.publish(1);
+    /// tx.publish(2);
+    /// let e = tx.publish_timeout(3, Duration::from_millis(1)).unwrap_err();
+    /// assert_eq!(e.into_inner(), 3);
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn publish_timeout(
+        &mut self,
+        value: T,
+        timeout: core::time::Duration,
+    ) -> Result<(), PublishError<T>> {
+        if !self.has_room(1) && !self.wait_for_room(1, Some(crate::wait::Deadline::after(timeout)))
+        {
+            return Err(PublishError::Timeout(value));
+        }
+        let seq = self.next();
+        self.write_one(seq, &value);
+        Ok(())
+    }
+
+    /// Publishes every value of `values` in order, with one cursor update (and one wake
+    /// check) per batch. On a bounded ring it publishes as much as fits, waits, and goes on.
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(64);
+    /// let mut rx = ring.subscribe();
+    /// tx.publish_batch(&[1, 2, 3]);
+    /// let mut buf = [0u64; 8];
+    /// assert_eq!(rx.recv_batch(&mut buf), Ok(3));
+    /// assert_eq!(&buf[..3], &[1, 2, 3]);
+    /// ```
+    pub fn publish_batch(&mut self, values: &[T]) {
+        let mut rest = values;
+        while !rest.is_empty() {
+            // At most one lap per write-out, so that no write overwrites a sequence of the
+            // same batch before the cursor says it exists.
+            let mut n = (rest.len() as u64).min(self.raw.capacity());
+            if !self.has_room(n) {
+                let room = self.limit.saturating_sub(self.next());
+                n = if room == 0 {
+                    self.wait_for_room(1, None);
+                    self.limit.saturating_sub(self.next()).clamp(1, n)
+                } else {
+                    room.min(n)
+                };
+            }
+            let (now, later) = rest.split_at(n as usize);
+            self.write_all(now);
+            rest = later;
+        }
+    }
+
+    /// Waits until `n` sequences fit or the deadline passes; returns whether they fit.
+    #[cold]
+    fn wait_for_room(&mut self, n: u64, deadline: Option<Deadline>) -> bool {
+        let mut waiter = Waiter::new(self.strategy);
+        loop {
+            if self.has_room(n) {
+                return true;
+            }
+            if deadline_expired(&deadline) {
+                return false;
+            }
+            if waiter.next() == Next::Park {
+                let s = self.raw.signal();
+                let raw = self.raw;
+                let next = self.next();
+                let ahead = self.ahead;
+                wake::park(
+                    &s.pub_waiters,
+                    &s.pub_notify,
+                    park_timeout(&deadline),
+                    || raw.min_gate(next).saturating_add(ahead) > next + n - 1,
+                );
+            }
+        }
+    }
+}
+
+impl<T: bytemuck::Pod> Drop for Publisher<T> {
+    fn drop(&mut self) {
+        drop_publisher(&self.shared);
+    }
+}
+
+#[cfg(feature = "std")]
+pub(super) type Deadline = crate::wait::Deadline;
+/// Without std there is no clock: deadlines do not exist.
+#[cfg(not(feature = "std"))]
+pub(super) type Deadline = core::convert::Infallible;
+
+#[inline]
+pub(super) fn deadline_expired(d: &Option<Deadline>) -> bool {
+    #[cfg(feature = "std")]
+    {
+        d.as_ref().is_some_and(|d| d.expired())
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        let _ = d;
+        false
+    }
+}
+
+/// How long a park may last: the time left, or a 100 ms re-check bound without a deadline
+/// (every wait stays bounded, so a peer that vanished is noticed by the caller's loop).
+#[inline]
+pub(super) fn park_timeout(d: &Option<Deadline>) -> Option<core::time::Duration> {
+    #[cfg(feature = "std")]
+    {
+        Some(
+            d.as_ref()
+                .and_then(|d| d.remaining())
+                .unwrap_or(core::time::Duration::from_millis(100)),
+        )
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        let _ = d;
+        None
+    }
+}
+
+/// A cloneable, `Send + Sync` publisher of an [`mpmc`](super::mpmc) ring.
+///
+/// Each `publish` claims a sequence with one `fetch_add`, waits until the slot's previous lap
+/// is complete, and writes it. What a stalled producer (preempted between its claim and its
+/// write) can delay, and all it can delay: subscribers reading in order stop at its sequence
+/// until it finishes (messages after it are already in the ring and are delivered right
+/// after), and producers that claim the same slot one lap later wait for it. It never
+/// corrupts a message and never makes one be delivered twice.
+///
+/// The ring closes when the last clone is dropped.
+///
+/// # Examples
+/// ```
+/// let (tx, ring) = weft::ring::mpmc::<u64>(16);
+/// let mut rx = ring.subscribe();
+/// let tx2 = tx.clone();
+/// std::thread::spawn(move || tx2.publish(1)).join().unwrap();
+/// tx.publish(2);
+/// let mut got = [rx.try_recv().unwrap(), rx.try_recv().unwrap()];
+/// got.sort();
+/// assert_eq!(got, [1, 2]);
+/// ```
+pub struct MpPublisher<T: bytemuck::Pod> {
+    shared: Arc<Shared>,
+    raw: RawRing,
+    strategy: WaitStrategy,
+    _t: PhantomData<fn(T) -> T>,
+}
+
+// SAFETY: `publish` takes `&self` and coordinates through the atomic claim counter and the
+// slot stamps; the memory is kept alive by the Arc.
+unsafe impl<T: bytemuck::Pod> Send for MpPublisher<T> {}
+// SAFETY: as for Send.
+unsafe impl<T: bytemuck::Pod> Sync for MpPublisher<T> {}
+
+impl<T: bytemuck::Pod> fmt::Debug for MpPublisher<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MpPublisher")
+            .field("capacity", &self.raw.capacity())
+            .finish()
+    }
+}
+
+impl<T: bytemuck::Pod> Clone for MpPublisher<T> {
+    fn clone(&self) -> Self {
+        add_publisher(&self.shared);
+        MpPublisher {
+            shared: self.shared.clone(),
+            raw: self.raw,
+            strategy: self.strategy,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: bytemuck::Pod> MpPublisher<T> {
+    pub(super) fn new(shared: Arc<Shared>) -> MpPublisher<T> {
+        add_publisher(&shared);
+        let raw = shared.raw;
+        MpPublisher {
+            shared,
+            raw,
+            strategy: WaitStrategy::BusySpin,
+            _t: PhantomData,
+        }
+    }
+
+    /// Sets how this handle waits for a slot still being written one lap earlier by a stalled
+    /// producer (default [`WaitStrategy::BusySpin`]; `Park` and `Adaptive` yield instead, as
+    /// the wait is always short unless a producer was preempted).
+    pub fn with_wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// The ring's capacity in slots.
+    pub fn capacity(&self) -> u64 {
+        self.raw.capacity()
+    }
+
+    #[inline(always)]
+    fn wait_slot(&self, seq: u64) {
+        if !self.raw.slot_free(seq) {
+            self.wait_slot_slow(seq);
+        }
+    }
+
+    #[cold]
+    fn wait_slot_slow(&self, seq: u64) {
+        let mut w = Waiter::new(self.strategy);
+        while !self.raw.slot_free(seq) {
+            if w.next() == Next::Park {
+                crate::sync::yield_now();
+            }
+        }
+    }
+
+    /// Publishes `value` (claims the next sequence and writes it).
+    #[inline]
+    pub fn publish(&self, value: T) {
+        // Relaxed: the claim only hands out distinct numbers; ordering with the previous lap
+        // comes from `slot_free`'s Acquire, and publication from the stamp's Release.
+        let seq = self.raw.cursor().fetch_add(1, Ordering::Relaxed);
+        self.wait_slot(seq);
+        self.raw.write(seq, &value);
+        let s = self.raw.signal();
+        wake::wake(&s.waiters, &s.notify);
+    }
+
+    /// Publishes `values` as consecutive sequences with one claim.
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, ring) = weft::ring::mpmc::<u64>(16);
+    /// let mut rx = ring.subscribe();
+    /// tx.publish_batch(&[1, 2]);
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// assert_eq!(rx.try_recv(), Ok(2));
+    /// ```
+    pub fn publish_batch(&self, values: &[T]) {
+        for chunk in values.chunks(self.raw.capacity() as usize) {
+            // Relaxed: as in `publish`.
+            let first = self
+                .raw
+                .cursor()
+                .fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            for (i, v) in chunk.iter().enumerate() {
+                let seq = first + i as u64;
+                self.wait_slot(seq);
+                self.raw.write(seq, v);
+            }
+            let s = self.raw.signal();
+            wake::wake(&s.waiters, &s.notify);
+        }
+    }
+}
+
+impl<T: bytemuck::Pod> Drop for MpPublisher<T> {
+    fn drop(&mut self) {
+        drop_publisher(&self.shared);
+    }
+}

@@ -1,0 +1,625 @@
+//! The ring over raw memory: a fenced seqlock per slot (the kernel's seqcount, with the stamp
+//! beside the value and the sequence number inside the stamp), Disruptor-style gating
+//! sequences for backpressure. Knows nothing of where its memory lives.
+//!
+//! Every field is an atomic, so that a value written by another process (or a hostile one) is
+//! at worst a wrong number, never a data race; stamps are only compared and slot indices are
+//! always `seq & mask`, so no value read from the memory ever indexes anything.
+
+use crate::sync::{AtomicU32, AtomicU64, Ordering, fence};
+use core::mem::{MaybeUninit, size_of};
+use core::ptr::{self, NonNull};
+
+/// The cache line size the layout pads to (x86-64 and most AArch64 cores; 128-byte-line
+/// machines still work, with some false sharing between adjacent fields).
+pub(crate) const LINE: usize = 64;
+
+/// A gate that belongs to no subscriber.
+pub(crate) const GATE_FREE: u64 = u64::MAX;
+
+/// Header flag: the cursor is a claim counter shared by several producers.
+pub(crate) const FLAG_MPMC: u64 = 1;
+/// Header flag: the publisher waits for gated subscribers.
+pub(crate) const FLAG_BOUNDED: u64 = 2;
+
+/// Header flag: one slot per cache line at least (see `Shape::stride`).
+pub(crate) const FLAG_PADDED: u64 = 4;
+
+/// Largest capacity accepted (2^40 slots): keeps `2 * seq + 2` far from overflow for any
+/// realistic run and the memory size within `usize`.
+pub(crate) const MAX_CAPACITY: u64 = 1 << 40;
+
+/// One field on its own cache line, so that writers of different fields do not contend.
+#[repr(C, align(64))]
+#[derive(Debug)]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+/// The geometry, written once by the creator before the memory is shared, then read-only.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct Geometry {
+    /// Number of slots, a power of two in `2 ..= MAX_CAPACITY`.
+    pub(crate) capacity: AtomicU64,
+    /// `size_of::<T>()` of the value type, in bytes.
+    pub(crate) value_size: AtomicU64,
+    /// Payload words per slot: `ceil(value_size / 8)`.
+    pub(crate) words: AtomicU64,
+    /// Bytes from one slot to the next: a multiple of 64.
+    pub(crate) stride: AtomicU64,
+    /// Number of gate entries after the header.
+    pub(crate) gates: AtomicU64,
+    /// `FLAG_MPMC | FLAG_BOUNDED`.
+    pub(crate) flags: AtomicU64,
+    /// Slots a bounded publisher keeps free ahead of the slowest gated subscriber.
+    pub(crate) watermark: AtomicU64,
+}
+
+/// Wake-up words and the publisher count: written by subscribers only when they park, by the
+/// publisher only when someone parked, so the publisher's per-message read of `waiters` hits
+/// a line that stays shared in its cache.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct Signal {
+    /// Subscribers that announced they are about to park (count, written by subscribers).
+    pub(crate) waiters: AtomicU32,
+    /// Futex word subscribers park on; the publisher bumps it (wrapping) before a wake.
+    pub(crate) notify: AtomicU32,
+    /// Publishers of a bounded ring that announced they are about to park.
+    pub(crate) pub_waiters: AtomicU32,
+    /// Futex word bounded publishers park on; subscribers bump it when they free room.
+    pub(crate) pub_notify: AtomicU32,
+    /// Live publishers; 0 means closed. Written by publisher handles on clone and drop.
+    pub(crate) publishers: AtomicU64,
+    /// Gates ever taken (a high-water mark in `0 ..= gates`, only grows): the publisher scans
+    /// only these. Written by joining subscribers.
+    pub(crate) gates_used: AtomicU64,
+}
+
+/// The ring header, `#[repr(C)]`, at offset 0 of the ring memory:
+///
+/// | offset | line | field | writer |
+/// |---:|---|---|---|
+/// | 0 | geometry | capacity, value_size, words, stride, gates, flags, watermark (u64 each) | creator, once |
+/// | 64 | cursor | u64: SPMC: sequences below it are published; MPMC: next sequence to claim | publisher(s) |
+/// | 128 | signal | waiters u32, notify u32, pub_waiters u32, pub_notify u32, publishers u64, gates_used u64 | see [`Signal`] |
+///
+/// followed by `gates` lines of one u64 each (a gated subscriber's next sequence, or
+/// [`GATE_FREE`]), then `capacity` slots of `stride` bytes: a u64 stamp and `words` u64
+/// payload words. A stamp is `2 * seq + 1` while `seq` is being written and `2 * seq + 2` once
+/// it is complete; 0 means never written.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct Header {
+    pub(crate) geometry: Padded<Geometry>,
+    pub(crate) cursor: Padded<AtomicU64>,
+    pub(crate) signal: Padded<Signal>,
+}
+
+/// The stamp of a slot whose sequence `seq` is complete.
+#[inline(always)]
+pub(crate) const fn done(seq: u64) -> u64 {
+    seq.wrapping_mul(2).wrapping_add(2)
+}
+
+/// The stamp of a slot whose sequence `seq` is being written.
+#[inline(always)]
+const fn writing(seq: u64) -> u64 {
+    seq.wrapping_mul(2).wrapping_add(1)
+}
+
+/// What a read of one sequence found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Read<T> {
+    /// The value, copied out whole.
+    Value(T),
+    /// The sequence has not been (completely) written yet.
+    NotYet,
+    /// The slot has moved on to a later lap: the sequence was overwritten.
+    Overrun,
+}
+
+/// The geometry a caller asks for, checked and rounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub(crate) capacity: u64,
+    pub(crate) value_size: u64,
+    pub(crate) gates: u64,
+    pub(crate) flags: u64,
+    pub(crate) watermark: u64,
+}
+
+/// Size of one atomic word in the layout (8 bytes; larger only in the loom model, whose atomics
+/// carry bookkeeping).
+const WORD: usize = size_of::<AtomicU64>();
+
+impl Shape {
+    /// Payload words per slot.
+    pub(crate) fn words(&self) -> usize {
+        (self.value_size as usize).div_ceil(8)
+    }
+
+    /// Bytes per slot: stamp and payload, rounded up to whole cache lines.
+    ///
+    /// The smallest power of two that holds the stamp and the payload, at least 16 bytes, or a
+    /// whole line per slot when `padded`: always a power of two, so that a slot never
+    /// straddles a line when it fits in one (a value of up to 56 bytes shares its stamp's
+    /// line) and the slot offset is a shift. Dense slots (four `u64` messages per line) write
+    /// and read fewer lines per message; padded slots keep a reader of one slot from sharing
+    /// a line with the publisher writing the next one.
+    pub(crate) fn stride(&self) -> usize {
+        let dense = (WORD * (1 + self.words())).next_power_of_two().max(16);
+        if self.flags & FLAG_PADDED != 0 {
+            dense.max(LINE)
+        } else {
+            dense
+        }
+    }
+
+    fn gates_offset() -> usize {
+        size_of::<Header>().div_ceil(LINE) * LINE
+    }
+
+    fn slots_offset(&self) -> usize {
+        Self::gates_offset() + self.gates as usize * size_of::<Padded<AtomicU64>>()
+    }
+
+    /// Total bytes of ring memory (header, gates, slots), aligned to [`LINE`].
+    pub(crate) fn bytes(&self) -> usize {
+        self.slots_offset() + self.capacity as usize * self.stride()
+    }
+}
+
+/// The ring algorithm over a block of memory laid out as [`Header`] describes. Holds only
+/// pointers into the block; whoever made it keeps the block alive (see `Shared`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawRing {
+    header: NonNull<Header>,
+    gates: *const Padded<AtomicU64>,
+    slots: *const u8,
+    mask: u64,
+    capacity: u64,
+    /// `log2(stride)`.
+    shift: u32,
+    gate_count: usize,
+}
+
+impl RawRing {
+    /// Writes a fresh header, free gates and empty slots into `base`.
+    ///
+    /// # Safety
+    /// - `base` is aligned to [`LINE`], valid for reads and writes of `shape.bytes()` bytes, and
+    ///   stays so (and is accessed only through `RawRing`s) for as long as any copy of the
+    ///   returned value is used;
+    /// - nothing else accesses the block during this call;
+    /// - `shape.capacity` is a power of two in `2 ..= MAX_CAPACITY`.
+    pub(crate) unsafe fn init(base: NonNull<u8>, shape: Shape) -> RawRing {
+        debug_assert!(shape.capacity.is_power_of_two() && shape.capacity >= 2);
+        let h = base.cast::<Header>().as_ptr();
+        let header = Header {
+            geometry: Padded(Geometry {
+                capacity: AtomicU64::new(shape.capacity),
+                value_size: AtomicU64::new(shape.value_size),
+                words: AtomicU64::new(shape.words() as u64),
+                stride: AtomicU64::new(shape.stride() as u64),
+                gates: AtomicU64::new(shape.gates),
+                flags: AtomicU64::new(shape.flags),
+                watermark: AtomicU64::new(shape.watermark),
+            }),
+            cursor: Padded(AtomicU64::new(0)),
+            signal: Padded(Signal {
+                waiters: AtomicU32::new(0),
+                notify: AtomicU32::new(0),
+                pub_waiters: AtomicU32::new(0),
+                pub_notify: AtomicU32::new(0),
+                publishers: AtomicU64::new(0),
+                gates_used: AtomicU64::new(0),
+            }),
+        };
+        // SAFETY: `base` is aligned and large enough for the header (caller's contract, and
+        // `bytes()` starts with it); nothing else accesses the block now.
+        unsafe { ptr::write(h, header) };
+        let ring = RawRing {
+            header: base.cast(),
+            // SAFETY: both offsets are within `shape.bytes()` (see `Shape::bytes`).
+            gates: unsafe { base.as_ptr().add(Shape::gates_offset()) }.cast(),
+            // SAFETY: as above.
+            slots: unsafe { base.as_ptr().add(shape.slots_offset()) },
+            mask: shape.capacity - 1,
+            capacity: shape.capacity,
+            shift: shape.stride().trailing_zeros(),
+            gate_count: shape.gates as usize,
+        };
+        for i in 0..ring.gate_count {
+            // SAFETY: gate `i < gates` lies within the block, aligned to 64 by construction.
+            unsafe {
+                ptr::write(
+                    ring.gates.add(i).cast_mut(),
+                    Padded(AtomicU64::new(GATE_FREE)),
+                )
+            };
+        }
+        for i in 0..shape.capacity {
+            let slot = ring.slot_ptr(i);
+            for w in 0..=shape.words() {
+                // SAFETY: word `w <= words` of slot `i < capacity` lies within the block; slots
+                // are 64-aligned and words 8-aligned.
+                unsafe {
+                    ptr::write(
+                        slot.add(w * WORD).cast::<AtomicU64>().cast_mut(),
+                        AtomicU64::new(0),
+                    )
+                };
+            }
+        }
+        ring
+    }
+
+    /// Attaches to memory that another party initialised, validating the geometry against
+    /// the length of the block and the value size the caller expects.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`](crate::Error::Corrupt) when any header field is impossible.
+    ///
+    /// # Safety
+    /// `base` is aligned to [`LINE`], valid for reads and writes of `len` bytes for as long as
+    /// any copy of the returned value is used, and accessed only through atomics.
+    #[allow(dead_code)] // the seam for rings placed in shared memory by another process
+    pub(crate) unsafe fn attach(
+        base: NonNull<u8>,
+        len: usize,
+        value_size: u64,
+        name: &str,
+    ) -> crate::Result<RawRing> {
+        use crate::Error;
+        if len < size_of::<Header>() {
+            return Err(Error::corrupt(
+                name,
+                "ring length",
+                len as u64,
+                "at least a header",
+            ));
+        }
+        // SAFETY: the block holds at least a header (checked above) and is aligned.
+        let h = unsafe { base.cast::<Header>().as_ref() };
+        let g = &h.geometry.0;
+        // Relaxed: the geometry was written before the block was shared (the sharing itself,
+        // a mapping or an Arc, orders it); every value is checked before use.
+        let capacity = g.capacity.load(Ordering::Relaxed);
+        if !capacity.is_power_of_two() || !(2..=MAX_CAPACITY).contains(&capacity) {
+            return Err(Error::corrupt(
+                name,
+                "capacity",
+                capacity,
+                "a power of two in 2..=2^40",
+            ));
+        }
+        let vs = g.value_size.load(Ordering::Relaxed);
+        if vs != value_size {
+            return Err(Error::corrupt(
+                name,
+                "value size",
+                vs,
+                "the size of the value type",
+            ));
+        }
+        let gates = g.gates.load(Ordering::Relaxed);
+        if gates > 4096 {
+            return Err(Error::corrupt(name, "gate count", gates, "at most 4096"));
+        }
+        let shape = Shape {
+            capacity,
+            value_size: vs,
+            gates,
+            flags: g.flags.load(Ordering::Relaxed),
+            watermark: g.watermark.load(Ordering::Relaxed),
+        };
+        let words = g.words.load(Ordering::Relaxed);
+        if words != shape.words() as u64 {
+            return Err(Error::corrupt(
+                name,
+                "word count",
+                words,
+                "ceil(value size / 8)",
+            ));
+        }
+        let stride = g.stride.load(Ordering::Relaxed);
+        if stride != shape.stride() as u64 {
+            return Err(Error::corrupt(
+                name,
+                "stride",
+                stride,
+                "the slot size for the value",
+            ));
+        }
+        let need = (shape.slots_offset() as u64).saturating_add(capacity.saturating_mul(stride));
+        if need > len as u64 {
+            return Err(Error::corrupt(
+                name,
+                "ring size",
+                need,
+                "within the mapping",
+            ));
+        }
+        Ok(RawRing {
+            header: base.cast(),
+            // SAFETY: within `len`, checked above.
+            gates: unsafe { base.as_ptr().add(Shape::gates_offset()) }.cast(),
+            // SAFETY: within `len`, checked above.
+            slots: unsafe { base.as_ptr().add(shape.slots_offset()) },
+            mask: capacity - 1,
+            capacity,
+            shift: shape.stride().trailing_zeros(),
+            gate_count: gates as usize,
+        })
+    }
+
+    /// The header.
+    #[inline(always)]
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: the block outlives every use of this RawRing (contract of init/attach).
+        unsafe { self.header.as_ref() }
+    }
+
+    /// The published-cursor (SPMC) or claim counter (MPMC).
+    #[inline(always)]
+    pub(crate) fn cursor(&self) -> &AtomicU64 {
+        &self.header().cursor.0
+    }
+
+    /// The wake-up words.
+    #[inline(always)]
+    pub(crate) fn signal(&self) -> &Signal {
+        &self.header().signal.0
+    }
+
+    /// Number of slots.
+    #[inline(always)]
+    pub(crate) fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Number of gate entries.
+    pub(crate) fn gate_count(&self) -> usize {
+        self.gate_count
+    }
+
+    /// Gate `i`, `i < gate_count()`.
+    #[inline(always)]
+    pub(crate) fn gate(&self, i: usize) -> &AtomicU64 {
+        assert!(i < self.gate_count);
+        // SAFETY: `i < gate_count` (asserted); the gate table lies within the block.
+        unsafe { &(*self.gates.add(i)).0 }
+    }
+
+    #[inline(always)]
+    fn slot_ptr(&self, seq: u64) -> *const u8 {
+        // SAFETY: `seq & mask < capacity`, so the slot lies within the block.
+        unsafe { self.slots.add(((seq & self.mask) as usize) << self.shift) }
+    }
+
+    #[inline(always)]
+    fn stamp(&self, slot: *const u8) -> &AtomicU64 {
+        // SAFETY: `slot` comes from `slot_ptr`; the stamp is its first word, an initialised atomic.
+        unsafe { &*slot.cast::<AtomicU64>() }
+    }
+
+    #[inline(always)]
+    fn word(&self, slot: *const u8, i: usize) -> &AtomicU64 {
+        // SAFETY: callers pass `i < words` of the slot's value type, which the geometry sized
+        // the slot for (`stride >= (1 + words) * WORD`).
+        unsafe { &*slot.add(WORD * (1 + i)).cast::<AtomicU64>() }
+    }
+
+    /// Copies `v` into the slot's payload words (relaxed atomic stores: ordering comes from the
+    /// fences around the call).
+    #[inline(always)]
+    fn store_value<T: bytemuck::Pod>(&self, slot: *const u8, v: &T) {
+        let size = size_of::<T>();
+        let src = (v as *const T).cast::<u8>();
+        let full = size / 8;
+        for i in 0..full {
+            // SAFETY: bytes `8i .. 8i + 8` lie within `*v` (i < size / 8).
+            let w = unsafe { ptr::read_unaligned(src.add(i * 8).cast::<u64>()) };
+            // Relaxed: published by the Release stamp store that follows in `write`.
+            self.word(slot, i).store(w, Ordering::Relaxed);
+        }
+        let rem = size % 8;
+        if rem != 0 {
+            let mut b = [0u8; 8];
+            // SAFETY: the last `rem` bytes of `*v` are in bounds; `b` holds 8.
+            unsafe { ptr::copy_nonoverlapping(src.add(full * 8), b.as_mut_ptr(), rem) };
+            // Relaxed: as above.
+            self.word(slot, full)
+                .store(u64::from_ne_bytes(b), Ordering::Relaxed);
+        }
+    }
+
+    /// Copies the slot's payload words out (relaxed atomic loads; the caller validates the copy
+    /// with the stamp). Any bit pattern is a valid `T` (Pod), so a torn copy is wrong, not UB.
+    #[inline(always)]
+    fn load_value<T: bytemuck::Pod>(&self, slot: *const u8) -> T {
+        let size = size_of::<T>();
+        let mut out = MaybeUninit::<T>::uninit();
+        let dst = out.as_mut_ptr().cast::<u8>();
+        let full = size / 8;
+        for i in 0..full {
+            // Relaxed: validated by the stamp re-check after the Acquire fence in `read`.
+            let w = self.word(slot, i).load(Ordering::Relaxed);
+            // SAFETY: bytes `8i .. 8i + 8` lie within `out`.
+            unsafe { ptr::write_unaligned(dst.add(i * 8).cast::<u64>(), w) };
+        }
+        let rem = size % 8;
+        if rem != 0 {
+            // Relaxed: as above.
+            let b = self.word(slot, full).load(Ordering::Relaxed).to_ne_bytes();
+            // SAFETY: the last `rem` bytes of `out` are in bounds; `b` holds 8.
+            unsafe { ptr::copy_nonoverlapping(b.as_ptr(), dst.add(full * 8), rem) };
+        }
+        // SAFETY: every byte of `out` was written above, and `T: Pod` accepts any bytes.
+        unsafe { out.assume_init() }
+    }
+
+    /// Writes `v` as sequence `seq`. The caller owns `seq` (the one SPMC publisher, or the
+    /// MPMC producer that claimed it, after `wait_slot_free`); breaking that yields a value the
+    /// readers detect as overwritten, never undefined behaviour.
+    #[inline(always)]
+    pub(crate) fn write<T: bytemuck::Pod>(&self, seq: u64, v: &T) {
+        let slot = self.slot_ptr(seq);
+        let stamp = self.stamp(slot);
+        // Relaxed: ordered before the payload stores by the Release fence just below.
+        stamp.store(writing(seq), Ordering::Relaxed);
+        // Pairs with the Acquire fence in `read`: a reader that sees any payload word of this
+        // write sees the odd stamp (or later) on its re-check.
+        fence(Ordering::Release);
+        self.store_value(slot, v);
+        // Pairs with the Acquire stamp load in `read`: the payload is visible with the stamp.
+        stamp.store(done(seq), Ordering::Release);
+    }
+
+    /// Reads sequence `seq`.
+    #[inline(always)]
+    pub(crate) fn read<T: bytemuck::Pod>(&self, seq: u64) -> Read<T> {
+        let slot = self.slot_ptr(seq);
+        let stamp = self.stamp(slot);
+        let want = done(seq);
+        // Pairs with the Release stamp store in `write`. The stamp is only compared.
+        let s1 = stamp.load(Ordering::Acquire);
+        if s1 == want {
+            let v = self.load_value::<T>(slot);
+            // Pairs with the Release fence in `write`: if a payload load saw a later write, the
+            // re-check below sees that write's odd stamp.
+            fence(Ordering::Acquire);
+            // Relaxed: ordered after the payload loads by the fence above.
+            if stamp.load(Ordering::Relaxed) == want {
+                Read::Value(v)
+            } else {
+                Read::Overrun
+            }
+        } else if s1 < want {
+            Read::NotYet
+        } else {
+            Read::Overrun
+        }
+    }
+
+    /// Whether `seq` is complete or overwritten (a read would not say `NotYet`).
+    #[inline]
+    pub(crate) fn ready(&self, seq: u64) -> bool {
+        // Acquire pairs with the Release stamp store in `write` (the caller reads next).
+        self.stamp(self.slot_ptr(seq)).load(Ordering::Acquire) >= done(seq)
+    }
+
+    /// Whether the slot of `seq` has finished its previous lap (`seq - capacity`), so that an
+    /// MPMC producer that claimed `seq` may write it.
+    #[inline]
+    pub(crate) fn slot_free(&self, seq: u64) -> bool {
+        if seq < self.capacity {
+            return true;
+        }
+        // Pairs with the Release stamp store of the previous lap's producer, so our writes
+        // come after its writes.
+        self.stamp(self.slot_ptr(seq)).load(Ordering::Acquire) >= done(seq - self.capacity)
+    }
+
+    /// The smallest gate at or below `upto` (`upto` when no gate is set).
+    pub(crate) fn min_gate(&self, upto: u64) -> u64 {
+        // Pairs with the SeqCst fence in `Subscriber::join_gate`: either we see the new gate,
+        // or the joining subscriber sees our cursor and starts at or after it.
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence above (the joiner raises it before its own fence).
+        // Another process may write it: clamped to the table, only bounds a loop.
+        let used = self.signal().gates_used.load(Ordering::Relaxed);
+        let used = (used as usize).min(self.gate_count);
+        let mut m = upto;
+        for i in 0..used {
+            // Acquire pairs with the Release gate store after a subscriber's read: its reads of
+            // the slots below the gate are done before we overwrite them. Only compared.
+            let g = self.gate(i).load(Ordering::Acquire);
+            if g < m {
+                m = g;
+            }
+        }
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_fixed() {
+        #[cfg(not(loom))]
+        {
+            assert_eq!(size_of::<Header>(), 192);
+            assert_eq!(core::mem::offset_of!(Header, cursor), 64);
+            assert_eq!(core::mem::offset_of!(Header, signal), 128);
+            let s = Shape {
+                capacity: 8,
+                value_size: 56,
+                gates: 2,
+                flags: 0,
+                watermark: 0,
+            };
+            assert_eq!(s.stride(), 64, "a 56-byte value shares the stamp's line");
+            let s = Shape {
+                capacity: 8,
+                value_size: 57,
+                gates: 2,
+                flags: 0,
+                watermark: 0,
+            };
+            assert_eq!(s.stride(), 128);
+            assert_eq!(s.bytes(), 192 + 2 * 64 + 8 * 128);
+        }
+    }
+
+    #[test]
+    fn attach_validates_the_header() {
+        let shape = Shape {
+            capacity: 4,
+            value_size: 12,
+            gates: 1,
+            flags: 0,
+            watermark: 0,
+        };
+        let layout = core::alloc::Layout::from_size_align(shape.bytes(), LINE).unwrap();
+        // SAFETY: non-zero size.
+        let base = NonNull::new(unsafe { alloc::alloc::alloc(layout) }).unwrap();
+        // SAFETY: fresh, aligned, large enough, power-of-two capacity.
+        let ring = unsafe { RawRing::init(base, shape) };
+        ring.write(0, &[1u32, 2, 3]);
+        // SAFETY: the same live block.
+        let other = unsafe { RawRing::attach(base, shape.bytes(), 12, "t") }.unwrap();
+        assert_eq!(other.read::<[u32; 3]>(0), Read::Value([1, 2, 3]));
+        assert_eq!(other.read::<[u32; 3]>(1), Read::NotYet);
+        // SAFETY: the same live block.
+        assert!(unsafe { RawRing::attach(base, shape.bytes(), 16, "t") }.is_err());
+        // SAFETY: the same live block, shorter length given.
+        assert!(unsafe { RawRing::attach(base, shape.bytes() - 1, 12, "t") }.is_err());
+        ring.header()
+            .geometry
+            .0
+            .capacity
+            .store(3, Ordering::Relaxed);
+        // SAFETY: the same live block.
+        let e = unsafe { RawRing::attach(base, shape.bytes(), 12, "t") }.unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
+        ring.header()
+            .geometry
+            .0
+            .capacity
+            .store(1 << 20, Ordering::Relaxed);
+        // SAFETY: the same live block.
+        assert!(unsafe { RawRing::attach(base, shape.bytes(), 12, "t") }.is_err());
+        // SAFETY: allocated above with this layout, no ring used after.
+        unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
+    }
+
+    #[test]
+    fn stamps_order_laps() {
+        assert!(done(3) > writing(3));
+        assert!(writing(3) > done(2));
+        assert_eq!(done(0), 2, "0 stays the never-written stamp");
+    }
+}

@@ -1,0 +1,620 @@
+//! Subscribers: each reads every sequence in order with one stamp check per message, learns
+//! exactly how many it missed when it falls a lap behind, and can gate a bounded publisher.
+//! A subscriber group serves N logical consumers with one read per message.
+
+use super::publisher::{Deadline, deadline_expired, park_timeout};
+use super::raw::{GATE_FREE, RawRing, Read};
+use super::shared::Shared;
+use super::{RecvError, wake};
+use crate::WaitStrategy;
+use crate::sync::{Arc, Ordering, fence};
+use crate::wait::{Next, Waiter};
+use alloc::vec::Vec;
+use core::fmt;
+use core::marker::PhantomData;
+
+/// The subscribable side of a ring: clone it freely, and call [`subscribe`](Ring::subscribe)
+/// (or one of its variants) for every reader.
+///
+/// # Examples
+/// ```
+/// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+/// let mut a = ring.subscribe();
+/// let mut b = ring.clone().subscribe();
+/// tx.publish(5);
+/// assert_eq!((a.try_recv(), b.try_recv()), (Ok(5), Ok(5)));
+/// ```
+pub struct Ring<T: bytemuck::Pod> {
+    shared: Arc<Shared>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: bytemuck::Pod> Clone for Ring<T> {
+    fn clone(&self) -> Self {
+        Ring {
+            shared: self.shared.clone(),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: bytemuck::Pod> fmt::Debug for Ring<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ring")
+            .field("capacity", &self.shared.raw.capacity())
+            .finish()
+    }
+}
+
+impl<T: bytemuck::Pod> Ring<T> {
+    pub(super) fn new(shared: Arc<Shared>) -> Ring<T> {
+        Ring {
+            shared,
+            _t: PhantomData,
+        }
+    }
+
+    /// The ring's capacity in slots.
+    pub fn capacity(&self) -> u64 {
+        self.shared.raw.capacity()
+    }
+
+    /// Whether every publisher is gone (subscribers may still have messages to drain).
+    pub fn is_closed(&self) -> bool {
+        // Acquire pairs with the AcqRel decrement in `drop_publisher`.
+        self.shared.raw.signal().publishers.load(Ordering::Acquire) == 0
+    }
+
+    /// A subscriber that starts with the next message published. On a bounded ring it gates
+    /// the publisher: nothing it has not read is overwritten.
+    ///
+    /// # Panics
+    /// On a bounded ring whose subscriber table is full (see
+    /// [`Options::max_subscribers`](super::Options::max_subscribers)).
+    pub fn subscribe(&self) -> Subscriber<T> {
+        let gated = self.shared.raw.gate_count() > 0;
+        Subscriber::join(self.shared.clone(), gated, false)
+    }
+
+    /// A subscriber that never gates the publisher, even on a bounded ring: when it falls a
+    /// lap behind it sees [`RecvError::Lagged`].
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::bounded::<u64>(2, 0);
+    /// let _lossy = ring.subscribe_lossy();
+    /// for i in 0..10 {
+    ///     tx.try_publish(i).unwrap(); // never full: nobody gates
+    /// }
+    /// ```
+    pub fn subscribe_lossy(&self) -> Subscriber<T> {
+        Subscriber::join(self.shared.clone(), false, false)
+    }
+
+    /// A subscriber that starts at the oldest message still in the ring.
+    ///
+    /// # Panics
+    /// As [`subscribe`](Ring::subscribe).
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(4);
+    /// for i in 0..6 {
+    ///     tx.publish(i);
+    /// }
+    /// let mut rx = ring.subscribe_from_oldest();
+    /// let mut got = Vec::new();
+    /// rx.drain(&mut got).unwrap();
+    /// assert_eq!(got, [3, 4, 5]);
+    /// ```
+    pub fn subscribe_from_oldest(&self) -> Subscriber<T> {
+        let gated = self.shared.raw.gate_count() > 0;
+        Subscriber::join(self.shared.clone(), gated, true)
+    }
+
+    /// A group of `members` logical consumers served by one read per message (see
+    /// [`SubscriberGroup`]). Starts with the next message published.
+    ///
+    /// # Panics
+    /// As [`subscribe`](Ring::subscribe).
+    pub fn subscribe_group(&self, members: usize) -> SubscriberGroup<T> {
+        SubscriberGroup {
+            inner: self.subscribe(),
+            received: alloc::vec![0; members],
+        }
+    }
+}
+
+/// One reader of a ring. Receives every message in order (on a lossy ring, unless it falls a
+/// whole lap behind, which it learns with the exact count).
+///
+/// # Examples
+/// ```
+/// use weft::ring::RecvError;
+/// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+/// let mut rx = ring.subscribe();
+/// assert_eq!(rx.try_recv(), Err(RecvError::Empty));
+/// tx.publish(1);
+/// drop(tx);
+/// assert_eq!(rx.recv(), Ok(1));
+/// assert_eq!(rx.recv(), Err(RecvError::Closed));
+/// ```
+pub struct Subscriber<T: bytemuck::Pod> {
+    /// Keeps the ring memory alive.
+    _shared: Arc<Shared>,
+    raw: RawRing,
+    /// Next sequence to read.
+    pos: u64,
+    /// Where this subscriber started: `received = pos - start - lagged - skipped`, so the hot
+    /// path only moves `pos`.
+    start: u64,
+    lagged: u64,
+    /// Messages skipped on purpose by `latest`.
+    skipped: u64,
+    /// Our gate entry on a bounded ring.
+    gate: Option<usize>,
+    /// A parked bounded publisher is woken when our position crosses a multiple of
+    /// `1 << wake_shift` (a quarter of the ring, or half the publisher's window if smaller),
+    /// not after every read: one wake then frees room for a burst, instead of a wake
+    /// syscall per batch while the publisher keeps refilling the ring.
+    wake_shift: u32,
+    /// `pos >> wake_shift` when we last looked for a parked publisher.
+    woke_block: u64,
+    strategy: WaitStrategy,
+    _t: PhantomData<fn() -> T>,
+}
+
+// SAFETY: the handle owns its position; the ring is reached through atomics and kept alive
+// by the Arc.
+unsafe impl<T: bytemuck::Pod> Send for Subscriber<T> {}
+
+impl<T: bytemuck::Pod> fmt::Debug for Subscriber<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("position", &self.pos)
+            .field("received", &self.received())
+            .field("lagged", &self.lagged)
+            .field("gated", &self.gate.is_some())
+            .finish()
+    }
+}
+
+impl<T: bytemuck::Pod> Subscriber<T> {
+    fn join(shared: Arc<Shared>, gated: bool, oldest: bool) -> Subscriber<T> {
+        let raw = shared.raw;
+        // Relaxed: geometry written before the ring was shared.
+        let watermark = raw.header().geometry.0.watermark.load(Ordering::Relaxed);
+        let window = raw.capacity().saturating_sub(watermark);
+        let every = (raw.capacity() / 4).min(window / 2).max(1);
+        let wake_shift = every.ilog2();
+        let start = |raw: &RawRing| {
+            // Acquire pairs with the Release cursor store in `Publisher::commit`.
+            let c = raw.cursor().load(Ordering::Acquire);
+            if oldest {
+                c.saturating_sub(raw.capacity() - 1)
+            } else {
+                c
+            }
+        };
+        let mut pos = start(&raw);
+        let mut gate = None;
+        if gated {
+            let i = (0..raw.gate_count())
+                .find(|&i| {
+                    // SeqCst: one half of the handshake with `RawRing::min_gate` (see below).
+                    raw.gate(i)
+                        .compare_exchange(GATE_FREE, pos, Ordering::SeqCst, Ordering::Relaxed)
+                        .is_ok()
+                })
+                .expect("the ring's subscriber table is full (Options::max_subscribers)");
+            // SeqCst: part of the same handshake; raised before the fence below.
+            raw.signal()
+                .gates_used
+                .fetch_max(i as u64 + 1, Ordering::SeqCst);
+            // Pairs with the SeqCst fence in `min_gate`: if the publisher's scan missed our
+            // gate, its cursor at the scan is visible to the load below, and it cannot run
+            // further than one window past that cursor before its next scan sees us.
+            fence(Ordering::SeqCst);
+            let now = start(&raw);
+            if now > pos && !oldest {
+                pos = now;
+                // Release pairs with the Acquire gate load in `min_gate`.
+                raw.gate(i).store(pos, Ordering::Release);
+            }
+            gate = Some(i);
+        }
+        Subscriber {
+            _shared: shared,
+            raw,
+            pos,
+            start: pos,
+            lagged: 0,
+            skipped: 0,
+            gate,
+            wake_shift,
+            woke_block: pos >> wake_shift,
+            strategy: WaitStrategy::default(),
+            _t: PhantomData,
+        }
+    }
+
+    /// Sets the wait strategy of [`recv`](Subscriber::recv) and
+    /// [`recv_timeout`](Subscriber::recv_timeout) (default [`WaitStrategy::Adaptive`]).
+    pub fn with_wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// Messages received so far.
+    pub fn received(&self) -> u64 {
+        self.pos - self.start - self.lagged - self.skipped
+    }
+
+    /// Messages missed so far (the sum of every `Lagged { skipped }`).
+    pub fn lagged(&self) -> u64 {
+        self.lagged
+    }
+
+    /// The next sequence this subscriber will read.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Messages published but not yet read (a racy snapshot; exact for SPMC rings when the
+    /// publisher is idle).
+    pub fn pending(&self) -> u64 {
+        // Acquire pairs with the Release cursor store in `Publisher::commit`.
+        self.raw
+            .cursor()
+            .load(Ordering::Acquire)
+            .saturating_sub(self.pos)
+    }
+
+    #[inline(always)]
+    fn advance_gate(&mut self) {
+        if let Some(i) = self.gate {
+            // Release pairs with the Acquire gate load in `min_gate`: our reads of the slots
+            // below `pos` are done before the publisher reuses them.
+            self.raw.gate(i).store(self.pos, Ordering::Release);
+            let block = self.pos >> self.wake_shift;
+            if block != self.woke_block {
+                self.woke_block = block;
+                let s = self.raw.signal();
+                wake::wake(&s.pub_waiters, &s.pub_notify);
+            }
+        }
+    }
+
+    /// Whether every publisher is gone.
+    #[inline]
+    fn closed(&self) -> bool {
+        // Acquire pairs with the AcqRel decrement in `drop_publisher`: everything published
+        // before the last publisher left is visible after this load.
+        self.raw.signal().publishers.load(Ordering::Acquire) == 0
+    }
+
+    /// Receives the next message if there is one.
+    ///
+    /// # Errors
+    /// - [`RecvError::Empty`]: nothing new yet;
+    /// - [`RecvError::Lagged`]: the publisher overwrote `skipped` messages this subscriber had
+    ///   not read; it now stands at the oldest message still in the ring;
+    /// - [`RecvError::Closed`]: every publisher is gone and everything was received.
+    #[inline]
+    pub fn try_recv(&mut self) -> Result<T, RecvError> {
+        let pos = self.pos;
+        match self.raw.read::<T>(pos) {
+            Read::Value(v) => {
+                self.pos = pos + 1;
+                self.advance_gate();
+                Ok(v)
+            }
+            Read::NotYet => self.empty_or_closed(),
+            Read::Overrun => Err(self.lag()),
+        }
+    }
+
+    #[cold]
+    fn empty_or_closed(&mut self) -> Result<T, RecvError> {
+        if !self.closed() {
+            return Err(RecvError::Empty);
+        }
+        // Closed: the last messages are visible now (see `closed`); look once more.
+        match self.raw.read::<T>(self.pos) {
+            Read::Value(v) => {
+                self.pos += 1;
+                self.advance_gate();
+                Ok(v)
+            }
+            Read::NotYet => Err(RecvError::Closed),
+            Read::Overrun => Err(self.lag()),
+        }
+    }
+
+    /// Skips to the oldest message still in the ring and counts what was lost.
+    #[cold]
+    fn lag(&mut self) -> RecvError {
+        // Acquire pairs with the Release cursor store in `Publisher::commit`. The cursor may
+        // come from another process: it is only used in saturating arithmetic, never as an
+        // index, and the position always moves forward.
+        let head = self.raw.cursor().load(Ordering::Acquire);
+        let oldest = head.saturating_sub(self.raw.capacity()).saturating_add(1);
+        let new = oldest.max(self.pos + 1);
+        let skipped = new - self.pos;
+        self.pos = new;
+        self.lagged += skipped;
+        self.advance_gate();
+        RecvError::Lagged { skipped }
+    }
+
+    /// Receives the next message, waiting with the subscriber's wait strategy.
+    ///
+    /// # Errors
+    /// [`RecvError::Lagged`] and [`RecvError::Closed`] as for
+    /// [`try_recv`](Subscriber::try_recv); never `Empty`.
+    #[inline]
+    pub fn recv(&mut self) -> Result<T, RecvError> {
+        match self.try_recv() {
+            Err(RecvError::Empty) => self.recv_slow(self.strategy, None),
+            r => r,
+        }
+    }
+
+    /// Receives the next message, waiting with `strategy`.
+    ///
+    /// # Errors
+    /// As [`recv`](Subscriber::recv).
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+    /// let mut rx = ring.subscribe();
+    /// let t = std::thread::spawn(move || rx.recv_with(weft::WaitStrategy::Park));
+    /// tx.publish(9);
+    /// assert_eq!(t.join().unwrap(), Ok(9));
+    /// ```
+    pub fn recv_with(&mut self, strategy: WaitStrategy) -> Result<T, RecvError> {
+        match self.try_recv() {
+            Err(RecvError::Empty) => self.recv_slow(strategy, None),
+            r => r,
+        }
+    }
+
+    /// Receives the next message, waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// [`RecvError::Timeout`] when nothing came in time; otherwise as
+    /// [`recv`](Subscriber::recv).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let (_tx, ring) = weft::ring::channel::<u64>(8);
+    /// let mut rx = ring.subscribe();
+    /// assert_eq!(rx.recv_timeout(Duration::from_millis(1)), Err(weft::ring::RecvError::Timeout));
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn recv_timeout(&mut self, timeout: core::time::Duration) -> Result<T, RecvError> {
+        match self.try_recv() {
+            Err(RecvError::Empty) => {
+                self.recv_slow(self.strategy, Some(crate::wait::Deadline::after(timeout)))
+            }
+            r => r,
+        }
+    }
+
+    #[cold]
+    fn recv_slow(
+        &mut self,
+        strategy: WaitStrategy,
+        deadline: Option<Deadline>,
+    ) -> Result<T, RecvError> {
+        let mut waiter = Waiter::new(strategy);
+        loop {
+            match self.try_recv() {
+                Err(RecvError::Empty) => {}
+                r => return r,
+            }
+            if deadline_expired(&deadline) {
+                return Err(RecvError::Timeout);
+            }
+            if waiter.next() == Next::Park {
+                let s = self.raw.signal();
+                let raw = self.raw;
+                let pos = self.pos;
+                wake::park(&s.waiters, &s.notify, park_timeout(&deadline), || {
+                    // Acquire pairs with the AcqRel decrement in `drop_publisher`.
+                    raw.ready(pos) || raw.signal().publishers.load(Ordering::Acquire) == 0
+                });
+            }
+        }
+    }
+
+    /// Skips to the newest published message and returns it, or `None` when nothing newer
+    /// than what this subscriber already read exists. Skipped messages are not counted as
+    /// lagged (skipping was asked for).
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+    /// let mut rx = ring.subscribe();
+    /// tx.publish_batch(&[1, 2, 3]);
+    /// assert_eq!(rx.latest(), Some(3));
+    /// assert_eq!(rx.latest(), None);
+    /// ```
+    pub fn latest(&mut self) -> Option<T> {
+        // Acquire pairs with the Release cursor store in `Publisher::commit`.
+        let head = self.raw.cursor().load(Ordering::Acquire);
+        let floor = self.pos.max(head.saturating_sub(self.raw.capacity()));
+        let mut seq = head;
+        // MPMC: the newest claims may still be in flight; walk back to a complete one.
+        while seq > floor {
+            seq -= 1;
+            if let Read::Value(v) = self.raw.read::<T>(seq) {
+                self.skipped += seq - self.pos;
+                self.pos = seq + 1;
+                self.advance_gate();
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    /// Receives up to `buf.len()` messages into `buf`, returning how many.
+    ///
+    /// # Errors
+    /// When nothing could be received: as [`try_recv`](Subscriber::try_recv).
+    pub fn recv_batch(&mut self, buf: &mut [T]) -> Result<usize, RecvError> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        // Local position and count: the handle is written back once per batch.
+        let (raw, start) = (self.raw, self.pos);
+        let mut n = 0;
+        for slot in buf.iter_mut() {
+            match raw.read::<T>(start + n as u64) {
+                Read::Value(v) => {
+                    *slot = v;
+                    n += 1;
+                }
+                _ => break,
+            }
+        }
+        self.pos = start + n as u64;
+        if n == 0 {
+            buf[0] = self.try_recv()?;
+            return Ok(1);
+        }
+        self.advance_gate();
+        Ok(n)
+    }
+
+    /// Appends every message available now to `out`, returning how many.
+    ///
+    /// # Errors
+    /// When nothing could be received: as [`try_recv`](Subscriber::try_recv); a `Lagged`
+    /// after some messages ends the drain early, and is reported by the next call.
+    pub fn drain(&mut self, out: &mut Vec<T>) -> Result<usize, RecvError> {
+        let (raw, start) = (self.raw, self.pos);
+        let mut n = 0usize;
+        while let Read::Value(v) = raw.read::<T>(start + n as u64) {
+            out.push(v);
+            n += 1;
+        }
+        self.pos = start + n as u64;
+        if n == 0 {
+            return self.try_recv().map(|v| {
+                out.push(v);
+                1
+            });
+        }
+        self.advance_gate();
+        Ok(n)
+    }
+}
+
+impl<T: bytemuck::Pod> Drop for Subscriber<T> {
+    fn drop(&mut self) {
+        if let Some(i) = self.gate {
+            // Release pairs with the Acquire gate load in `min_gate`.
+            self.raw.gate(i).store(GATE_FREE, Ordering::Release);
+            let s = self.raw.signal();
+            wake::wake(&s.pub_waiters, &s.pub_notify);
+        }
+    }
+}
+
+/// N logical consumers served by one read per message.
+///
+/// Several consumers on one thread that all need every message (strategies fed by one market
+/// data stream, say) would each do their own stamp check and copy with N subscribers; a group
+/// does one check and one copy and hands the same value to each member, keeps one receive
+/// count per member, and holds one gate on a bounded ring. Members cannot drift apart: a
+/// consumer that needs its own pace is a separate [`Subscriber`] (on another thread), which is
+/// what serves it better.
+///
+/// # Examples
+/// ```
+/// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+/// let mut group = ring.subscribe_group(3);
+/// tx.publish(4);
+/// let mut seen = Vec::new();
+/// group.try_recv(|member, v| seen.push((member, *v))).unwrap();
+/// assert_eq!(seen, [(0, 4), (1, 4), (2, 4)]);
+/// assert_eq!(group.received(2), 1);
+/// ```
+pub struct SubscriberGroup<T: bytemuck::Pod> {
+    inner: Subscriber<T>,
+    received: Vec<u64>,
+}
+
+impl<T: bytemuck::Pod> fmt::Debug for SubscriberGroup<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubscriberGroup")
+            .field("members", &self.received.len())
+            .field("inner", &self.inner)
+            .finish()
+    }
+}
+
+impl<T: bytemuck::Pod> SubscriberGroup<T> {
+    /// Number of members.
+    pub fn members(&self) -> usize {
+        self.received.len()
+    }
+
+    /// Messages member `i` has received.
+    ///
+    /// # Panics
+    /// If `i >= members()`.
+    pub fn received(&self, i: usize) -> u64 {
+        self.received[i]
+    }
+
+    /// Messages the group missed (every member missed the same ones).
+    pub fn lagged(&self) -> u64 {
+        self.inner.lagged()
+    }
+
+    fn deliver(&mut self, v: T, f: &mut impl FnMut(usize, &T)) {
+        for (i, r) in self.received.iter_mut().enumerate() {
+            f(i, &v);
+            *r += 1;
+        }
+    }
+
+    /// Receives the next message once and hands it to every member in order.
+    ///
+    /// # Errors
+    /// As [`Subscriber::try_recv`].
+    pub fn try_recv(&mut self, mut f: impl FnMut(usize, &T)) -> Result<(), RecvError> {
+        let v = self.inner.try_recv()?;
+        self.deliver(v, &mut f);
+        Ok(())
+    }
+
+    /// Receives the next message (waiting with the wait strategy) and hands it to every member.
+    ///
+    /// # Errors
+    /// As [`Subscriber::recv`].
+    pub fn recv(&mut self, mut f: impl FnMut(usize, &T)) -> Result<(), RecvError> {
+        let v = self.inner.recv()?;
+        self.deliver(v, &mut f);
+        Ok(())
+    }
+
+    /// Receives the next message, waiting at most `timeout`, and hands it to every member.
+    ///
+    /// # Errors
+    /// As [`Subscriber::recv_timeout`].
+    #[cfg(feature = "std")]
+    pub fn recv_timeout(
+        &mut self,
+        timeout: core::time::Duration,
+        mut f: impl FnMut(usize, &T),
+    ) -> Result<(), RecvError> {
+        let v = self.inner.recv_timeout(timeout)?;
+        self.deliver(v, &mut f);
+        Ok(())
+    }
+}

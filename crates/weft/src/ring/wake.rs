@@ -1,0 +1,138 @@
+//! Parking without a lost wakeup, and without a fence on the publisher's hot path.
+//!
+//! A Dekker handshake between a publisher (store the stamp, then look for waiters) and a
+//! parking subscriber (announce itself, then look for the stamp). Both sides need a full
+//! barrier between their store and their load. The subscriber's side is the slow path, so it
+//! pays for both: on Linux it runs `membarrier(PRIVATE_EXPEDITED)`, which executes a full
+//! barrier on every running thread of the process, and the publisher's side is then only a
+//! compiler barrier (the asymmetric fence of folly's `asymmetricHeavyBarrier`). Where the
+//! kernel lacks membarrier (or under miri), a parker cannot force the publisher's barrier, so
+//! it sleeps at most 1 ms at a time: a wakeup can then be late, never lost. Under loom the
+//! publisher's look is a read-modify-write of the waiter count, which orders the same way and
+//! loom can model.
+
+use crate::sync::{AtomicU32, Ordering};
+
+#[cfg(all(feature = "std", not(loom)))]
+mod mode {
+    use core::sync::atomic::{AtomicU8, Ordering};
+    /// 0: not yet probed, 1: membarrier registered, 2: fall back to SeqCst fences.
+    static MODE: AtomicU8 = AtomicU8::new(0);
+
+    /// Probes and registers once; called by every ring constructor, before any handle exists
+    /// (so every thread that later uses a handle sees the final mode through the handle's
+    /// hand-over, which is itself a synchronising operation).
+    pub(crate) fn init() {
+        // Relaxed: a racing second probe gives the same answer (registration is idempotent).
+        if MODE.load(Ordering::Relaxed) == 0 {
+            // Miri cannot run the syscall: it checks the symmetric (SeqCst fence) protocol.
+            let m = if !cfg!(miri) && crate::sys::process_barrier_register() {
+                1
+            } else {
+                2
+            };
+            MODE.store(m, Ordering::Relaxed);
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn asymmetric() -> bool {
+        // Relaxed: set before any ring handle existed; see `init`.
+        MODE.load(Ordering::Relaxed) == 1
+    }
+}
+
+/// Prepares the barrier mode; call before handing out handles.
+pub(crate) fn init() {
+    #[cfg(all(feature = "std", not(loom)))]
+    mode::init();
+}
+
+/// The light side: called by a waker after its stores; says whether anyone announced a park
+/// on `waiters`.
+#[inline(always)]
+pub(crate) fn anyone_waiting(waiters: &AtomicU32) -> bool {
+    #[cfg(loom)]
+    {
+        // AcqRel RMW: pairs with the SeqCst announce in `park`; an RMW reads the latest value.
+        waiters.fetch_add(0, Ordering::AcqRel) != 0
+    }
+    #[cfg(all(feature = "std", not(loom)))]
+    {
+        // Pairs with the membarrier in `heavy`: the compiler keeps our stores before the
+        // load; the kernel's barrier on this CPU does the rest. (Without membarrier, parkers
+        // bound their sleep instead: see `park`.)
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
+        // Relaxed: ordered by the barrier above (Dekker handshake with `park`).
+        waiters.load(Ordering::Relaxed) != 0
+    }
+    #[cfg(all(not(feature = "std"), not(loom)))]
+    {
+        // Without std nothing parks (the futex shim spins), so nobody needs waking.
+        let _ = waiters;
+        false
+    }
+}
+
+/// The heavy side, run by a parker between its announcement and its re-check. Returns false
+/// when it could not make the publishers' side a full barrier (no membarrier): the parker then
+/// re-checks at least every [`DEGRADED_RECHECK`].
+fn heavy() -> bool {
+    #[cfg(all(feature = "std", not(loom)))]
+    {
+        if mode::asymmetric() && crate::sys::process_barrier() {
+            return true;
+        }
+        // Our half of the handshake still needs a full barrier.
+        crate::sync::fence(Ordering::SeqCst);
+        false
+    }
+    #[cfg(any(loom, not(feature = "std")))]
+    true
+}
+
+/// How often a parked thread re-checks when the kernel offers no membarrier (a wakeup can
+/// then be late by this much, never lost).
+const DEGRADED_RECHECK: core::time::Duration = core::time::Duration::from_millis(1);
+
+/// Wakes everyone parked on `notify` if anyone announced a park on `waiters`.
+#[inline(always)]
+pub(crate) fn wake(waiters: &AtomicU32, notify: &AtomicU32) {
+    if anyone_waiting(waiters) {
+        wake_always(notify);
+    }
+}
+
+/// Wakes everyone parked on `notify` (closing: not on a hot path).
+#[cold]
+pub(crate) fn wake_always(notify: &AtomicU32) {
+    // Release pairs with the Acquire load of `notify` in `park`: a parker that reads the new
+    // value also sees what we stored before waking.
+    notify.fetch_add(1, Ordering::Release);
+    crate::sync::futex::wake_all(notify);
+}
+
+/// Parks on `notify` until woken or `timeout`, unless `ready()` says the condition already
+/// holds once the handshake is done. Callers loop and re-check.
+#[cold]
+pub(crate) fn park(
+    waiters: &AtomicU32,
+    notify: &AtomicU32,
+    timeout: Option<core::time::Duration>,
+    ready: impl FnOnce() -> bool,
+) {
+    // Acquire pairs with the Release bump in `wake_always`.
+    let seen = notify.load(Ordering::Acquire);
+    // SeqCst: the announcement of the Dekker handshake with `anyone_waiting`.
+    waiters.fetch_add(1, Ordering::SeqCst);
+    let timeout = if heavy() {
+        timeout
+    } else {
+        Some(timeout.map_or(DEGRADED_RECHECK, |t| t.min(DEGRADED_RECHECK)))
+    };
+    if !ready() {
+        crate::sync::futex::wait(notify, seen, timeout);
+    }
+    // Relaxed: only a hint for wakers (a stale non-zero costs one spurious wake syscall).
+    waiters.fetch_sub(1, Ordering::Relaxed);
+}

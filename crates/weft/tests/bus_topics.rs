@@ -1,0 +1,80 @@
+//! The in-process bus: named topics, types checked at run time, one publisher per topic.
+
+use weft::ErrorKind;
+use weft::bus::Bus;
+use weft::ring::RecvError;
+
+#[test]
+fn different_types_under_different_names() {
+    let bus = Bus::new(16);
+    let mut a = bus.publisher::<u64>("a").unwrap();
+    let mut b = bus.publisher::<[u8; 3]>("b").unwrap();
+    let mut ra = bus.subscribe::<u64>("a").unwrap();
+    let mut rb = bus.subscribe::<[u8; 3]>("b").unwrap();
+    a.publish(7);
+    b.publish(*b"xyz");
+    assert_eq!(ra.try_recv(), Ok(7));
+    assert_eq!(rb.try_recv(), Ok(*b"xyz"));
+    assert_eq!(bus.topics(), ["a", "b"]);
+}
+
+#[test]
+fn a_type_mismatch_is_an_error_that_names_both_types() {
+    let bus = Bus::new(16);
+    let _tx = bus.publisher::<u64>("prices").unwrap();
+    let e = bus.subscribe::<u32>("prices").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TypeMismatch);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("prices") && msg.contains("u64") && msg.contains("u32"),
+        "{msg}"
+    );
+    assert_eq!(
+        bus.publisher::<i64>("prices").unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+}
+
+#[test]
+fn a_second_publisher_is_refused_until_the_first_drops() {
+    let bus = Bus::new(16);
+    let mut rx = bus.subscribe::<u64>("t").unwrap();
+    let mut tx = bus.publisher::<u64>("t").unwrap();
+    assert_eq!(
+        bus.publisher::<u64>("t").unwrap_err().kind(),
+        ErrorKind::InUse
+    );
+    tx.publish(1);
+    drop(tx);
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert_eq!(rx.try_recv(), Err(RecvError::Closed));
+    // The topic starts over: new subscribers and a new publisher meet on a fresh ring.
+    let mut rx2 = bus.subscribe::<u64>("t").unwrap();
+    let mut tx2 = bus.publisher::<u64>("t").unwrap();
+    tx2.publish(2);
+    assert_eq!(rx2.try_recv(), Ok(2));
+}
+
+#[test]
+fn empty_names_are_refused_and_rings_are_shared_across_threads() {
+    let bus = std::sync::Arc::new(Bus::new(1024));
+    assert_eq!(
+        bus.subscribe::<u8>("").unwrap_err().kind(),
+        ErrorKind::InvalidName
+    );
+    let mut rx = bus.ring::<u64>("n").unwrap().subscribe_from_oldest();
+    let b = bus.clone();
+    std::thread::spawn(move || {
+        let mut tx = b.publisher::<u64>("n").unwrap();
+        for i in 0..100 {
+            tx.publish(i);
+        }
+    })
+    .join()
+    .unwrap();
+    let mut got = Vec::new();
+    while let Ok(v) = rx.try_recv() {
+        got.push(v);
+    }
+    assert_eq!(got, (0..100).collect::<Vec<_>>());
+}

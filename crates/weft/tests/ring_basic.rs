@@ -1,0 +1,270 @@
+//! Single-thread behaviour of the broadcast ring: order, lag counts, close, batches, latest,
+//! bounded backpressure, groups, odd-sized values.
+
+use weft::ring::{self, Options, PublishError, RecvError};
+
+#[test]
+fn every_subscriber_sees_every_message_in_order() {
+    let (mut tx, ring) = ring::channel::<u64>(16);
+    let mut a = ring.subscribe();
+    let mut b = ring.subscribe();
+    for i in 0..10 {
+        tx.publish(i);
+    }
+    for i in 0..10 {
+        assert_eq!(a.try_recv(), Ok(i));
+        assert_eq!(b.try_recv(), Ok(i));
+    }
+    assert_eq!(a.try_recv(), Err(RecvError::Empty));
+    assert_eq!(a.received(), 10);
+    assert_eq!(a.lagged(), 0);
+}
+
+#[test]
+fn lag_counts_are_exact_under_forced_overflow() {
+    for cap in [2u64, 4, 64] {
+        for extra in [1u64, 3, 100, 1000] {
+            let (mut tx, ring) = ring::channel::<u64>(cap);
+            let mut rx = ring.subscribe();
+            let total = cap + extra;
+            for i in 0..total {
+                tx.publish(i);
+            }
+            let mut got = Vec::new();
+            let mut skipped_sum = 0;
+            loop {
+                match rx.try_recv() {
+                    Ok(v) => got.push(v),
+                    Err(RecvError::Lagged { skipped }) => skipped_sum += skipped,
+                    Err(RecvError::Empty) => break,
+                    Err(e) => panic!("{e:?}"),
+                }
+            }
+            // The newest capacity - 1 messages survive (one slot is the one the publisher
+            // would write next); everything before was lost and counted.
+            assert_eq!(
+                skipped_sum,
+                total - got.len() as u64,
+                "cap {cap} extra {extra}"
+            );
+            assert_eq!(skipped_sum, rx.lagged());
+            assert_eq!(got.len() as u64, cap - 1);
+            assert!(got.windows(2).all(|w| w[1] == w[0] + 1));
+            assert_eq!(*got.last().unwrap(), total - 1);
+        }
+    }
+}
+
+#[test]
+fn closed_after_draining() {
+    let (mut tx, ring) = ring::channel::<u32>(8);
+    let mut rx = ring.subscribe();
+    tx.publish(1);
+    tx.publish(2);
+    assert!(!ring.is_closed());
+    drop(tx);
+    assert!(ring.is_closed());
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert_eq!(rx.recv(), Ok(2));
+    assert_eq!(rx.try_recv(), Err(RecvError::Closed));
+    assert_eq!(rx.recv(), Err(RecvError::Closed));
+}
+
+#[test]
+fn mpmc_closes_when_the_last_clone_drops() {
+    let (tx, ring) = ring::mpmc::<u32>(8);
+    let mut rx = ring.subscribe();
+    let tx2 = tx.clone();
+    drop(tx);
+    tx2.publish(3);
+    assert_eq!(rx.try_recv(), Ok(3));
+    assert_eq!(rx.try_recv(), Err(RecvError::Empty));
+    drop(tx2);
+    assert_eq!(rx.try_recv(), Err(RecvError::Closed));
+}
+
+#[test]
+fn batches_publish_and_drain() {
+    let (mut tx, ring) = ring::channel::<u64>(64);
+    let mut rx = ring.subscribe();
+    let v: Vec<u64> = (0..64).collect();
+    tx.publish_batch(&v[..40]);
+    let mut buf = [0u64; 16];
+    assert_eq!(rx.recv_batch(&mut buf), Ok(16));
+    assert_eq!(&buf[..], &v[..16]);
+    let mut out = Vec::new();
+    assert_eq!(rx.drain(&mut out), Ok(24));
+    assert_eq!(&out[..], &v[16..40]);
+    assert_eq!(rx.drain(&mut out), Err(RecvError::Empty));
+    assert_eq!(rx.recv_batch(&mut buf), Err(RecvError::Empty));
+    assert_eq!(rx.recv_batch(&mut []), Ok(0));
+    // A batch longer than the ring: the subscriber lags by exactly the overflow.
+    let long: Vec<u64> = (0..200).collect();
+    tx.publish_batch(&long);
+    let mut skipped = 0;
+    let mut got = Vec::new();
+    loop {
+        match rx.drain(&mut got) {
+            Ok(_) => {}
+            Err(RecvError::Lagged { skipped: s }) => skipped += s,
+            Err(RecvError::Empty) => break,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(skipped + got.len() as u64, 200);
+    assert_eq!(*got.last().unwrap(), 199);
+}
+
+#[test]
+fn latest_skips_to_the_newest() {
+    let (mut tx, ring) = ring::channel::<u64>(8);
+    let mut rx = ring.subscribe();
+    assert_eq!(rx.latest(), None);
+    for i in 0..20 {
+        tx.publish(i);
+    }
+    assert_eq!(rx.latest(), Some(19));
+    assert_eq!(rx.latest(), None);
+    assert_eq!(rx.try_recv(), Err(RecvError::Empty));
+    tx.publish(20);
+    assert_eq!(rx.try_recv(), Ok(20));
+    let (tx, ring) = ring::mpmc::<u64>(8);
+    let mut rx = ring.subscribe();
+    tx.publish_batch(&[1, 2, 3]);
+    assert_eq!(rx.latest(), Some(3));
+}
+
+#[test]
+fn from_oldest_and_lossy_subscribers() {
+    let (mut tx, ring) = ring::bounded::<u64>(4, 0);
+    let mut lossy = ring.subscribe_lossy();
+    for i in 0..3 {
+        tx.try_publish(i).unwrap();
+    }
+    let mut old = ring.subscribe_from_oldest();
+    assert_eq!(old.try_recv(), Ok(0));
+    // `old` now gates: the publisher may run 4 ahead of it.
+    tx.try_publish(3).unwrap();
+    tx.try_publish(4).unwrap();
+    assert_eq!(tx.try_publish(5), Err(PublishError::Full(5)));
+    // The lossy subscriber does not gate: 5 published on 4 slots overran it.
+    assert_eq!(lossy.try_recv(), Err(RecvError::Lagged { skipped: 2 }));
+    assert_eq!(lossy.try_recv(), Ok(2));
+    drop(old);
+    for i in 5..20 {
+        tx.try_publish(i).unwrap();
+    }
+    assert!(matches!(lossy.try_recv(), Err(RecvError::Lagged { .. })));
+}
+
+#[test]
+fn bounded_full_returns_the_value_and_timeout_gives_it_back() {
+    let (mut tx, ring) = ring::bounded::<u64>(4, 0);
+    let mut rx = ring.subscribe();
+    for i in 0..4 {
+        tx.try_publish(i).unwrap();
+    }
+    assert!(tx.is_full());
+    let e = tx.try_publish(9).unwrap_err();
+    assert_eq!(e, PublishError::Full(9));
+    assert_eq!(weft::Error::from(e).kind(), weft::ErrorKind::Full);
+    let e = tx
+        .publish_timeout(9, std::time::Duration::from_millis(2))
+        .unwrap_err();
+    assert_eq!(e.into_inner(), 9);
+    assert_eq!(rx.try_recv(), Ok(0));
+    tx.publish_timeout(4, std::time::Duration::from_millis(2))
+        .unwrap();
+    for i in 1..5 {
+        assert_eq!(rx.try_recv(), Ok(i));
+    }
+}
+
+#[test]
+fn bounded_watermark_keeps_slots_free() {
+    let (mut tx, ring) = ring::bounded::<u64>(8, 3);
+    let _rx = ring.subscribe();
+    let mut n = 0;
+    while tx.try_publish(n).is_ok() {
+        n += 1;
+    }
+    assert_eq!(n, 5);
+}
+
+#[test]
+fn odd_sized_and_wide_values_round_trip() {
+    let (mut tx, ring) = ring::channel::<[u8; 13]>(4);
+    let mut rx = ring.subscribe();
+    let v = *b"hello, world!";
+    tx.publish(v);
+    assert_eq!(rx.try_recv(), Ok(v));
+    let (mut tx, ring) = ring::channel::<[u64; 20]>(4);
+    let mut rx = ring.subscribe();
+    let w: [u64; 20] = core::array::from_fn(|i| i as u64 * 3);
+    tx.publish(w);
+    assert_eq!(rx.try_recv(), Ok(w));
+    let (mut tx, ring) = ring::channel::<()>(4);
+    let mut rx = ring.subscribe();
+    tx.publish(());
+    assert_eq!(rx.try_recv(), Ok(()));
+    let (mut tx, ring) = ring::channel::<u128>(4);
+    let mut rx = ring.subscribe();
+    tx.publish(u128::MAX - 5);
+    assert_eq!(rx.try_recv(), Ok(u128::MAX - 5));
+}
+
+#[test]
+fn capacity_rounds_up_to_a_power_of_two() {
+    assert_eq!(ring::channel::<u8>(0).1.capacity(), 2);
+    assert_eq!(ring::channel::<u8>(5).1.capacity(), 8);
+    assert_eq!(ring::channel::<u8>(1024).1.capacity(), 1024);
+}
+
+#[test]
+fn group_hands_one_read_to_every_member() {
+    let (mut tx, ring) = ring::bounded::<u64>(4, 0);
+    let mut g = ring.subscribe_group(3);
+    assert_eq!(g.members(), 3);
+    let mut sums = [0u64; 3];
+    for round in 0..10u64 {
+        tx.publish(round);
+        g.try_recv(|m, v| sums[m] += *v).unwrap();
+    }
+    assert_eq!(sums, [45, 45, 45]);
+    assert_eq!(g.received(1), 10);
+    assert_eq!(g.try_recv(|_, _| {}), Err(RecvError::Empty));
+}
+
+#[test]
+fn errors_convert_into_the_crate_error() {
+    assert_eq!(
+        weft::Error::from(RecvError::Lagged { skipped: 4 }).to_string(),
+        "lagged: 4 messages were overwritten before they were read"
+    );
+    assert_eq!(
+        weft::Error::from(RecvError::Closed).kind(),
+        weft::ErrorKind::Closed
+    );
+    assert_eq!(
+        weft::Error::from(RecvError::Timeout).kind(),
+        weft::ErrorKind::Timeout
+    );
+}
+
+#[cfg(not(miri))]
+#[test]
+fn hugepage_and_locked_memory() {
+    let (mut tx, ring) = ring::channel_with::<u64>(4096, Options::new().hugepages(true)).unwrap();
+    let mut rx = ring.subscribe();
+    tx.publish(1);
+    assert_eq!(rx.try_recv(), Ok(1));
+    // mlock may be refused by RLIMIT_MEMLOCK: then it is an Io error, never a panic.
+    match ring::channel_with::<u64>(64, Options::new().lock(true)) {
+        Ok((mut tx, ring)) => {
+            let mut rx = ring.subscribe();
+            tx.publish(2);
+            assert_eq!(rx.try_recv(), Ok(2));
+        }
+        Err(e) => assert_eq!(e.kind(), weft::ErrorKind::Io),
+    }
+}

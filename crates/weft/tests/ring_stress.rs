@@ -1,0 +1,277 @@
+//! Cross-thread stress: sequence checks with 4 subscribers, a bounded ring with a slow
+//! subscriber, MPMC per-producer order, blocking receive and wake-up on close.
+
+use std::thread;
+use std::time::Duration;
+use weft::WaitStrategy;
+use weft::ring::{self, RecvError};
+
+#[cfg(not(miri))]
+const N: u64 = 10_000_000;
+#[cfg(miri)]
+const N: u64 = 200;
+
+/// The default strategy parks in the futex after spinning, which miri cannot run.
+fn default_or_spin_under_miri() -> WaitStrategy {
+    if cfg!(miri) {
+        WaitStrategy::YieldSpin
+    } else {
+        WaitStrategy::default()
+    }
+}
+
+/// A payload where a torn read shows: every word derives from the sequence.
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Tick {
+    seq: u64,
+    check: u64,
+    neg: u64,
+}
+
+impl Tick {
+    fn new(seq: u64) -> Tick {
+        Tick {
+            seq,
+            check: seq.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            neg: !seq,
+        }
+    }
+    fn valid(&self) -> bool {
+        *self == Tick::new(self.seq)
+    }
+}
+
+#[test]
+fn four_subscribers_see_every_sequence_or_its_exact_loss() {
+    let (mut tx, ring) = ring::channel::<Tick>(1 << 12);
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let mut rx = ring.subscribe().with_wait_strategy(WaitStrategy::YieldSpin);
+            thread::spawn(move || {
+                let mut expect = 0u64;
+                let mut lost = 0u64;
+                loop {
+                    match rx.recv() {
+                        Ok(t) => {
+                            assert!(t.valid(), "torn: {t:?}");
+                            assert_eq!(t.seq, expect, "out of order");
+                            expect += 1;
+                        }
+                        Err(RecvError::Lagged { skipped }) => {
+                            lost += skipped;
+                            expect += skipped;
+                        }
+                        Err(RecvError::Closed) => break,
+                        Err(e) => panic!("{e:?}"),
+                    }
+                }
+                assert_eq!(rx.lagged(), lost);
+                assert_eq!(rx.received() + lost, N);
+                expect
+            })
+        })
+        .collect();
+    for i in 0..N {
+        tx.publish(Tick::new(i));
+    }
+    drop(tx);
+    for r in readers {
+        assert_eq!(r.join().unwrap(), N);
+    }
+}
+
+#[test]
+fn bounded_ring_loses_nothing_with_a_slow_subscriber() {
+    let n = N / 100;
+    let (tx, ring) = ring::bounded::<Tick>(64, 0);
+    let mut tx = tx.with_wait_strategy(default_or_spin_under_miri());
+    let mut slow = ring
+        .subscribe()
+        .with_wait_strategy(default_or_spin_under_miri());
+    let mut fast = ring.subscribe().with_wait_strategy(WaitStrategy::YieldSpin);
+    let f = thread::spawn(move || {
+        for i in 0..n {
+            assert_eq!(fast.recv().unwrap().seq, i);
+        }
+        assert_eq!(fast.recv(), Err(RecvError::Closed));
+    });
+    let s = thread::spawn(move || {
+        for i in 0..n {
+            if i % 1000 == 0 {
+                thread::sleep(Duration::from_millis(1));
+            }
+            let t = slow.recv().unwrap();
+            assert!(t.valid());
+            assert_eq!(t.seq, i);
+        }
+        assert_eq!(slow.lagged(), 0);
+        assert_eq!(slow.recv(), Err(RecvError::Closed));
+    });
+    for i in 0..n {
+        tx.publish(Tick::new(i));
+    }
+    drop(tx);
+    f.join().unwrap();
+    s.join().unwrap();
+}
+
+#[test]
+fn mpmc_two_producers_keep_their_order_and_never_duplicate() {
+    let n = N / 10;
+    // Large enough that the reader is never overrun: everything must arrive.
+    let (tx, ring) = ring::mpmc::<[u64; 2]>(if cfg!(miri) { 64 } else { 1 << 22 });
+    let mut rx = ring.subscribe().with_wait_strategy(WaitStrategy::YieldSpin);
+    let producers: Vec<_> = (0..2u64)
+        .map(|p| {
+            let tx = tx.clone();
+            thread::spawn(move || {
+                for i in 0..n {
+                    tx.publish([p, i]);
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    let mut next = [0u64; 2];
+    loop {
+        match rx.recv() {
+            Ok([p, i]) => {
+                assert_eq!(
+                    i, next[p as usize],
+                    "producer {p} out of order or duplicated"
+                );
+                next[p as usize] += 1;
+            }
+            Err(RecvError::Closed) => break,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    for p in producers {
+        p.join().unwrap();
+    }
+    assert_eq!(next, [n, n]);
+}
+
+#[test]
+fn mpmc_overrun_reader_still_sees_per_producer_order() {
+    let n = N / 10;
+    let (tx, ring) = ring::mpmc::<[u64; 2]>(256);
+    let mut rx = ring.subscribe().with_wait_strategy(WaitStrategy::YieldSpin);
+    let producers: Vec<_> = (0..2u64)
+        .map(|p| {
+            let tx = tx.clone();
+            thread::spawn(move || {
+                for i in 0..n {
+                    tx.publish([p, i]);
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    let mut last = [None::<u64>; 2];
+    let (mut got, mut lost) = (0u64, 0u64);
+    loop {
+        match rx.recv() {
+            Ok([p, i]) => {
+                if let Some(l) = last[p as usize] {
+                    assert!(i > l, "producer {p}: {i} after {l}");
+                }
+                last[p as usize] = Some(i);
+                got += 1;
+            }
+            Err(RecvError::Lagged { skipped }) => lost += skipped,
+            Err(RecvError::Closed) => break,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    for p in producers {
+        p.join().unwrap();
+    }
+    assert_eq!(got + lost, 2 * n);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "parks in the futex, which miri cannot run")]
+fn parked_subscriber_wakes_on_publish_and_on_close() {
+    for strategy in [WaitStrategy::Park, WaitStrategy::Adaptive] {
+        let (mut tx, ring) = ring::channel::<u64>(8);
+        let mut rx = ring.subscribe().with_wait_strategy(strategy);
+        let t = thread::spawn(move || {
+            let a = rx.recv();
+            let b = rx.recv();
+            (a, b)
+        });
+        thread::sleep(Duration::from_millis(20));
+        tx.publish(1);
+        thread::sleep(Duration::from_millis(20));
+        drop(tx);
+        assert_eq!(t.join().unwrap(), (Ok(1), Err(RecvError::Closed)));
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "parks in the futex, which miri cannot run")]
+fn many_parked_handoffs_lose_no_wakeup() {
+    let rounds = if cfg!(miri) { 20 } else { 20_000 };
+    let (mut tx, ring) = ring::channel::<u64>(4);
+    let (mut back_tx, back) = ring::channel::<u64>(4);
+    let mut rx = ring.subscribe().with_wait_strategy(WaitStrategy::Park);
+    let mut back_rx = back.subscribe().with_wait_strategy(WaitStrategy::Park);
+    let t = thread::spawn(move || {
+        for _ in 0..rounds {
+            let v = rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("a lost wakeup");
+            back_tx.publish(v + 1);
+        }
+    });
+    for i in 0..rounds {
+        tx.publish(i);
+        assert_eq!(back_rx.recv_timeout(Duration::from_secs(10)), Ok(i + 1));
+    }
+    t.join().unwrap();
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "parks in the futex, which miri cannot run")]
+fn bounded_publisher_parks_until_room() {
+    let (mut tx, ring) = ring::bounded::<u64>(2, 0);
+    let mut rx = ring.subscribe();
+    let mut tx2 = {
+        tx.publish(0);
+        tx.publish(1);
+        tx.with_wait_strategy(WaitStrategy::Park)
+    };
+    let t = thread::spawn(move || {
+        tx2.publish(2); // waits for the subscriber
+        tx2.published()
+    });
+    thread::sleep(Duration::from_millis(20));
+    assert_eq!(rx.recv(), Ok(0));
+    assert_eq!(t.join().unwrap(), 3);
+    assert_eq!(rx.recv(), Ok(1));
+    assert_eq!(rx.recv(), Ok(2));
+    assert_eq!(rx.recv(), Err(RecvError::Closed));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "parks in the futex, which miri cannot run")]
+fn recv_timeout_times_out_and_a_group_receives_across_threads() {
+    let (mut tx, ring) = ring::channel::<u64>(8);
+    let mut rx = ring.subscribe();
+    assert_eq!(
+        rx.recv_timeout(Duration::from_millis(5)),
+        Err(RecvError::Timeout)
+    );
+    let mut g = ring.subscribe_group(2);
+    let t = thread::spawn(move || {
+        let mut seen = Vec::new();
+        g.recv_timeout(Duration::from_secs(5), |m, v| seen.push((m, *v)))
+            .unwrap();
+        seen
+    });
+    thread::sleep(Duration::from_millis(10));
+    tx.publish(8);
+    assert_eq!(t.join().unwrap(), [(0, 8), (1, 8)]);
+}
