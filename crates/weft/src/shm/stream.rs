@@ -209,6 +209,80 @@ fn parts(obj: &Object) -> Result<(NonNull<StreamControl>, NonNull<u8>, Geometry)
     ))
 }
 
+/// What the blocking loop needs from either end of a stream.
+trait Side {
+    fn strategy(&self) -> WaitStrategy;
+    fn watch(&mut self) -> &mut Watch;
+    /// Errors if the peer is gone (and, for the reader, nothing is left to read).
+    fn check_peer(&mut self) -> Result<()>;
+}
+
+/// The blocking loop of both ends: `attempt` until it yields a value, waiting between tries
+/// as the side's strategy says; a parked wait sleeps at most `PARK_SLICE` at a time (through
+/// `park`) and checks the peer between sleeps. `deadline` None tries once and reports
+/// `not_now` (after a liveness check).
+fn block<S: Side, T>(
+    side: &mut S,
+    deadline: Option<Deadline>,
+    not_now: Error,
+    mut attempt: impl FnMut(&mut S) -> Result<Option<T>>,
+    mut park: impl FnMut(&mut S, Duration) -> Result<()>,
+) -> Result<T> {
+    let mut waiter = Waiter::new(side.strategy());
+    loop {
+        if let Some(out) = attempt(side)? {
+            return Ok(out);
+        }
+        let Some(deadline) = deadline else {
+            side.check_peer()?;
+            return Err(not_now);
+        };
+        match waiter.next() {
+            Next::Retry => {
+                if side.watch().due() {
+                    side.check_peer()?;
+                    if deadline.expired() {
+                        return Err(Error::Timeout);
+                    }
+                }
+            }
+            Next::Park => {
+                side.check_peer()?;
+                let slice = match deadline.remaining() {
+                    Some(Duration::ZERO) => return Err(Error::Timeout),
+                    Some(left) => left.min(PARK_SLICE),
+                    None => PARK_SLICE,
+                };
+                park(side, slice)?;
+            }
+        }
+    }
+}
+
+impl Side for StreamWriter {
+    fn strategy(&self) -> WaitStrategy {
+        self.wait
+    }
+    fn watch(&mut self) -> &mut Watch {
+        &mut self.watch
+    }
+    fn check_peer(&mut self) -> Result<()> {
+        self.check_reader()
+    }
+}
+
+impl Side for StreamReader {
+    fn strategy(&self) -> WaitStrategy {
+        self.wait
+    }
+    fn watch(&mut self) -> &mut Watch {
+        &mut self.watch
+    }
+    fn check_peer(&mut self) -> Result<()> {
+        self.check_writer()
+    }
+}
+
 /// The writing end of a byte stream. One per stream; `Send`, not `Sync`.
 ///
 /// Records are written whole and read whole: each `write` or committed [`WriteGrant`] is one
@@ -480,48 +554,29 @@ impl StreamWriter {
 
     /// `deadline` None: try once.
     fn reserve_inner(&mut self, len: u64, deadline: Option<Deadline>) -> Result<Reservation> {
-        let mut waiter = Waiter::new(self.wait);
-        loop {
-            match self.core.try_reserve(len) {
-                Ok(res) => return Ok(res),
-                Err(ReserveError::Full) => {}
-                Err(ReserveError::TooLarge { max }) => {
-                    return Err(Error::TooLarge {
-                        name: self.obj.name().into(),
-                        len,
-                        max,
-                    });
-                }
-                Err(ReserveError::Corrupt(c)) => return Err(corrupt(&self.obj, c)),
-            }
-            let Some(deadline) = deadline else {
-                self.check_reader()?;
-                return Err(Error::Full);
-            };
-            match waiter.next() {
-                Next::Retry => {
-                    if self.watch.due() {
-                        self.check_reader()?;
-                        if deadline.expired() {
-                            return Err(Error::Timeout);
-                        }
-                    }
-                }
-                Next::Park => {
-                    self.check_reader()?;
-                    let slice = match deadline.remaining() {
-                        Some(Duration::ZERO) => return Err(Error::Timeout),
-                        Some(left) => left.min(PARK_SLICE),
-                        None => PARK_SLICE,
-                    };
-                    let parked = self
-                        .core
-                        .park_for_room(len, Some(slice))
-                        .map_err(|c| corrupt(&self.obj, c))?;
-                    self.stats.count(parked);
-                }
-            }
-        }
+        block(
+            self,
+            deadline,
+            Error::Full,
+            |w| match w.core.try_reserve(len) {
+                Ok(res) => Ok(Some(res)),
+                Err(ReserveError::Full) => Ok(None),
+                Err(ReserveError::TooLarge { max }) => Err(Error::TooLarge {
+                    name: w.obj.name().into(),
+                    len,
+                    max,
+                }),
+                Err(ReserveError::Corrupt(c)) => Err(corrupt(&w.obj, c)),
+            },
+            |w, slice| {
+                let parked = w
+                    .core
+                    .park_for_room(len, Some(slice))
+                    .map_err(|c| corrupt(&w.obj, c))?;
+                w.stats.count(parked);
+                Ok(())
+            },
+        )
     }
 
     /// Errors if the reader is gone (while the stream is full).
@@ -792,41 +847,20 @@ impl StreamReader {
 
     /// `deadline` None: try once.
     fn wait_record(&mut self, deadline: Option<Deadline>) -> Result<Record> {
-        let mut waiter = Waiter::new(self.wait);
-        loop {
-            match self.core.try_next() {
-                Ok(Some(rec)) => return Ok(rec),
-                Ok(None) => {}
-                Err(c) => return Err(corrupt(&self.obj, c)),
-            }
-            let Some(deadline) = deadline else {
-                self.check_writer()?;
-                return Err(Error::Empty);
-            };
-            match waiter.next() {
-                Next::Retry => {
-                    if self.watch.due() {
-                        self.check_writer()?;
-                        if deadline.expired() {
-                            return Err(Error::Timeout);
-                        }
-                    }
-                }
-                Next::Park => {
-                    self.check_writer()?;
-                    let slice = match deadline.remaining() {
-                        Some(Duration::ZERO) => return Err(Error::Timeout),
-                        Some(left) => left.min(PARK_SLICE),
-                        None => PARK_SLICE,
-                    };
-                    let parked = self
-                        .core
-                        .park_for_data(Some(slice))
-                        .map_err(|c| corrupt(&self.obj, c))?;
-                    self.stats.count(parked);
-                }
-            }
-        }
+        block(
+            self,
+            deadline,
+            Error::Empty,
+            |r| r.core.try_next().map_err(|c| corrupt(&r.obj, c)),
+            |r, slice| {
+                let parked = r
+                    .core
+                    .park_for_data(Some(slice))
+                    .map_err(|c| corrupt(&r.obj, c))?;
+                r.stats.count(parked);
+                Ok(())
+            },
+        )
     }
 
     /// Errors if the writer is gone and nothing is left to read.
