@@ -890,6 +890,8 @@ impl StreamReader {
 
 impl Drop for StreamReader {
     fn drop(&mut self) {
+        // Releases still deferred go back to the writer (and to a reader taking over).
+        self.core.publish();
         drop(self.claim.take());
         self.core.wake_writer();
         // SAFETY: rows are all atomics; WRITER_ROW is inside every validated stream.

@@ -355,6 +355,11 @@ pub(crate) struct ReaderCore {
     pos: u64,
     /// The last `W` we loaded.
     cached_write: u64,
+    /// Framed bytes handed out since `R` was last published.
+    unreleased: u64,
+    /// `release` publishes `R` once this many bytes are unreleased (an eighth of the
+    /// capacity), or at once when the writer is parked; [`ReaderCore::publish`] always does.
+    release_every: u64,
 }
 
 // SAFETY: as for WriterCore.
@@ -375,6 +380,8 @@ impl ReaderCore {
             read: 0,
             pos: 0,
             cached_write: 0,
+            unreleased: 0,
+            release_every: (geo.capacity / 8).max(1),
         };
         // Acquire: on a takeover, the previous reader's `R` (its last release) is where we go on.
         let r = core.ctl().read.0.load(Ordering::Acquire);
@@ -425,7 +432,9 @@ impl ReaderCore {
     }
 
     /// Parks until a record may be ready, at most `timeout` (the caller loops on `try_next`).
+    /// Publishes every release first: a sleeping reader holds nothing back.
     pub(crate) fn park_for_data(&mut self, timeout: Option<Duration>) -> Result<Parked, Corrupt> {
+        self.publish();
         let ctl = self.ctl;
         // SAFETY: the control block is valid for the core's life (contract of `new`); the
         // reference is used only within this call.
@@ -447,6 +456,9 @@ impl ReaderCore {
         if self.pos == w {
             w = self.load_write()?;
             if self.pos == w {
+                // Found empty: give back everything read so far before the caller waits, so
+                // that a lazy release can never hold a writer back while this side idles.
+                self.publish();
                 return Ok(None);
             }
         }
@@ -510,6 +522,7 @@ impl ReaderCore {
             len,
         };
         self.pos += framed;
+        self.unreleased += framed;
         Ok(Some(rec))
     }
 
@@ -520,10 +533,30 @@ impl ReaderCore {
         unsafe { self.data.as_ptr().add(rec.payload as usize) }
     }
 
-    /// Gives every record handed out so far back to the writer with one cursor store. Returns
-    /// whether the writer was parked and has been woken.
+    /// Gives every record handed out so far back to the writer, lazily while a backlog lasts:
+    /// the cursor store is made at once when this reader has caught up with the last `W` it
+    /// saw, when the writer is parked waiting for room, or once an eighth of the capacity is
+    /// unreleased; otherwise it waits for a later release or for [`ReaderCore::publish`],
+    /// which runs whenever the reader finds the stream empty and when it leaves. Storing
+    /// `R` for every record made the writer (which polls `R` while the stream is full) and the
+    /// reader trade its cache line on every message. Returns whether the writer was woken.
     #[inline]
     pub(crate) fn release(&mut self) -> bool {
+        // Relaxed: a hint only. A stale 0 delays the writer until the threshold or until this
+        // reader runs dry, both of which publish and wake it through the fenced handshake.
+        if self.unreleased < self.release_every
+            && self.pos != self.cached_write
+            && self.ctl().writer_wait.0.waiting.load(Ordering::Relaxed) == 0
+        {
+            return false;
+        }
+        self.publish()
+    }
+
+    /// Gives every record handed out so far back to the writer now, with one cursor store.
+    /// Returns whether the writer was parked and has been woken.
+    #[inline]
+    pub(crate) fn publish(&mut self) -> bool {
         if self.pos == self.read {
             return false;
         }
@@ -532,6 +565,7 @@ impl ReaderCore {
         // `wake_if_waiting` then orders this store before the load of the writer's flag.
         self.ctl().read.0.store(self.pos, Ordering::Release);
         self.read = self.pos;
+        self.unreleased = 0;
         self.ctl().writer_wait.0.wake_if_waiting()
     }
 }
