@@ -4,37 +4,13 @@
 mod common;
 
 use common::unique;
+use common::{Sweep, streams_of};
 use std::time::{Duration, Instant};
 use weft::channel::{Channel, ChannelOptions, RequestId, Server};
 use weft::{Error, Role};
 
 const T: Duration = Duration::from_secs(10);
 const SHORT: Duration = Duration::from_millis(100);
-
-/// Removes the object `name` and every stream of its channels (`NAME.*`), whatever happens.
-struct Sweep(String);
-
-impl Drop for Sweep {
-    fn drop(&mut self) {
-        for f in streams_of(&self.0) {
-            let _ = std::fs::remove_file(f);
-        }
-        let _ = std::fs::remove_file(common::shm_path(&self.0));
-    }
-}
-
-/// The files of the streams of `name`'s channels.
-fn streams_of(name: &str) -> Vec<std::path::PathBuf> {
-    let prefix = format!("weft.{name}.");
-    std::fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                .map(|e| e.path())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// A server with one accepted connection, and the client's channel.
 fn server_pair(name: &str, opts: &ChannelOptions) -> (Server, Channel, Channel) {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Peer, unique};
+use common::{Peer, Sweep, streams_of, unique};
 use std::time::{Duration, Instant};
 use weft::channel::{ChannelOptions, Server};
 use weft::{Error, Role};
@@ -13,31 +13,6 @@ const WAIT: Duration = Duration::from_secs(20);
 /// Liveness is read from /proc (same pid namespace) at most every 50 ms while waiting; the
 /// bound leaves slack for a loaded machine.
 const BOUND: Duration = Duration::from_secs(3);
-
-/// Removes the object `name` and every stream of its channels (`NAME.*`), whatever happens.
-struct Sweep(String);
-
-impl Drop for Sweep {
-    fn drop(&mut self) {
-        for f in streams_of(&self.0) {
-            let _ = std::fs::remove_file(f);
-        }
-        let _ = std::fs::remove_file(common::shm_path(&self.0));
-    }
-}
-
-/// The files of the streams of `name`'s channels.
-fn streams_of(name: &str) -> Vec<std::path::PathBuf> {
-    let prefix = format!("weft.{name}.");
-    std::fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                .map(|e| e.path())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 #[test]
 fn a_killed_client_frees_its_slot_and_the_others_go_on() {

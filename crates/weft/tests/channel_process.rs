@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Peer, unique};
+use common::{Peer, Sweep, unique};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -12,31 +12,6 @@ const WAIT: Duration = Duration::from_secs(60);
 const CALLS: u64 = 10_000;
 #[cfg(miri)]
 const CALLS: u64 = 10;
-
-/// Removes the object `name` and every stream of its channels (`NAME.*`), whatever happens.
-struct Sweep(String);
-
-impl Drop for Sweep {
-    fn drop(&mut self) {
-        for f in streams_of(&self.0) {
-            let _ = std::fs::remove_file(f);
-        }
-        let _ = std::fs::remove_file(common::shm_path(&self.0));
-    }
-}
-
-/// The files of the streams of `name`'s channels.
-fn streams_of(name: &str) -> Vec<std::path::PathBuf> {
-    let prefix = format!("weft.{name}.");
-    std::fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                .map(|e| e.path())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 #[test]
 fn one_to_one_between_processes() {

@@ -103,3 +103,28 @@ impl Drop for Peer {
         let _ = self.child.wait();
     }
 }
+
+/// Removes the object `name` and every stream of its channels (`NAME.*`), whatever happens.
+pub struct Sweep(pub String);
+
+impl Drop for Sweep {
+    fn drop(&mut self) {
+        for f in streams_of(&self.0) {
+            let _ = std::fs::remove_file(f);
+        }
+        let _ = std::fs::remove_file(shm_path(&self.0));
+    }
+}
+
+/// The files of the streams of `name`'s channels.
+pub fn streams_of(name: &str) -> Vec<std::path::PathBuf> {
+    let prefix = format!("weft.{name}.");
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
