@@ -138,6 +138,19 @@ impl Geometry {
         })
     }
 
+    /// Checks a cursor read from shared memory (hostile input): `0 ..= capacity`.
+    #[inline]
+    pub(crate) fn cursor(&self, what: &'static str, value: u64) -> Result<u64, Corrupt> {
+        if value > self.capacity {
+            return Err(Corrupt {
+                what,
+                value,
+                expected: "at most the capacity",
+            });
+        }
+        Ok(value)
+    }
+
     /// The largest payload a record may carry.
     pub(crate) fn max_payload(&self) -> u64 {
         self.max_framed - self.header
@@ -191,13 +204,7 @@ impl WriterCore {
         // Acquire: pairs with the reader's release of `R` (its reads are done) and, on a
         // takeover, with nothing else: `W` is ours from here on.
         core.write = core.ctl().write.0.load(Ordering::Acquire);
-        if core.write > geo.capacity {
-            return Err(Corrupt {
-                what: "write cursor",
-                value: core.write,
-                expected: "at most the capacity",
-            });
-        }
+        geo.cursor("write cursor", core.write)?;
         core.cached_read = core.load_read()?;
         Ok(core)
     }
@@ -215,18 +222,12 @@ impl WriterCore {
 
     #[inline]
     fn load_read(&self) -> Result<u64, Corrupt> {
-        // SYNC POINT: Acquire pairs with the reader's Release store of `R` in `release`: the
+        // SYNC POINT: Acquire pairs with the reader's Release store of `R` in `publish`: the
         // reader's reads of the bytes below `R` happen before we overwrite them. (As the
         // re-check after `announce`, it is ordered by that fence.)
         let r = self.ctl().read.0.load(Ordering::Acquire);
         // Hostile input: `R` is written by another process.
-        if r > self.geo.capacity {
-            return Err(Corrupt {
-                what: "read cursor",
-                value: r,
-                expected: "at most the capacity",
-            });
-        }
+        self.geo.cursor("read cursor", r)?;
         Ok(r)
     }
 
@@ -385,13 +386,7 @@ impl ReaderCore {
         };
         // Acquire: on a takeover, the previous reader's `R` (its last release) is where we go on.
         let r = core.ctl().read.0.load(Ordering::Acquire);
-        if r > geo.capacity {
-            return Err(Corrupt {
-                what: "read cursor",
-                value: r,
-                expected: "at most the capacity",
-            });
-        }
+        geo.cursor("read cursor", r)?;
         core.read = r;
         core.pos = r;
         core.cached_write = r;
@@ -415,13 +410,7 @@ impl ReaderCore {
         // re-check after `announce`, it is ordered by that fence.)
         let w = self.ctl().write.0.load(Ordering::Acquire);
         // Hostile input: `W` is written by another process.
-        if w > self.geo.capacity {
-            return Err(Corrupt {
-                what: "write cursor",
-                value: w,
-                expected: "at most the capacity",
-            });
-        }
+        self.geo.cursor("write cursor", w)?;
         self.cached_write = w;
         Ok(w)
     }
