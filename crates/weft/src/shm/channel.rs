@@ -475,6 +475,28 @@ impl Channel {
         }
     }
 
+    /// The next reply frame; its id must be one in flight, and leaves the in-flight set.
+    /// Hostile input: any other id is `Corrupt` (and the frame is consumed).
+    fn read_reply<'r>(
+        rx: &'r mut StreamReader,
+        rx_name: &str,
+        peer: Role,
+        outstanding: &mut InFlight,
+        deadline: Option<Deadline>,
+    ) -> Result<(u64, ReadGrant<'r>)> {
+        let (got, g) = Channel::read_frame(rx, rx_name, peer, deadline)?;
+        if !outstanding.remove(&got) {
+            drop(g);
+            return Err(Error::corrupt(
+                rx_name,
+                "reply id",
+                got,
+                "the id of a request in flight",
+            ));
+        }
+        Ok((got, g))
+    }
+
     // ---- the calling side --------------------------------------------------------------
 
     /// Sends `request` and waits for its reply (matched by correlation id; replies to other
@@ -605,33 +627,27 @@ impl Channel {
         if self.outstanding.len() == 1 {
             // Only this request is in flight: the next reply must be its own, so it is
             // returned in place, without a copy.
-            let (got, g) = Channel::read_frame(&mut self.rx, &self.rx_name, self.peer, deadline)?;
-            if got != id {
-                drop(g);
-                return Err(Error::corrupt(
-                    &self.rx_name,
-                    "reply id",
-                    got,
-                    "the id of the request in flight",
-                ));
-            }
-            self.outstanding.remove(&id);
+            // With one request in flight, the only id `read_reply` accepts is `id`.
+            let (_, g) = Channel::read_reply(
+                &mut self.rx,
+                &self.rx_name,
+                self.peer,
+                &mut self.outstanding,
+                deadline,
+            )?;
             return Ok(Reply {
                 id: RequestId(id),
                 body: Body::Borrowed(g),
             });
         }
         loop {
-            let (got, g) = Channel::read_frame(&mut self.rx, &self.rx_name, self.peer, deadline)?;
-            if !self.outstanding.remove(&got) {
-                drop(g);
-                return Err(Error::corrupt(
-                    &self.rx_name,
-                    "reply id",
-                    got,
-                    "the id of a request in flight",
-                ));
-            }
+            let (got, g) = Channel::read_reply(
+                &mut self.rx,
+                &self.rx_name,
+                self.peer,
+                &mut self.outstanding,
+                deadline,
+            )?;
             let body = g[ID_LEN..].to_vec();
             drop(g);
             if got == id {
@@ -684,16 +700,13 @@ impl Channel {
                 expected: "at least one request sent and not yet answered",
             });
         }
-        let (got, g) = Channel::read_frame(&mut self.rx, &self.rx_name, self.peer, deadline)?;
-        if !self.outstanding.remove(&got) {
-            drop(g);
-            return Err(Error::corrupt(
-                &self.rx_name,
-                "reply id",
-                got,
-                "the id of a request in flight",
-            ));
-        }
+        let (got, g) = Channel::read_reply(
+            &mut self.rx,
+            &self.rx_name,
+            self.peer,
+            &mut self.outstanding,
+            deadline,
+        )?;
         Ok(Reply {
             id: RequestId(got),
             body: Body::Borrowed(g),
