@@ -41,6 +41,20 @@ pub struct Row {
     pub max: f64,
 }
 
+/// Where a scenario sits on a plot's x axis: scenarios of one family (the same measurement
+/// at several payload or message sizes) are drawn as one chart, a line per implementation.
+#[derive(Debug, Clone, Serialize)]
+pub struct AxisPoint {
+    /// The scenario this point is.
+    pub scenario: String,
+    /// The chart it belongs to, e.g. `stream/handoff`.
+    pub family: String,
+    /// What the x axis measures, e.g. `payload (bytes)`.
+    pub x_desc: String,
+    /// This scenario's x.
+    pub x: f64,
+}
+
 /// All rows of a run.
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -48,8 +62,16 @@ pub struct Report {
     pub reps: usize,
     /// The machine the run was on.
     pub machine: String,
+    /// The compiler that built this binary.
+    pub rustc: String,
+    /// Every peer crate and its exact version (from Cargo.lock at build time).
+    pub peers: String,
+    /// The day of the run (UTC), `YYYY-MM-DD`.
+    pub date: String,
     /// Every row, in the order measured.
     pub rows: Vec<Row>,
+    /// Scenarios that are points of a sized family.
+    pub axes: Vec<AxisPoint>,
 }
 
 /// Median of a non-empty sample.
@@ -73,8 +95,78 @@ impl Report {
         Report {
             reps: reps.max(1),
             machine: machine_summary(),
+            rustc: env!("WEFT_BENCH_RUSTC").into(),
+            peers: env!("WEFT_BENCH_PEERS").into(),
+            date: today_utc(),
             rows: Vec::new(),
+            axes: Vec::new(),
         }
+    }
+
+    /// Places `scenario` at `x` on the x axis of the chart `family` (one chart per family,
+    /// one line per implementation). Called by scenarios measured at several sizes.
+    pub fn axis(&mut self, scenario: &str, family: &str, x_desc: &str, x: f64) {
+        if !self.axes.iter().any(|a| a.scenario == scenario) {
+            self.axes.push(AxisPoint {
+                scenario: scenario.into(),
+                family: family.into(),
+                x_desc: x_desc.into(),
+                x,
+            });
+        }
+    }
+
+    /// The scenario names in the order first measured.
+    pub fn scenarios(&self) -> Vec<&str> {
+        let mut seen: Vec<&str> = Vec::new();
+        for r in &self.rows {
+            if !seen.contains(&r.scenario.as_str()) {
+                seen.push(&r.scenario);
+            }
+        }
+        seen
+    }
+
+    /// The rows of one scenario.
+    pub fn rows_of(&self, scenario: &str) -> Vec<&Row> {
+        self.rows
+            .iter()
+            .filter(|r| r.scenario == scenario)
+            .collect()
+    }
+
+    /// The headline: per scenario, weft's figure against the best peer's.
+    pub fn summary_markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "| scenario | weft | best peer | weft / best peer |");
+        let _ = writeln!(out, "|---|---:|---|---:|");
+        for s in self.scenarios() {
+            let rows = self.rows_of(s);
+            let Some(w) = rows.iter().find(|r| r.implementation.starts_with("weft")) else {
+                continue;
+            };
+            let best = rows
+                .iter()
+                .filter(|r| !r.implementation.starts_with("weft") && r.median.is_finite())
+                .filter(|r| !r.implementation.starts_with("memcpy"))
+                .min_by(|a, b| {
+                    ratio(w.median, a.median, a.better)
+                        .total_cmp(&ratio(w.median, b.median, b.better))
+                });
+            if let Some(b) = best {
+                let _ = writeln!(
+                    out,
+                    "| {s} | {} {} | {} ({} {}) | {:.2}x |",
+                    fmt_num(w.median),
+                    w.unit,
+                    b.implementation,
+                    fmt_num(b.median),
+                    b.unit,
+                    ratio(w.median, b.median, b.better)
+                );
+            }
+        }
+        out
     }
 
     /// Runs `one` once to warm up and then `reps` times, and records the figures it returns.
@@ -122,16 +214,28 @@ impl Report {
     /// The report as markdown: one table per scenario, with the ratio of weft's median over each
     /// peer's, oriented so that above 1.0 means weft is better.
     pub fn markdown(&self) -> String {
+        format!(
+            "{}\n{}",
+            self.header_markdown(),
+            self.markdown_with(&|_| None)
+        )
+    }
+
+    /// The run's header: machine, compiler, peers, date.
+    pub fn header_markdown(&self) -> String {
+        format!(
+            "Machine: {}  \nCompiler: {}  \nPeers: {}  \nDate: {}; {} measured repetitions per row \
+             after a warm-up.\n",
+            self.machine, self.rustc, self.peers, self.date, self.reps
+        )
+    }
+
+    /// [`Report::markdown`], with `after(scenario)` inserted after each scenario's table (a plot
+    /// link, say).
+    pub fn markdown_with(&self, after: &dyn Fn(&str) -> Option<String>) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "Machine: {}\n", self.machine);
-        let mut seen: Vec<&str> = Vec::new();
-        for r in &self.rows {
-            if !seen.contains(&r.scenario.as_str()) {
-                seen.push(&r.scenario);
-            }
-        }
-        for s in seen {
-            let rows: Vec<&Row> = self.rows.iter().filter(|r| r.scenario == s).collect();
+        for s in self.scenarios() {
+            let rows = self.rows_of(s);
             let weft = rows.iter().find(|r| r.implementation.starts_with("weft"));
             let _ = writeln!(out, "### {s}\n");
             let _ = writeln!(out, "| implementation | median | min | max | weft / this |");
@@ -155,6 +259,9 @@ impl Report {
                 );
             }
             let _ = writeln!(out);
+            if let Some(extra) = after(s) {
+                let _ = writeln!(out, "{extra}\n");
+            }
         }
         out
     }
@@ -173,7 +280,8 @@ pub fn ratio(weft: f64, peer: f64, better: Better) -> f64 {
     }
 }
 
-fn fmt_num(x: f64) -> String {
+/// A figure with as many digits as it deserves.
+pub fn fmt_num(x: f64) -> String {
     if x >= 100.0 {
         format!("{x:.0}")
     } else if x >= 10.0 {
@@ -181,6 +289,31 @@ fn fmt_num(x: f64) -> String {
     } else {
         format!("{x:.3}")
     }
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`.
+fn today_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (eras of 400 years, each
+/// 146 097 days, with March as the first month so that the leap day comes last).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
 }
 
 /// CPU model, cores, kernel: printed with every run.
@@ -229,4 +362,23 @@ pub fn unique_name(tag: &str) -> String {
             .map(|d| d.subsec_nanos())
             .unwrap_or(0)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(59), (1970, 3, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_779), (2026, 11, 22));
+    }
+
+    #[test]
+    fn ratios_point_the_right_way() {
+        assert_eq!(ratio(2.0, 4.0, Better::Lower), 2.0);
+        assert_eq!(ratio(2.0, 4.0, Better::Higher), 0.5);
+    }
 }

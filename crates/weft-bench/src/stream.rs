@@ -306,6 +306,14 @@ trait Receiver {
 fn throughput(report: &mut Report, cap: usize, cap_label: &str) {
     let scenario = format!("stream/throughput-256B-{cap_label}");
     let gib_scenario = format!("stream/throughput-256B-{cap_label}-GiB/s");
+    let x_desc = "stream capacity (bytes)";
+    report.axis(&scenario, "stream/throughput-256B", x_desc, cap as f64);
+    report.axis(
+        &gib_scenario,
+        "stream/throughput-256B-GiB/s",
+        x_desc,
+        cap as f64,
+    );
     let runs = report.reps + 1;
     let mut gib_rows = Vec::new();
     for imp in Impl::ALL {
@@ -777,6 +785,7 @@ trait HandoffRx {
 #[cfg(target_arch = "x86_64")]
 fn handoff(report: &mut Report, size: usize, label: &str) {
     let scenario = format!("stream/handoff-{label}");
+    report.axis(&scenario, "stream/handoff", "payload (bytes)", size as f64);
     let per_ns = ticks_per_ns();
     for imp in Handoff::ALL {
         let name = harness::unique_name(&format!("ho{}", imp.tag()));
