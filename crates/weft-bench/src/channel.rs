@@ -1,6 +1,6 @@
 //! Request/response round trip between two processes: a 64-byte request, a 64-byte reply,
 //! p50 and p99 over many calls, against crossbar's `Channel`, iceoryx2's request-response and
-//! a Unix domain socket.
+//! a Unix domain socket and TCP loopback.
 //!
 //! The parent is the client (pinned to core 0); the child (`weft-bench --child channel-server
 //! IMPL NAME`) is the server (pinned to core 1) and answers every request with its bytes
@@ -65,12 +65,13 @@ fn measure(client: &mut dyn Client, reps: usize) -> (Vec<f64>, Vec<f64>) {
     (p50, p99)
 }
 
-const IMPLS: [(&str, &str); 5] = [
+const IMPLS: [(&str, &str); 6] = [
     ("weft", "weft 0.1 Channel::call (BusySpin)"),
     ("weft-raw", "weft 0.1 Channel send/recv, no ids (BusySpin)"),
     ("crossbar", "crossbar 1.2 Channel (BusySpin)"),
     ("iceoryx2", "iceoryx2 0.10 request-response (poll)"),
     ("uds", "Unix domain socket (std, blocking)"),
+    ("tcp", "TCP loopback (std, NODELAY, blocking)"),
 ];
 
 /// Repetitions are interleaved (one run of every implementation per round, each with its
@@ -103,7 +104,11 @@ fn one_round(imp: &str) -> (Vec<f64>, Vec<f64>) {
     let mut out = BufReader::new(child.stdout.take().expect("piped"));
     let mut line = String::new();
     out.read_line(&mut line).expect("the child's ready line");
-    assert_eq!(line.trim(), "ready", "child {imp} said {line:?}");
+    // "ready", or for TCP "ready ADDRESS" (the port the server was given).
+    let addr = match line.trim().strip_prefix("ready") {
+        Some(rest) => rest.trim().to_string(),
+        None => panic!("child {imp} said {line:?}"),
+    };
     let figures = std::thread::scope(|s| {
         s.spawn(|| {
             pin(0);
@@ -112,7 +117,8 @@ fn one_round(imp: &str) -> (Vec<f64>, Vec<f64>) {
                 "weft-raw" => measure(&mut WeftRawClient(WeftClient::connect(&name)), 1),
                 "crossbar" => measure(&mut CrossbarClient::connect(&name), 1),
                 "iceoryx2" => measure(&mut IceoryxClient::connect(&name), 1),
-                _ => measure(&mut UdsClient::connect(&name), 1),
+                "tcp" => measure(&mut StreamClient::tcp(&addr), 1),
+                _ => measure(&mut StreamClient::uds(&name), 1),
             }
         })
         .join()
@@ -166,6 +172,7 @@ pub fn child(args: &[String]) -> Option<i32> {
         "crossbar" => crossbar_server(&name),
         "iceoryx2" => iceoryx_server(&name),
         "uds" => uds_server(&name),
+        "tcp" => tcp_server(),
         _ => return Some(2),
     }
     Some(0)
@@ -404,22 +411,56 @@ fn uds_path(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("{name}.sock"))
 }
 
-struct UdsClient {
-    s: std::os::unix::net::UnixStream,
+/// A client over a connected stream socket: Unix domain or TCP.
+struct StreamClient<S: Read + Write> {
+    s: S,
 }
 
-impl UdsClient {
-    fn connect(name: &str) -> UdsClient {
+impl StreamClient<std::os::unix::net::UnixStream> {
+    fn uds(name: &str) -> Self {
         let s = std::os::unix::net::UnixStream::connect(uds_path(name)).expect("uds connect");
-        UdsClient { s }
+        StreamClient { s }
     }
 }
 
-impl Client for UdsClient {
-    fn call(&mut self, req: &[u8; MSG], resp: &mut [u8; MSG]) {
-        self.s.write_all(req).expect("uds write");
-        self.s.read_exact(resp).expect("uds read");
+impl StreamClient<std::net::TcpStream> {
+    fn tcp(addr: &str) -> Self {
+        let s = std::net::TcpStream::connect(addr).expect("tcp connect");
+        s.set_nodelay(true).expect("TCP_NODELAY");
+        StreamClient { s }
     }
+}
+
+impl<S: Read + Write> Client for StreamClient<S> {
+    fn call(&mut self, req: &[u8; MSG], resp: &mut [u8; MSG]) {
+        self.s.write_all(req).expect("socket write");
+        self.s.read_exact(resp).expect("socket read");
+    }
+}
+
+/// Answers requests on `s` until the client closes its end.
+fn serve_socket(mut s: impl Read + Write) {
+    let mut req = [0u8; MSG];
+    let mut resp = [0u8; MSG];
+    while s.read_exact(&mut req).is_ok() {
+        answer(&req, &mut resp);
+        if s.write_all(&resp).is_err() {
+            return;
+        }
+    }
+}
+
+fn tcp_server() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("tcp bind");
+    let addr = l.local_addr().expect("tcp address");
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "ready {addr}");
+        let _ = out.flush();
+    }
+    let (s, _) = l.accept().expect("tcp accept");
+    s.set_nodelay(true).expect("TCP_NODELAY");
+    serve_socket(s);
 }
 
 fn uds_server(name: &str) {
@@ -427,15 +468,7 @@ fn uds_server(name: &str) {
     let _ = std::fs::remove_file(&path);
     let l = std::os::unix::net::UnixListener::bind(&path).expect("uds bind");
     ready();
-    let (mut s, _) = l.accept().expect("uds accept");
+    let (s, _) = l.accept().expect("uds accept");
     let _ = std::fs::remove_file(&path);
-    let mut req = [0u8; MSG];
-    let mut resp = [0u8; MSG];
-    // Serves until the client closes its end.
-    while s.read_exact(&mut req).is_ok() {
-        answer(&req, &mut resp);
-        if s.write_all(&resp).is_err() {
-            return;
-        }
-    }
+    serve_socket(s);
 }

@@ -11,6 +11,7 @@
 
 use crate::harness::{self, Better, Report, Scenario};
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout};
@@ -234,18 +235,20 @@ enum Impl {
     WeftAdaptive,
     PodBus,
     Socket,
+    Tcp,
     Ipmpsc,
     IpcRing,
 }
 
 impl Impl {
     /// The first weft row is the one the ratios use: the default wait strategy.
-    const ALL: [Impl; 7] = [
+    const ALL: [Impl; 8] = [
         Impl::WeftAdaptive,
         Impl::Weft,
         Impl::WeftBatch,
         Impl::PodBus,
         Impl::Socket,
+        Impl::Tcp,
         Impl::Ipmpsc,
         Impl::IpcRing,
     ];
@@ -257,6 +260,7 @@ impl Impl {
             Impl::WeftAdaptive => "weft-adaptive",
             Impl::PodBus => "podbus",
             Impl::Socket => "socket",
+            Impl::Tcp => "tcp",
             Impl::Ipmpsc => "ipmpsc",
             Impl::IpcRing => "ipc_ring",
         }
@@ -281,6 +285,7 @@ impl Impl {
             Impl::WeftAdaptive => "weft 0.1 (write / read, Adaptive: default)",
             Impl::PodBus => "crossbar 1.2 PodBus (bounded)",
             Impl::Socket => "Unix socket (64 KiB buffered)",
+            Impl::Tcp => "TCP loopback (64 KiB buffered, NODELAY)",
             Impl::Ipmpsc => "ipmpsc 0.5 (zero-copy recv)",
             Impl::IpcRing => "ipc_ring 0.2",
         }
@@ -333,12 +338,22 @@ fn throughput(report: &mut Report, cap: usize, cap_label: &str) {
             Impl::Socket => {
                 let path = socket_path(&name);
                 let listener = UnixListener::bind(&path).map_err(|e| e.to_string())?;
-                let tx = SocketTx {
-                    listener: Some(listener),
-                    out: None,
-                    path,
+                let accept = move || {
+                    let s = listener.accept().map(|(s, _)| s);
+                    let _ = std::fs::remove_file(&path);
+                    s
                 };
-                tput_parent(tx, imp, &name, runs)
+                tput_parent(SocketTx::new(accept), imp, &name, runs)
+            }
+            Impl::Tcp => {
+                let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+                let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                let accept = move || {
+                    let (s, _) = listener.accept()?;
+                    s.set_nodelay(true)?;
+                    Ok(s)
+                };
+                tput_parent(SocketTx::new(accept), imp, &addr.to_string(), runs)
             }
             Impl::Ipmpsc => {
                 let path = shm_path(&name);
@@ -490,14 +505,13 @@ fn tput_child(imp: Impl, name: &str, n: u64, runs: usize) -> i32 {
             }
             Impl::Socket => {
                 let s = UnixStream::connect(socket_path(name)).map_err(|e| e.to_string())?;
-                tput_read(
-                    SocketRx {
-                        input: BufReader::with_capacity(64 << 10, s),
-                        buf: vec![0; MSG],
-                    },
-                    n,
-                    runs,
-                )
+                tput_read(SocketRx::new(s), n, runs)
+            }
+            Impl::Tcp => {
+                // For TCP the child's "name" is the parent's listening address.
+                let s = TcpStream::connect(name).map_err(|e| e.to_string())?;
+                s.set_nodelay(true).map_err(|e| e.to_string())?;
+                tput_read(SocketRx::new(s), n, runs)
             }
             Impl::Ipmpsc => {
                 let path = shm_path(name);
@@ -592,18 +606,28 @@ impl Receiver for PodBusRx {
     }
 }
 
-struct SocketTx {
-    listener: Option<UnixListener>,
-    out: Option<BufWriter<UnixStream>>,
-    path: PathBuf,
+/// A length-prefixed framing over a connected stream socket (Unix or TCP), written through a
+/// 64 KiB buffer.
+struct SocketTx<S: Write> {
+    /// Accepts the child's connection, once the child is up.
+    accept: Option<Box<dyn FnOnce() -> std::io::Result<S>>>,
+    out: Option<BufWriter<S>>,
 }
 
-impl Sender for SocketTx {
+impl<S: Write> SocketTx<S> {
+    fn new(accept: impl FnOnce() -> std::io::Result<S> + 'static) -> SocketTx<S> {
+        SocketTx {
+            accept: Some(Box::new(accept)),
+            out: None,
+        }
+    }
+}
+
+impl<S: Write> Sender for SocketTx<S> {
     fn ready(&mut self) {
-        let l = self.listener.take().expect("listener");
-        let (s, _) = l.accept().expect("accept the child's connection");
+        let accept = self.accept.take().expect("accept once");
+        let s = accept().expect("accept the child's connection");
         self.out = Some(BufWriter::with_capacity(64 << 10, s));
-        let _ = std::fs::remove_file(&self.path);
     }
 
     #[inline]
@@ -623,18 +647,21 @@ impl Sender for SocketTx {
     }
 }
 
-impl Drop for SocketTx {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-struct SocketRx {
-    input: BufReader<UnixStream>,
+struct SocketRx<S: Read> {
+    input: BufReader<S>,
     buf: Vec<u8>,
 }
 
-impl Receiver for SocketRx {
+impl<S: Read> SocketRx<S> {
+    fn new(s: S) -> SocketRx<S> {
+        SocketRx {
+            input: BufReader::with_capacity(64 << 10, s),
+            buf: vec![0; MSG],
+        }
+    }
+}
+
+impl<S: Read> Receiver for SocketRx<S> {
     #[inline]
     fn recv(&mut self, mut f: impl FnMut(&[u8])) -> u64 {
         let mut len = [0u8; 4];
@@ -1053,14 +1080,18 @@ enum Ping {
     WeftPark,
     SocketSpin,
     SocketBlock,
+    TcpSpin,
+    TcpBlock,
 }
 
 impl Ping {
-    const ALL: [Ping; 4] = [
+    const ALL: [Ping; 6] = [
         Ping::WeftSpin,
         Ping::WeftPark,
         Ping::SocketSpin,
         Ping::SocketBlock,
+        Ping::TcpSpin,
+        Ping::TcpBlock,
     ];
 
     fn tag(self) -> &'static str {
@@ -1069,6 +1100,8 @@ impl Ping {
             Ping::WeftPark => "weft-park",
             Ping::SocketSpin => "socket-spin",
             Ping::SocketBlock => "socket-block",
+            Ping::TcpSpin => "tcp-spin",
+            Ping::TcpBlock => "tcp-block",
         }
     }
 
@@ -1082,11 +1115,13 @@ impl Ping {
             Ping::WeftPark => "weft 0.1 (Park)",
             Ping::SocketSpin => "Unix socket pair (non-blocking, spin)",
             Ping::SocketBlock => "Unix socket pair (blocking)",
+            Ping::TcpSpin => "TCP loopback (NODELAY, non-blocking, spin)",
+            Ping::TcpBlock => "TCP loopback (NODELAY, blocking)",
         }
     }
 
     fn busy(self) -> bool {
-        matches!(self, Ping::WeftSpin | Ping::SocketSpin)
+        matches!(self, Ping::WeftSpin | Ping::SocketSpin | Ping::TcpSpin)
     }
 
     fn wait(self) -> WaitStrategy {
@@ -1133,6 +1168,20 @@ fn pingpong(report: &mut Report, busy: bool) {
                     let peer = Peer::spawn(&["ping", imp.tag(), &name]);
                     let (s, _) = listener.accept().map_err(|e| e.to_string())?;
                     let _ = std::fs::remove_file(&path);
+                    s.set_nonblocking(busy).map_err(|e| e.to_string())?;
+                    let out = ping_parent(SocketPing(s), runs, pings);
+                    peer.finish()?;
+                    Ok(out)
+                }
+                Ping::TcpSpin | Ping::TcpBlock => {
+                    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+                    let addr = listener
+                        .local_addr()
+                        .map_err(|e| e.to_string())?
+                        .to_string();
+                    let peer = Peer::spawn(&["ping", imp.tag(), &addr]);
+                    let (s, _) = listener.accept().map_err(|e| e.to_string())?;
+                    s.set_nodelay(true).map_err(|e| e.to_string())?;
                     s.set_nonblocking(busy).map_err(|e| e.to_string())?;
                     let out = ping_parent(SocketPing(s), runs, pings);
                     peer.finish()?;
@@ -1208,6 +1257,12 @@ fn ping_child(imp: Ping, name: &str) -> i32 {
                 s.set_nonblocking(imp.busy()).map_err(|e| e.to_string())?;
                 echo(SocketPing(s));
             }
+            Ping::TcpSpin | Ping::TcpBlock => {
+                let s = TcpStream::connect(name).map_err(|e| e.to_string())?;
+                s.set_nodelay(true).map_err(|e| e.to_string())?;
+                s.set_nonblocking(imp.busy()).map_err(|e| e.to_string())?;
+                echo(SocketPing(s));
+            }
         }
         Ok(())
     })();
@@ -1252,10 +1307,10 @@ impl PingEnd for WeftPing {
     }
 }
 
-/// A connected Unix stream socket, blocking or non-blocking (then spun on).
-struct SocketPing(UnixStream);
+/// A connected stream socket (Unix or TCP), blocking or non-blocking (then spun on).
+struct SocketPing<S: Read + Write>(S);
 
-impl PingEnd for SocketPing {
+impl<S: Read + Write> PingEnd for SocketPing<S> {
     #[inline]
     fn send(&mut self, msg: &[u8; PING]) {
         let mut done = 0;
