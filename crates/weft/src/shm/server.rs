@@ -486,7 +486,12 @@ impl Server {
 
 fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result<Channel> {
     let liveness = opts.liveness_timeout;
-    let obj = Arc::new(Object::open(name, ObjectKind::Server, STALE_OPEN_TIMEOUT)?);
+    // A server still initialising the rendezvous is waited for, within the caller's deadline.
+    let ready_wait = deadline
+        .remaining()
+        .unwrap_or(STALE_OPEN_TIMEOUT)
+        .min(STALE_OPEN_TIMEOUT);
+    let obj = Arc::new(Object::open(name, ObjectKind::Server, ready_wait)?);
     let count = slot_count(&obj)?;
     let server = row(&obj, SERVER_ROW)?;
     match server.status(liveness) {

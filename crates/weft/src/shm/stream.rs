@@ -700,14 +700,18 @@ impl StreamReader {
         StreamReader::open_with(name, &StreamOptions::new(0))
     }
 
-    /// As [`StreamReader::open`], waiting up to `timeout` for the stream to be created.
+    /// As [`StreamReader::open`], waiting up to `timeout` in all for the stream to be created
+    /// and for its creator to finish initialising it.
     ///
     /// # Errors
-    /// As [`StreamReader::open`]; [`Error::NotFound`] once the timeout has passed.
+    /// As [`StreamReader::open`]; [`Error::NotFound`] or [`Error::NotReady`] once the timeout
+    /// has passed.
     pub fn open_timeout(name: &str, timeout: Duration) -> Result<StreamReader> {
         let deadline = Deadline::after(timeout);
         loop {
-            match StreamReader::open(name) {
+            let mut opts = StreamOptions::new(0);
+            opts.open_timeout = deadline.remaining().unwrap_or(opts.open_timeout);
+            match StreamReader::open_with(name, &opts) {
                 Err(Error::NotFound { .. }) if !deadline.expired() => {
                     std::thread::sleep(Duration::from_millis(1));
                 }

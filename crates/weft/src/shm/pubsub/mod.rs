@@ -365,7 +365,8 @@ pub fn regions() -> Vec<String> {
 /// # Ok::<(), weft::Error>(())
 /// ```
 pub fn inspect(region: &str) -> Result<RegionReport> {
-    let r = open_region(region, &Config::default())?;
+    // A region still being created is reported as not ready rather than waited for.
+    let r = open_region(region, &Config::default().open_timeout(Duration::ZERO))?;
     Ok(RegionReport {
         name: region.into(),
         info: region_info(&r),
@@ -1059,7 +1060,9 @@ impl Subscriber {
     pub fn connect_timeout(region: &str, timeout: Duration) -> Result<Subscriber> {
         let deadline = Deadline::after(timeout);
         loop {
-            match Subscriber::connect(region) {
+            // The wait for a creator still initialising the region is within the deadline too.
+            let config = Config::default().open_timeout(deadline.remaining().unwrap_or(timeout));
+            match Subscriber::connect_with(region, &config) {
                 Err(Error::NotFound { .. }) if !deadline.expired() => {
                     std::thread::sleep(Duration::from_millis(2))
                 }
