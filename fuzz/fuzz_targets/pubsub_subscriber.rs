@@ -12,17 +12,36 @@ use weft::pubsub::{Config, Publisher, Subscriber, TopicMode};
 
 #[derive(Arbitrary, Debug)]
 enum Op {
-    Publish { topic: bool, len: u16, fill: u8 },
-    Loan { topic: bool, len: u16 },
-    TryRecv { topic: bool, keep: bool },
+    Publish {
+        topic: bool,
+        len: u16,
+        fill: u8,
+    },
+    Loan {
+        topic: bool,
+        len: u16,
+    },
+    TryRecv {
+        topic: bool,
+        keep: bool,
+    },
     /// Lets go of the oldest sample kept.
     Release,
     /// Writes `value`'s low `width % 9` bytes at `offset` (modulo the region's length).
-    Scribble { offset: u32, value: u64, width: u8 },
+    Scribble {
+        offset: u32,
+        value: u64,
+        width: u8,
+    },
     Reclaim,
-    Stats { topic: bool },
+    Stats {
+        topic: bool,
+    },
     Inspect,
-    Resubscribe { topic: bool, history: u8 },
+    Resubscribe {
+        topic: bool,
+        history: u8,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -56,7 +75,11 @@ fuzz_target!(|input: Input| {
     let (Ok(mut sa), Ok(mut sb)) = (subscriber.subscribe("/a"), subscriber.subscribe("/b")) else {
         return;
     };
-    let Ok(file) = std::fs::OpenOptions::new().read(true).write(true).open(&path) else {
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+    else {
         return;
     };
     let file_len = file.metadata().map(|m| m.len()).unwrap_or(0).max(1);
@@ -88,7 +111,11 @@ fuzz_target!(|input: Input| {
             Op::Release => {
                 kept.pop_front();
             }
-            Op::Scribble { offset, value, width } => {
+            Op::Scribble {
+                offset,
+                value,
+                width,
+            } => {
                 let width = (width % 9) as usize;
                 let at = offset as u64 % file_len;
                 let _ = file.write_at(&value.to_le_bytes()[..width], at);

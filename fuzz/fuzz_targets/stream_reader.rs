@@ -11,12 +11,24 @@ use weft::stream::{StreamOptions, StreamReader, StreamWriter};
 
 #[derive(Arbitrary, Debug)]
 enum Op {
-    Write { len: u16, fill: u8 },
-    Reserve { len: u16, commit: u16 },
+    Write {
+        len: u16,
+        fill: u8,
+    },
+    Reserve {
+        len: u16,
+        commit: u16,
+    },
     Read,
-    ReadBatch { max: u8 },
+    ReadBatch {
+        max: u8,
+    },
     /// Writes `value`'s low `width % 9` bytes at `offset` (modulo the file's length).
-    Scribble { offset: u32, value: u64, width: u8 },
+    Scribble {
+        offset: u32,
+        value: u64,
+        width: u8,
+    },
     Stats,
     /// Drops the reader and opens a new one (the takeover path reads the shared rows).
     Reopen,
@@ -45,7 +57,11 @@ fuzz_target!(|input: Input| {
         return;
     };
     let mut r = Some(r);
-    let Ok(file) = std::fs::OpenOptions::new().read(true).write(true).open(&path) else {
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+    else {
         return;
     };
     let file_len = file.metadata().map(|m| m.len()).unwrap_or(0).max(1);
@@ -74,7 +90,11 @@ fuzz_target!(|input: Input| {
                     }
                 }
             }
-            Op::Scribble { offset, value, width } => {
+            Op::Scribble {
+                offset,
+                value,
+                width,
+            } => {
                 let width = (width % 9) as usize;
                 let at = offset as u64 % file_len;
                 let _ = file.write_at(&value.to_le_bytes()[..width], at);
