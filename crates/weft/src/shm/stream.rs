@@ -322,6 +322,7 @@ impl StreamWriter {
     /// # Errors
     /// As [`StreamWriter::create`].
     pub fn create_with(name: &str, opts: &StreamOptions) -> Result<StreamWriter> {
+        crate::stream::layout::init_barriers();
         sys::validate_name(name)?;
         let align = opts.align;
         if !crate::stream::ALIGNMENTS.contains(&align) {
@@ -726,6 +727,7 @@ impl StreamReader {
     /// # Errors
     /// As [`StreamReader::open`].
     pub fn open_with(name: &str, opts: &StreamOptions) -> Result<StreamReader> {
+        crate::stream::layout::init_barriers();
         let obj = Arc::new(Object::open(name, ObjectKind::Stream, opts.open_timeout)?);
         let (ctl, data, geo) = parts(&obj)?;
         let claim = Claim::take(&obj, READER_ROW, Role::Reader, opts.liveness_timeout)?;

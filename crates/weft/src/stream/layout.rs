@@ -25,6 +25,78 @@ pub(crate) struct Config {
     pub(crate) data_offset: AtomicU64,
 }
 
+/// How this process runs the Dekker handshakes of [`WaitWord`] (process-wide, probed once).
+///
+/// The waker (a commit, a release, a publish) is the hot path and the sleeper the slow one, so
+/// the sleeper pays for both barriers: it runs `membarrier(GLOBAL_EXPEDITED)`, which executes a
+/// full barrier on every running thread of every process registered for it, and a registered
+/// waker then needs only a compiler barrier between its cursor store and its look at
+/// `waiting`. A waker whose process could not register fences as before, which pairs with the
+/// sleeper's own fence; a sleeper that cannot run the barrier sleeps at most
+/// [`DEGRADED_RECHECK`] at a time, so that a waker relying on the barrier can make a wakeup
+/// late, never lost.
+#[cfg(all(feature = "std", not(loom)))]
+mod barrier {
+    use core::sync::atomic::{AtomicU8, Ordering};
+
+    /// 0: not probed yet; 1: registered, the sleeper's machine barrier works (asymmetric);
+    /// 2: no machine barrier here (fences on both sides, bounded sleeps).
+    static MODE: AtomicU8 = AtomicU8::new(0);
+
+    /// Probes and registers once. Called by every stream and region constructor; a waker in a
+    /// process that never called it just keeps fencing.
+    pub(crate) fn init() -> u8 {
+        // Relaxed: a racing second probe gives the same answer (registration is idempotent).
+        let m = MODE.load(Ordering::Relaxed);
+        if m != 0 {
+            return m;
+        }
+        // Miri cannot run the syscall: it checks the symmetric (fence) protocol.
+        let m = if !cfg!(miri) && crate::sys::machine_barrier_register() {
+            1
+        } else {
+            2
+        };
+        MODE.store(m, Ordering::Relaxed);
+        m
+    }
+
+    /// Whether wakers of this process may skip their fence.
+    #[inline(always)]
+    pub(crate) fn asymmetric() -> bool {
+        // Relaxed: a stale 0 or 2 only makes a waker fence when it need not.
+        MODE.load(Ordering::Relaxed) == 1
+    }
+
+    /// The sleeper's heavy barrier, after its own fence. If it cannot be run, this process
+    /// stops relying on it and its sleeps are bounded (see [`sure`]).
+    pub(crate) fn heavy() {
+        if init() == 1 && !crate::sys::machine_barrier() {
+            // The kernel refused after all.
+            MODE.store(2, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a sleeper of this process is sure that every waker saw its announcement or
+    /// made its progress visible: true when the machine barrier runs here (and under miri,
+    /// where every process is one and fences on both sides).
+    pub(crate) fn sure() -> bool {
+        // Relaxed: a process-wide setting; see `init`.
+        cfg!(miri) || MODE.load(Ordering::Relaxed) == 1
+    }
+}
+
+/// Registers this process for the asymmetric handshake (see the `barrier` module); called by
+/// the constructors of shared-memory objects before any handle exists.
+pub(crate) fn init_barriers() {
+    #[cfg(all(feature = "std", not(loom)))]
+    barrier::init();
+}
+
+/// How long a sleeper that could not run the machine barrier sleeps at most before it
+/// re-checks (a wakeup can then be late by this much, never lost).
+pub(crate) const DEGRADED_RECHECK: Duration = Duration::from_millis(1);
+
 /// One side's parking word pair.
 ///
 /// `waiting` is set to 1 by the waiting side before it re-checks its condition and sleeps, and
@@ -42,10 +114,15 @@ impl WaitWord {
     /// Waiter, step 1: read the futex value to sleep on, then announce the intent to sleep.
     /// The caller must re-check its condition after this and before [`WaitWord::sleep`].
     ///
-    /// The handshake is a Dekker pattern built on SeqCst fences (not SeqCst accesses, which
-    /// loom cannot model): the waiter stores `waiting`, fences, loads the cursor; the waker
-    /// stores the cursor, fences, loads `waiting`. Of the two fences one is first in the single
-    /// total order, so either the waker sees `waiting == 1` or the waiter sees the new cursor.
+    /// The handshake is a Dekker pattern: the waiter stores `waiting`, fences, loads the
+    /// cursor; the waker stores the cursor, fences, loads `waiting`. Of the two fences one is
+    /// first in the single total order, so either the waker sees `waiting == 1` or the waiter
+    /// sees the new cursor. The fences are SeqCst fences (not SeqCst accesses, which loom
+    /// cannot model). Where the machine barrier runs (see the `barrier` module), the waiter
+    /// runs it after its fence and a registered waker's fence is only a compiler barrier: the
+    /// kernel makes it a full barrier on the waker's CPU when it matters. The loom models check
+    /// the fence protocol; the asymmetric one rests on membarrier's guarantee, and is checked
+    /// across real processes by the tests that count missed wakeups.
     ///
     /// The futex value is read *before* `waiting` is set: a wake that lands between the two
     /// (and clears the flag) has then bumped the futex past `seen`, so the sleep returns at
@@ -59,8 +136,11 @@ impl WaitWord {
         let seen = self.futex.load(Ordering::Acquire);
         // Relaxed: ordered before the caller's re-check by the fence below.
         self.waiting.store(1, Ordering::Relaxed);
-        // SYNC POINT (Dekker, waiter half): pairs with the fence in `wake_if_waiting`.
+        // SYNC POINT (Dekker, waiter half): pairs with the fence (or the compiler barrier that
+        // the machine barrier below completes) in `wake_if_waiting`.
         fence(Ordering::SeqCst);
+        #[cfg(all(feature = "std", not(loom)))]
+        barrier::heavy();
         seen
     }
 
@@ -68,6 +148,12 @@ impl WaitWord {
     /// Returns `false` when the timeout ran out (no wake, no change).
     #[inline]
     pub(crate) fn sleep(&self, seen: u32, timeout: Option<Duration>) -> bool {
+        #[cfg(all(feature = "std", not(loom)))]
+        let timeout = if barrier::sure() {
+            timeout
+        } else {
+            Some(timeout.map_or(DEGRADED_RECHECK, |t| t.min(DEGRADED_RECHECK)))
+        };
         futex::wait(&self.futex, seen, timeout)
     }
 
@@ -82,9 +168,19 @@ impl WaitWord {
     /// only when the other side announced that it sleeps. Returns whether it woke.
     #[inline]
     pub(crate) fn wake_if_waiting(&self) -> bool {
-        // SYNC POINT (Dekker, waker half): pairs with the fence in `announce`.
+        // SYNC POINT (Dekker, waker half): pairs with the fence and machine barrier in
+        // `announce`. A registered process needs only the compiler barrier: the waiter's
+        // machine barrier runs a full barrier on this CPU if this thread is running, and a
+        // thread that is not running has no store pending.
+        #[cfg(all(feature = "std", not(loom)))]
+        if barrier::asymmetric() {
+            core::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        #[cfg(any(loom, not(feature = "std")))]
         fence(Ordering::SeqCst);
-        // Relaxed: ordered after our cursor store by the fence above.
+        // Relaxed: ordered after our cursor store by the barrier above.
         if self.waiting.load(Ordering::Relaxed) == 0 {
             return false;
         }
