@@ -89,7 +89,11 @@ pub fn build(name: &str, sources: &[&str], lang: Lang, link: Link) -> PathBuf {
         "{compiler} is not installed: scripts/test installs it (apt-get install gcc g++)"
     );
     let lib = lib_dir();
-    let exe = out_dir().join(format!("{name}-{}", std::process::id()));
+    // One file per build: tests of one binary build in parallel, and a program being
+    // written cannot be started ("text file busy").
+    static BUILDS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let exe = out_dir().join(format!("{name}-{}-{n}", std::process::id()));
     let mut cmd = Command::new(compiler);
     cmd.arg(std)
         .args(["-g", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread"])
@@ -205,4 +209,79 @@ pub fn run(exe: &Path, args: &[&str], names: &Names) -> Output {
     );
     eprint!("{stderr}");
     out
+}
+
+/// A test program started in the background; killed if the test ends before it does.
+pub struct Child(Option<std::process::Child>);
+
+impl Child {
+    /// Starts `exe ARGS...` with the sanitizer environment and the name prefix of `names`.
+    pub fn spawn(exe: &Path, args: &[&str], names: &Names) -> Child {
+        let mut cmd = Command::new(exe);
+        sanitizer_env(&mut cmd)
+            .args(args)
+            .env("WEFT_TEST_PREFIX", &names.0)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        Child(Some(
+            cmd.spawn()
+                .unwrap_or_else(|e| panic!("start {}: {e}", exe.display())),
+        ))
+    }
+
+    /// Waits for the program to exit, requires success, and returns its standard output.
+    pub fn finish(mut self) -> String {
+        let child = self.0.take().expect("finished once");
+        let out = child.wait_with_output().expect("wait for the test program");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "the test program failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            if let Ok(out) = c.wait_with_output() {
+                eprintln!(
+                    "the test program was stopped; its stderr:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+}
+
+/// Byte `i` of pattern `seed`, as `pattern_byte` in tests/c/check.h.
+pub fn pattern_byte(seed: u64, i: usize) -> u8 {
+    let mut x = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add((i as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9));
+    x ^= x >> 29;
+    (x ^ (x >> 17)) as u8
+}
+
+/// The length of record `i`, as `length_of` in tests/c/check.h.
+pub fn length_of(i: u64, max: usize) -> usize {
+    let mut x = i.wrapping_mul(0x2545_F491_4F6C_DD1D).wrapping_add(7);
+    x ^= x >> 31;
+    if i.is_multiple_of(13) {
+        max - 1 - (x % 64) as usize
+    } else {
+        (x % (max as u64 / 8 + 1)) as usize
+    }
+}
+
+/// Whether `bytes` are pattern `seed`.
+pub fn is_pattern(bytes: &[u8], seed: u64) -> bool {
+    bytes
+        .iter()
+        .enumerate()
+        .all(|(i, &b)| b == pattern_byte(seed, i))
 }
