@@ -20,7 +20,10 @@ use std::ptr::NonNull;
 /// - while `held` is `Some`, the only reference to the owner is the one inside `held`; every
 ///   other access goes through [`Lent::owner`], which refuses while something is lent;
 /// - a `B` never leaves the cell except inside [`Lent::take`], whose caller consumes it
-///   before touching the cell again.
+///   before touching the cell again;
+/// - a cell that lends is never passed by value to a function: it lives inside a boxed handle
+///   and is dropped in place. (A by-value argument protects the references inside it for the
+///   whole call, and `Drop` frees the owner within that call; miri reports it.)
 #[derive(Debug)]
 pub(crate) struct Lent<O: 'static, B: 'static> {
     /// Borrows `*owner` when `Some`. Emptied in `Drop` before the owner is freed.
@@ -118,6 +121,7 @@ mod tests {
     use super::*;
 
     /// A borrower that writes into its owner when it drops, like a read grant.
+    #[derive(Debug)]
     struct Grant<'a>(&'a mut Vec<&'static str>);
     impl Drop for Grant<'_> {
         fn drop(&mut self) {
@@ -140,6 +144,25 @@ mod tests {
         assert_eq!(cell.owner("read").unwrap(), &["first", "released"]);
         // SAFETY: as above.
         unsafe { cell.lend("grant", |v| Ok(Grant(v))) }.unwrap();
-        drop(cell); // the grant writes into the owner as it drops: miri checks the order.
+        // Closed as a handle is: the cell lives in a Box and is dropped in place, and the
+        // grant writes into the owner as it drops (miri checks the order and the aliasing).
+        let handle = Box::new(cell);
+        drop(handle);
+    }
+
+    #[test]
+    fn a_taken_grant_is_consumed_before_the_owner_is_used_again() {
+        let mut cell: Lent<Vec<&'static str>, Grant<'static>> = Lent::new(Vec::new());
+        // SAFETY: the closure only builds the grant from the reference.
+        unsafe { cell.lend("grant", |v| Ok(Grant(v))) }.unwrap();
+        // SAFETY: the grant is consumed (dropped, like a commit) on the next line.
+        let grant = unsafe { cell.take() }.unwrap();
+        drop(grant);
+        assert_eq!(cell.owner("read").unwrap(), &["released"]);
+        // SAFETY: as above; `make` fails, so nothing is lent.
+        let e = unsafe { cell.lend("grant", |_| Err(Failure::arg("refused"))) }.unwrap_err();
+        assert!(format!("{e:?}").contains("refused"));
+        assert!(cell.held().is_none());
+        assert!(cell.owner("push").is_ok());
     }
 }

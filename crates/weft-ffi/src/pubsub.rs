@@ -419,8 +419,11 @@ pub unsafe extern "C" fn weft_loan_set_len(loan: *mut WeftLoan, len: usize) -> W
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_loan_publish(loan: *mut *mut WeftLoan, seq: *mut u64) -> WeftStatus {
     guard(|| {
+        // SAFETY: the contract of this function. `seq` is checked first: a bad out-pointer
+        // must not consume the loan.
+        let seq = unsafe { optional_out(seq, "seq")? };
         // SAFETY: the contract of this function.
-        let (l, seq) = unsafe { (take_handle(loan, "loan")?, optional_out(seq, "seq")?) };
+        let l = unsafe { take_handle(loan, "loan")? };
         let WeftLoan { loan, _publisher } = *l;
         let s = loan.publish()?;
         if let Some(out) = seq {
