@@ -180,7 +180,10 @@ static void latest_and_history(void) {
     weft_sample_t *none = NULL;
     EXPECT(weft_subscription_try_recv(ls, &none), WEFT_ERROR_EMPTY);
 
-    weft_subscription_t *late = NULL;
+    weft_subscription_t *late = NULL, *all = NULL;
+    OK(weft_subscriber_subscribe_with_history(sub, "/log", SIZE_MAX, &all)); /* all there is */
+    expect_sample(all, "100.1", 5, 0);
+    OK(weft_subscription_close(&all));
     OK(weft_subscriber_subscribe_with_history(sub, "/log", 2, &late));
     expect_sample(late, "100.2", 5, 1);
     expect_sample(late, "100.3", 5, 2);
@@ -344,6 +347,7 @@ static void pool_limits(void) {
     CHECK(extra == NULL);
     EXPECT(weft_publisher_publish(p, t, (const uint8_t *)"x", 1, NULL), WEFT_ERROR_FULL);
     EXPECT(weft_loan_set_len(loans[0], 129), WEFT_ERROR_TOO_LARGE);
+    EXPECT(weft_loan_set_len(loans[0], SIZE_MAX), WEFT_ERROR_TOO_LARGE);
     OK(weft_loan_set_len(loans[0], 128));
     for (int i = 0; i < 4; i++) OK(weft_loan_release(&loans[i]));
     EXPECT(weft_loan_release(&loans[0]), WEFT_ERROR_STATE);   /* released twice */
@@ -430,6 +434,13 @@ static void names_and_objects(void) {
     cfg.block_size = 100; /* not a multiple of 64 */
     EXPECT(weft_publisher_create(region, &cfg, &p), WEFT_ERROR_INVALID_ARGUMENT);
     cfg.block_size = 0;
+    cfg.blocks = SIZE_MAX;
+    EXPECT(weft_publisher_create(region, &cfg, &p), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE("blocks");
+    cfg.blocks = 0;
+    cfg.participants = SIZE_MAX;
+    EXPECT(weft_publisher_create(region, &cfg, &p), WEFT_ERROR_INVALID_ARGUMENT);
+    cfg.participants = 0;
     cfg.wait = 42;
     EXPECT(weft_publisher_create(region, &cfg, &p), WEFT_ERROR_INVALID_ARGUMENT);
     EXPECT(weft_publisher_open(region, &cfg, &p), WEFT_ERROR_INVALID_ARGUMENT);

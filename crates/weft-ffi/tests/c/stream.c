@@ -194,7 +194,10 @@ static void full_empty_timeout_too_large(void) {
     EXPECT_MESSAGE("can ever hold");
     uint8_t *room = NULL;
     EXPECT(weft_stream_writer_reserve(w, max + 1, &room), WEFT_ERROR_TOO_LARGE);
+    EXPECT(weft_stream_writer_reserve(w, SIZE_MAX, &room), WEFT_ERROR_TOO_LARGE);
     CHECK(room == NULL);
+    /* A length no buffer can have is refused before anything reads the data. */
+    EXPECT(weft_stream_writer_write(w, buf, SIZE_MAX), WEFT_ERROR_INVALID_ARGUMENT);
     int written = 0;
     while (weft_stream_writer_try_write(w, buf, 500) == WEFT_OK) written++;
     CHECK(written >= 4);
@@ -206,7 +209,8 @@ static void full_empty_timeout_too_large(void) {
     for (int i = 0; i < written; i++) {
         const uint8_t *data = NULL;
         size_t len = 0;
-        OK(weft_stream_reader_read_timeout(r, 1000, &data, &len));
+        /* The largest timeout is no deadline; with data there, it returns at once. */
+        OK(weft_stream_reader_read_timeout(r, UINT64_MAX, &data, &len));
         CHECK(len == 500 && memcmp(data, buf, 500) == 0);
         OK(weft_stream_reader_release(r));
     }
@@ -352,6 +356,8 @@ static void names_and_objects(void) {
     EXPECT_MESSAGE(name);
     EXPECT(weft_stream_reader_open_timeout(name, 20, &r), WEFT_ERROR_NOT_FOUND);
     EXPECT(weft_stream_writer_create(name, 0, NULL, &w), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_stream_writer_create(name, SIZE_MAX, NULL, &w), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE("capacity");
     weft_stream_options opts = {0};
     opts.wait = 99;
     EXPECT(weft_stream_writer_create(name, 4096, &opts, &w), WEFT_ERROR_INVALID_ARGUMENT);
