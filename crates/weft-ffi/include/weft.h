@@ -18,7 +18,9 @@
  * - Results come back through out-parameters, written only on success. A NULL where a value
  *   is required is WEFT_ERROR_INVALID_ARGUMENT, never a crash. Names are NUL-terminated UTF-8.
  * - Handles are opaque. Each is released by a call that takes the address of your variable
- *   and sets it to NULL: releasing twice through it is WEFT_ERROR_STATE.
+ *   and sets it to NULL: releasing twice through it is WEFT_ERROR_STATE. A handle must not be
+ *   used after its release (through a copy of the pointer), nor released while another
+ *   thread uses it.
  * - Grants are lent by their handle: a stream writer's reservation, a stream reader's record,
  *   a channel's record, reply or request. Until it is committed, replied to or released, the
  *   handle refuses other calls with WEFT_ERROR_STATE; closing the handle releases it. The

@@ -18,6 +18,40 @@
 //!   stay inside it until committed or released; meanwhile the handle refuses other calls
 //!   with `WEFT_ERROR_STATE`. Closing a handle releases what it lends.
 //! - Every entry point runs inside `catch_unwind`; a panic becomes `WEFT_ERROR_PANIC`.
+//!
+//! # Examples
+//! The calls as C makes them, here from Rust: a record is lent by its reader until released,
+//! and the reader refuses everything else meanwhile.
+//! ```
+//! use std::ffi::CString;
+//! use std::ptr::{null, null_mut};
+//! use weft_ffi::*;
+//! let name = CString::new(format!("doc-ffi-{}", std::process::id())).unwrap();
+//! // SAFETY: every pointer is valid as the header asks: a NUL-terminated name, out-pointers
+//! // to local variables, handles this library returned.
+//! unsafe {
+//!     let (mut w, mut r) = (null_mut(), null_mut());
+//!     assert_eq!(weft_stream_writer_create(name.as_ptr(), 4096, null(), &mut w), WEFT_OK);
+//!     assert_eq!(weft_stream_reader_open(name.as_ptr(), &mut r), WEFT_OK);
+//!     assert_eq!(weft_stream_writer_write(w, b"tick".as_ptr(), 4), WEFT_OK);
+//!
+//!     let (mut data, mut len) = (null(), 0);
+//!     assert_eq!(weft_stream_reader_read(r, &mut data, &mut len), WEFT_OK);
+//!     assert_eq!(std::slice::from_raw_parts(data, len), b"tick");   // in shared memory
+//!     assert_eq!(weft_stream_reader_try_read(r, &mut data, &mut len), WEFT_ERROR_STATE);
+//!     assert_eq!(weft_stream_reader_release(r), WEFT_OK);
+//!     assert_eq!(weft_stream_reader_release(r), WEFT_ERROR_STATE);  // released twice
+//!
+//!     assert_eq!(weft_stream_reader_read(r, null_mut(), &mut len), WEFT_ERROR_INVALID_ARGUMENT);
+//!     let msg = std::ffi::CStr::from_ptr(weft_last_error_message());
+//!     assert_eq!(msg.to_str().unwrap(), "`data` is NULL");
+//!
+//!     assert_eq!(weft_stream_writer_close(&mut w), WEFT_OK);
+//!     assert!(w.is_null());
+//!     assert_eq!(weft_stream_writer_close(&mut w), WEFT_ERROR_STATE); // closed twice
+//!     assert_eq!(weft_stream_reader_close(&mut r), WEFT_OK);
+//! }
+//! ```
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 // The entry points are `unsafe extern "C"` functions whose contracts are written for C in
@@ -33,13 +67,11 @@ mod pubsub;
 
 mod channel;
 
-pub use channel::{WeftChannel, WeftChannelOptions, WeftServer};
+// The entry points and their types, for Rust callers (tests, other bindings) as for C.
+pub use channel::*;
 pub use error::*;
-pub use pubsub::{
-    WEFT_TOPIC_BLOCKS, WEFT_TOPIC_INLINE, WEFT_TOPIC_LATEST, WeftLoan, WeftNameList, WeftPublisher,
-    WeftPubsubConfig, WeftSample, WeftSubscriber, WeftSubscription, WeftTopic,
-};
-pub use stream::{WeftStreamOptions, WeftStreamReader, WeftStreamWriter};
+pub use pubsub::*;
+pub use stream::*;
 
 use std::ffi::c_char;
 
