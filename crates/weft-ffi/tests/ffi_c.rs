@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Lang, Link, Names, build, run};
+use common::{Lang, Link, Names, build, run, sanitizer_env};
 
 /// Builds `tests/c/NAME.c`, runs it, and checks that it reported success and left no
 /// shared-memory object behind.
@@ -41,4 +41,34 @@ fn c_pubsub() {
 #[test]
 fn c_channel() {
     c_suite("channel");
+}
+
+/// The sanitizers the suite relies on are live: a handle lost by C is reported by
+/// LeakSanitizer (the library allocates through the C allocator), and undefined behaviour in
+/// C fails the run.
+#[test]
+fn c_sanitizers_are_live() {
+    let exe = build(
+        "sanitizers",
+        &["tests/c/sanitizers.c"],
+        Lang::C,
+        Link::Static,
+    );
+    for (mode, report) in [
+        ("leak", "ERROR: LeakSanitizer: detected memory leaks"),
+        ("ub", "runtime error: signed integer overflow"),
+    ] {
+        let names = Names::new("sanitizers");
+        let mut cmd = std::process::Command::new(&exe);
+        sanitizer_env(&mut cmd)
+            .arg(mode)
+            .env("WEFT_TEST_PREFIX", &names.0);
+        let out = cmd.output().expect("run the sanitizers program");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{mode}: the run should have failed");
+        assert!(
+            stderr.contains(report),
+            "{mode}: no \"{report}\" in:\n{stderr}"
+        );
+    }
 }
