@@ -106,7 +106,8 @@ unsafe fn open(
     make: fn(&str, std::time::Duration, &ChannelOptions) -> weft::Result<Channel>,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // the helpers refuse NULL and misaligned pointers before any use.
         let (name, opts, out) = unsafe {
             (
                 c_name(name, "name")?,
@@ -137,7 +138,8 @@ pub unsafe extern "C" fn weft_channel_listen(
     opts: *const WeftChannelOptions,
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { open(name, timeout_ms, opts, channel, Channel::listen_with) }
 }
 
@@ -155,7 +157,8 @@ pub unsafe extern "C" fn weft_channel_connect(
     opts: *const WeftChannelOptions,
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { open(name, timeout_ms, opts, channel, Channel::connect_with) }
 }
 
@@ -175,7 +178,8 @@ pub unsafe extern "C" fn weft_server_connect(
     opts: *const WeftChannelOptions,
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { open(name, timeout_ms, opts, channel, Server::connect_with) }
 }
 
@@ -187,7 +191,8 @@ pub unsafe extern "C" fn weft_server_connect(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_channel_close(channel: *mut *mut WeftChannel) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         drop(unsafe { take_handle(channel, "channel")? });
         Ok(())
     })
@@ -203,7 +208,8 @@ pub unsafe extern "C" fn weft_channel_max_message_len(
     len: *mut usize,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (c, out) = unsafe { (handle_mut(channel, "channel")?, Out::new(len, "len")?) };
         out.set(c.cell.owner("max_message_len")?.max_message_len());
         Ok(())
@@ -222,7 +228,8 @@ enum Wait {
 /// `channel` is NULL or a live channel handle; `data` is NULL or readable for `len` bytes.
 unsafe fn send(channel: *mut WeftChannel, data: *const u8, len: usize, how: Wait) -> WeftStatus {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // the helpers refuse NULL and misaligned pointers before any use.
         let (c, data) = unsafe { (handle_mut(channel, "channel")?, c_bytes(data, len, "data")?) };
         let c = c.cell.owner("send")?;
         match how {
@@ -247,7 +254,8 @@ pub unsafe extern "C" fn weft_channel_send(
     data: *const u8,
     len: usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { send(channel, data, len, Wait::Forever) }
 }
 
@@ -261,7 +269,8 @@ pub unsafe extern "C" fn weft_channel_try_send(
     data: *const u8,
     len: usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { send(channel, data, len, Wait::Never) }
 }
 
@@ -276,7 +285,8 @@ pub unsafe extern "C" fn weft_channel_send_timeout(
     len: usize,
     timeout_ms: u64,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { send(channel, data, len, Wait::Ms(timeout_ms)) }
 }
 
@@ -305,7 +315,8 @@ unsafe fn recv(
     how: Wait,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // the helpers refuse NULL and misaligned pointers before any use.
         let (c, data, len) = unsafe {
             (
                 handle_mut(channel, "channel")?,
@@ -337,7 +348,8 @@ pub unsafe extern "C" fn weft_channel_recv(
     data: *mut *const u8,
     len: *mut usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { recv(channel, data, len, Wait::Forever) }
 }
 
@@ -351,7 +363,8 @@ pub unsafe extern "C" fn weft_channel_try_recv(
     data: *mut *const u8,
     len: *mut usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { recv(channel, data, len, Wait::Never) }
 }
 
@@ -366,7 +379,8 @@ pub unsafe extern "C" fn weft_channel_recv_timeout(
     data: *mut *const u8,
     len: *mut usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { recv(channel, data, len, Wait::Ms(timeout_ms)) }
 }
 
@@ -379,7 +393,8 @@ pub unsafe extern "C" fn weft_channel_recv_timeout(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_channel_release(channel: *mut WeftChannel) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let c = unsafe { handle_mut(channel, "channel")? };
         if c.cell.release() {
             Ok(())
@@ -401,7 +416,8 @@ unsafe fn call(
     len: *mut usize,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // the helpers refuse NULL and misaligned pointers before any use.
         let (c, request, data, len) = unsafe {
             (
                 handle_mut(channel, "channel")?,
@@ -436,7 +452,8 @@ pub unsafe extern "C" fn weft_channel_call(
     data: *mut *const u8,
     len: *mut usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { call(channel, request, request_len, None, data, len) }
 }
 
@@ -454,7 +471,8 @@ pub unsafe extern "C" fn weft_channel_call_timeout(
     data: *mut *const u8,
     len: *mut usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { call(channel, request, request_len, Some(timeout_ms), data, len) }
 }
 
@@ -468,7 +486,8 @@ unsafe fn recv_request(
     how: Wait,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // the helpers refuse NULL and misaligned pointers before any use.
         let (c, data, len, id) = unsafe {
             (
                 handle_mut(channel, "channel")?,
@@ -507,7 +526,8 @@ pub unsafe extern "C" fn weft_channel_recv_request(
     len: *mut usize,
     id: *mut u64,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { recv_request(channel, data, len, id, Wait::Forever) }
 }
 
@@ -522,7 +542,8 @@ pub unsafe extern "C" fn weft_channel_try_recv_request(
     len: *mut usize,
     id: *mut u64,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { recv_request(channel, data, len, id, Wait::Never) }
 }
 
@@ -538,7 +559,8 @@ pub unsafe extern "C" fn weft_channel_recv_request_timeout(
     len: *mut usize,
     id: *mut u64,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { recv_request(channel, data, len, id, Wait::Ms(timeout_ms)) }
 }
 
@@ -557,8 +579,9 @@ pub unsafe extern "C" fn weft_channel_reply(
     len: usize,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function (`data` may alias the request's bytes in
-        // shared memory: both are only read until the reply is written, into other memory).
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones. `data` may alias the request's bytes in
+        // shared memory: both are only read until the reply is written, into other memory.
         let (c, data) = unsafe { (handle_mut(channel, "channel")?, c_bytes(data, len, "data")?) };
         if !matches!(c.cell.held(), Some(Held::Request(_))) {
             return Err(Failure::state("reply: no request is lent"));
@@ -588,7 +611,8 @@ pub unsafe extern "C" fn weft_channel_reply_to(
     len: usize,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (c, data) = unsafe { (handle_mut(channel, "channel")?, c_bytes(data, len, "data")?) };
         c.cell.owner("reply_to")?.reply(RequestId(id), data)?;
         Ok(())
@@ -612,7 +636,8 @@ pub unsafe extern "C" fn weft_server_bind(
     server: *mut *mut WeftServer,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (name, opts, out) = unsafe {
             (
                 c_name(name, "name")?,
@@ -633,7 +658,8 @@ pub unsafe extern "C" fn weft_server_bind(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_server_close(server: *mut *mut WeftServer) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         drop(unsafe { take_handle(server, "server")? });
         Ok(())
     })
@@ -643,7 +669,8 @@ pub unsafe extern "C" fn weft_server_close(server: *mut *mut WeftServer) -> Weft
 /// `server` is NULL or a live server handle; `channel` is valid for writing a pointer.
 unsafe fn accept(server: *mut WeftServer, channel: *mut *mut WeftChannel, how: Wait) -> WeftStatus {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // the helpers refuse NULL and misaligned pointers before any use.
         let (s, out) = unsafe { (handle_mut(server, "server")?, Out::new(channel, "channel")?) };
         let c = match how {
             Wait::Forever => s.server.accept()?,
@@ -666,7 +693,8 @@ pub unsafe extern "C" fn weft_server_accept(
     server: *mut WeftServer,
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { accept(server, channel, Wait::Forever) }
 }
 
@@ -679,7 +707,8 @@ pub unsafe extern "C" fn weft_server_try_accept(
     server: *mut WeftServer,
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { accept(server, channel, Wait::Never) }
 }
 
@@ -693,6 +722,7 @@ pub unsafe extern "C" fn weft_server_accept_timeout(
     timeout_ms: u64,
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { accept(server, channel, Wait::Ms(timeout_ms)) }
 }

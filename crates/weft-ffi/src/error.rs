@@ -361,7 +361,8 @@ pub(crate) unsafe fn optional_out<T>(p: *mut T, what: &str) -> Res<Option<Out<T>
     if p.is_null() {
         Ok(None)
     } else {
-        // SAFETY: forwarded contract.
+        // SAFETY: `p` is valid for writing one `T` (this function's contract, the same as
+        // `Out::new`'s).
         unsafe { Out::new(p, what) }.map(Some)
     }
 }

@@ -171,7 +171,8 @@ pub unsafe extern "C" fn weft_publisher_create(
     publisher: *mut *mut WeftPublisher,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (region, config, out) = unsafe {
             (
                 c_name(region, "region")?,
@@ -202,7 +203,8 @@ pub unsafe extern "C" fn weft_publisher_open(
     publisher: *mut *mut WeftPublisher,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (region, config, out) = unsafe {
             (
                 c_name(region, "region")?,
@@ -229,7 +231,8 @@ pub unsafe extern "C" fn weft_publisher_open(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_publisher_close(publisher: *mut *mut WeftPublisher) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         drop(unsafe { take_handle(publisher, "publisher")? });
         Ok(())
     })
@@ -250,7 +253,8 @@ pub unsafe extern "C" fn weft_publisher_register(
     topic: *const c_char,
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { weft_publisher_register_with(publisher, topic, WEFT_TOPIC_BLOCKS, out) }
 }
 
@@ -271,7 +275,8 @@ pub unsafe extern "C" fn weft_publisher_register_with(
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (p, name, out) = unsafe {
             (
                 handle_mut(publisher, "publisher")?,
@@ -303,7 +308,8 @@ pub unsafe extern "C" fn weft_publisher_register_with(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_topic_free(topic: *mut *mut WeftTopic) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         drop(unsafe { take_handle(topic, "topic")? });
         Ok(())
     })
@@ -319,7 +325,8 @@ pub unsafe extern "C" fn weft_topic_name(
     name: *mut *const c_char,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (t, out) = unsafe { (handle_ref(topic, "topic")?, Out::new(name, "name")?) };
         out.set(t.name.as_ptr());
         Ok(())
@@ -336,7 +343,8 @@ pub unsafe extern "C" fn weft_publisher_max_len(
     len: *mut usize,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (p, out) = unsafe { (handle_mut(publisher, "publisher")?, Out::new(len, "len")?) };
         out.set(p.publisher.max_len());
         Ok(())
@@ -364,7 +372,8 @@ pub unsafe extern "C" fn weft_publisher_loan(
     capacity: *mut usize,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (p, t, out, data, capacity) = unsafe {
             (
                 handle_mut(publisher, "publisher")?,
@@ -400,7 +409,8 @@ pub unsafe extern "C" fn weft_publisher_loan(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_loan_set_len(loan: *mut WeftLoan, len: usize) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let l = unsafe { handle_mut(loan, "loan")? };
         l.loan.set_len(len)?;
         Ok(())
@@ -419,10 +429,11 @@ pub unsafe extern "C" fn weft_loan_set_len(loan: *mut WeftLoan, len: usize) -> W
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_loan_publish(loan: *mut *mut WeftLoan, seq: *mut u64) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function. `seq` is checked first: a bad out-pointer
-        // must not consume the loan.
+        // SAFETY: `seq` is NULL or writable (this function's `# Safety`). It is checked
+        // first: a bad out-pointer must not consume the loan.
         let seq = unsafe { optional_out(seq, "seq")? };
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let l = unsafe { take_handle(loan, "loan")? };
         let WeftLoan { loan, _publisher } = *l;
         let s = loan.publish()?;
@@ -442,7 +453,8 @@ pub unsafe extern "C" fn weft_loan_publish(loan: *mut *mut WeftLoan, seq: *mut u
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_loan_release(loan: *mut *mut WeftLoan) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         drop(unsafe { take_handle(loan, "loan")? });
         Ok(())
     })
@@ -465,7 +477,8 @@ pub unsafe extern "C" fn weft_publisher_publish(
     seq: *mut u64,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (p, t, data, seq) = unsafe {
             (
                 handle_mut(publisher, "publisher")?,
@@ -497,7 +510,8 @@ pub unsafe extern "C" fn weft_subscriber_connect(
     subscriber: *mut *mut WeftSubscriber,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (region, config, out) = unsafe {
             (
                 c_name(region, "region")?,
@@ -523,7 +537,8 @@ pub unsafe extern "C" fn weft_subscriber_connect_timeout(
     subscriber: *mut *mut WeftSubscriber,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (region, out) = unsafe {
             (
                 c_name(region, "region")?,
@@ -544,7 +559,8 @@ pub unsafe extern "C" fn weft_subscriber_connect_timeout(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_subscriber_close(subscriber: *mut *mut WeftSubscriber) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         drop(unsafe { take_handle(subscriber, "subscriber")? });
         Ok(())
     })
@@ -567,7 +583,8 @@ unsafe fn subscribe(
     out: *mut *mut WeftSubscription,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // the helpers refuse NULL and misaligned pointers before any use.
         let (s, topic, out) = unsafe {
             (
                 handle_ref(subscriber, "subscriber")?,
@@ -600,7 +617,8 @@ pub unsafe extern "C" fn weft_subscriber_subscribe(
     topic: *const c_char,
     subscription: *mut *mut WeftSubscription,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { subscribe(subscriber, topic, Start::Now, subscription) }
 }
 
@@ -616,7 +634,8 @@ pub unsafe extern "C" fn weft_subscriber_subscribe_with_history(
     history: usize,
     subscription: *mut *mut WeftSubscription,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { subscribe(subscriber, topic, Start::History(history), subscription) }
 }
 
@@ -632,7 +651,8 @@ pub unsafe extern "C" fn weft_subscriber_subscribe_timeout(
     timeout_ms: u64,
     subscription: *mut *mut WeftSubscription,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { subscribe(subscriber, topic, Start::Wait(timeout_ms), subscription) }
 }
 
@@ -646,7 +666,8 @@ pub unsafe extern "C" fn weft_subscription_close(
     subscription: *mut *mut WeftSubscription,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         drop(unsafe { take_handle(subscription, "subscription")? });
         Ok(())
     })
@@ -667,7 +688,8 @@ unsafe fn recv(
     how: Recv,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // the helpers refuse NULL and misaligned pointers before any use.
         let (s, out) = unsafe {
             (
                 handle_mut(subscription, "subscription")?,
@@ -701,7 +723,8 @@ pub unsafe extern "C" fn weft_subscription_try_recv(
     subscription: *mut WeftSubscription,
     sample: *mut *mut WeftSample,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { recv(subscription, sample, Recv::Try) }
 }
 
@@ -717,7 +740,8 @@ pub unsafe extern "C" fn weft_subscription_recv_timeout(
     timeout_ms: u64,
     sample: *mut *mut WeftSample,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { recv(subscription, sample, Recv::Ms(timeout_ms)) }
 }
 
@@ -731,7 +755,8 @@ pub unsafe extern "C" fn weft_subscription_recv(
     subscription: *mut WeftSubscription,
     sample: *mut *mut WeftSample,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { recv(subscription, sample, Recv::Forever) }
 }
 
@@ -747,7 +772,8 @@ pub unsafe extern "C" fn weft_sample_data(
     len: *mut usize,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (s, data, len) = unsafe {
             (
                 handle_ref(sample, "sample")?,
@@ -768,7 +794,8 @@ pub unsafe extern "C" fn weft_sample_data(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_sample_seq(sample: *const WeftSample, seq: *mut u64) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (s, out) = unsafe { (handle_ref(sample, "sample")?, Out::new(seq, "seq")?) };
         out.set(s.sample.seq());
         Ok(())
@@ -784,7 +811,8 @@ pub unsafe extern "C" fn weft_sample_seq(sample: *const WeftSample, seq: *mut u6
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_sample_release(sample: *mut *mut WeftSample) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         drop(unsafe { take_handle(sample, "sample")? });
         Ok(())
     })
@@ -806,7 +834,8 @@ fn name_list(names: impl IntoIterator<Item = String>) -> Res<*mut WeftNameList> 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_pubsub_regions(list: *mut *mut WeftNameList) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let out = unsafe { Out::new(list, "list")? };
         out.set(name_list(weft::pubsub::regions())?);
         Ok(())
@@ -825,7 +854,8 @@ pub unsafe extern "C" fn weft_pubsub_topics(
     list: *mut *mut WeftNameList,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (region, out) = unsafe { (c_name(region, "region")?, Out::new(list, "list")?) };
         let report = weft::pubsub::inspect(region)?;
         out.set(name_list(report.topics.into_iter().map(|t| t.name))?);
@@ -843,7 +873,8 @@ pub unsafe extern "C" fn weft_name_list_len(
     len: *mut usize,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (l, out) = unsafe { (handle_ref(list, "list")?, Out::new(len, "len")?) };
         out.set(l.names.len());
         Ok(())
@@ -863,7 +894,8 @@ pub unsafe extern "C" fn weft_name_list_get(
     name: *mut *const c_char,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (l, out) = unsafe { (handle_ref(list, "list")?, Out::new(name, "name")?) };
         let Some(n) = l.names.get(index) else {
             return Err(Failure::arg(format!(
@@ -883,7 +915,8 @@ pub unsafe extern "C" fn weft_name_list_get(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_name_list_free(list: *mut *mut WeftNameList) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         drop(unsafe { take_handle(list, "list")? });
         Ok(())
     })

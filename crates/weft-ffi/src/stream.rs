@@ -108,7 +108,8 @@ pub unsafe extern "C" fn weft_stream_writer_close(
     writer: *mut *mut WeftStreamWriter,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         drop(unsafe { take_handle(writer, "writer")? });
         Ok(())
     })
@@ -124,7 +125,8 @@ pub unsafe extern "C" fn weft_stream_writer_max_record_len(
     len: *mut usize,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (w, out) = unsafe { (handle_mut(writer, "writer")?, Out::new(len, "len")?) };
         out.set(w.cell.owner("max_record_len")?.max_record_len());
         Ok(())
@@ -142,7 +144,8 @@ pub unsafe extern "C" fn weft_stream_writer_set_wait(
     wait: i32,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let w = unsafe { handle_mut(writer, "writer")? };
         let strategy = wait_strategy(wait)?.unwrap_or_default();
         w.cell.owner("set_wait")?.set_wait_strategy(strategy);
@@ -173,7 +176,8 @@ pub unsafe extern "C" fn weft_stream_writer_write(
     data: *const u8,
     len: usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { write(writer, data, len, Wait::Forever) }
 }
 
@@ -187,7 +191,8 @@ pub unsafe extern "C" fn weft_stream_writer_try_write(
     data: *const u8,
     len: usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { write(writer, data, len, Wait::Never) }
 }
 
@@ -202,7 +207,8 @@ pub unsafe extern "C" fn weft_stream_writer_write_timeout(
     len: usize,
     timeout_ms: u64,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { write(writer, data, len, Wait::Ms(timeout_ms)) }
 }
 
@@ -215,7 +221,8 @@ unsafe fn write(
     how: Wait,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // the helpers refuse NULL and misaligned pointers before any use.
         let (w, data) = unsafe { (handle_mut(writer, "writer")?, c_bytes(data, len, "data")?) };
         let w = w.cell.owner("write")?;
         match how {
@@ -242,7 +249,8 @@ pub unsafe extern "C" fn weft_stream_writer_reserve(
     len: usize,
     data: *mut *mut u8,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { reserve(writer, len, data, Wait::Forever) }
 }
 
@@ -256,7 +264,8 @@ pub unsafe extern "C" fn weft_stream_writer_try_reserve(
     len: usize,
     data: *mut *mut u8,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { reserve(writer, len, data, Wait::Never) }
 }
 
@@ -271,7 +280,8 @@ pub unsafe extern "C" fn weft_stream_writer_reserve_timeout(
     timeout_ms: u64,
     data: *mut *mut u8,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { reserve(writer, len, data, Wait::Ms(timeout_ms)) }
 }
 
@@ -284,7 +294,8 @@ unsafe fn reserve(
     how: Wait,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // the helpers refuse NULL and misaligned pointers before any use.
         let (w, out) = unsafe { (handle_mut(writer, "writer")?, Out::new(data, "data")?) };
         // SAFETY: the closure only builds the grant from the writer.
         let grant = unsafe {
@@ -314,7 +325,8 @@ pub unsafe extern "C" fn weft_stream_writer_commit(
     len: usize,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let w = unsafe { handle_mut(writer, "writer")? };
         let Some(grant) = w.cell.held() else {
             return Err(Failure::state("commit: nothing is reserved"));
@@ -342,7 +354,8 @@ pub unsafe extern "C" fn weft_stream_writer_commit(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_stream_writer_abandon(writer: *mut WeftStreamWriter) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let w = unsafe { handle_mut(writer, "writer")? };
         if w.cell.release() {
             Ok(())
@@ -367,7 +380,8 @@ pub unsafe extern "C" fn weft_stream_reader_open(
     reader: *mut *mut WeftStreamReader,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (name, out) = unsafe { (c_name(name, "name")?, Out::new(reader, "reader")?) };
         let r = StreamReader::open(name)?;
         out.set(into_handle(WeftStreamReader { cell: Lent::new(r) }));
@@ -386,7 +400,8 @@ pub unsafe extern "C" fn weft_stream_reader_open_timeout(
     reader: *mut *mut WeftStreamReader,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let (name, out) = unsafe { (c_name(name, "name")?, Out::new(reader, "reader")?) };
         let r = StreamReader::open_timeout(name, millis(timeout_ms))?;
         out.set(into_handle(WeftStreamReader { cell: Lent::new(r) }));
@@ -406,7 +421,8 @@ pub unsafe extern "C" fn weft_stream_reader_close(
     reader: *mut *mut WeftStreamReader,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         drop(unsafe { take_handle(reader, "reader")? });
         Ok(())
     })
@@ -422,7 +438,8 @@ pub unsafe extern "C" fn weft_stream_reader_set_wait(
     wait: i32,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let r = unsafe { handle_mut(reader, "reader")? };
         let strategy = wait_strategy(wait)?.unwrap_or_default();
         r.cell.owner("set_wait")?.set_wait_strategy(strategy);
@@ -446,7 +463,8 @@ pub unsafe extern "C" fn weft_stream_reader_read(
     data: *mut *const u8,
     len: *mut usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { read(reader, data, len, Wait::Forever) }
 }
 
@@ -460,7 +478,8 @@ pub unsafe extern "C" fn weft_stream_reader_try_read(
     data: *mut *const u8,
     len: *mut usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { read(reader, data, len, Wait::Never) }
 }
 
@@ -475,7 +494,8 @@ pub unsafe extern "C" fn weft_stream_reader_read_timeout(
     data: *mut *const u8,
     len: *mut usize,
 ) -> WeftStatus {
-    // SAFETY: forwarded contract.
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // the helpers refuse NULL and misaligned pointers before any use.
     unsafe { read(reader, data, len, Wait::Ms(timeout_ms)) }
 }
 
@@ -488,7 +508,8 @@ unsafe fn read(
     how: Wait,
 ) -> WeftStatus {
     guard(|| {
-        // SAFETY: forwarded contract.
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // the helpers refuse NULL and misaligned pointers before any use.
         let (r, data, len) = unsafe {
             (
                 handle_mut(reader, "reader")?,
@@ -521,7 +542,8 @@ unsafe fn read(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_stream_reader_release(reader: *mut WeftStreamReader) -> WeftStatus {
     guard(|| {
-        // SAFETY: the contract of this function.
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // helpers refuse NULL and misaligned ones before any use.
         let r = unsafe { handle_mut(reader, "reader")? };
         if r.cell.release() {
             Ok(())
