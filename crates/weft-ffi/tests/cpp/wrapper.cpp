@@ -112,6 +112,11 @@ static void stream() {
     }
     CHECK(!writer.write_for(std::string(1000, 'f'), 10ms));
     CHECK(!writer.try_reserve(1000));
+    CHECK(!writer.reserve_for(1000, 10ms));
+    writer.set_wait(WEFT_WAIT_PARK);
+    reader.set_wait(WEFT_WAIT_ADAPTIVE);
+    EXPECT_ERROR(WEFT_ERROR_INVALID_ARGUMENT, writer.set_wait(77));
+    CHECK(writer.max_record_len() >= 1000);
     EXPECT_ERROR(WEFT_ERROR_TOO_LARGE, writer.write(std::vector<std::uint8_t>(1 << 16)));
 
     // Moving the writer moves ownership; the moved-from object is empty.
@@ -189,6 +194,12 @@ static void pubsub() {
     CHECK(received + lag.skipped() == 30);
 
     // A sample outlives its subscription; a loan outlives its publisher object.
+    {
+        auto second = weft::publisher::open(region);  // another publisher of the region
+        auto same_topic = second.register_topic("/prices/AAPL");
+        CHECK(second.publish(same_topic, std::string_view("from the second")) == 130);
+        CHECK(s.recv_for(1s)->str() == "from the second");
+    }
     auto held_seq = pub.publish(prices, std::string_view("held"));
     auto held = s.recv();
     auto loan = pub.loan(prices);
@@ -257,7 +268,7 @@ static void channels() {
     std::thread t([&] { listener.emplace(weft::channel::listen(pair_name, 5s)); });
     auto connector = weft::channel::connect(pair_name, 5s);
     t.join();
-    connector.send(std::string_view("ping"));
+    CHECK(connector.send_for(std::string_view("ping"), 1s));
     CHECK(listener->recv_for(1s)->str() == "ping");
     CHECK(listener->try_send(std::string_view("pong")));
     CHECK(connector.recv().str() == "pong");
