@@ -107,7 +107,7 @@ unsafe fn open(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // the helpers refuse NULL and misaligned pointers before any use.
+        // NULL and misaligned pointers are refused before any use.
         let (name, opts, out) = unsafe {
             (
                 c_name(name, "name")?,
@@ -139,7 +139,7 @@ pub unsafe extern "C" fn weft_channel_listen(
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { open(name, timeout_ms, opts, channel, Channel::listen_with) }
 }
 
@@ -158,7 +158,7 @@ pub unsafe extern "C" fn weft_channel_connect(
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { open(name, timeout_ms, opts, channel, Channel::connect_with) }
 }
 
@@ -179,7 +179,7 @@ pub unsafe extern "C" fn weft_server_connect(
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { open(name, timeout_ms, opts, channel, Server::connect_with) }
 }
 
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn weft_server_connect(
 pub unsafe extern "C" fn weft_channel_close(channel: *mut *mut WeftChannel) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         drop(unsafe { take_handle(channel, "channel")? });
         Ok(())
     })
@@ -209,7 +209,7 @@ pub unsafe extern "C" fn weft_channel_max_message_len(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (c, out) = unsafe { (handle_mut(channel, "channel")?, Out::new(len, "len")?) };
         out.set(c.cell.owner("max_message_len")?.max_message_len());
         Ok(())
@@ -229,7 +229,7 @@ enum Wait {
 unsafe fn send(channel: *mut WeftChannel, data: *const u8, len: usize, how: Wait) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // the helpers refuse NULL and misaligned pointers before any use.
+        // NULL and misaligned pointers are refused before any use.
         let (c, data) = unsafe { (handle_mut(channel, "channel")?, c_bytes(data, len, "data")?) };
         let c = c.cell.owner("send")?;
         match how {
@@ -255,7 +255,7 @@ pub unsafe extern "C" fn weft_channel_send(
     len: usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { send(channel, data, len, Wait::Forever) }
 }
 
@@ -270,7 +270,7 @@ pub unsafe extern "C" fn weft_channel_try_send(
     len: usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { send(channel, data, len, Wait::Never) }
 }
 
@@ -286,7 +286,7 @@ pub unsafe extern "C" fn weft_channel_send_timeout(
     timeout_ms: u64,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { send(channel, data, len, Wait::Ms(timeout_ms)) }
 }
 
@@ -316,7 +316,7 @@ unsafe fn recv(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // the helpers refuse NULL and misaligned pointers before any use.
+        // NULL and misaligned pointers are refused before any use.
         let (c, data, len) = unsafe {
             (
                 handle_mut(channel, "channel")?,
@@ -349,7 +349,7 @@ pub unsafe extern "C" fn weft_channel_recv(
     len: *mut usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { recv(channel, data, len, Wait::Forever) }
 }
 
@@ -364,7 +364,7 @@ pub unsafe extern "C" fn weft_channel_try_recv(
     len: *mut usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { recv(channel, data, len, Wait::Never) }
 }
 
@@ -380,7 +380,7 @@ pub unsafe extern "C" fn weft_channel_recv_timeout(
     len: *mut usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { recv(channel, data, len, Wait::Ms(timeout_ms)) }
 }
 
@@ -394,7 +394,7 @@ pub unsafe extern "C" fn weft_channel_recv_timeout(
 pub unsafe extern "C" fn weft_channel_release(channel: *mut WeftChannel) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let c = unsafe { handle_mut(channel, "channel")? };
         if c.cell.release() {
             Ok(())
@@ -417,7 +417,7 @@ unsafe fn call(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // the helpers refuse NULL and misaligned pointers before any use.
+        // NULL and misaligned pointers are refused before any use.
         let (c, request, data, len) = unsafe {
             (
                 handle_mut(channel, "channel")?,
@@ -453,7 +453,7 @@ pub unsafe extern "C" fn weft_channel_call(
     len: *mut usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { call(channel, request, request_len, None, data, len) }
 }
 
@@ -472,7 +472,7 @@ pub unsafe extern "C" fn weft_channel_call_timeout(
     len: *mut usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { call(channel, request, request_len, Some(timeout_ms), data, len) }
 }
 
@@ -487,7 +487,7 @@ unsafe fn recv_request(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // the helpers refuse NULL and misaligned pointers before any use.
+        // NULL and misaligned pointers are refused before any use.
         let (c, data, len, id) = unsafe {
             (
                 handle_mut(channel, "channel")?,
@@ -527,7 +527,7 @@ pub unsafe extern "C" fn weft_channel_recv_request(
     id: *mut u64,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { recv_request(channel, data, len, id, Wait::Forever) }
 }
 
@@ -543,7 +543,7 @@ pub unsafe extern "C" fn weft_channel_try_recv_request(
     id: *mut u64,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { recv_request(channel, data, len, id, Wait::Never) }
 }
 
@@ -560,7 +560,7 @@ pub unsafe extern "C" fn weft_channel_recv_request_timeout(
     id: *mut u64,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { recv_request(channel, data, len, id, Wait::Ms(timeout_ms)) }
 }
 
@@ -580,7 +580,7 @@ pub unsafe extern "C" fn weft_channel_reply(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones. `data` may alias the request's bytes in
+        // NULL and misaligned ones are refused. `data` may alias the request's bytes in
         // shared memory: both are only read until the reply is written, into other memory.
         let (c, data) = unsafe { (handle_mut(channel, "channel")?, c_bytes(data, len, "data")?) };
         if !matches!(c.cell.held(), Some(Held::Request(_))) {
@@ -612,7 +612,7 @@ pub unsafe extern "C" fn weft_channel_reply_to(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (c, data) = unsafe { (handle_mut(channel, "channel")?, c_bytes(data, len, "data")?) };
         c.cell.owner("reply_to")?.reply(RequestId(id), data)?;
         Ok(())
@@ -637,7 +637,7 @@ pub unsafe extern "C" fn weft_server_bind(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (name, opts, out) = unsafe {
             (
                 c_name(name, "name")?,
@@ -659,7 +659,7 @@ pub unsafe extern "C" fn weft_server_bind(
 pub unsafe extern "C" fn weft_server_close(server: *mut *mut WeftServer) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         drop(unsafe { take_handle(server, "server")? });
         Ok(())
     })
@@ -670,7 +670,7 @@ pub unsafe extern "C" fn weft_server_close(server: *mut *mut WeftServer) -> Weft
 unsafe fn accept(server: *mut WeftServer, channel: *mut *mut WeftChannel, how: Wait) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // the helpers refuse NULL and misaligned pointers before any use.
+        // NULL and misaligned pointers are refused before any use.
         let (s, out) = unsafe { (handle_mut(server, "server")?, Out::new(channel, "channel")?) };
         let c = match how {
             Wait::Forever => s.server.accept()?,
@@ -694,7 +694,7 @@ pub unsafe extern "C" fn weft_server_accept(
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { accept(server, channel, Wait::Forever) }
 }
 
@@ -708,7 +708,7 @@ pub unsafe extern "C" fn weft_server_try_accept(
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { accept(server, channel, Wait::Never) }
 }
 
@@ -723,6 +723,6 @@ pub unsafe extern "C" fn weft_server_accept_timeout(
     channel: *mut *mut WeftChannel,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { accept(server, channel, Wait::Ms(timeout_ms)) }
 }

@@ -172,7 +172,7 @@ pub unsafe extern "C" fn weft_publisher_create(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (region, config, out) = unsafe {
             (
                 c_name(region, "region")?,
@@ -204,7 +204,7 @@ pub unsafe extern "C" fn weft_publisher_open(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (region, config, out) = unsafe {
             (
                 c_name(region, "region")?,
@@ -232,7 +232,7 @@ pub unsafe extern "C" fn weft_publisher_open(
 pub unsafe extern "C" fn weft_publisher_close(publisher: *mut *mut WeftPublisher) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         drop(unsafe { take_handle(publisher, "publisher")? });
         Ok(())
     })
@@ -254,7 +254,7 @@ pub unsafe extern "C" fn weft_publisher_register(
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { weft_publisher_register_with(publisher, topic, WEFT_TOPIC_BLOCKS, out) }
 }
 
@@ -276,7 +276,7 @@ pub unsafe extern "C" fn weft_publisher_register_with(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (p, name, out) = unsafe {
             (
                 handle_mut(publisher, "publisher")?,
@@ -309,7 +309,7 @@ pub unsafe extern "C" fn weft_publisher_register_with(
 pub unsafe extern "C" fn weft_topic_free(topic: *mut *mut WeftTopic) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         drop(unsafe { take_handle(topic, "topic")? });
         Ok(())
     })
@@ -326,7 +326,7 @@ pub unsafe extern "C" fn weft_topic_name(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (t, out) = unsafe { (handle_ref(topic, "topic")?, Out::new(name, "name")?) };
         out.set(t.name.as_ptr());
         Ok(())
@@ -344,7 +344,7 @@ pub unsafe extern "C" fn weft_publisher_max_len(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (p, out) = unsafe { (handle_mut(publisher, "publisher")?, Out::new(len, "len")?) };
         out.set(p.publisher.max_len());
         Ok(())
@@ -373,7 +373,7 @@ pub unsafe extern "C" fn weft_publisher_loan(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (p, t, out, data, capacity) = unsafe {
             (
                 handle_mut(publisher, "publisher")?,
@@ -410,7 +410,7 @@ pub unsafe extern "C" fn weft_publisher_loan(
 pub unsafe extern "C" fn weft_loan_set_len(loan: *mut WeftLoan, len: usize) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let l = unsafe { handle_mut(loan, "loan")? };
         l.loan.set_len(len)?;
         Ok(())
@@ -433,7 +433,7 @@ pub unsafe extern "C" fn weft_loan_publish(loan: *mut *mut WeftLoan, seq: *mut u
         // first: a bad out-pointer must not consume the loan.
         let seq = unsafe { optional_out(seq, "seq")? };
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let l = unsafe { take_handle(loan, "loan")? };
         let WeftLoan { loan, _publisher } = *l;
         let s = loan.publish()?;
@@ -454,7 +454,7 @@ pub unsafe extern "C" fn weft_loan_publish(loan: *mut *mut WeftLoan, seq: *mut u
 pub unsafe extern "C" fn weft_loan_release(loan: *mut *mut WeftLoan) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         drop(unsafe { take_handle(loan, "loan")? });
         Ok(())
     })
@@ -478,7 +478,7 @@ pub unsafe extern "C" fn weft_publisher_publish(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (p, t, data, seq) = unsafe {
             (
                 handle_mut(publisher, "publisher")?,
@@ -511,7 +511,7 @@ pub unsafe extern "C" fn weft_subscriber_connect(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (region, config, out) = unsafe {
             (
                 c_name(region, "region")?,
@@ -538,7 +538,7 @@ pub unsafe extern "C" fn weft_subscriber_connect_timeout(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (region, out) = unsafe {
             (
                 c_name(region, "region")?,
@@ -560,7 +560,7 @@ pub unsafe extern "C" fn weft_subscriber_connect_timeout(
 pub unsafe extern "C" fn weft_subscriber_close(subscriber: *mut *mut WeftSubscriber) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         drop(unsafe { take_handle(subscriber, "subscriber")? });
         Ok(())
     })
@@ -584,7 +584,7 @@ unsafe fn subscribe(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // the helpers refuse NULL and misaligned pointers before any use.
+        // NULL and misaligned pointers are refused before any use.
         let (s, topic, out) = unsafe {
             (
                 handle_ref(subscriber, "subscriber")?,
@@ -618,7 +618,7 @@ pub unsafe extern "C" fn weft_subscriber_subscribe(
     subscription: *mut *mut WeftSubscription,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { subscribe(subscriber, topic, Start::Now, subscription) }
 }
 
@@ -635,7 +635,7 @@ pub unsafe extern "C" fn weft_subscriber_subscribe_with_history(
     subscription: *mut *mut WeftSubscription,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { subscribe(subscriber, topic, Start::History(history), subscription) }
 }
 
@@ -652,7 +652,7 @@ pub unsafe extern "C" fn weft_subscriber_subscribe_timeout(
     subscription: *mut *mut WeftSubscription,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { subscribe(subscriber, topic, Start::Wait(timeout_ms), subscription) }
 }
 
@@ -667,7 +667,7 @@ pub unsafe extern "C" fn weft_subscription_close(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         drop(unsafe { take_handle(subscription, "subscription")? });
         Ok(())
     })
@@ -689,7 +689,7 @@ unsafe fn recv(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // the helpers refuse NULL and misaligned pointers before any use.
+        // NULL and misaligned pointers are refused before any use.
         let (s, out) = unsafe {
             (
                 handle_mut(subscription, "subscription")?,
@@ -724,7 +724,7 @@ pub unsafe extern "C" fn weft_subscription_try_recv(
     sample: *mut *mut WeftSample,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { recv(subscription, sample, Recv::Try) }
 }
 
@@ -741,7 +741,7 @@ pub unsafe extern "C" fn weft_subscription_recv_timeout(
     sample: *mut *mut WeftSample,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { recv(subscription, sample, Recv::Ms(timeout_ms)) }
 }
 
@@ -756,7 +756,7 @@ pub unsafe extern "C" fn weft_subscription_recv(
     sample: *mut *mut WeftSample,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { recv(subscription, sample, Recv::Forever) }
 }
 
@@ -773,7 +773,7 @@ pub unsafe extern "C" fn weft_sample_data(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (s, data, len) = unsafe {
             (
                 handle_ref(sample, "sample")?,
@@ -795,7 +795,7 @@ pub unsafe extern "C" fn weft_sample_data(
 pub unsafe extern "C" fn weft_sample_seq(sample: *const WeftSample, seq: *mut u64) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (s, out) = unsafe { (handle_ref(sample, "sample")?, Out::new(seq, "seq")?) };
         out.set(s.sample.seq());
         Ok(())
@@ -812,7 +812,7 @@ pub unsafe extern "C" fn weft_sample_seq(sample: *const WeftSample, seq: *mut u6
 pub unsafe extern "C" fn weft_sample_release(sample: *mut *mut WeftSample) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         drop(unsafe { take_handle(sample, "sample")? });
         Ok(())
     })
@@ -835,7 +835,7 @@ fn name_list(names: impl IntoIterator<Item = String>) -> Res<*mut WeftNameList> 
 pub unsafe extern "C" fn weft_pubsub_regions(list: *mut *mut WeftNameList) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let out = unsafe { Out::new(list, "list")? };
         out.set(name_list(weft::pubsub::regions())?);
         Ok(())
@@ -855,7 +855,7 @@ pub unsafe extern "C" fn weft_pubsub_topics(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (region, out) = unsafe { (c_name(region, "region")?, Out::new(list, "list")?) };
         let report = weft::pubsub::inspect(region)?;
         out.set(name_list(report.topics.into_iter().map(|t| t.name))?);
@@ -874,7 +874,7 @@ pub unsafe extern "C" fn weft_name_list_len(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (l, out) = unsafe { (handle_ref(list, "list")?, Out::new(len, "len")?) };
         out.set(l.names.len());
         Ok(())
@@ -895,7 +895,7 @@ pub unsafe extern "C" fn weft_name_list_get(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (l, out) = unsafe { (handle_ref(list, "list")?, Out::new(name, "name")?) };
         let Some(n) = l.names.get(index) else {
             return Err(Failure::arg(format!(
@@ -916,7 +916,7 @@ pub unsafe extern "C" fn weft_name_list_get(
 pub unsafe extern "C" fn weft_name_list_free(list: *mut *mut WeftNameList) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         drop(unsafe { take_handle(list, "list")? });
         Ok(())
     })

@@ -109,7 +109,7 @@ pub unsafe extern "C" fn weft_stream_writer_close(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         drop(unsafe { take_handle(writer, "writer")? });
         Ok(())
     })
@@ -126,7 +126,7 @@ pub unsafe extern "C" fn weft_stream_writer_max_record_len(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (w, out) = unsafe { (handle_mut(writer, "writer")?, Out::new(len, "len")?) };
         out.set(w.cell.owner("max_record_len")?.max_record_len());
         Ok(())
@@ -145,7 +145,7 @@ pub unsafe extern "C" fn weft_stream_writer_set_wait(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let w = unsafe { handle_mut(writer, "writer")? };
         let strategy = wait_strategy(wait)?.unwrap_or_default();
         w.cell.owner("set_wait")?.set_wait_strategy(strategy);
@@ -177,7 +177,7 @@ pub unsafe extern "C" fn weft_stream_writer_write(
     len: usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { write(writer, data, len, Wait::Forever) }
 }
 
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn weft_stream_writer_try_write(
     len: usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { write(writer, data, len, Wait::Never) }
 }
 
@@ -208,7 +208,7 @@ pub unsafe extern "C" fn weft_stream_writer_write_timeout(
     timeout_ms: u64,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { write(writer, data, len, Wait::Ms(timeout_ms)) }
 }
 
@@ -222,7 +222,7 @@ unsafe fn write(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // the helpers refuse NULL and misaligned pointers before any use.
+        // NULL and misaligned pointers are refused before any use.
         let (w, data) = unsafe { (handle_mut(writer, "writer")?, c_bytes(data, len, "data")?) };
         let w = w.cell.owner("write")?;
         match how {
@@ -250,7 +250,7 @@ pub unsafe extern "C" fn weft_stream_writer_reserve(
     data: *mut *mut u8,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { reserve(writer, len, data, Wait::Forever) }
 }
 
@@ -265,7 +265,7 @@ pub unsafe extern "C" fn weft_stream_writer_try_reserve(
     data: *mut *mut u8,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { reserve(writer, len, data, Wait::Never) }
 }
 
@@ -281,7 +281,7 @@ pub unsafe extern "C" fn weft_stream_writer_reserve_timeout(
     data: *mut *mut u8,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { reserve(writer, len, data, Wait::Ms(timeout_ms)) }
 }
 
@@ -295,7 +295,7 @@ unsafe fn reserve(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // the helpers refuse NULL and misaligned pointers before any use.
+        // NULL and misaligned pointers are refused before any use.
         let (w, out) = unsafe { (handle_mut(writer, "writer")?, Out::new(data, "data")?) };
         // SAFETY: the closure only builds the grant from the writer.
         let grant = unsafe {
@@ -326,7 +326,7 @@ pub unsafe extern "C" fn weft_stream_writer_commit(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let w = unsafe { handle_mut(writer, "writer")? };
         let Some(grant) = w.cell.held() else {
             return Err(Failure::state("commit: nothing is reserved"));
@@ -355,7 +355,7 @@ pub unsafe extern "C" fn weft_stream_writer_commit(
 pub unsafe extern "C" fn weft_stream_writer_abandon(writer: *mut WeftStreamWriter) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let w = unsafe { handle_mut(writer, "writer")? };
         if w.cell.release() {
             Ok(())
@@ -381,7 +381,7 @@ pub unsafe extern "C" fn weft_stream_reader_open(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (name, out) = unsafe { (c_name(name, "name")?, Out::new(reader, "reader")?) };
         let r = StreamReader::open(name)?;
         out.set(into_handle(WeftStreamReader { cell: Lent::new(r) }));
@@ -401,7 +401,7 @@ pub unsafe extern "C" fn weft_stream_reader_open_timeout(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let (name, out) = unsafe { (c_name(name, "name")?, Out::new(reader, "reader")?) };
         let r = StreamReader::open_timeout(name, millis(timeout_ms))?;
         out.set(into_handle(WeftStreamReader { cell: Lent::new(r) }));
@@ -422,7 +422,7 @@ pub unsafe extern "C" fn weft_stream_reader_close(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         drop(unsafe { take_handle(reader, "reader")? });
         Ok(())
     })
@@ -439,7 +439,7 @@ pub unsafe extern "C" fn weft_stream_reader_set_wait(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let r = unsafe { handle_mut(reader, "reader")? };
         let strategy = wait_strategy(wait)?.unwrap_or_default();
         r.cell.owner("set_wait")?.set_wait_strategy(strategy);
@@ -464,7 +464,7 @@ pub unsafe extern "C" fn weft_stream_reader_read(
     len: *mut usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { read(reader, data, len, Wait::Forever) }
 }
 
@@ -479,7 +479,7 @@ pub unsafe extern "C" fn weft_stream_reader_try_read(
     len: *mut usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { read(reader, data, len, Wait::Never) }
 }
 
@@ -495,7 +495,7 @@ pub unsafe extern "C" fn weft_stream_reader_read_timeout(
     len: *mut usize,
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-    // the helpers refuse NULL and misaligned pointers before any use.
+    // NULL and misaligned pointers are refused before any use.
     unsafe { read(reader, data, len, Wait::Ms(timeout_ms)) }
 }
 
@@ -509,7 +509,7 @@ unsafe fn read(
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // the helpers refuse NULL and misaligned pointers before any use.
+        // NULL and misaligned pointers are refused before any use.
         let (r, data, len) = unsafe {
             (
                 handle_mut(reader, "reader")?,
@@ -543,7 +543,7 @@ unsafe fn read(
 pub unsafe extern "C" fn weft_stream_reader_release(reader: *mut WeftStreamReader) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // helpers refuse NULL and misaligned ones before any use.
+        // NULL and misaligned ones are refused before any use.
         let r = unsafe { handle_mut(reader, "reader")? };
         if r.cell.release() {
             Ok(())

@@ -1,4 +1,4 @@
-/* Helpers shared by the C tests: checks that name the failing call and the library's last
+/* Shared by the C tests: checks that name the failing call and the library's last
  * error, object names unique to one run, and a byte pattern for byte-exact checks.
  *
  * The Rust driver (tests/ffi_c.rs) builds each test with gcc and ASan + UBSan, sets

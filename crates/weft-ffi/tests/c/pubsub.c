@@ -1,5 +1,5 @@
 /* Pub/sub from C: publishers with a configuration, topics of every mode, loans written in
- * place, the copy helper, subscriptions (now, with history, waiting), samples, lag counted
+ * place, the copying publish, subscriptions (now, with history, waiting), samples, lag counted
  * exactly, the listings, and every error reachable from C. */
 #include "check.h"
 
@@ -31,7 +31,7 @@ static void expect_sample(weft_subscription_t *sub, const void *bytes, size_t le
     CHECK(s == NULL);
 }
 
-/* Loans written in place and the copy helper arrive byte-exact, in order, with their
+/* Loans written in place and the copying publish arrive byte-exact, in order, with their
  * sequence numbers; nothing more is there afterwards. */
 static void loan_and_publish_byte_exact(void) {
     char region[160];
