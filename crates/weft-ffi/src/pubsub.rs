@@ -1,0 +1,923 @@
+//! Pub/sub: `weft_publisher_*`, `weft_topic_*`, `weft_loan_*`, `weft_subscriber_*`,
+//! `weft_subscription_*`, `weft_sample_*`, and the region and topic listings.
+//!
+//! A loan borrows its publisher (`Publisher::loan(&self) -> Loan<'_>`), and a publisher may
+//! have several loans out at once. Each loan handle therefore shares ownership of its
+//! publisher (an `Rc`): closing the publisher handle while loans are out leaves it alive
+//! until the last loan is published or released, so no loan ever outlives what it borrows.
+
+use crate::error::{
+    Failure, Out, Res, WeftStatus, c_bytes, c_name, guard, handle_mut, handle_ref, into_handle,
+    millis, optional_out, take_handle, wait_strategy,
+};
+use std::ffi::{CString, c_char};
+use std::rc::Rc;
+use weft::pubsub::{Config, Loan, Publisher, Sample, Subscriber, Subscription, Topic, TopicMode};
+
+/// Topic mode: loaned blocks, any payload up to the block size (the default).
+pub const WEFT_TOPIC_BLOCKS: i32 = 0;
+/// Topic mode: the newest value only; a receive skips to the newest message.
+pub const WEFT_TOPIC_LATEST: i32 = 1;
+/// Topic mode: small values copied into ring slots. Refused with
+/// `WEFT_ERROR_INVALID_ARGUMENT` by a build that does not implement it.
+pub const WEFT_TOPIC_INLINE: i32 = 2;
+
+/// The shape of a region and how its handles behave. Zero in any field means the default;
+/// `weft_publisher_open` and the subscriber calls use only the handle settings (wait and
+/// timeouts), the region keeps its own shape.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WeftPubsubConfig {
+    /// Participant rows (publishers and subscribers together), 1 to 1024 (default 32).
+    pub participants: usize,
+    /// Blocks (samples and loans) one participant may hold at once (default 256).
+    pub max_held: usize,
+    /// Topics the region can hold, 1 to 4096 (default 64).
+    pub topics: usize,
+    /// Descriptors per topic ring, a power of two (default 256): how far a subscriber may
+    /// fall behind before it lags.
+    pub ring_slots: usize,
+    /// Blocks in the pool (default 1024).
+    pub blocks: usize,
+    /// Bytes per block, the largest payload: a multiple of 64 (default 4096).
+    pub block_size: usize,
+    /// How blocking receives wait: a `WEFT_WAIT_*` code.
+    pub wait: i32,
+    /// Liveness timeout for participants /proc cannot see, in milliseconds (default 1000).
+    pub liveness_timeout_ms: u64,
+    /// How long open and connect wait for a region's creator to finish (default 1000).
+    pub open_timeout_ms: u64,
+    /// How long a publish waits for a stalled live publisher's slot (default 1000).
+    pub claim_timeout_ms: u64,
+    /// Non-zero: ask for transparent huge pages.
+    pub hugepages: u8,
+    /// Non-zero: lock the region in memory.
+    pub lock_memory: u8,
+}
+
+impl WeftPubsubConfig {
+    fn apply(&self) -> Res<Config> {
+        let mut c = Config::default();
+        let set = |v: usize, f: fn(Config, usize) -> Config, c: Config| {
+            if v != 0 { f(c, v) } else { c }
+        };
+        c = set(self.participants, Config::participants, c);
+        c = set(self.max_held, Config::max_held, c);
+        c = set(self.topics, Config::topics, c);
+        c = set(self.ring_slots, Config::ring_slots, c);
+        c = set(self.blocks, Config::blocks, c);
+        c = set(self.block_size, Config::block_size, c);
+        if let Some(w) = wait_strategy(self.wait)? {
+            c = c.wait(w);
+        }
+        if self.liveness_timeout_ms != 0 {
+            c = c.liveness_timeout(millis(self.liveness_timeout_ms));
+        }
+        if self.open_timeout_ms != 0 {
+            c = c.open_timeout(millis(self.open_timeout_ms));
+        }
+        if self.claim_timeout_ms != 0 {
+            c = c.claim_timeout(millis(self.claim_timeout_ms));
+        }
+        Ok(c.hugepages(self.hugepages != 0)
+            .lock_memory(self.lock_memory != 0))
+    }
+
+    /// The configuration behind a nullable pointer.
+    ///
+    /// # Safety
+    /// `p` is NULL or valid for reading.
+    unsafe fn from_ptr(p: *const WeftPubsubConfig) -> Res<Config> {
+        // SAFETY: NULL or readable (contract); only integer fields, any bit pattern is valid.
+        unsafe { p.as_ref() }.copied().unwrap_or_default().apply()
+    }
+}
+
+/// A publisher of one region.
+///
+/// Thread-safety: a publisher and its loans are one unit: they may move to another thread
+/// together, and are never used from two threads at once.
+#[derive(Debug)]
+pub struct WeftPublisher {
+    publisher: Rc<Publisher>,
+}
+
+/// A registered topic: pass it to `weft_publisher_loan` and `weft_publisher_publish`.
+///
+/// Thread-safety: immutable; may move between threads and be shared by them.
+#[derive(Debug)]
+pub struct WeftTopic {
+    topic: Topic,
+    name: CString,
+}
+
+/// A block loaned from the pool, written in place, then published or released.
+///
+/// Thread-safety: belongs to its publisher's unit (see `weft_publisher_t`).
+#[derive(Debug)]
+pub struct WeftLoan {
+    /// Borrows the publisher inside `_publisher`. Declared first, so it drops first.
+    loan: Loan<'static>,
+    /// Keeps the publisher alive, at its address, as long as the loan.
+    _publisher: Rc<Publisher>,
+}
+
+/// A subscriber of one region.
+///
+/// Thread-safety: may move between threads and be shared by them (subscribing takes it
+/// shared).
+#[derive(Debug)]
+pub struct WeftSubscriber {
+    subscriber: Subscriber,
+}
+
+/// One topic's messages for one subscriber.
+///
+/// Thread-safety: may move to another thread; never used from two threads at once.
+#[derive(Debug)]
+pub struct WeftSubscription {
+    subscription: Subscription,
+}
+
+/// A received message, borrowed in place in shared memory; holds its block until released.
+///
+/// Thread-safety: may move between threads and be shared for reading; released once.
+#[derive(Debug)]
+pub struct WeftSample {
+    sample: Sample,
+}
+
+/// A list of names (regions, topics), owned by the caller until `weft_name_list_free`.
+///
+/// Thread-safety: immutable; may move between threads and be shared by them.
+#[derive(Debug)]
+pub struct WeftNameList {
+    names: Vec<CString>,
+}
+
+/// Creates the region `region` (with `config`, NULL for defaults) and joins it as a
+/// publisher. A region of that name whose participants are all dead is replaced.
+///
+/// Errors: `WEFT_ERROR_INVALID_NAME`; `WEFT_ERROR_INVALID_ARGUMENT` for a configuration out
+/// of range; `WEFT_ERROR_ALREADY_EXISTS` if a live region has the name; `WEFT_ERROR_IO`.
+///
+/// # Safety
+/// `region` is a NUL-terminated string; `config` is NULL or readable; `publisher` is valid
+/// for writing a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_publisher_create(
+    region: *const c_char,
+    config: *const WeftPubsubConfig,
+    publisher: *mut *mut WeftPublisher,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (region, config, out) = unsafe {
+            (
+                c_name(region, "region")?,
+                WeftPubsubConfig::from_ptr(config)?,
+                Out::new(publisher, "publisher")?,
+            )
+        };
+        let p = Publisher::create(region, &config)?;
+        out.set(into_handle(WeftPublisher {
+            publisher: Rc::new(p),
+        }));
+        Ok(())
+    })
+}
+
+/// Joins the existing region `region` as another publisher (from any process), with the
+/// handle settings of `config` (NULL for defaults).
+///
+/// Errors: `WEFT_ERROR_NOT_FOUND`; the validation errors of a bad object;
+/// `WEFT_ERROR_INVALID_ARGUMENT` when every participant row is taken.
+///
+/// # Safety
+/// As `weft_publisher_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_publisher_open(
+    region: *const c_char,
+    config: *const WeftPubsubConfig,
+    publisher: *mut *mut WeftPublisher,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (region, config, out) = unsafe {
+            (
+                c_name(region, "region")?,
+                WeftPubsubConfig::from_ptr(config)?,
+                Out::new(publisher, "publisher")?,
+            )
+        };
+        let p = Publisher::open_with(region, &config)?;
+        out.set(into_handle(WeftPublisher {
+            publisher: Rc::new(p),
+        }));
+        Ok(())
+    })
+}
+
+/// Closes the publisher handle and sets `*publisher` to NULL. Loans still out keep the
+/// publisher alive until each is published or released; they stay valid.
+///
+/// Errors: `WEFT_ERROR_INVALID_ARGUMENT` if `publisher` is NULL; `WEFT_ERROR_STATE` if
+/// `*publisher` is NULL.
+///
+/// # Safety
+/// `publisher` is NULL or points to NULL or to a live publisher handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_publisher_close(publisher: *mut *mut WeftPublisher) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        drop(unsafe { take_handle(publisher, "publisher")? });
+        Ok(())
+    })
+}
+
+/// Registers `topic` (a path such as "/prices/AAPL") in blocks mode, or finds it if it is
+/// registered already. On success `*out` is a new topic handle (free it with
+/// `weft_topic_free`).
+///
+/// Errors: as `weft_publisher_register_with`.
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher handle; `topic` is a NUL-terminated string; `out`
+/// is valid for writing a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_publisher_register(
+    publisher: *mut WeftPublisher,
+    topic: *const c_char,
+    out: *mut *mut WeftTopic,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { weft_publisher_register_with(publisher, topic, WEFT_TOPIC_BLOCKS, out) }
+}
+
+/// Registers `topic` with `mode` (a `WEFT_TOPIC_*` code), or finds it if it is registered
+/// already with that mode.
+///
+/// Errors: `WEFT_ERROR_INVALID_NAME` for a bad path; `WEFT_ERROR_INVALID_ARGUMENT` for an
+/// unknown or unimplemented mode, a topic registered with another mode, or a full topic
+/// table; `WEFT_ERROR_TIMEOUT`; `WEFT_ERROR_CORRUPT`.
+///
+/// # Safety
+/// As `weft_publisher_register`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_publisher_register_with(
+    publisher: *mut WeftPublisher,
+    topic: *const c_char,
+    mode: i32,
+    out: *mut *mut WeftTopic,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (p, name, out) = unsafe {
+            (
+                handle_mut(publisher, "publisher")?,
+                c_name(topic, "topic")?,
+                Out::new(out, "out")?,
+            )
+        };
+        let mode = match mode {
+            WEFT_TOPIC_BLOCKS => TopicMode::Blocks,
+            WEFT_TOPIC_LATEST => TopicMode::Latest,
+            WEFT_TOPIC_INLINE => TopicMode::Inline,
+            other => {
+                return Err(Failure::arg(format!(
+                    "topic mode {other} is not one of the WEFT_TOPIC_* codes (0 to 2)"
+                )));
+            }
+        };
+        let topic = p.publisher.register_with(name, mode)?;
+        let name = CString::new(topic.name()).map_err(|_| Failure::name("topic holds NUL"))?;
+        out.set(into_handle(WeftTopic { topic, name }));
+        Ok(())
+    })
+}
+
+/// Frees a topic handle and sets `*topic` to NULL (the topic stays registered).
+///
+/// # Safety
+/// `topic` is NULL or points to NULL or to a live topic handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_topic_free(topic: *mut *mut WeftTopic) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        drop(unsafe { take_handle(topic, "topic")? });
+        Ok(())
+    })
+}
+
+/// The topic's path ("/prices/AAPL"), valid as long as the topic handle.
+///
+/// # Safety
+/// `topic` is NULL or a live topic handle; `name` is valid for writing a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_topic_name(
+    topic: *const WeftTopic,
+    name: *mut *const c_char,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (t, out) = unsafe { (handle_ref(topic, "topic")?, Out::new(name, "name")?) };
+        out.set(t.name.as_ptr());
+        Ok(())
+    })
+}
+
+/// The largest payload a loan holds (the region's block size).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher handle; `len` is valid for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_publisher_max_len(
+    publisher: *mut WeftPublisher,
+    len: *mut usize,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (p, out) = unsafe { (handle_mut(publisher, "publisher")?, Out::new(len, "len")?) };
+        out.set(p.publisher.max_len());
+        Ok(())
+    })
+}
+
+/// Loans a block for `topic`: `*data` is `*capacity` writable bytes in shared memory. Write
+/// the payload, `weft_loan_set_len` (the length starts at the whole block), then
+/// `weft_loan_publish`; or `weft_loan_release` to give the block back unpublished. `*data`
+/// is valid until then.
+///
+/// Errors: `WEFT_ERROR_FULL` when the pool has no free block; `WEFT_ERROR_INVALID_ARGUMENT`
+/// for a topic of another region or when this publisher holds its maximum of loans;
+/// `WEFT_ERROR_CORRUPT`.
+///
+/// # Safety
+/// `publisher` and `topic` are NULL or live handles; `loan`, `data` and `capacity` are valid
+/// for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_publisher_loan(
+    publisher: *mut WeftPublisher,
+    topic: *const WeftTopic,
+    loan: *mut *mut WeftLoan,
+    data: *mut *mut u8,
+    capacity: *mut usize,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (p, t, out, data, capacity) = unsafe {
+            (
+                handle_mut(publisher, "publisher")?,
+                handle_ref(topic, "topic")?,
+                Out::new(loan, "loan")?,
+                Out::new(data, "data")?,
+                Out::new(capacity, "capacity")?,
+            )
+        };
+        let owner = p.publisher.clone();
+        // SAFETY: `owner` keeps the publisher alive at this address (an Rc allocation never
+        // moves) for as long as the loan handle, which holds both and drops the loan first
+        // (field order); the Rc hands out only shared references (no get_mut anywhere), and
+        // a loan needs only `&Publisher`, so the erased lifetime is never outlived.
+        let publisher: &'static Publisher = unsafe { &*Rc::as_ptr(&owner) };
+        let mut l = publisher.loan(&t.topic)?;
+        data.set(l.as_mut_ptr());
+        capacity.set(l.len());
+        out.set(into_handle(WeftLoan {
+            loan: l,
+            _publisher: owner,
+        }));
+        Ok(())
+    })
+}
+
+/// Sets the payload length of the loan (at most its capacity).
+///
+/// Errors: `WEFT_ERROR_TOO_LARGE` beyond the capacity.
+///
+/// # Safety
+/// `loan` is NULL or a live loan handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_loan_set_len(loan: *mut WeftLoan, len: usize) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let l = unsafe { handle_mut(loan, "loan")? };
+        l.loan.set_len(len)?;
+        Ok(())
+    })
+}
+
+/// Publishes the loan (an 8-byte descriptor goes into the topic's ring) and sets `*loan` to
+/// NULL: the loan is consumed whether or not the publish succeeds (on an error its block
+/// returns to the pool). `seq` may be NULL; otherwise it receives the message's sequence.
+///
+/// Errors: `WEFT_ERROR_STATE` if `*loan` is NULL (published or released already);
+/// `WEFT_ERROR_TIMEOUT` when a stalled live publisher holds the slot; `WEFT_ERROR_CORRUPT`.
+///
+/// # Safety
+/// `loan` is NULL or points to NULL or to a live loan handle; `seq` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_loan_publish(loan: *mut *mut WeftLoan, seq: *mut u64) -> WeftStatus {
+    guard(|| {
+        // SAFETY: `seq` is NULL or writable (this function's `# Safety`). It is checked
+        // first: a bad out-pointer must not consume the loan.
+        let seq = unsafe { optional_out(seq, "seq")? };
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let l = unsafe { take_handle(loan, "loan")? };
+        let WeftLoan { loan, _publisher } = *l;
+        let s = loan.publish()?;
+        if let Some(out) = seq {
+            out.set(s);
+        }
+        Ok(())
+    })
+}
+
+/// Gives the loan's block back unpublished and sets `*loan` to NULL.
+///
+/// Errors: `WEFT_ERROR_STATE` if `*loan` is NULL (published or released already).
+///
+/// # Safety
+/// `loan` is NULL or points to NULL or to a live loan handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_loan_release(loan: *mut *mut WeftLoan) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        drop(unsafe { take_handle(loan, "loan")? });
+        Ok(())
+    })
+}
+
+/// Copies `len` bytes at `data` into a loaned block and publishes it. `seq` may be NULL.
+///
+/// Errors: `WEFT_ERROR_TOO_LARGE` beyond the block size; as `weft_publisher_loan` and
+/// `weft_loan_publish`.
+///
+/// # Safety
+/// `publisher` and `topic` are NULL or live handles; `data` is NULL or readable for `len`
+/// bytes; `seq` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_publisher_publish(
+    publisher: *mut WeftPublisher,
+    topic: *const WeftTopic,
+    data: *const u8,
+    len: usize,
+    seq: *mut u64,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (p, t, data, seq) = unsafe {
+            (
+                handle_mut(publisher, "publisher")?,
+                handle_ref(topic, "topic")?,
+                c_bytes(data, len, "data")?,
+                optional_out(seq, "seq")?,
+            )
+        };
+        let s = p.publisher.publish(&t.topic, data)?;
+        if let Some(out) = seq {
+            out.set(s);
+        }
+        Ok(())
+    })
+}
+
+/// Connects to the existing region `region` as a subscriber, with the handle settings of
+/// `config` (NULL for defaults).
+///
+/// Errors: as `weft_publisher_open`.
+///
+/// # Safety
+/// `region` is a NUL-terminated string; `config` is NULL or readable; `subscriber` is valid
+/// for writing a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscriber_connect(
+    region: *const c_char,
+    config: *const WeftPubsubConfig,
+    subscriber: *mut *mut WeftSubscriber,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (region, config, out) = unsafe {
+            (
+                c_name(region, "region")?,
+                WeftPubsubConfig::from_ptr(config)?,
+                Out::new(subscriber, "subscriber")?,
+            )
+        };
+        let s = Subscriber::connect_with(region, &config)?;
+        out.set(into_handle(WeftSubscriber { subscriber: s }));
+        Ok(())
+    })
+}
+
+/// As `weft_subscriber_connect` with default settings, waiting up to `timeout_ms` for the
+/// region to appear (`WEFT_ERROR_TIMEOUT` if it does not).
+///
+/// # Safety
+/// `region` is a NUL-terminated string; `subscriber` is valid for writing a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscriber_connect_timeout(
+    region: *const c_char,
+    timeout_ms: u64,
+    subscriber: *mut *mut WeftSubscriber,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (region, out) = unsafe {
+            (
+                c_name(region, "region")?,
+                Out::new(subscriber, "subscriber")?,
+            )
+        };
+        let s = Subscriber::connect_timeout(region, millis(timeout_ms))?;
+        out.set(into_handle(WeftSubscriber { subscriber: s }));
+        Ok(())
+    })
+}
+
+/// Closes the subscriber handle and sets `*subscriber` to NULL. Its subscriptions and
+/// samples stay valid (each keeps the region mapped).
+///
+/// # Safety
+/// `subscriber` is NULL or points to NULL or to a live subscriber handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscriber_close(subscriber: *mut *mut WeftSubscriber) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        drop(unsafe { take_handle(subscriber, "subscriber")? });
+        Ok(())
+    })
+}
+
+/// How a subscription starts.
+enum Start {
+    Now,
+    History(usize),
+    Wait(u64),
+}
+
+/// # Safety
+/// `subscriber` is NULL or a live subscriber handle; `topic` is a NUL-terminated string;
+/// `out` is valid for writing a pointer.
+unsafe fn subscribe(
+    subscriber: *const WeftSubscriber,
+    topic: *const c_char,
+    start: Start,
+    out: *mut *mut WeftSubscription,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // NULL and misaligned pointers are refused before any use.
+        let (s, topic, out) = unsafe {
+            (
+                handle_ref(subscriber, "subscriber")?,
+                c_name(topic, "topic")?,
+                Out::new(out, "subscription")?,
+            )
+        };
+        let s = &s.subscriber;
+        let subscription = match start {
+            Start::Now => s.subscribe(topic)?,
+            Start::History(n) => s.subscribe_with_history(topic, n)?,
+            Start::Wait(ms) => s.subscribe_timeout(topic, millis(ms))?,
+        };
+        out.set(into_handle(WeftSubscription { subscription }));
+        Ok(())
+    })
+}
+
+/// Subscribes to `topic`, which must be registered: messages published from now on.
+///
+/// Errors: `WEFT_ERROR_NOT_FOUND` if no publisher registered it; `WEFT_ERROR_INVALID_NAME`;
+/// `WEFT_ERROR_CORRUPT`.
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber handle; `topic` is a NUL-terminated string;
+/// `subscription` is valid for writing a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscriber_subscribe(
+    subscriber: *const WeftSubscriber,
+    topic: *const c_char,
+    subscription: *mut *mut WeftSubscription,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { subscribe(subscriber, topic, Start::Now, subscription) }
+}
+
+/// As `weft_subscriber_subscribe`, starting with up to the last `history` messages still in
+/// the topic's ring (a late joiner catches up).
+///
+/// # Safety
+/// As `weft_subscriber_subscribe`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscriber_subscribe_with_history(
+    subscriber: *const WeftSubscriber,
+    topic: *const c_char,
+    history: usize,
+    subscription: *mut *mut WeftSubscription,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { subscribe(subscriber, topic, Start::History(history), subscription) }
+}
+
+/// As `weft_subscriber_subscribe`, waiting up to `timeout_ms` for a publisher to register
+/// the topic (`WEFT_ERROR_TIMEOUT` if none does).
+///
+/// # Safety
+/// As `weft_subscriber_subscribe`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscriber_subscribe_timeout(
+    subscriber: *const WeftSubscriber,
+    topic: *const c_char,
+    timeout_ms: u64,
+    subscription: *mut *mut WeftSubscription,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { subscribe(subscriber, topic, Start::Wait(timeout_ms), subscription) }
+}
+
+/// Closes the subscription and sets `*subscription` to NULL. Samples received from it stay
+/// valid.
+///
+/// # Safety
+/// `subscription` is NULL or points to NULL or to a live subscription handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscription_close(
+    subscription: *mut *mut WeftSubscription,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        drop(unsafe { take_handle(subscription, "subscription")? });
+        Ok(())
+    })
+}
+
+/// How a receive waits.
+enum Recv {
+    Try,
+    Forever,
+    Ms(u64),
+}
+
+/// # Safety
+/// `subscription` is NULL or a live subscription handle; `sample` is valid for writing.
+unsafe fn recv(
+    subscription: *mut WeftSubscription,
+    sample: *mut *mut WeftSample,
+    how: Recv,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // NULL and misaligned pointers are refused before any use.
+        let (s, out) = unsafe {
+            (
+                handle_mut(subscription, "subscription")?,
+                Out::new(sample, "sample")?,
+            )
+        };
+        let got = match how {
+            Recv::Try => s.subscription.try_recv()?,
+            Recv::Forever => s.subscription.recv()?,
+            Recv::Ms(ms) => s.subscription.recv_timeout(millis(ms))?,
+        };
+        out.set(into_handle(WeftSample { sample: got }));
+        Ok(())
+    })
+}
+
+/// The next message, if one is there: `*sample` is a new sample handle (release it with
+/// `weft_sample_release`).
+///
+/// Errors: `WEFT_ERROR_EMPTY` when nothing new is published; `WEFT_ERROR_LAGGED` when
+/// messages were overwritten before they were read (`weft_last_error_skipped()` gives the
+/// exact count; the next call returns the oldest message still there);
+/// `WEFT_ERROR_INVALID_ARGUMENT` when this subscriber already holds its maximum of samples;
+/// `WEFT_ERROR_CORRUPT`.
+///
+/// # Safety
+/// `subscription` is NULL or a live subscription handle; `sample` is valid for writing a
+/// pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscription_try_recv(
+    subscription: *mut WeftSubscription,
+    sample: *mut *mut WeftSample,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { recv(subscription, sample, Recv::Try) }
+}
+
+/// As `weft_subscription_try_recv`, waiting at most `timeout_ms` (`WEFT_ERROR_TIMEOUT`).
+/// Also `WEFT_ERROR_PEER_DEAD` once everything was received and the region's publishers
+/// are all gone, one of them dead.
+///
+/// # Safety
+/// As `weft_subscription_try_recv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscription_recv_timeout(
+    subscription: *mut WeftSubscription,
+    timeout_ms: u64,
+    sample: *mut *mut WeftSample,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { recv(subscription, sample, Recv::Ms(timeout_ms)) }
+}
+
+/// As `weft_subscription_recv_timeout` without a time limit (a dead publisher still ends
+/// the wait with `WEFT_ERROR_PEER_DEAD`).
+///
+/// # Safety
+/// As `weft_subscription_try_recv`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscription_recv(
+    subscription: *mut WeftSubscription,
+    sample: *mut *mut WeftSample,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { recv(subscription, sample, Recv::Forever) }
+}
+
+/// The sample's payload in shared memory: `*data` and `*len`, valid until the sample is
+/// released.
+///
+/// # Safety
+/// `sample` is NULL or a live sample handle; `data` and `len` are valid for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_sample_data(
+    sample: *const WeftSample,
+    data: *mut *const u8,
+    len: *mut usize,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (s, data, len) = unsafe {
+            (
+                handle_ref(sample, "sample")?,
+                Out::new(data, "data")?,
+                Out::new(len, "len")?,
+            )
+        };
+        data.set(s.sample.as_ptr());
+        len.set(s.sample.len());
+        Ok(())
+    })
+}
+
+/// The sample's sequence number in its topic.
+///
+/// # Safety
+/// `sample` is NULL or a live sample handle; `seq` is valid for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_sample_seq(sample: *const WeftSample, seq: *mut u64) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (s, out) = unsafe { (handle_ref(sample, "sample")?, Out::new(seq, "seq")?) };
+        out.set(s.sample.seq());
+        Ok(())
+    })
+}
+
+/// Releases the sample's block and sets `*sample` to NULL.
+///
+/// Errors: `WEFT_ERROR_STATE` if `*sample` is NULL (released already).
+///
+/// # Safety
+/// `sample` is NULL or points to NULL or to a live sample handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_sample_release(sample: *mut *mut WeftSample) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        drop(unsafe { take_handle(sample, "sample")? });
+        Ok(())
+    })
+}
+
+fn name_list(names: impl IntoIterator<Item = String>) -> Res<*mut WeftNameList> {
+    let names = names
+        .into_iter()
+        .map(|n| CString::new(n).map_err(|_| Failure::name("a listed name holds NUL")))
+        .collect::<Res<Vec<_>>>()?;
+    Ok(into_handle(WeftNameList { names }))
+}
+
+/// The names of every pub/sub region on this machine (a region created or removed at the
+/// same moment may be missed). Free the list with `weft_name_list_free`.
+///
+/// # Safety
+/// `list` is valid for writing a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_pubsub_regions(list: *mut *mut WeftNameList) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let out = unsafe { Out::new(list, "list")? };
+        out.set(name_list(weft::pubsub::regions())?);
+        Ok(())
+    })
+}
+
+/// The registered topics of the region `region`, read without joining it.
+///
+/// Errors: as `weft_subscriber_connect`.
+///
+/// # Safety
+/// `region` is a NUL-terminated string; `list` is valid for writing a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_pubsub_topics(
+    region: *const c_char,
+    list: *mut *mut WeftNameList,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (region, out) = unsafe { (c_name(region, "region")?, Out::new(list, "list")?) };
+        let report = weft::pubsub::inspect(region)?;
+        out.set(name_list(report.topics.into_iter().map(|t| t.name))?);
+        Ok(())
+    })
+}
+
+/// The number of names in the list.
+///
+/// # Safety
+/// `list` is NULL or a live list handle; `len` is valid for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_name_list_len(
+    list: *const WeftNameList,
+    len: *mut usize,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (l, out) = unsafe { (handle_ref(list, "list")?, Out::new(len, "len")?) };
+        out.set(l.names.len());
+        Ok(())
+    })
+}
+
+/// Name `index` of the list, valid as long as the list.
+///
+/// Errors: `WEFT_ERROR_INVALID_ARGUMENT` for an index past the end.
+///
+/// # Safety
+/// `list` is NULL or a live list handle; `name` is valid for writing a pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_name_list_get(
+    list: *const WeftNameList,
+    index: usize,
+    name: *mut *const c_char,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (l, out) = unsafe { (handle_ref(list, "list")?, Out::new(name, "name")?) };
+        let Some(n) = l.names.get(index) else {
+            return Err(Failure::arg(format!(
+                "index {index} is past the end of a list of {}",
+                l.names.len()
+            )));
+        };
+        out.set(n.as_ptr());
+        Ok(())
+    })
+}
+
+/// Frees the list and sets `*list` to NULL.
+///
+/// # Safety
+/// `list` is NULL or points to NULL or to a live list handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_name_list_free(list: *mut *mut WeftNameList) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        drop(unsafe { take_handle(list, "list")? });
+        Ok(())
+    })
+}

@@ -1,0 +1,292 @@
+// The C++17 wrapper (include/weft.hpp): RAII ownership, moves, guards that release,
+// exceptions that carry the code and the message, optional results, and data byte-exact.
+#include "weft.hpp"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+static unsigned long checks = 0;
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            std::exit(1);                                                                \
+        }                                                                                \
+        checks++;                                                                        \
+    } while (0)
+
+// Runs `body`, which must throw weft::error with `code`; returns the error.
+template <typename F>
+static weft::error expect_error(weft_status code, F &&body, int line) {
+    try {
+        body();
+    } catch (const weft::error &e) {
+        if (e.code() != code) {
+            std::fprintf(stderr, "line %d: threw %d (%s: %s), expected %d (%s)\n", line, e.code(),
+                         e.code_string(), e.what(), code, weft_error_string(code));
+            std::exit(1);
+        }
+        checks++;
+        return e;
+    }
+    std::fprintf(stderr, "line %d: did not throw, expected %d (%s)\n", line, code,
+                 weft_error_string(code));
+    std::exit(1);
+}
+#define EXPECT_ERROR(code, ...) expect_error(code, [&] { __VA_ARGS__; }, __LINE__)
+
+static std::string name(const char *tag) {
+    const char *prefix = std::getenv("WEFT_TEST_PREFIX");
+    return std::string(prefix ? prefix : "cpp") + "-" + tag;
+}
+
+static std::vector<std::uint8_t> pattern(std::size_t len, std::uint64_t seed) {
+    std::vector<std::uint8_t> v(len);
+    for (std::size_t i = 0; i < len; i++) v[i] = std::uint8_t(seed * 131 + i * 7 + (i >> 8));
+    return v;
+}
+
+static bool same(weft::bytes_view a, const std::vector<std::uint8_t> &b) {
+    return a.size() == b.size() && (b.empty() || std::memcmp(a.data(), b.data(), b.size()) == 0);
+}
+
+// Every owning class is move-only.
+static_assert(!std::is_copy_constructible_v<weft::stream_writer>);
+static_assert(!std::is_copy_assignable_v<weft::stream_reader>);
+static_assert(!std::is_copy_constructible_v<weft::read_grant>);
+static_assert(!std::is_copy_constructible_v<weft::write_grant>);
+static_assert(!std::is_copy_constructible_v<weft::publisher>);
+static_assert(!std::is_copy_constructible_v<weft::loan>);
+static_assert(!std::is_copy_constructible_v<weft::sample>);
+static_assert(!std::is_copy_constructible_v<weft::channel>);
+static_assert(!std::is_copy_constructible_v<weft::request>);
+static_assert(std::is_nothrow_move_constructible_v<weft::stream_writer>);
+static_assert(std::is_nothrow_move_assignable_v<weft::sample>);
+
+static void stream() {
+    auto n = name("stream");
+    auto writer = weft::stream_writer::create(n, 1 << 16);
+    auto reader = weft::stream_reader::open_for(n, 1s);
+    for (std::uint64_t i = 0; i < 300; i++) {
+        auto data = pattern(i * 37 % 3000, i);
+        if (i % 2) {
+            writer.write(data);
+        } else {
+            auto grant = writer.reserve(data.size() + 10);
+            if (!data.empty()) std::memcpy(grant.data(), data.data(), data.size());
+            grant.commit(data.size());
+            EXPECT_ERROR(WEFT_ERROR_STATE, grant.commit(0));  // committed already
+        }
+        auto rec = (i % 3) ? reader.read() : std::move(*reader.read_for(1s));
+        CHECK(same(rec.bytes(), pattern(i * 37 % 3000, i)));
+    }  // each read_grant released at the end of its iteration
+    CHECK(!reader.try_read());
+    CHECK(!reader.read_for(10ms));
+
+    {
+        auto grant = writer.reserve(4);  // abandoned by its destructor
+        std::memcpy(grant.data(), "lost", 4);
+        auto e = EXPECT_ERROR(WEFT_ERROR_STATE, writer.write(std::string_view("x")));
+        CHECK(std::string(e.what()).find("lending") != std::string::npos);
+    }
+    writer.write(std::string_view("kept"));
+    {
+        auto rec = reader.read();
+        CHECK(rec.str() == "kept");
+        EXPECT_ERROR(WEFT_ERROR_STATE, (void)reader.try_read());  // one grant at a time
+        auto moved = std::move(rec);  // the grant moves; released once, by `moved`
+        CHECK(moved.str() == "kept");
+    }
+    CHECK(!reader.try_read());
+
+    while (writer.try_write(std::string(1000, 'f'))) {
+    }
+    CHECK(!writer.write_for(std::string(1000, 'f'), 10ms));
+    CHECK(!writer.try_reserve(1000));
+    CHECK(!writer.reserve_for(1000, 10ms));
+    writer.set_wait(WEFT_WAIT_PARK);
+    reader.set_wait(WEFT_WAIT_ADAPTIVE);
+    EXPECT_ERROR(WEFT_ERROR_INVALID_ARGUMENT, writer.set_wait(77));
+    CHECK(writer.max_record_len() >= 1000);
+    EXPECT_ERROR(WEFT_ERROR_TOO_LARGE, writer.write(std::vector<std::uint8_t>(1 << 16)));
+
+    // Moving the writer moves ownership; the moved-from object is empty.
+    weft::stream_writer other = std::move(writer);
+    CHECK(other && !writer);
+    other.close();
+    CHECK(!other);
+    std::size_t drained = 0;
+    for (;;) {
+        try {
+            auto rec = reader.read();
+            CHECK(rec.size() == 1000);
+            drained++;
+        } catch (const weft::error &e) {
+            CHECK(e.code() == WEFT_ERROR_CLOSED);
+            break;
+        }
+    }
+    CHECK(drained > 10);
+
+    auto missing = EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, weft::stream_reader::open(name("nope")));
+    CHECK(std::string(missing.what()).find(name("nope")) != std::string::npos);
+    CHECK(std::string(missing.code_string()) == "not found");
+    EXPECT_ERROR(WEFT_ERROR_INVALID_NAME, weft::stream_writer::create("a/b", 4096));
+}
+
+static void pubsub() {
+    auto region = name("pubsub");
+    weft_pubsub_config cfg{};
+    cfg.blocks = 64;
+    cfg.ring_slots = 8;
+    cfg.block_size = 512;
+    auto pub = weft::publisher::create(region, &cfg);
+    CHECK(pub.max_len() == 512);
+    auto prices = pub.register_topic("/prices/AAPL");
+    CHECK(prices.name() == "/prices/AAPL");
+    auto latest = pub.register_topic("/latest", WEFT_TOPIC_LATEST);
+    auto sub = weft::subscriber::connect_for(region, 1s);
+    auto s = sub.subscribe("/prices/AAPL");
+    auto l = sub.subscribe("/latest");
+
+    for (std::uint64_t i = 0; i < 100; i++) {
+        auto data = pattern(i % 500, i);
+        std::uint64_t seq;
+        if (i % 2) {
+            seq = pub.publish(prices, data);
+        } else {
+            auto loan = pub.loan(prices);
+            CHECK(loan.capacity() == 512);
+            if (!data.empty()) std::memcpy(loan.data(), data.data(), data.size());
+            loan.set_len(data.size());
+            seq = loan.publish();
+            CHECK(!loan);
+            EXPECT_ERROR(WEFT_ERROR_STATE, loan.publish());
+        }
+        CHECK(seq == i);
+        auto got = (i % 2) ? s.recv() : std::move(*s.recv_for(1s));
+        CHECK(got.seq() == i && same(got.bytes(), data));
+    }
+    CHECK(!s.try_recv());
+
+    pub.publish(latest, std::string_view("1"));
+    pub.publish(latest, std::string_view("2"));
+    CHECK(l.recv_for(1s)->str() == "2");
+
+    // Lag: the exception says how many messages were missed.
+    for (int i = 0; i < 30; i++) pub.publish(prices, std::string_view("tick"));
+    auto lag = EXPECT_ERROR(WEFT_ERROR_LAGGED, (void)s.try_recv());
+    CHECK(lag.skipped() > 0);
+    std::uint64_t received = 0;
+    while (auto m = s.try_recv()) {
+        CHECK(m->str() == "tick");
+        received++;
+    }
+    CHECK(received + lag.skipped() == 30);
+
+    // A sample outlives its subscription; a loan outlives its publisher object.
+    {
+        auto second = weft::publisher::open(region);  // another publisher of the region
+        auto same_topic = second.register_topic("/prices/AAPL");
+        CHECK(second.publish(same_topic, std::string_view("from the second")) == 130);
+        CHECK(s.recv_for(1s)->str() == "from the second");
+    }
+    auto held_seq = pub.publish(prices, std::string_view("held"));
+    auto held = s.recv();
+    auto loan = pub.loan(prices);
+    {
+        auto moved = std::move(s);
+        CHECK(!s);
+    }  // the subscription closes here
+    pub.close();
+    std::memcpy(loan.data(), "late", 4);
+    loan.set_len(4);
+    CHECK(loan.publish() == held_seq + 1);
+    CHECK(held.str() == "held");
+
+    auto listed = weft::regions();
+    bool found = false;
+    for (auto &r : listed) found = found || r == region;
+    CHECK(found);
+    auto names = weft::topics(region);
+    CHECK(names.size() == 2);
+    EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, weft::subscriber::connect(name("absent")));
+    EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, sub.subscribe("/absent"));
+    EXPECT_ERROR(WEFT_ERROR_TIMEOUT, sub.subscribe_for("/absent", 10ms));
+}
+
+static void channels() {
+    auto n = name("server");
+    auto srv = weft::server::bind(n);
+    CHECK(!srv.try_accept());
+    CHECK(!srv.accept_for(10ms));
+    std::thread client([&] {
+        auto ch = weft::server::connect(n, 5s);
+        for (std::uint64_t i = 0; i < 200; i++) {
+            auto req = pattern(i * 13 % 2000, i);
+            auto reply = ch.call(req);
+            auto want = req;
+            for (auto &b : want) b ^= 0xff;
+            CHECK(same(reply.bytes(), want));
+        }
+        CHECK(!ch.call_for(std::string_view("unanswered"), 10ms));
+    });
+    auto conn = *srv.accept_for(5s);
+    for (std::uint64_t i = 0; i < 200; i++) {
+        auto req = (i % 2) ? conn.recv_request() : std::move(*conn.recv_request_for(5s));
+        CHECK(same(req.bytes(), pattern(i * 13 % 2000, i)));
+        std::vector<std::uint8_t> out(req.data(), req.data() + req.size());
+        for (auto &b : out) b ^= 0xff;
+        if (i % 3) {
+            req.reply(out);
+            EXPECT_ERROR(WEFT_ERROR_STATE, req.reply(out));  // answered already
+        } else {
+            auto id = req.id();
+            req = weft::request();  // released unanswered ...
+            conn.reply_to(id, out);  // ... and answered by id
+        }
+    }
+    client.join();
+    {
+        auto unanswered = conn.recv_request_for(1s);
+        CHECK(unanswered && unanswered->str() == "unanswered");
+    }  // released by its destructor
+    conn.close();
+
+    // One-to-one, raw records both ways.
+    auto pair_name = name("pair");
+    std::optional<weft::channel> listener;
+    std::thread t([&] { listener.emplace(weft::channel::listen(pair_name, 5s)); });
+    auto connector = weft::channel::connect(pair_name, 5s);
+    t.join();
+    CHECK(connector.send_for(std::string_view("ping"), 1s));
+    CHECK(listener->recv_for(1s)->str() == "ping");
+    CHECK(listener->try_send(std::string_view("pong")));
+    CHECK(connector.recv().str() == "pong");
+    CHECK(!connector.try_recv());
+    CHECK(connector.max_message_len() > 1000);
+    listener->close();
+    EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)connector.recv());
+    EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, weft::server::connect(name("absent"), 10ms));
+}
+
+int main() {
+    std::fprintf(stderr, "-- stream\n");
+    stream();
+    std::fprintf(stderr, "-- pubsub\n");
+    pubsub();
+    std::fprintf(stderr, "-- channels\n");
+    channels();
+    std::fprintf(stderr, "cpp: %lu checks passed\n", checks);
+    std::printf("ok cpp %lu\n", checks);
+    return 0;
+}
