@@ -228,6 +228,37 @@ fn batches_release_together() {
     assert!(matches!(r.try_read_batch(5), Err(Error::Empty)));
 }
 
+/// A batch that reads up to the end of the committed data keeps its records until it drops:
+/// the writer may not reuse their room while the caller still reads them.
+#[test]
+fn a_batch_that_drains_the_stream_keeps_its_records_until_dropped() {
+    let (mut w, mut r, _c) = pair("batch-held", 4096);
+    for i in 0..3u8 {
+        w.write(&[i; 1000]).unwrap();
+    }
+    let b = r.try_read_batch(10).unwrap();
+    assert_eq!(b.len(), 3);
+    // 3 x 1008 framed bytes are held; the 1072 after them take one more record, no more.
+    let mut written = 0;
+    while written < 3 && w.try_write(&[0xEE; 1000]).is_ok() {
+        written += 1;
+    }
+    assert_eq!(
+        written, 1,
+        "the writer reused the room of a batch still held"
+    );
+    for (i, rec) in b.iter().enumerate() {
+        assert_eq!(
+            rec,
+            &[i as u8; 1000][..],
+            "record {i} of the batch changed under it"
+        );
+    }
+    drop(b);
+    assert_eq!(r.try_read_batch(10).unwrap().len(), 1);
+    w.try_write(&[0xEE; 1000]).unwrap();
+}
+
 #[test]
 fn records_are_aligned_as_asked() {
     for align in [8usize, 64, 4096] {
