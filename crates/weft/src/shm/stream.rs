@@ -839,17 +839,8 @@ impl StreamReader {
         let first = self.wait_record(deadline)?;
         self.batch.push(first);
         while self.batch.len() < max {
-            // `try_next` gives back everything handed out when it finds the stream empty (so
-            // that an idle reader holds nothing back); here that would hand the writer the
-            // records of this batch while the caller still reads them. Stop before that.
-            match self.core.has_data() {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(c) => {
-                    self.core.release();
-                    return Err(corrupt(&self.obj, c));
-                }
-            }
+            // When `try_next` finds the stream empty it gives back what was released before
+            // this batch, never the batch's own records: they are handed out, not released.
             match self.core.try_next() {
                 Ok(Some(rec)) => self.batch.push(rec),
                 Ok(None) => break,

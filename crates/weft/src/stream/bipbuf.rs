@@ -354,6 +354,10 @@ pub(crate) struct ReaderCore {
     /// Where the next unread record starts: `read` plus whatever has been handed out and not
     /// yet released (a batch), possibly wrapped to 0.
     pos: u64,
+    /// The end of what the caller has released (given back by [`ReaderCore::release`]):
+    /// between `read` and `pos`. Only this much may be published: records handed out and
+    /// still held (a batch being read) stay the reader's.
+    released: u64,
     /// The last `W` we loaded.
     cached_write: u64,
     /// Framed bytes handed out since `R` was last published.
@@ -380,6 +384,7 @@ impl ReaderCore {
             geo,
             read: 0,
             pos: 0,
+            released: 0,
             cached_write: 0,
             unreleased: 0,
             release_every: (geo.capacity / 8).max(1),
@@ -389,6 +394,7 @@ impl ReaderCore {
         geo.cursor("read cursor", r)?;
         core.read = r;
         core.pos = r;
+        core.released = r;
         core.cached_write = r;
         Ok(core)
     }
@@ -445,8 +451,10 @@ impl ReaderCore {
         if self.pos == w {
             w = self.load_write()?;
             if self.pos == w {
-                // Found empty: give back everything read so far before the caller waits, so
-                // that a lazy release can never hold a writer back while this side idles.
+                // Found empty: give back everything released so far before the caller waits,
+                // so that a lazy release can never hold a writer back while this side idles.
+                // (Records handed out and still held, such as a batch being gathered, are
+                // not released yet and stay.)
                 self.publish();
                 return Ok(None);
             }
@@ -531,6 +539,7 @@ impl ReaderCore {
     /// reader trade its cache line on every message. Returns whether the writer was woken.
     #[inline]
     pub(crate) fn release(&mut self) -> bool {
+        self.released = self.pos;
         // Relaxed: a hint only. A stale 0 delays the writer until the threshold or until this
         // reader runs dry, both of which publish and wake it through the fenced handshake.
         if self.unreleased < self.release_every
@@ -542,18 +551,18 @@ impl ReaderCore {
         self.publish()
     }
 
-    /// Gives every record handed out so far back to the writer now, with one cursor store.
-    /// Returns whether the writer was parked and has been woken.
+    /// Gives every released record back to the writer now, with one cursor store. Returns
+    /// whether the writer was parked and has been woken.
     #[inline]
     pub(crate) fn publish(&mut self) -> bool {
-        if self.pos == self.read {
+        if self.released == self.read {
             return false;
         }
         // SYNC POINT: Release pairs with the writer's Acquire load of `R` in `load_read` (our
         // reads of the records happen before it reuses their bytes). The fence in
         // `wake_if_waiting` then orders this store before the load of the writer's flag.
-        self.ctl().read.0.store(self.pos, Ordering::Release);
-        self.read = self.pos;
+        self.ctl().read.0.store(self.released, Ordering::Release);
+        self.read = self.released;
         self.unreleased = 0;
         self.ctl().writer_wait.0.wake_if_waiting()
     }

@@ -57,10 +57,12 @@ fn op(max: u64) -> impl Strategy<Value = Op> {
     ]
 }
 
-/// What the model knows: records committed but not taken, records taken but not released.
+/// What the model knows: records committed but not taken, records taken but not released,
+/// records released but not yet given back to the writer (a lazy release).
 struct Model {
     unread: VecDeque<(u64, u64)>,
     taken: Vec<(u64, u64)>,
+    released: Vec<(u64, u64)>,
     next_seq: u64,
 }
 
@@ -72,6 +74,7 @@ fn run(capacity: u64, align: u64, ops: &[Op]) {
     let mut m = Model {
         unread: VecDeque::new(),
         taken: Vec::new(),
+        released: Vec::new(),
         next_seq: 0,
     };
     for op in ops {
@@ -101,7 +104,7 @@ fn run(capacity: u64, align: u64, ops: &[Op]) {
                     // Full is only allowed while something is unreleased: an empty stream
                     // takes any record up to the maximum, wherever the cursors stand.
                     assert!(
-                        !m.unread.is_empty() || !m.taken.is_empty(),
+                        !m.unread.is_empty() || !m.taken.is_empty() || !m.released.is_empty(),
                         "an empty stream refused {len} bytes (max {max})"
                     );
                 }
@@ -121,22 +124,26 @@ fn run(capacity: u64, align: u64, ops: &[Op]) {
                                 "the reader missed {} records",
                                 m.unread.len()
                             );
-                            // Finding the stream empty publishes every release.
-                            m.taken.clear();
+                            // Finding the stream empty publishes every release, and nothing
+                            // taken and still held.
+                            m.released.clear();
                             break;
                         }
                     }
                 }
             }
             Op::Release => {
+                r.release();
                 r.publish();
                 m.taken.clear();
+                m.released.clear();
             }
             Op::LazyRelease => {
                 let before = s.ctl.read.0.load(Ordering::Relaxed);
                 r.release();
+                m.released.append(&mut m.taken);
                 if s.ctl.read.0.load(Ordering::Relaxed) != before {
-                    m.taken.clear();
+                    m.released.clear();
                 }
             }
         }
@@ -146,11 +153,12 @@ fn run(capacity: u64, align: u64, ops: &[Op]) {
         assert!(wc <= capacity && rc <= capacity);
         assert_eq!(wc % align, 0);
         assert_eq!(rc % align, 0);
-        if m.unread.is_empty() && m.taken.is_empty() {
+        if m.unread.is_empty() && m.taken.is_empty() && m.released.is_empty() {
             assert_eq!(wc, rc, "empty model, cursors apart");
         }
     }
     // Drain: everything committed comes out, in order.
+    r.release();
     r.publish();
     while let Some(rec) = r.try_next().unwrap() {
         let (seq, len) = m.unread.pop_front().expect("the model has a record");
@@ -210,6 +218,7 @@ fn records_never_straddle_the_wrap() {
         let rec = r.try_next().unwrap().unwrap();
         check(&r, &rec, 56, seq);
     }
+    r.release();
     r.publish();
     // 64 bytes left at the end, but 72 are needed: the record goes to offset 0.
     let res = w.try_reserve(64).unwrap();
@@ -264,12 +273,14 @@ fn oversize_is_refused_at_once_and_half_the_capacity_always_fits() {
         let res = w.try_reserve(step * 8 % 200).unwrap();
         w.commit(res, res.len);
         r.try_next().unwrap().unwrap();
+        r.release();
         r.publish();
         let res = w
             .try_reserve(max)
             .expect("the largest record fits an empty stream");
         w.commit(res, max);
         r.try_next().unwrap().unwrap();
+        r.release();
         r.publish();
     }
 }
