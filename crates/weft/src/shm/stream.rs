@@ -255,6 +255,8 @@ pub struct StreamInfo {
 /// assert_eq!(info.writer.state, PeerState::Alive);
 /// assert_eq!(info.writer.pid, std::process::id());
 /// assert_eq!(info.reader.state, PeerState::Absent);
+/// # let mut reader = weft::stream::StreamReader::open(&name)?;
+/// # drop(reader.read()?); // drained: the stream goes when both sides have left
 /// # Ok::<(), weft::Error>(())
 /// ```
 pub fn inspect(name: &str) -> Result<StreamInfo> {
