@@ -11,7 +11,8 @@ Exit status:
   3  not found: no such region, stream, server or topic
   4  timeout: --timeout ran out first
   5  unusable object: not weft's, another kind, another layout version, corrupt or never made ready
-  6  the other side is gone: every publisher died";
+  6  the other side is gone: every publisher died
+Ctrl-C ends echo, pub and bench cleanly (status 0): their rows are left closed, not dead.";
 
 /// weft: look at, talk to and clean up weft's shared memory on this machine.
 ///

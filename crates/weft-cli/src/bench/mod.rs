@@ -420,6 +420,9 @@ pub fn say(line: &str) {
 
 /// Runs `weft bench-child`.
 pub fn child(args: &BenchChildArgs) -> Outcome {
+    // Ctrl-C on a terminal reaches the whole process group: the child lets the parent wind
+    // the measurement down (the parent closes its side, and the child then leaves cleanly).
+    interrupt::install();
     let w = args.wait.strategy();
     match args.role.as_str() {
         "stream-echo" => stream::echo(&args.name, w),
