@@ -50,6 +50,10 @@ fn bench_reports_every_case_and_leaves_nothing_behind() {
     }
     assert_eq!(thr[0]["lost"], 0, "the bounded ring is lossless");
     assert_eq!(thr[1]["lost"], 0, "the stream is lossless");
+    assert_eq!(
+        thr[2]["lost"], 0,
+        "the acknowledged publisher never laps its subscriber"
+    );
 
     let mine = format!("weft-bench-{pid}-");
     let left: Vec<String> = weft_json(&["ls"])["objects"]

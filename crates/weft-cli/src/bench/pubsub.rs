@@ -1,6 +1,7 @@
 //! Shared-memory pub/sub between two processes: ping-pong over two topics of one region for
-//! latency; one topic, publisher here and subscriber in the child, for throughput. An empty
-//! message tells the child to stop.
+//! latency; for throughput, a publisher here and a subscriber in the child that acknowledges
+//! every few messages, so that the publisher never laps it. An empty message tells the child
+//! to stop.
 
 use super::{Counted, Hist, Peer, Setup, histogram, object_name, record, say};
 use crate::exit::{ERROR, Failure, Outcome};
@@ -50,18 +51,41 @@ pub fn latency(setup: Setup) -> Result<Hist, Failure> {
     Ok(h)
 }
 
-/// Messages one way for the measurement's duration, counted by the child.
+/// Messages the publisher may be ahead of the subscriber's last acknowledgement: half the
+/// ring, so that a subscriber that keeps up is never lapped (pub/sub itself never waits for a
+/// slow subscriber; this measures what it sustains without loss).
+const WINDOW: u64 = RING_SLOTS as u64 / 2;
+/// The subscriber acknowledges every this many messages.
+const ACK_EVERY: u64 = 64;
+/// Ring slots of the throughput topics.
+const RING_SLOTS: usize = 1024;
+
+/// Messages one way for the measurement's duration, counted by the child, which acknowledges
+/// on `/ack` so that the publisher stays within [`WINDOW`] of it.
 pub fn throughput(setup: Setup) -> Result<Counted, Failure> {
     let region = object_name("pubsub.data");
-    let publisher = Publisher::create(&region, &config(&setup, 1, 1024))?;
+    let cfg = config(&setup, 2, RING_SLOTS);
+    let publisher = Publisher::create(&region, &cfg)?;
     let data = publisher.register("/data")?;
+    publisher.register("/ack")?;
+    let subscriber = Subscriber::connect_with(&region, &cfg)?;
+    let mut acks = subscriber.subscribe("/ack")?;
     let peer = Peer::spawn("pubsub-sink", &region, setup.wait)?;
     let msg = vec![0x5a; setup.size];
     let start = Instant::now();
     let end = start + setup.duration;
+    let (mut sent, mut acked) = (0u64, 0u64);
     while Instant::now() < end && !crate::interrupt::requested() {
-        for _ in 0..256 {
+        for _ in 0..64 {
+            while sent - acked >= WINDOW {
+                match acks.recv() {
+                    Ok(a) => acked = count(&a).max(acked),
+                    Err(Error::Lagged { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
             publisher.publish(&data, &msg)?;
+            sent += 1;
         }
     }
     publisher.publish(&data, &[])?;
@@ -71,6 +95,13 @@ pub fn throughput(setup: Setup) -> Result<Counted, Failure> {
         lost,
         elapsed: start.elapsed(),
     })
+}
+
+/// The count an acknowledgement carries (8 bytes, little-endian; 0 if malformed).
+fn count(ack: &[u8]) -> u64 {
+    ack.get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 fn join(region: &str, wait: WaitStrategy) -> Result<Subscriber, Failure> {
@@ -99,10 +130,13 @@ pub fn echo(region: &str, wait: WaitStrategy) -> Outcome {
     }
 }
 
-/// Child: counts the messages of `/data` until an empty one; reports `done RECEIVED LOST`.
+/// Child: counts the messages of `/data` until an empty one, acknowledging on `/ack` every
+/// [`ACK_EVERY`]; reports `done RECEIVED LOST`.
 pub fn sink(region: &str, wait: WaitStrategy) -> Outcome {
     let subscriber = join(region, wait)?;
     let mut data = subscriber.subscribe("/data")?;
+    let publisher = Publisher::open(region)?;
+    let ack = publisher.register("/ack")?;
     say("ready");
     let (mut n, mut lost) = (0u64, 0u64);
     loop {
@@ -111,6 +145,9 @@ pub fn sink(region: &str, wait: WaitStrategy) -> Outcome {
             Ok(_) => n += 1,
             Err(Error::Lagged { skipped }) => lost += skipped,
             Err(e) => return Err(e.into()),
+        }
+        if (n + lost) % ACK_EVERY == 0 {
+            publisher.publish(&ack, &(n + lost).to_le_bytes())?;
         }
     }
     say(&format!("done {n} {lost}"));
