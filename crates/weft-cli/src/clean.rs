@@ -1,6 +1,7 @@
 //! `weft clean`: reclaims what dead processes held in regions that live on, and removes objects
-//! whose participants all died. A live participant's object is never removed; an object that
-//! is not weft's, or that fails validation, is never touched.
+//! in which nobody is alive (`ObjectInfo::is_abandoned`). A live participant's object is never
+//! removed; a stream that keeps records for a reader yet to come is kept; an object that is not
+//! weft's, or that fails validation, is never touched.
 
 use crate::cli::CleanArgs;
 use crate::exit::{ERROR, Failure, Outcome, from_io};
@@ -112,10 +113,11 @@ fn clean_one(o: &ObjectInfo, dry: bool) -> Option<Action> {
                 pids.sort_unstable();
                 pids.dedup();
                 let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
-                format!(
-                    "every participant is gone; died: process {}",
-                    pids.join(", ")
-                )
+                if pids.is_empty() {
+                    "nobody is alive: every participant left without removing it".to_string()
+                } else {
+                    format!("nobody is alive; died: process {}", pids.join(", "))
+                }
             }
         };
         if dry {

@@ -44,7 +44,7 @@ pub enum Command {
     Pub(PubArgs),
     /// Latency histograms and throughput of weft's patterns on this machine.
     Bench(BenchArgs),
-    /// Reclaim what dead processes held, and remove objects whose participants all died.
+    /// Reclaim what dead processes held, and remove objects in which nobody is alive.
     Clean(CleanArgs),
     // `weft bridge` (shared-memory topics to Zenoh key expressions) goes here, behind the
     // crate's `bridge` feature: `#[cfg(feature = "bridge")] Bridge(bridge::BridgeArgs)`.

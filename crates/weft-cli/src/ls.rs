@@ -50,7 +50,8 @@ pub struct ObjectView {
     pub alive: usize,
     /// Participants that died without letting go.
     pub dead: usize,
-    /// `ok`, `abandoned` (`weft clean` removes it), `not-ready` or `unusable`.
+    /// `ok`, `abandoned` (nobody alive in it: `weft clean` removes it), `not-ready` or
+    /// `unusable`.
     pub status: &'static str,
     /// Why the object cannot be used, when it cannot.
     pub error: Option<String>,
@@ -155,7 +156,7 @@ fn print_human(objects: &[ObjectInfo]) -> std::io::Result<()> {
     if abandoned > 0 {
         writeln!(
             w,
-            "\n{abandoned} abandoned (every participant dead): `weft clean` removes {}",
+            "\n{abandoned} abandoned (nobody alive in it): `weft clean` removes {}",
             if abandoned == 1 { "it" } else { "them" }
         )?;
     }

@@ -165,6 +165,27 @@ fn clean_never_touches_a_live_participant() {
 }
 
 #[test]
+fn clean_keeps_a_closed_streams_records_for_a_reader_yet_to_come() {
+    let stream = unique("keep-mailbox");
+    let _c = Cleanup(vec![stream.clone()]);
+    let _writer_left = Proc::peer(&["mailbox", &stream, "3"]);
+    let o = listed(&stream).unwrap();
+    assert_eq!(
+        (o["alive"].as_u64(), o["dead"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(o["participants"][0]["state"], "closed");
+    assert_eq!(o["status"], "ok");
+    let done = weft_json(&["clean", &stream]);
+    assert_eq!(done["actions"].as_array().unwrap().len(), 0, "{done}");
+    assert!(exists(&stream));
+    assert_eq!(
+        weft_json(&["info", &stream])["stream"]["used"],
+        3 * (8 + 104)
+    );
+}
+
+#[test]
 fn clean_refuses_missing_and_bad_names_before_touching_anything() {
     let dead = unique("clean-first");
     let _c = Cleanup(vec![dead.clone()]);

@@ -125,3 +125,30 @@ fn a_server_reports_its_clients() {
     let info = Server::inspect(&v).unwrap();
     assert_eq!(info.clients[0].state, PeerState::Closed);
 }
+
+#[test]
+fn nobody_alive_is_abandoned_but_a_closed_writers_records_are_kept() {
+    let r = unique("insp-closed-r");
+    let s = unique("insp-mailbox");
+    let _c = (Cleanup(r.clone()), Cleanup(s.clone()));
+    let publisher = Publisher::create(&r, &Config::default()).unwrap();
+    assert!(!weft::shm::object(&r).unwrap().is_abandoned());
+    // As two last participants leaving at the same moment leave it: every row closed, the
+    // name still there. Row 0's `state` is at 512 + 8.
+    scribble(&r, 512 + 8, &2u32.to_le_bytes());
+    let o = weft::shm::object(&r).unwrap();
+    assert_eq!((o.alive(), o.dead()), (0, 0));
+    assert!(o.is_abandoned(), "nobody alive: stale");
+    scribble(&r, 512 + 8, &1u32.to_le_bytes());
+    drop(publisher);
+
+    let mut writer = StreamWriter::create(&s, 4096).unwrap();
+    writer.write(b"for later").unwrap();
+    drop(writer);
+    let o = weft::shm::object(&s).unwrap();
+    assert_eq!(o.peers[0].state, PeerState::Closed);
+    assert!(!o.is_abandoned(), "records kept for a reader yet to come");
+    assert!(!weft::shm::remove_abandoned(&s).unwrap());
+    let mut reader = StreamReader::open(&s).unwrap();
+    assert_eq!(&*reader.read().unwrap(), b"for later");
+}

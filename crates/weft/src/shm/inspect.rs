@@ -113,6 +113,9 @@ pub struct ObjectInfo {
     /// [`Error::NotWeft`], [`Error::VersionMismatch`], [`Error::Corrupt`], ...); `None` when it
     /// validated.
     pub error: Option<Error>,
+    /// A stream whose writer closed before any reader came, holding records for a reader yet
+    /// to come: kept although nobody is alive.
+    mailbox: bool,
 }
 
 impl ObjectInfo {
@@ -130,14 +133,14 @@ impl ObjectInfo {
         self.peers.iter().filter(|p| p.state == state).count()
     }
 
-    /// Whether `weft clean` may remove the object: it validated, nobody in it is alive and at
-    /// least one participant died; or its creator died before making it ready. An object whose
-    /// participants all left cleanly is kept (a stream whose writer closed keeps its unread
-    /// records for a reader that comes later); an object that fails validation is never
-    /// removed (it may not be weft's).
+    /// Whether `weft clean` may remove the object: it validated and nobody in it is alive
+    /// (its participants died, or left without removing it, which two last participants leaving
+    /// at the same moment can do); or its creator died before making it ready. Kept: a stream
+    /// whose writer closed before any reader came, with records for a reader yet to come; and
+    /// an object that fails validation (it may not be weft's).
     pub fn is_abandoned(&self) -> bool {
         match &self.error {
-            None => self.alive() == 0 && self.dead() > 0,
+            None => self.alive() == 0 && !self.mailbox,
             Some(Error::NotReady { pid, .. }) => *pid != 0 && !sys::pid_alive(*pid),
             Some(_) => false,
         }
@@ -239,6 +242,7 @@ fn describe(name: &str) -> ObjectInfo {
                 created_unix_ns: 0,
                 peers: Vec::new(),
                 error: Some(e),
+                mailbox: false,
             }
         }
     }
@@ -251,8 +255,14 @@ fn describe_open(obj: &Arc<Object>) -> ObjectInfo {
     let creator_pid = h.creator_pid.load(Ordering::Relaxed);
     let creator_start = h.creator_start.load(Ordering::Relaxed);
     let created_unix_ns = h.created_unix_ns.load(Ordering::Relaxed);
+    let mut mailbox = false;
     let peers = match obj.kind() {
-        ObjectKind::Stream => super::stream::stream_info(obj).map(|s| vec![s.writer, s.reader]),
+        ObjectKind::Stream => super::stream::stream_info(obj).map(|s| {
+            mailbox = s.writer.state == PeerState::Closed
+                && s.reader.state == PeerState::Absent
+                && s.used > 0;
+            vec![s.writer, s.reader]
+        }),
         ObjectKind::Server => super::server::server_info(obj).map(|s| {
             let mut v = vec![s.server];
             v.extend(s.clients);
@@ -274,5 +284,6 @@ fn describe_open(obj: &Arc<Object>) -> ObjectInfo {
         created_unix_ns,
         peers,
         error,
+        mailbox,
     }
 }
