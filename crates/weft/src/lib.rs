@@ -73,7 +73,7 @@ pub mod channel {
     pub use crate::shm::channel::{
         Channel, ChannelOptions, FrameGrant, NAME_MAX, Reply, Request, RequestId,
     };
-    pub use crate::shm::server::Server;
+    pub use crate::shm::server::{Server, ServerInfo};
 }
 
 /// CPU affinity: pin the calling thread to a core (benchmarks, pipelines, latency-critical

@@ -54,3 +54,7 @@ pub use crate::shm::pubsub::{
     Config, Loan, Publisher, RegionInfo, RegionReport, Sample, Subscriber, Subscription, TOPIC_MAX,
     Topic, TopicMode, TopicStats, inspect, regions, split_uri, validate_topic,
 };
+
+// Read-only views for tools (`weft info`, `weft clean`).
+#[cfg(all(feature = "std", not(loom)))]
+pub use crate::shm::pubsub::inspect::{Participant, RegionDetails, TopicDetails, details, reclaim};

@@ -5,12 +5,18 @@
 //! starts with a 128-byte header (magic, layout version, kind, size, creator, ready flag) that
 //! every opener validates against the file before it reads anything else. The layouts are
 //! described byte by byte in docs/protocol.md.
+//!
+//! Tools list and inspect them read-only: [`objects`] and [`object`] (every kind),
+//! [`crate::stream::inspect`], [`crate::pubsub::inspect`] and [`crate::pubsub::details`],
+//! [`crate::channel::Server::inspect`].
 
 pub(crate) mod channel;
+pub(crate) mod inspect;
 pub(crate) mod liveness;
 pub(crate) mod object;
 pub(crate) mod pubsub;
 pub(crate) mod server;
 pub(crate) mod stream;
 
+pub use inspect::{ObjectInfo, Peer, PeerState, object, objects, remove_abandoned};
 pub use object::{LAYOUT_VERSION, ObjectKind};

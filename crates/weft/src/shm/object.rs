@@ -135,6 +135,16 @@ impl Object {
     /// magic, version, kind, and a layout size that the file really holds. The kind-specific
     /// part is validated by the caller.
     pub(crate) fn open(name: &str, kind: ObjectKind, timeout: Duration) -> Result<Object> {
+        Object::open_as(name, Some(kind), timeout)
+    }
+
+    /// As [`Object::open`], for an object of any kind (read from its header, validated): for
+    /// tools that list and inspect what is there.
+    pub(crate) fn open_any(name: &str, timeout: Duration) -> Result<Object> {
+        Object::open_as(name, None, timeout)
+    }
+
+    fn open_as(name: &str, want: Option<ObjectKind>, timeout: Duration) -> Result<Object> {
         let file = ShmFile::open(name)?;
         let deadline = crate::wait::Deadline::after(timeout);
         loop {
@@ -150,16 +160,17 @@ impl Object {
             if size >= HEADER_SIZE {
                 let map = Mapping::map(&file, size, false, false)?;
                 let identity = file.identity().unwrap_or_default();
-                let obj = Object {
+                let mut obj = Object {
                     map,
                     name: name.into(),
-                    kind,
+                    // Replaced by the validated kind below.
+                    kind: want.unwrap_or(ObjectKind::Stream),
                     identity,
                 };
                 let h = obj.header();
                 // SYNC POINT: Acquire pairs with the Release store of `ready` in `create`.
                 if h.ready.load(Ordering::Acquire) == READY {
-                    obj.validate(size)?;
+                    obj.kind = obj.validate(size, want)?;
                     return Ok(obj);
                 }
                 // Relaxed: only compared, and a foreign file never changes into a weft one.
@@ -204,7 +215,8 @@ impl Object {
         }
     }
 
-    fn validate(&self, size: u64) -> Result<()> {
+    /// Checks the header of a ready object; returns its kind, which must be `want` if given.
+    fn validate(&self, size: u64, want: Option<ObjectKind>) -> Result<ObjectKind> {
         let h = self.header();
         let name = &self.name;
         // Relaxed loads: ordered after the Acquire load of `ready`; each value is checked before
@@ -225,13 +237,13 @@ impl Object {
             });
         }
         let raw_kind = h.kind.load(Ordering::Relaxed);
-        match ObjectKind::from_raw(raw_kind) {
-            Some(k) if k == self.kind => {}
+        let kind = match ObjectKind::from_raw(raw_kind) {
+            Some(k) if want.is_none_or(|w| w == k) => k,
             Some(k) => {
                 return Err(Error::WrongKind {
                     name: name.clone(),
                     found: k.name(),
-                    expected: self.kind.name(),
+                    expected: want.map_or("any", ObjectKind::name),
                 });
             }
             None => {
@@ -242,7 +254,7 @@ impl Object {
                     "1, 2 or 3",
                 ));
             }
-        }
+        };
         let total = h.total_size.load(Ordering::Relaxed);
         if total < HEADER_SIZE {
             return Err(Error::corrupt(
@@ -259,7 +271,7 @@ impl Object {
                 needed: total,
             });
         }
-        Ok(())
+        Ok(kind)
     }
 
     /// The header.
@@ -305,5 +317,10 @@ impl Object {
     /// The object's name.
     pub(crate) fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The object's kind (validated at open).
+    pub(crate) fn kind(&self) -> ObjectKind {
+        self.kind
     }
 }

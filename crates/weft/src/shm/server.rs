@@ -7,6 +7,7 @@
 //! answers in the slot. Layout byte by byte in docs/protocol.md ("Server rendezvous").
 
 use super::channel::{Channel, ChannelOptions, Slot, open_live_reader, validate_base_name};
+use super::inspect::{Peer, PeerState};
 use super::liveness::{Claim, ParticipantRow, PeerStatus};
 use super::object::{HEADER_SIZE, Object, ObjectKind};
 use super::stream::StreamWriter;
@@ -148,6 +149,38 @@ fn line(obj: &Object, slot: u32) -> Result<&SlotLine> {
 fn doorbell(obj: &Object) -> Result<&Doorbell> {
     // SAFETY: Doorbell is all atomics; `at` checks bounds and alignment.
     unsafe { obj.at(DOORBELL_OFFSET) }
+}
+
+/// A snapshot of a server's rendezvous, read without taking part in it ([`Server::inspect`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// The server's name.
+    pub name: String,
+    /// Connection slots.
+    pub slots: u32,
+    /// The server's row (index 0).
+    pub server: Peer,
+    /// The row of every slot a client ever claimed (index = slot + 1).
+    pub clients: Vec<Peer>,
+}
+
+/// [`Server::inspect`] of an opened rendezvous object.
+pub(crate) fn server_info(obj: &Object) -> Result<ServerInfo> {
+    let slots = slot_count(obj)?;
+    let server = Peer::read(0, Some(Role::Server), row(obj, SERVER_ROW)?);
+    let mut clients = Vec::new();
+    for i in 0..slots {
+        let p = Peer::read(i + 1, Some(Role::Client), row(obj, slot_row_offset(i))?);
+        if p.state != PeerState::Absent {
+            clients.push(p);
+        }
+    }
+    Ok(ServerInfo {
+        name: obj.name().into(),
+        slots,
+        server,
+        clients,
+    })
 }
 
 /// A client's hold on its slot: released (row marked closed) when its channel drops, after the
@@ -300,6 +333,35 @@ impl Server {
         }
         obj.unlink_if_same();
         Ok(())
+    }
+
+    /// Reads the server `name`'s rendezvous: its slots, and whether the server and each
+    /// client that claimed a slot are alive. Read-only: no slot is claimed and nothing is
+    /// written.
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`], [`Error::NotFound`], the header errors ([`Error::NotWeft`],
+    /// [`Error::VersionMismatch`], [`Error::WrongKind`], [`Error::Truncated`],
+    /// [`Error::NotReady`]), and [`Error::Corrupt`] for an impossible control line.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::channel::Server;
+    /// use weft::shm::PeerState;
+    /// # let name = format!("doc-server-inspect-{}", std::process::id());
+    /// let _server = Server::bind(&name)?;
+    /// let info = Server::inspect(&name)?;
+    /// assert_eq!(info.server.state, PeerState::Alive);
+    /// assert!(info.clients.is_empty());
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn inspect(name: &str) -> Result<ServerInfo> {
+        sys::validate_name(name)?;
+        server_info(&Object::open(
+            name,
+            ObjectKind::Server,
+            Duration::from_millis(100),
+        )?)
     }
 
     /// The server's name.

@@ -5,6 +5,7 @@
 //! (six cache lines), the writer's and the reader's participant rows, then the data area at
 //! offset 4096.
 
+use super::inspect::Peer;
 use super::liveness::{Claim, ParticipantRow, PeerStatus};
 use super::object::{HEADER_SIZE, Object, ObjectKind};
 use crate::WaitStrategy;
@@ -16,6 +17,7 @@ use crate::stream::layout::{CONTROL_SIZE, StreamControl, round_up};
 use crate::sync::{Arc, Ordering};
 use crate::sys;
 use crate::wait::{Deadline, Next, Waiter};
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::ptr::NonNull;
 use core::time::Duration;
@@ -207,6 +209,124 @@ fn parts(obj: &Object) -> Result<(NonNull<StreamControl>, NonNull<u8>, Geometry)
         NonNull::new(data).expect("inside a mapping"),
         geo,
     ))
+}
+
+/// A snapshot of a stream, read without attaching to it ([`inspect`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamInfo {
+    /// The stream's name.
+    pub name: String,
+    /// Data bytes.
+    pub capacity: u64,
+    /// Record alignment (8, 64 or 4096).
+    pub align: u64,
+    /// The largest record the stream accepts.
+    pub max_record_len: u64,
+    /// Bytes between the read and the write cursor (records not yet released by the reader,
+    /// with their framing), `0 ..= capacity`. A snapshot: both sides may be moving. The reader
+    /// publishes its cursor lazily while it drains a backlog, so this may lag what it has read
+    /// by up to an eighth of the capacity.
+    pub used: u64,
+    /// The writer's row.
+    pub writer: Peer,
+    /// The reader's row.
+    pub reader: Peer,
+}
+
+/// Reads the stream `name`: its geometry, how full it is, and whether its writer and reader
+/// are alive. Read-only: no row is claimed and nothing the two sides use is written.
+///
+/// # Errors
+/// [`Error::InvalidName`], [`Error::NotFound`], the header errors ([`Error::NotWeft`],
+/// [`Error::VersionMismatch`], [`Error::WrongKind`], [`Error::Truncated`],
+/// [`Error::NotReady`]), and [`Error::Corrupt`] when a cursor or the configuration holds an
+/// impossible value.
+///
+/// # Examples
+/// ```
+/// use weft::shm::PeerState;
+/// use weft::stream::{StreamWriter, inspect};
+/// # let name = format!("doc-stream-inspect-{}", std::process::id());
+/// let mut writer = StreamWriter::create(&name, 4096)?;
+/// writer.write(b"hello")?;                       // 8-byte header + 5 bytes padded to 8
+/// let info = inspect(&name)?;
+/// assert_eq!(info.capacity, 4096);
+/// assert_eq!(info.used, 16);
+/// assert_eq!(info.writer.state, PeerState::Alive);
+/// assert_eq!(info.writer.pid, std::process::id());
+/// assert_eq!(info.reader.state, PeerState::Absent);
+/// # let mut reader = weft::stream::StreamReader::open(&name)?;
+/// # drop(reader.read()?); // drained: the stream goes when both sides have left
+/// # Ok::<(), weft::Error>(())
+/// ```
+pub fn inspect(name: &str) -> Result<StreamInfo> {
+    sys::validate_name(name)?;
+    stream_info(&Object::open(
+        name,
+        ObjectKind::Stream,
+        INSPECT_OPEN_TIMEOUT,
+    )?)
+}
+
+/// How long [`inspect`] waits for a stream whose creator is still initialising it.
+const INSPECT_OPEN_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// [`inspect`] of an opened stream object.
+pub(crate) fn stream_info(obj: &Object) -> Result<StreamInfo> {
+    let (ctl, _, geo) = parts(obj)?;
+    // SAFETY: `parts` checked the control block against the mapping, which `obj` keeps alive.
+    let ctl = unsafe { ctl.as_ref() };
+    let cap = geo.capacity;
+    let cursor = |what: &'static str, c: &crate::sync::AtomicU64| {
+        // Relaxed: a snapshot for display; hostile input, checked against the capacity before
+        // it is used (and it is only used in arithmetic, never to index).
+        let v = c.load(Ordering::Relaxed);
+        if v > cap {
+            Err(Error::corrupt(obj.name(), what, v, "at most the capacity"))
+        } else {
+            Ok(v)
+        }
+    };
+    // The two sides move while we read: take a snapshot in which neither R nor W changed
+    // around the read of L (L only matters, and only changes before, an inverting W).
+    let mut used = 0;
+    for _ in 0..16 {
+        let r = cursor("read cursor", &ctl.read.0)?;
+        let w = cursor("write cursor", &ctl.write.0)?;
+        let l = cursor("watermark", &ctl.watermark.0)?;
+        let stable =
+            r == cursor("read cursor", &ctl.read.0)? && w == cursor("write cursor", &ctl.write.0)?;
+        used = if w >= r {
+            w - r
+        } else if l >= r {
+            (l - r) + w
+        } else if stable {
+            return Err(Error::corrupt(
+                obj.name(),
+                "watermark",
+                l,
+                "at least the read cursor while the buffer is inverted",
+            ));
+        } else {
+            w
+        };
+        if stable {
+            break;
+        }
+    }
+    // SAFETY: rows are all atomics; `at` checks bounds and alignment.
+    let writer: &ParticipantRow = unsafe { obj.at(WRITER_ROW)? };
+    // SAFETY: as above.
+    let reader: &ParticipantRow = unsafe { obj.at(READER_ROW)? };
+    Ok(StreamInfo {
+        name: obj.name().into(),
+        capacity: cap,
+        align: geo.align,
+        max_record_len: geo.max_payload(),
+        used: used.min(cap),
+        writer: Peer::read(0, Some(Role::Writer), writer),
+        reader: Peer::read(1, Some(Role::Reader), reader),
+    })
 }
 
 /// What the blocking loop needs from either end of a stream.

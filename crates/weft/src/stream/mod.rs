@@ -35,7 +35,8 @@ mod tests;
 
 #[cfg(all(feature = "std", not(loom)))]
 pub use crate::shm::stream::{
-    ReadBatch, ReadGrant, StreamOptions, StreamReader, StreamWriter, WriteGrant,
+    ReadBatch, ReadGrant, StreamInfo, StreamOptions, StreamReader, StreamWriter, WriteGrant,
+    inspect,
 };
 
 /// A stream in ordinary heap memory for the algorithm's tests and models.

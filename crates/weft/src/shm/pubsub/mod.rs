@@ -18,6 +18,8 @@
 mod layout;
 mod name;
 mod region;
+// Read-only views for tools (`weft info`, `weft clean`).
+pub(crate) mod inspect;
 
 pub use name::{TOPIC_MAX, split_uri, validate_topic};
 

@@ -1,0 +1,155 @@
+//! Shared-memory pub/sub between two processes: ping-pong over two topics of one region for
+//! latency; for throughput, a publisher here and a subscriber in the child that acknowledges
+//! every few messages, so that the publisher never laps it. An empty message tells the child
+//! to stop.
+
+use super::{Counted, Hist, Peer, Setup, histogram, object_name, record, say};
+use crate::exit::{ERROR, Failure, Outcome};
+use std::time::Instant;
+use weft::pubsub::{Config, Publisher, Subscriber};
+use weft::{Error, WaitStrategy};
+
+/// A region for `topics` topics of `ring_slots` each. Every ring slot keeps its block until it
+/// is overwritten, so the pool holds every ring's blocks and as many again for loans and
+/// samples in flight.
+fn config(setup: &Setup, topics: usize, ring_slots: usize) -> Config {
+    Config::default()
+        .wait(setup.wait.strategy())
+        .block_size(setup.size.max(64).next_multiple_of(64))
+        .ring_slots(ring_slots)
+        .blocks(2 * topics * ring_slots)
+}
+
+/// Round trips: this process publishes on `/ping`, the child echoes on `/pong`.
+pub fn latency(setup: Setup) -> Result<Hist, Failure> {
+    let region = object_name("pubsub");
+    let cfg = config(&setup, 2, 256);
+    let publisher = Publisher::create(&region, &cfg)?;
+    let ping = publisher.register("/ping")?;
+    publisher.register("/pong")?;
+    let subscriber = Subscriber::connect_with(&region, &cfg)?;
+    let mut pong = subscriber.subscribe("/pong")?;
+    let peer = Peer::spawn("pubsub-echo", &region, setup.wait)?;
+    let msg = vec![0x5a; setup.size];
+    let mut h = histogram();
+    let end = Instant::now() + setup.duration;
+    while Instant::now() < end && !crate::interrupt::requested() {
+        let t0 = Instant::now();
+        publisher.publish(&ping, &msg)?;
+        let back = pong.recv()?;
+        if back.len() != msg.len() {
+            return Err(Failure::new(
+                ERROR,
+                "pub/sub benchmark: the echo changed the message",
+            ));
+        }
+        drop(back);
+        record(&mut h, t0);
+    }
+    publisher.publish(&ping, &[])?;
+    peer.finish()?;
+    Ok(h)
+}
+
+/// Messages the publisher may be ahead of the subscriber's last acknowledgement: half the
+/// ring, so that a subscriber that keeps up is never lapped (pub/sub itself never waits for a
+/// slow subscriber; this measures what it sustains without loss).
+const WINDOW: u64 = RING_SLOTS as u64 / 2;
+/// The subscriber acknowledges every this many messages.
+const ACK_EVERY: u64 = 64;
+/// Ring slots of the throughput topics.
+const RING_SLOTS: usize = 1024;
+
+/// Messages one way for the measurement's duration, counted by the child, which acknowledges
+/// on `/ack` so that the publisher stays within [`WINDOW`] of it.
+pub fn throughput(setup: Setup) -> Result<Counted, Failure> {
+    let region = object_name("pubsub.data");
+    let cfg = config(&setup, 2, RING_SLOTS);
+    let publisher = Publisher::create(&region, &cfg)?;
+    let data = publisher.register("/data")?;
+    publisher.register("/ack")?;
+    let subscriber = Subscriber::connect_with(&region, &cfg)?;
+    let mut acks = subscriber.subscribe("/ack")?;
+    let peer = Peer::spawn("pubsub-sink", &region, setup.wait)?;
+    let msg = vec![0x5a; setup.size];
+    let start = Instant::now();
+    let end = start + setup.duration;
+    let (mut sent, mut acked) = (0u64, 0u64);
+    while Instant::now() < end && !crate::interrupt::requested() {
+        for _ in 0..64 {
+            while sent - acked >= WINDOW {
+                match acks.recv() {
+                    Ok(a) => acked = count(&a).max(acked),
+                    Err(Error::Lagged { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            publisher.publish(&data, &msg)?;
+            sent += 1;
+        }
+    }
+    publisher.publish(&data, &[])?;
+    let (got, lost) = peer.done()?;
+    Ok(Counted {
+        messages: got,
+        lost,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// The count an acknowledgement carries (8 bytes, little-endian; 0 if malformed).
+fn count(ack: &[u8]) -> u64 {
+    ack.get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+fn join(region: &str, wait: WaitStrategy) -> Result<Subscriber, Failure> {
+    Ok(Subscriber::connect_with(
+        region,
+        &Config::default().wait(wait),
+    )?)
+}
+
+/// Child: echoes every message of `/ping` on `/pong` until an empty one.
+pub fn echo(region: &str, wait: WaitStrategy) -> Outcome {
+    let subscriber = join(region, wait)?;
+    let mut ping = subscriber.subscribe("/ping")?;
+    let publisher = Publisher::open(region)?;
+    let pong = publisher.register("/pong")?;
+    say("ready");
+    loop {
+        match ping.recv() {
+            Ok(m) if m.is_empty() => return Ok(()),
+            Ok(m) => {
+                publisher.publish(&pong, &m)?;
+            }
+            Err(Error::Lagged { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Child: counts the messages of `/data` until an empty one, acknowledging on `/ack` every
+/// [`ACK_EVERY`]; reports `done RECEIVED LOST`.
+pub fn sink(region: &str, wait: WaitStrategy) -> Outcome {
+    let subscriber = join(region, wait)?;
+    let mut data = subscriber.subscribe("/data")?;
+    let publisher = Publisher::open(region)?;
+    let ack = publisher.register("/ack")?;
+    say("ready");
+    let (mut n, mut lost) = (0u64, 0u64);
+    loop {
+        match data.recv() {
+            Ok(m) if m.is_empty() => break,
+            Ok(_) => n += 1,
+            Err(Error::Lagged { skipped }) => lost += skipped,
+            Err(e) => return Err(e.into()),
+        }
+        if (n + lost) % ACK_EVERY == 0 {
+            publisher.publish(&ack, &(n + lost).to_le_bytes())?;
+        }
+    }
+    say(&format!("done {n} {lost}"));
+    Ok(())
+}

@@ -1,0 +1,230 @@
+//! `weft pub REGION/TOPIC DATA`: publishes test data, creating the region or joining it.
+
+use crate::cli::{Mode, PubArgs};
+use crate::exit::{Failure, Outcome, TIMEOUT, from_io};
+use crate::interrupt;
+use crate::out::{self, NAME};
+use serde::Serialize;
+use std::io::Write;
+use std::time::{Duration, Instant};
+use weft::Error;
+use weft::pubsub::{Config, Publisher, TopicMode};
+
+/// The memory a region made by `weft pub` may take for its pool (blocks shrink in number as
+/// they grow in size; at least 16 of them).
+const POOL_BUDGET: usize = 64 << 20;
+
+/// What `weft pub` did, as printed in JSON.
+#[derive(Debug, Serialize)]
+struct Published {
+    region: String,
+    topic: String,
+    /// Messages published.
+    published: u64,
+    /// Bytes per message.
+    bytes: usize,
+    /// Sequence number of the first and the last message (null when none was published).
+    first_seq: Option<u64>,
+    last_seq: Option<u64>,
+    /// Whether this command created the region.
+    created: bool,
+}
+
+/// Runs `weft pub`.
+pub fn run(args: &PubArgs, json: bool) -> Outcome {
+    interrupt::install();
+    let (region, topic) = weft::pubsub::split_uri(&args.target)?;
+    let payload = payload(args)?;
+    if let Some(hz) = args.rate
+        && !(hz.is_finite() && hz > 0.0)
+    {
+        return Err(Failure::usage(format!(
+            "--rate must be a positive number of messages per second, not {hz}"
+        )));
+    }
+    let (publisher, created) = open_or_create(region, payload.len())?;
+    if payload.len() > publisher.max_len() {
+        return Err(Failure::new(
+            crate::exit::ERROR,
+            format!(
+                "{} bytes do not fit the blocks of region '{region}' (at most {} bytes)",
+                payload.len(),
+                publisher.max_len()
+            ),
+        ));
+    }
+    let mode = match args.mode {
+        Some(Mode::Latest) => TopicMode::Latest,
+        Some(Mode::Blocks) => TopicMode::Blocks,
+        // An existing topic keeps its mode.
+        None => weft::pubsub::details(region)
+            .ok()
+            .and_then(|d| d.topics.into_iter().find(|t| t.stats.name == topic))
+            .map_or(TopicMode::Blocks, |t| t.mode),
+    };
+    let t = publisher.register_with(topic, mode)?;
+    let deadline = args.timeout.map(|d| Instant::now() + d);
+    if let Some(n) = args.wait_subscribers {
+        loop {
+            if publisher.stats(&t)?.subscribers >= n {
+                break;
+            }
+            if interrupt::requested() {
+                return Ok(());
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(Failure::new(
+                    TIMEOUT,
+                    format!(
+                        "'{}' did not get {n} subscribers before the timeout",
+                        args.target
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let count = args
+        .count
+        .unwrap_or(if args.rate.is_some() { u64::MAX } else { 1 });
+    let period = args.rate.map(|hz| Duration::from_secs_f64(1.0 / hz));
+    let start = Instant::now();
+    let (mut first, mut last, mut sent) = (None, None, 0u64);
+    while sent < count {
+        if interrupt::requested() {
+            break;
+        }
+        if let Some(p) = period {
+            let due = start + p.mul_f64(sent as f64);
+            let now = Instant::now();
+            if due > now {
+                // Short sleeps, so that Ctrl-C is answered at once even at low rates.
+                std::thread::sleep((due - now).min(Duration::from_millis(100)));
+                continue;
+            }
+        }
+        let seq = publisher.publish(&t, &payload)?;
+        first.get_or_insert(seq);
+        last = Some(seq);
+        sent += 1;
+    }
+    let done = Published {
+        region: region.into(),
+        topic: topic.into(),
+        published: sent,
+        bytes: payload.len(),
+        first_seq: first,
+        last_seq: last,
+        created,
+    };
+    if json {
+        return out::json(&done);
+    }
+    let mut w = out::stdout();
+    writeln!(
+        w,
+        "published {sent} message{} of {} on {NAME}{region}{topic}{NAME:#}{}",
+        if sent == 1 { "" } else { "s" },
+        out::bytes(payload.len() as u64),
+        match (first, last) {
+            (Some(a), Some(b)) if a != b => format!(" (seq {a} to {b})"),
+            (Some(a), _) => format!(" (seq {a})"),
+            _ => String::new(),
+        }
+    )
+    .map_err(from_io)
+}
+
+/// The message: DATA (text or hex), repeated to --size if given.
+fn payload(args: &PubArgs) -> Result<Vec<u8>, Failure> {
+    let data = match (&args.data, args.hex) {
+        (Some(d), true) => unhex(d)?,
+        (Some(d), false) => d.as_bytes().to_vec(),
+        (None, _) if args.size.is_some() => Vec::new(),
+        (None, _) => {
+            return Err(Failure::usage(
+                "nothing to publish: give DATA, --size N, or both",
+            ));
+        }
+    };
+    Ok(match args.size {
+        None => data,
+        Some(n) if data.is_empty() => vec![0; n],
+        Some(n) => data.iter().copied().cycle().take(n).collect(),
+    })
+}
+
+fn unhex(s: &str) -> Result<Vec<u8>, Failure> {
+    let digits: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if !digits.len().is_multiple_of(2) {
+        return Err(Failure::usage(format!(
+            "--hex data needs an even number of hex digits: {s:?}"
+        )));
+    }
+    digits
+        .chunks(2)
+        .map(|pair| {
+            std::str::from_utf8(pair)
+                .ok()
+                .and_then(|p| u8::from_str_radix(p, 16).ok())
+                .ok_or_else(|| Failure::usage(format!("--hex data is not hex: {s:?}")))
+        })
+        .collect()
+}
+
+/// Joins `region`, or creates it with blocks large enough for `len` bytes.
+fn open_or_create(region: &str, len: usize) -> Result<(Publisher, bool), Failure> {
+    match Publisher::open(region) {
+        Ok(p) => return Ok((p, false)),
+        Err(Error::NotFound { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let block = len.max(4096).next_multiple_of(64);
+    let blocks = (POOL_BUDGET / block).clamp(16, 1024);
+    match Publisher::create(region, &Config::default().block_size(block).blocks(blocks)) {
+        Ok(p) => Ok((p, true)),
+        // Another process made it in the meantime: join it.
+        Err(Error::AlreadyExists { .. }) => Ok((Publisher::open(region)?, false)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(data: Option<&str>, hex: bool, size: Option<usize>) -> PubArgs {
+        PubArgs {
+            target: "r/t".into(),
+            data: data.map(String::from),
+            hex,
+            rate: None,
+            count: None,
+            size,
+            mode: None,
+            wait_subscribers: None,
+            timeout: None,
+        }
+    }
+
+    #[test]
+    fn payloads_are_built_as_documented() {
+        assert_eq!(payload(&args(Some("ab"), false, None)).unwrap(), b"ab");
+        assert_eq!(
+            payload(&args(Some("ab"), false, Some(5))).unwrap(),
+            b"ababa"
+        );
+        assert_eq!(payload(&args(None, false, Some(3))).unwrap(), [0, 0, 0]);
+        assert_eq!(
+            payload(&args(Some("00 ff10"), true, None)).unwrap(),
+            [0, 255, 16]
+        );
+        for bad in [
+            args(None, false, None),
+            args(Some("abc"), true, None),
+            args(Some("zz"), true, None),
+        ] {
+            assert_eq!(payload(&bad).unwrap_err().code, crate::exit::USAGE);
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! `weft pub` and `weft echo`: a round trip between two weft processes, byte-exact; joining a
+//! region another process made; timeouts, missing objects and dead publishers with their exit
+//! statuses.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::time::Duration;
+
+fn hex(data: &[u8]) -> String {
+    data.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Lines of JSON.
+fn json_lines(s: &str) -> Vec<Value> {
+    s.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn pub_to_echo_round_trip_is_byte_exact() {
+    let region = unique("rt");
+    let target = format!("{region}/bytes/all");
+    let _c = Cleanup(vec![region.clone()]);
+    // Every byte value, including NUL, newline and invalid UTF-8.
+    let payload: Vec<u8> = (0..=255u8).collect();
+    let echo = Proc::weft(&[
+        "echo",
+        &target,
+        "--wait",
+        "--count",
+        "5",
+        "--json",
+        "--timeout",
+        "30",
+    ]);
+    let published = weft_json(&[
+        "pub",
+        &target,
+        &hex(&payload),
+        "--hex",
+        "--count",
+        "5",
+        "--rate",
+        "200",
+        "--wait-subscribers",
+        "1",
+        "--timeout",
+        "30",
+    ]);
+    assert_eq!(published["published"], 5);
+    assert_eq!(published["bytes"], 256);
+    assert_eq!(published["created"], true, "pub made the region");
+    let run = echo.finish(Duration::from_secs(30));
+    assert_eq!(run.code, 0, "{run:?}");
+    let samples = json_lines(&run.stdout);
+    assert_eq!(samples.len(), 5);
+    for (i, s) in samples.iter().enumerate() {
+        assert_eq!(s["hex"], hex(&payload), "sample {i} is byte-exact");
+        assert_eq!(s["len"], 256);
+        assert_eq!(s["seq"], i as u64);
+        assert!(s.get("text").is_none(), "not UTF-8: no text field");
+    }
+    // Both left: the last one out removed the region, or (when both left at the same moment
+    // and each saw the other) nobody is alive in it and `weft clean` would remove it.
+    let o = listed(&region);
+    assert!(
+        o.as_ref()
+            .is_none_or(|o| o["status"] == "abandoned" && o["alive"] == 0),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn large_messages_and_hex_and_text_formats() {
+    let region = unique("rt-big");
+    let target = format!("{region}/big");
+    let _c = Cleanup(vec![region.clone()]);
+    let echo = Proc::weft(&[
+        "echo",
+        &target,
+        "--wait",
+        "--count",
+        "2",
+        "--format",
+        "hex",
+        "--timeout",
+        "30",
+    ]);
+    // 10 000 bytes: more than the default 4 KiB block, so `pub` makes bigger blocks.
+    let published = weft_json(&[
+        "pub",
+        &target,
+        "0123456789",
+        "--size",
+        "10000",
+        "--count",
+        "2",
+        "--wait-subscribers",
+        "1",
+        "--timeout",
+        "30",
+    ]);
+    assert_eq!(published["bytes"], 10000);
+    let run = echo.finish(Duration::from_secs(30));
+    assert_eq!(run.code, 0, "{run:?}");
+    let want = hex(&b"0123456789".repeat(1000));
+    assert_eq!(run.stdout, format!("{want}\n{want}\n"));
+
+    let region = unique("rt-text");
+    let target = format!("{region}/t");
+    let _c2 = Cleanup(vec![region.clone()]);
+    let echo = Proc::weft(&["echo", &target, "--wait", "--count", "1", "--timeout", "30"]);
+    let r = weft(&[
+        "pub",
+        &target,
+        "a\\b\tc",
+        "--wait-subscribers",
+        "1",
+        "--timeout",
+        "30",
+    ]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert!(
+        r.stdout.contains("published 1 message of 5 B"),
+        "{}",
+        r.stdout
+    );
+    let run = echo.finish(Duration::from_secs(30));
+    assert_eq!(
+        run.stdout, "a\\x5cb\\x09c\n",
+        "text escapes what is not printable"
+    );
+}
+
+#[test]
+fn pub_joins_a_region_another_process_made() {
+    let region = unique("join");
+    let _c = Cleanup(vec![region.clone()]);
+    let _owner = Proc::peer(&["region", &region, "/t", "2", "0"]);
+    let r = weft_json(&["pub", &format!("{region}/t"), "hello", "--count", "3"]);
+    assert_eq!(r["created"], false);
+    assert_eq!(
+        (r["first_seq"].as_u64(), r["last_seq"].as_u64()),
+        (Some(2), Some(4))
+    );
+    let t = weft_json(&["info", &format!("{region}/t")]);
+    assert_eq!(t["published"], 5);
+    // A new topic in the same region.
+    let r = weft_json(&["pub", &format!("{region}/other"), "x", "--mode", "latest"]);
+    assert_eq!(r["first_seq"], 0);
+    let t = weft_json(&["info", &format!("{region}/other")]);
+    assert_eq!(t["mode"], "latest");
+    // The owner is still there: the region was not removed by pub leaving.
+    assert!(exists(&region));
+}
+
+#[test]
+fn echo_history_and_timeouts() {
+    let region = unique("echo-t");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    let _owner = Proc::peer(&["region", &region, "/t", "4", "0"]);
+    let r = weft(&[
+        "echo",
+        &target,
+        "--history",
+        "2",
+        "--count",
+        "2",
+        "--timeout",
+        "10",
+    ]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "msg-2\nmsg-3\n"), "{r:?}");
+    let r = weft(&["echo", &target, "--timeout", "300ms"]);
+    assert_eq!(r.code, 4, "nothing published: {r:?}");
+    assert!(r.stderr.contains("no sample arrived"), "{}", r.stderr);
+    let r = weft(&[
+        "echo",
+        &target,
+        "--history",
+        "1",
+        "--count",
+        "3",
+        "--timeout",
+        "300ms",
+    ]);
+    assert_eq!(r.code, 4, "{r:?}");
+    assert_eq!(r.stdout, "msg-3\n");
+    assert!(r.stderr.contains("only 1 of 3 samples"), "{}", r.stderr);
+    let r = weft(&[
+        "pub",
+        &target,
+        "x",
+        "--wait-subscribers",
+        "1",
+        "--timeout",
+        "200ms",
+    ]);
+    assert_eq!(r.code, 4, "{r:?}");
+}
+
+#[test]
+fn echo_and_pub_refuse_missing_and_bad_targets() {
+    let region = unique("echo-bad");
+    let _c = Cleanup(vec![region.clone()]);
+    let r = weft(&["echo", &format!("{region}/t")]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(
+        r.stderr.contains(&format!("no region '{region}'")),
+        "{}",
+        r.stderr
+    );
+    let _owner = Proc::peer(&["region", &region, "/t", "0", "0"]);
+    let r = weft(&["echo", &format!("{region}/nope")]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains("it has /t"), "{}", r.stderr);
+    for bad in [region.as_str(), "r/has space", "/t", "r/t/"] {
+        assert_eq!(weft(&["echo", bad]).code, 2, "{bad:?}");
+        assert_eq!(weft(&["pub", bad, "x"]).code, 2, "{bad:?}");
+    }
+    assert_eq!(weft(&["pub", &format!("{region}/t")]).code, 2, "no data");
+    assert_eq!(
+        weft(&["echo", &format!("{region}/t"), "--format", "xml"]).code,
+        2
+    );
+
+    let stream = unique("echo-stream");
+    let _c2 = Cleanup(vec![stream.clone()]);
+    let _s = Proc::peer(&["stream", &stream, "4096", "0"]);
+    let r = weft(&["echo", &format!("{stream}/t")]);
+    assert_eq!(r.code, 5, "a stream is not a region: {r:?}");
+    assert!(
+        r.stderr.contains("is a stream, not a region"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn echo_reports_a_dead_publisher() {
+    let region = unique("echo-dead");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    let mut owner = Proc::peer(&["region", &region, "/t", "0", "20"]);
+    let mut echo = Proc::weft(&["echo", &target, "--timeout", "30"]);
+    assert!(echo.line().starts_with("tick-"), "echo is receiving");
+    owner.kill9();
+    let run = echo.finish(Duration::from_secs(30));
+    assert_eq!(run.code, 6, "{run:?}");
+    assert!(run.stderr.contains("died"), "{}", run.stderr);
+}

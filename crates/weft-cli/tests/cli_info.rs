@@ -1,0 +1,150 @@
+//! `weft info`: a region's topics, participants and pool; one topic; a stream's fill level and
+//! peers; a server's slots; and the exit statuses of bad names and missing objects.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn info_region_reports_topics_participants_holdings_and_pool() {
+    let region = unique("info-r");
+    let _c = Cleanup(vec![region.clone()]);
+    let publisher = Proc::peer(&["region", &region, "/prices/AAPL", "5", "0"]);
+    let subscriber = Proc::peer(&["subscriber", &region, "/prices/AAPL", "3"]);
+
+    let doc = weft_json(&["info", &region]);
+    assert_eq!(doc["name"], region);
+    assert_eq!(doc["kind"], "region");
+    assert_eq!(doc["creator_pid"], publisher.pid());
+    let r = &doc["region"];
+    assert_eq!(r["blocks"], 1024);
+    assert_eq!(r["block_size"], 4096);
+    // Five published messages: each ring slot keeps its block; the subscriber's three samples
+    // are references to three of those blocks, not blocks of their own.
+    assert_eq!(r["free_blocks"], 1024 - 5);
+    assert_eq!(r["participants_alive"], 2);
+    let t = &r["topics"][0];
+    assert_eq!(t["name"], "/prices/AAPL");
+    assert_eq!(t["mode"], "blocks");
+    assert_eq!(t["type_name"], serde_json::Value::Null);
+    assert_eq!(t["max_len"], 4096);
+    assert_eq!(t["published"], 5);
+    assert_eq!(t["subscribers"], 1);
+    assert_eq!(t["lagged"], 0);
+    let parts = r["participants"].as_array().unwrap();
+    assert_eq!(parts.len(), 2);
+    let sub = parts.iter().find(|p| p["role"] == "subscriber").unwrap();
+    assert_eq!(sub["pid"], subscriber.pid());
+    assert_eq!(sub["state"], "alive");
+    assert_eq!(sub["held"], 3);
+    let publ = parts.iter().find(|p| p["role"] == "publisher").unwrap();
+    assert_eq!(
+        (&publ["pid"], &publ["held"]),
+        (&publisher.pid().into(), &0.into())
+    );
+
+    let human = weft(&["info", &region]);
+    assert_eq!(human.code, 0);
+    for want in [
+        "/prices/AAPL",
+        "subscriber",
+        "1024 blocks of 4.0 KiB",
+        "5 in use",
+    ] {
+        assert!(human.stdout.contains(want), "{want:?} in\n{}", human.stdout);
+    }
+}
+
+#[test]
+fn info_region_slash_topic_shows_one_topic() {
+    let region = unique("info-t");
+    let _c = Cleanup(vec![region.clone()]);
+    let _p = Proc::peer(&["region", &region, "/a/b", "7", "0"]);
+    let doc = weft_json(&["info", &format!("{region}/a/b")]);
+    assert_eq!(doc["region"], region);
+    assert_eq!(doc["name"], "/a/b");
+    assert_eq!(doc["published"], 7);
+
+    let missing = weft(&["info", &format!("{region}/a/c")]);
+    assert_eq!(missing.code, 3, "{missing:?}");
+    assert!(
+        missing.stderr.contains("has no topic '/a/c'"),
+        "{}",
+        missing.stderr
+    );
+    assert!(
+        missing.stderr.contains("it has /a/b"),
+        "the topics it has are named"
+    );
+}
+
+#[test]
+fn info_stream_reports_fill_level_and_both_peers() {
+    let stream = unique("info-s");
+    let _c = Cleanup(vec![stream.clone()]);
+    let writer = Proc::peer(&["stream", &stream, "65536", "20"]);
+    let doc = weft_json(&["info", &stream]);
+    let s = &doc["stream"];
+    assert_eq!(s["capacity"], 65536);
+    assert_eq!(s["align"], 8);
+    // 20 records of 100 bytes: 8-byte header + payload padded to 104.
+    assert_eq!(s["used"], 20 * (8 + 104));
+    assert_eq!(s["writer"]["pid"], writer.pid());
+    assert_eq!(s["writer"]["state"], "alive");
+    assert_eq!(s["reader"]["state"], "absent");
+
+    let mut reader = Proc::peer(&["stream-reader", &stream]);
+    let doc = weft_json(&["info", &stream]);
+    assert_eq!(doc["stream"]["reader"]["pid"], reader.pid());
+    assert_eq!(doc["stream"]["reader"]["state"], "alive");
+    reader.kill9();
+    let doc = weft_json(&["info", &stream]);
+    assert_eq!(doc["stream"]["reader"]["state"], "dead");
+    assert_eq!(doc["dead"], 1);
+
+    let human = weft(&["info", &stream]);
+    assert!(
+        human.stdout.contains("2.2 KiB of 64.0 KiB"),
+        "{}",
+        human.stdout
+    );
+}
+
+#[test]
+fn info_server_reports_its_slots() {
+    let server = unique("info-v");
+    let _c = Cleanup(vec![server.clone()]);
+    let v = Proc::peer(&["server", &server]);
+    let doc = weft_json(&["info", &server]);
+    assert_eq!(doc["server"]["slots"], 64);
+    assert_eq!(doc["server"]["server"]["pid"], v.pid());
+    assert_eq!(doc["server"]["clients"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn missing_objects_and_bad_names_have_their_exit_statuses() {
+    let gone = unique("info-none");
+    let r = weft(&["info", &gone]);
+    assert_eq!(r.code, 3);
+    assert!(
+        r.stderr.contains(&format!("no weft object named '{gone}'")),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty());
+
+    for bad in ["bad name", ".hidden", "a..b", &"x".repeat(201)] {
+        let r = weft(&["info", bad]);
+        assert_eq!(r.code, 2, "{bad:?}: {r:?}");
+        assert!(r.stderr.contains("invalid name"), "{}", r.stderr);
+    }
+    let r = weft(&["info", "region/not a topic"]);
+    assert_eq!(r.code, 2, "{r:?}");
+
+    // --json errors are JSON on stderr, with the same status.
+    let r = weft(&["info", &gone, "--json"]);
+    assert_eq!(r.code, 3);
+    let e: serde_json::Value = serde_json::from_str(&r.stderr).expect("a JSON error");
+    assert_eq!(e["error"]["code"], 3);
+    assert!(e["error"]["message"].as_str().unwrap().contains(&gone));
+}

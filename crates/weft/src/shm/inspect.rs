@@ -1,0 +1,289 @@
+//! Read-only views of the objects on this machine, for tools (`weft ls`, `weft info`,
+//! `weft clean`): what each object is, who created it, who takes part in it and whether they
+//! are alive. Nothing here joins an object or writes a line its participants use; the one
+//! writing call, [`remove_abandoned`], removes a name only when no participant is alive.
+//!
+//! Every object is validated as an opener would validate it: a file that is not a weft
+//! object, speaks another layout version or holds impossible values is reported with the
+//! error that says why ([`ObjectInfo::error`]), never read beyond what was checked.
+
+use super::liveness::{ParticipantRow, PeerStatus};
+use super::object::{Object, ObjectKind};
+use crate::error::{Error, Result, Role};
+use crate::sync::{Arc, Ordering};
+use crate::sys::{self, ShmFile};
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+/// How long an inspection waits for an object whose creator is still initialising it.
+const OPEN_TIMEOUT: Duration = Duration::from_millis(20);
+
+/// How long a participant that cannot be checked through /proc (another pid namespace) may go
+/// without a heartbeat before a tool reports it dead: the handles' default.
+pub(crate) const LIVENESS_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// What a participant row says about its holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PeerState {
+    /// Nobody holds the row (never claimed, or left free).
+    Absent,
+    /// Held by a live process.
+    Alive,
+    /// Its holder let go cleanly.
+    Closed,
+    /// Held by a process that died without letting go (SIGKILL, a crash).
+    Dead,
+}
+
+impl PeerState {
+    /// The state's name, as printed: `absent`, `alive`, `closed`, `dead`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PeerState::Absent => "absent",
+            PeerState::Alive => "alive",
+            PeerState::Closed => "closed",
+            PeerState::Dead => "dead",
+        }
+    }
+}
+
+impl From<PeerStatus> for PeerState {
+    fn from(s: PeerStatus) -> PeerState {
+        match s {
+            PeerStatus::Absent => PeerState::Absent,
+            PeerStatus::Alive => PeerState::Alive,
+            PeerStatus::Closed => PeerState::Closed,
+            PeerStatus::Dead { .. } => PeerState::Dead,
+        }
+    }
+}
+
+/// One participant row of an object, as read now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// The row's index in its object's table (a stream: 0 writer, 1 reader; a server: 0 the
+    /// server, else the client's slot + 1; a region: the participant index).
+    pub index: u32,
+    /// The role the row is for; `None` for a region row whose holder has not said yet.
+    pub role: Option<Role>,
+    /// The holder's (or last holder's) process id; 0 for a row never claimed.
+    pub pid: u32,
+    /// Whether the holder is alive.
+    pub state: PeerState,
+}
+
+impl Peer {
+    /// Reads `row`.
+    pub(crate) fn read(index: u32, role: Option<Role>, row: &ParticipantRow) -> Peer {
+        let state = PeerState::from(row.status(LIVENESS_TIMEOUT));
+        Peer {
+            index,
+            role,
+            pid: if state == PeerState::Absent {
+                0
+            } else {
+                row.pid()
+            },
+            state,
+        }
+    }
+}
+
+/// What [`objects`] and [`object`] report about one object under `/dev/shm/weft.*`.
+#[derive(Debug)]
+pub struct ObjectInfo {
+    /// The object's name (without the `weft.` prefix).
+    pub name: String,
+    /// Its kind, once its header has been validated (`None` when the header itself failed).
+    pub kind: Option<ObjectKind>,
+    /// Bytes in the file.
+    pub size: u64,
+    /// The creating process (0 if the header does not say).
+    pub creator_pid: u32,
+    /// Whether the creating process is still running (checked against its start time, so a
+    /// reused pid is not mistaken for it).
+    pub creator_alive: bool,
+    /// Creation time, nanoseconds since the Unix epoch (0 if unknown).
+    pub created_unix_ns: u64,
+    /// Every participant row that was ever claimed (absent rows are left out).
+    pub peers: Vec<Peer>,
+    /// Why the object could not be read as a valid weft object ([`Error::NotReady`],
+    /// [`Error::NotWeft`], [`Error::VersionMismatch`], [`Error::Corrupt`], ...); `None` when it
+    /// validated.
+    pub error: Option<Error>,
+    /// A stream whose writer closed before any reader came, holding records for a reader yet
+    /// to come: kept although nobody is alive.
+    mailbox: bool,
+}
+
+impl ObjectInfo {
+    /// Participants alive now.
+    pub fn alive(&self) -> usize {
+        self.count(PeerState::Alive)
+    }
+
+    /// Participants whose process died without letting go.
+    pub fn dead(&self) -> usize {
+        self.count(PeerState::Dead)
+    }
+
+    fn count(&self, state: PeerState) -> usize {
+        self.peers.iter().filter(|p| p.state == state).count()
+    }
+
+    /// Whether `weft clean` may remove the object: it validated and nobody in it is alive
+    /// (its participants died, or left without removing it, which two last participants leaving
+    /// at the same moment can do); or its creator died before making it ready. Kept: a stream
+    /// whose writer closed before any reader came, with records for a reader yet to come; and
+    /// an object that fails validation (it may not be weft's).
+    pub fn is_abandoned(&self) -> bool {
+        match &self.error {
+            None => self.alive() == 0 && !self.mailbox,
+            Some(Error::NotReady { pid, .. }) => *pid != 0 && !sys::pid_alive(*pid),
+            Some(_) => false,
+        }
+    }
+}
+
+/// Every weft object on this machine, sorted by name. An object being created or removed at
+/// the same moment may be missed or reported [`Error::NotReady`] / [`Error::NotFound`].
+///
+/// # Examples
+/// ```
+/// use weft::shm::{ObjectKind, objects};
+/// use weft::stream::StreamWriter;
+/// # let name = format!("doc-objects-{}", std::process::id());
+/// let _writer = StreamWriter::create(&name, 4096)?;
+/// let all = objects();
+/// let mine = all.iter().find(|o| o.name == name).unwrap();
+/// assert_eq!(mine.kind, Some(ObjectKind::Stream));
+/// assert_eq!(mine.creator_pid, std::process::id());
+/// assert_eq!((mine.alive(), mine.dead()), (1, 0));
+/// # Ok::<(), weft::Error>(())
+/// ```
+pub fn objects() -> Vec<ObjectInfo> {
+    sys::list_objects().iter().map(|n| describe(n)).collect()
+}
+
+/// The object `name`.
+///
+/// # Errors
+/// [`Error::InvalidName`] for a name weft never gives an object, [`Error::NotFound`] when
+/// there is none. An object that exists but fails validation is `Ok`, with
+/// [`ObjectInfo::error`] saying why.
+///
+/// # Examples
+/// ```
+/// use weft::ErrorKind;
+/// let missing = weft::shm::object("doc-no-such-object").unwrap_err();
+/// assert_eq!(missing.kind(), ErrorKind::NotFound);
+/// assert_eq!(weft::shm::object("a/b").unwrap_err().kind(), ErrorKind::InvalidName);
+/// ```
+pub fn object(name: &str) -> Result<ObjectInfo> {
+    sys::validate_name(name)?;
+    let info = describe(name);
+    match info.error {
+        Some(Error::NotFound { .. }) => Err(Error::NotFound { name: name.into() }),
+        _ => Ok(info),
+    }
+}
+
+/// Removes the object `name` if it is abandoned ([`ObjectInfo::is_abandoned`]), checked again
+/// right before the removal, and only if the name still refers to the same file. Returns
+/// whether it was removed. Processes that still map it keep their mapping.
+///
+/// A process that joins the object between the check and the removal keeps a mapping whose
+/// name is gone (the same race a new creator of the name accepts when it replaces a stale
+/// object); a live participant is never removed from under.
+///
+/// # Errors
+/// [`Error::InvalidName`], [`Error::NotFound`]; [`Error::Io`] if the OS refuses the removal.
+pub fn remove_abandoned(name: &str) -> Result<bool> {
+    sys::validate_name(name)?;
+    match Object::open_any(name, OPEN_TIMEOUT) {
+        Ok(obj) => {
+            let obj = Arc::new(obj);
+            let info = describe_open(&obj);
+            if !info.is_abandoned() {
+                return Ok(false);
+            }
+            obj.unlink_if_same();
+            Ok(true)
+        }
+        Err(Error::NotReady { pid, .. }) if pid != 0 && !sys::pid_alive(pid) => {
+            ShmFile::unlink(name)?;
+            Ok(true)
+        }
+        Err(Error::NotFound { .. }) => Err(Error::NotFound { name: name.into() }),
+        Err(_) => Ok(false),
+    }
+}
+
+/// Reads what can be read of `name`; never fails (the error goes into the report).
+fn describe(name: &str) -> ObjectInfo {
+    match Object::open_any(name, OPEN_TIMEOUT) {
+        Ok(obj) => describe_open(&Arc::new(obj)),
+        Err(e) => {
+            let size = ShmFile::open(name)
+                .and_then(|f| f.size())
+                .unwrap_or_default();
+            let creator_pid = match &e {
+                Error::NotReady { pid, .. } => *pid,
+                _ => 0,
+            };
+            ObjectInfo {
+                name: name.into(),
+                kind: None,
+                size,
+                creator_pid,
+                creator_alive: creator_pid != 0 && sys::pid_alive(creator_pid),
+                created_unix_ns: 0,
+                peers: Vec::new(),
+                error: Some(e),
+                mailbox: false,
+            }
+        }
+    }
+}
+
+fn describe_open(obj: &Arc<Object>) -> ObjectInfo {
+    let h = obj.header();
+    // Relaxed: written by the creator before `ready`, which the open loaded with Acquire;
+    // displayed only.
+    let creator_pid = h.creator_pid.load(Ordering::Relaxed);
+    let creator_start = h.creator_start.load(Ordering::Relaxed);
+    let created_unix_ns = h.created_unix_ns.load(Ordering::Relaxed);
+    let mut mailbox = false;
+    let peers = match obj.kind() {
+        ObjectKind::Stream => super::stream::stream_info(obj).map(|s| {
+            mailbox = s.writer.state == PeerState::Closed
+                && s.reader.state == PeerState::Absent
+                && s.used > 0;
+            vec![s.writer, s.reader]
+        }),
+        ObjectKind::Server => super::server::server_info(obj).map(|s| {
+            let mut v = vec![s.server];
+            v.extend(s.clients);
+            v
+        }),
+        ObjectKind::Region => super::pubsub::inspect::region_peers(obj),
+    };
+    let (mut peers, error) = match peers {
+        Ok(p) => (p, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    peers.retain(|p| p.state != PeerState::Absent);
+    ObjectInfo {
+        name: obj.name().into(),
+        kind: Some(obj.kind()),
+        size: obj.len(),
+        creator_pid,
+        creator_alive: sys::process_state(creator_pid, creator_start) == sys::Liveness::Alive,
+        created_unix_ns,
+        peers,
+        error,
+        mailbox,
+    }
+}

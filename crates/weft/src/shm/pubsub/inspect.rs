@@ -1,0 +1,175 @@
+//! Read-only views of a region for tools (`weft info`, `weft ls`, `weft clean`): topics with
+//! their mode, type and statistics, and every participant with its role, liveness and the
+//! blocks it holds; and the reclaim of dead participants without joining.
+
+use super::layout::{
+    MODE_BLOCKS, MODE_LATEST, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER,
+};
+use super::region::Region;
+use super::{Config, RegionInfo, TopicMode, TopicStats, open_region, region_info, topic_stats};
+use crate::error::{Error, Result, Role};
+use crate::shm::inspect::{LIVENESS_TIMEOUT, Peer, PeerState};
+use crate::shm::object::Object;
+use crate::sync::{Arc, Ordering};
+use alloc::string::String;
+use alloc::vec::Vec;
+
+/// One topic of a region, as [`details`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicDetails {
+    /// Published, lagged, subscribers, recovered.
+    pub stats: TopicStats,
+    /// How the topic carries its messages.
+    pub mode: TopicMode,
+    /// The largest message the topic carries, in bytes.
+    pub max_len: u64,
+    /// A typed topic's type name (cut to 64 bytes); `None` for untyped bytes.
+    pub type_name: Option<String>,
+    /// A typed topic's type size in bytes; 0 for untyped bytes.
+    pub type_size: u64,
+}
+
+/// One participant row of a region that was ever claimed, as [`details`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Participant {
+    /// Index, role, pid and liveness. A publisher whose death was already reclaimed shows as
+    /// a closed publisher.
+    pub peer: Peer,
+    /// Block references it holds now (samples and loans) according to its record.
+    pub held: u64,
+}
+
+/// What [`details`] reports about a region.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionDetails {
+    /// The region's name.
+    pub name: String,
+    /// Pool and participants alive.
+    pub info: RegionInfo,
+    /// Rows in the participants table.
+    pub participant_rows: u64,
+    /// Block references one participant may hold at once.
+    pub max_held: u64,
+    /// Topics the region can hold.
+    pub topic_capacity: u64,
+    /// Every registered topic.
+    pub topics: Vec<TopicDetails>,
+    /// Every participant row ever claimed (rows never used are left out).
+    pub participants: Vec<Participant>,
+}
+
+/// Reads a region as [`inspect`](super::inspect) does, and adds each topic's mode and type
+/// and each participant's role, liveness and holdings. Read-only: no row is taken and nothing
+/// the participants use is written.
+///
+/// # Errors
+/// As [`Subscriber::connect`](super::Subscriber::connect), and [`Error::Corrupt`] when a
+/// holdings entry names a block outside the pool.
+///
+/// # Examples
+/// ```
+/// use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, details};
+/// use weft::shm::PeerState;
+/// use weft::Role;
+/// # let region = format!("doc-details-{}", std::process::id());
+/// let publisher = Publisher::create(&region, &Config::default())?;
+/// let topic = publisher.register_with("/state", TopicMode::Latest)?;
+/// let subscriber = Subscriber::connect(&region)?;
+/// let mut sub = subscriber.subscribe("/state")?;
+/// publisher.publish(&topic, b"on")?;
+/// let sample = sub.try_recv()?;                      // held: one block reference
+///
+/// let d = details(&region)?;
+/// assert_eq!(d.topics[0].mode, TopicMode::Latest);
+/// assert_eq!(d.topics[0].stats.subscribers, 1);
+/// assert_eq!(d.participants.len(), 2);
+/// let sub_row = d.participants.iter().find(|p| p.peer.role == Some(Role::Subscriber)).unwrap();
+/// assert_eq!((sub_row.peer.state, sub_row.held), (PeerState::Alive, 1));
+/// # drop(sample);
+/// # Ok::<(), weft::Error>(())
+/// ```
+pub fn details(region: &str) -> Result<RegionDetails> {
+    let r = open_region(region, &Config::default())?;
+    let mut topics = Vec::new();
+    for i in 0..r.geo.topics as u32 {
+        let Some((name, mode)) = r.topic_name(i)? else {
+            continue;
+        };
+        let mode = match mode {
+            MODE_BLOCKS => TopicMode::Blocks,
+            MODE_LATEST => TopicMode::Latest,
+            // `topic_name` accepts only the modes this build implements.
+            _ => TopicMode::Inline,
+        };
+        let ty = r.topic_type(i)?;
+        topics.push(TopicDetails {
+            stats: topic_stats(&r, i, name)?,
+            mode,
+            max_len: r.geo.block_size,
+            type_size: ty.as_ref().map_or(0, |t| t.size),
+            type_name: ty.map(|t| t.name),
+        });
+    }
+    Ok(RegionDetails {
+        name: region.into(),
+        info: region_info(&r),
+        participant_rows: r.geo.participants,
+        max_held: r.geo.held,
+        topic_capacity: r.geo.topics,
+        topics,
+        participants: participants(&r)?,
+    })
+}
+
+/// Reclaims what every dead participant of `region` held (its unfinished publish is completed
+/// or voided, its block references released) without joining the region: each dead row is
+/// taken over for the reclaim and left closed. Live participants are not touched. Returns the
+/// number of block references released.
+///
+/// # Errors
+/// As [`details`].
+pub fn reclaim(region: &str) -> Result<u64> {
+    open_region(region, &Config::default())?.reclaim_dead()
+}
+
+fn participants(r: &Region) -> Result<Vec<Participant>> {
+    let mut out = Vec::new();
+    for i in 0..r.geo.participants as u32 {
+        let peer = Peer::read(i, None, r.row(i)?);
+        if peer.state == PeerState::Absent {
+            continue;
+        }
+        // Relaxed: display only; any value is accepted (an unknown one shows as no role).
+        let role = match r.ext(i)?.role.load(Ordering::Relaxed) {
+            ROLE_PUBLISHER | ROLE_DEAD_PUBLISHER => Some(Role::Publisher),
+            ROLE_SUBSCRIBER => Some(Role::Subscriber),
+            _ => None,
+        };
+        let mut held = 0;
+        for h in r.holdings(i)? {
+            // Relaxed: a snapshot for display; hostile input, checked against the pool.
+            let v = h.load(Ordering::Relaxed);
+            if v as u64 > r.geo.blocks {
+                return Err(Error::corrupt(
+                    r.obj.name(),
+                    "holdings entry",
+                    v as u64,
+                    "0 or a block index + 1",
+                ));
+            }
+            held += (v != 0) as u64;
+        }
+        out.push(Participant {
+            peer: Peer { role, ..peer },
+            held,
+        });
+    }
+    Ok(out)
+}
+
+/// The participants of an opened region object, for [`crate::shm::objects`].
+pub(crate) fn region_peers(obj: &Arc<Object>) -> Result<Vec<Peer>> {
+    // `attach` validates the configuration and the topic table before anything is indexed.
+    let r = Region::attach(obj.clone(), LIVENESS_TIMEOUT)?;
+    Ok(participants(&r)?.into_iter().map(|p| p.peer).collect())
+}

@@ -1,0 +1,154 @@
+//! The read-only views for tools (`weft::shm::objects`, `stream::inspect`, `pubsub::details`,
+//! `Server::inspect`): what they report about live objects, and that a scribbled object is
+//! reported as corrupt, never read out of bounds and never a panic.
+
+mod common;
+
+use common::{Cleanup, Sweep, shm_path, unique};
+use std::io::{Seek, SeekFrom, Write};
+use weft::ErrorKind;
+use weft::Role;
+use weft::channel::Server;
+use weft::pubsub::{Config, Publisher, Subscriber};
+use weft::shm::{ObjectKind, PeerState};
+use weft::stream::{StreamReader, StreamWriter};
+
+/// Writes `bytes` at `offset` of the object `name`, as a hostile peer with write access could.
+fn scribble(name: &str, offset: u64, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(shm_path(name))
+        .unwrap();
+    f.seek(SeekFrom::Start(offset)).unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+#[test]
+fn objects_reports_every_kind_with_its_participants() {
+    let (s, r, v) = (unique("insp-s"), unique("insp-r"), unique("insp-v"));
+    let _c = (Cleanup(s.clone()), Cleanup(r.clone()), Cleanup(v.clone()));
+    let mut writer = StreamWriter::create(&s, 4096).unwrap();
+    writer.write(&[1; 20]).unwrap();
+    let _reader = StreamReader::open(&s).unwrap();
+    let publisher = Publisher::create(&r, &Config::default()).unwrap();
+    let topic = publisher.register("/t").unwrap();
+    publisher.publish(&topic, b"x").unwrap();
+    let _server = Server::bind(&v).unwrap();
+
+    let all = weft::shm::objects();
+    let get = |n: &str| all.iter().find(|o| o.name == n).unwrap();
+    let me = std::process::id();
+    for (name, kind, alive) in [
+        (&s, ObjectKind::Stream, 2),
+        (&r, ObjectKind::Region, 1),
+        (&v, ObjectKind::Server, 1),
+    ] {
+        let o = get(name);
+        assert_eq!(o.kind, Some(kind));
+        assert!(o.error.is_none(), "{:?}", o.error);
+        assert_eq!((o.creator_pid, o.creator_alive), (me, true));
+        assert_eq!((o.alive(), o.dead()), (alive, 0));
+        assert!(!o.is_abandoned());
+        assert!(o.peers.iter().all(|p| p.pid == me));
+    }
+    let roles: Vec<_> = get(&s).peers.iter().map(|p| p.role).collect();
+    assert_eq!(roles, [Some(Role::Writer), Some(Role::Reader)]);
+
+    let info = weft::stream::inspect(&s).unwrap();
+    assert_eq!(info.used, 8 + 24, "one 20-byte record, framed");
+    assert_eq!(info.reader.state, PeerState::Alive);
+
+    let d = weft::pubsub::details(&r).unwrap();
+    assert_eq!(d.topics[0].stats.published, 1);
+    assert_eq!(d.participants.len(), 1);
+    assert_eq!(d.participants[0].peer.role, Some(Role::Publisher));
+    assert!(
+        !weft::shm::remove_abandoned(&r).unwrap(),
+        "a live region stays"
+    );
+    assert!(std::path::Path::new(&shm_path(&r)).exists());
+}
+
+#[test]
+fn a_scribbled_stream_cursor_is_corrupt_not_a_crash() {
+    let s = unique("insp-bad-s");
+    let _c = Cleanup(s.clone());
+    let _writer = StreamWriter::create(&s, 4096).unwrap();
+    // The write cursor W, at offset 128 (control block) + 64: far beyond the capacity.
+    scribble(&s, 192, &u64::MAX.to_le_bytes());
+    let e = weft::stream::inspect(&s).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(e.to_string().contains("write cursor"), "{e}");
+    let o = weft::shm::object(&s).unwrap();
+    assert_eq!(o.kind, Some(ObjectKind::Stream));
+    assert_eq!(o.error.as_ref().map(|e| e.kind()), Some(ErrorKind::Corrupt));
+    assert!(!o.is_abandoned(), "a corrupt object is never removed");
+    assert!(!weft::shm::remove_abandoned(&s).unwrap());
+}
+
+#[test]
+fn a_scribbled_holdings_entry_is_corrupt_not_a_crash() {
+    let r = unique("insp-bad-r");
+    let _c = Cleanup(r.clone());
+    let config = Config::default().participants(2).blocks(16);
+    let publisher = Publisher::create(&r, &config).unwrap();
+    let subscriber = Subscriber::connect(&r).unwrap();
+    // Holdings start after the rows and their extensions: 512 + 2 * 64 * 2.
+    scribble(&r, 512 + 256, &1000u32.to_le_bytes());
+    let e = weft::pubsub::details(&r).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(e.to_string().contains("holdings entry"), "{e}");
+    let o = weft::shm::object(&r).unwrap();
+    assert_eq!(o.error.as_ref().map(|e| e.kind()), Some(ErrorKind::Corrupt));
+    // Put it back so that the handles leave cleanly.
+    scribble(&r, 512 + 256, &0u32.to_le_bytes());
+    drop((subscriber, publisher));
+}
+
+#[test]
+fn a_server_reports_its_clients() {
+    let v = unique("insp-srv");
+    let _c = Sweep(v.clone());
+    let mut server = Server::bind(&v).unwrap();
+    let n = v.clone();
+    let client =
+        std::thread::spawn(move || Server::connect(&n, std::time::Duration::from_secs(5)).unwrap());
+    let _conn = server
+        .accept_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    let ch = client.join().unwrap();
+    let info = Server::inspect(&v).unwrap();
+    assert_eq!(info.clients.len(), 1);
+    assert_eq!(info.clients[0].role, Some(Role::Client));
+    assert_eq!(info.clients[0].state, PeerState::Alive);
+    drop(ch);
+    let info = Server::inspect(&v).unwrap();
+    assert_eq!(info.clients[0].state, PeerState::Closed);
+}
+
+#[test]
+fn nobody_alive_is_abandoned_but_a_closed_writers_records_are_kept() {
+    let r = unique("insp-closed-r");
+    let s = unique("insp-mailbox");
+    let _c = (Cleanup(r.clone()), Cleanup(s.clone()));
+    let publisher = Publisher::create(&r, &Config::default()).unwrap();
+    assert!(!weft::shm::object(&r).unwrap().is_abandoned());
+    // As two last participants leaving at the same moment leave it: every row closed, the
+    // name still there. Row 0's `state` is at 512 + 8.
+    scribble(&r, 512 + 8, &2u32.to_le_bytes());
+    let o = weft::shm::object(&r).unwrap();
+    assert_eq!((o.alive(), o.dead()), (0, 0));
+    assert!(o.is_abandoned(), "nobody alive: stale");
+    scribble(&r, 512 + 8, &1u32.to_le_bytes());
+    drop(publisher);
+
+    let mut writer = StreamWriter::create(&s, 4096).unwrap();
+    writer.write(b"for later").unwrap();
+    drop(writer);
+    let o = weft::shm::object(&s).unwrap();
+    assert_eq!(o.peers[0].state, PeerState::Closed);
+    assert!(!o.is_abandoned(), "records kept for a reader yet to come");
+    assert!(!weft::shm::remove_abandoned(&s).unwrap());
+    let mut reader = StreamReader::open(&s).unwrap();
+    assert_eq!(&*reader.read().unwrap(), b"for later");
+}
