@@ -56,6 +56,7 @@ impl<'py> Input<'py> {
     pub(crate) fn detached(&self) -> std::borrow::Cow<'_, [u8]> {
         match self {
             Input::Bytes(b) => std::borrow::Cow::Borrowed(b.as_bytes()),
+            Input::Buffer(buf) if buf.len_bytes() == 0 => std::borrow::Cow::Borrowed(&[]),
             Input::Buffer(buf) => {
                 let (ptr, len) = (buf.buf_ptr() as *const u8, buf.len_bytes());
                 // SAFETY: the buffer is exported to us (valid, contiguous, `len` bytes) for as

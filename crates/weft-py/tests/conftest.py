@@ -5,8 +5,10 @@ import itertools
 import json
 import os
 import re
+import select
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -29,21 +31,30 @@ def name(request):
             pass
 
 
-def in_mapping(address, obj_name):
+def in_mapping(address, obj_name, prefix=False):
     """Whether `address` lies in one of this process's mappings of the weft object `obj_name`
-    (each handle maps the object on its own, so there may be several)."""
+    (each handle maps the object on its own, so there may be several); with `prefix`, of any
+    object whose name starts with `obj_name`."""
     path = str(SHM / f"weft.{obj_name}")
     found = False
     with open("/proc/self/maps") as maps:
         for line in maps:
             fields = line.split()
-            if len(fields) >= 6 and fields[5] == path:
+            if len(fields) >= 6 and (fields[5] == path or prefix and fields[5].startswith(path)):
                 found = True
                 start, end = (int(x, 16) for x in fields[0].split("-"))
                 if start <= address < end:
                     return True
     assert found, f"{path} is not mapped in this process"
     return False
+
+
+def read_line(stream, timeout=30):
+    """The next line of a child's stdout, or an AssertionError after `timeout` seconds (a
+    child stuck in a call it should have left fails the test instead of hanging it)."""
+    ready, _, _ = select.select([stream], [], [], timeout)
+    assert ready, f"no line from the child within {timeout} s"
+    return stream.readline()
 
 
 def numpy_address(array):
@@ -85,8 +96,8 @@ class Peer:
             [str(a) for a in args], stdout=subprocess.PIPE, text=True, bufsize=1,
         )
 
-    def line(self):
-        out = self.proc.stdout.readline()
+    def line(self, timeout=60):
+        out = read_line(self.proc.stdout, timeout)
         assert out, f"the peer exited (code {self.proc.poll()}) without a line"
         return out.strip()
 
@@ -96,7 +107,8 @@ class Peer:
     def kill(self):
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
+        self.proc.wait()
+        self.proc.stdout.close()
 
 
 @pytest.fixture
@@ -131,4 +143,27 @@ def python_child():
     for p in started:
         if p.poll() is None:
             p.kill()
-            p.wait()
+        p.wait()
+        p.stdout.close()
+        p.stderr.close()
+
+
+class Checked(threading.Thread):
+    """A thread whose exception is raised again by `join()`, so that a failure on it fails the
+    test."""
+
+    def __init__(self, target, args=()):
+        super().__init__(daemon=True)
+        self.fn, self.fn_args, self.error = target, args, None
+
+    def run(self):
+        try:
+            self.fn(*self.fn_args)
+        except BaseException as e:  # handed to join()
+            self.error = e
+
+    def join(self, timeout=30):
+        super().join(timeout)
+        assert not self.is_alive(), "the thread did not finish"
+        if self.error is not None:
+            raise self.error

@@ -58,14 +58,45 @@ from ._weft import (
     regions,
 )
 
-ErrorKind = IntEnum("ErrorKind", [(name, code) for name, code, _ in _weft._ERROR_KINDS])
-ErrorKind.__doc__ = "The stable category of a weft error (the same codes as weft::ErrorKind)."
-ErrorKind.__module__ = __name__
 
-Error.kind = None
-for _name, _code, _cls in _weft._ERROR_KINDS:
-    _cls.kind = ErrorKind(_code)
-del _name, _code, _cls
+class ErrorKind(IntEnum):
+    """The stable category of a weft error: the codes of ``weft::ErrorKind`` (and of the C
+    ABI). Every ``weft.Error`` subclass has its ``kind``."""
+
+    InvalidName = 1
+    InvalidArgument = 2
+    NotFound = 3
+    AlreadyExists = 4
+    InUse = 5
+    NotWeft = 6
+    VersionMismatch = 7
+    WrongKind = 8
+    Truncated = 9
+    NotReady = 10
+    Corrupt = 11
+    TooLarge = 12
+    Timeout = 13
+    Full = 14
+    Empty = 15
+    Closed = 16
+    PeerDead = 17
+    Lagged = 18
+    TypeMismatch = 19
+    Io = 20
+
+
+def _attach_kinds():
+    # The native module lists (kind name, code, class); a kind it knows and this enum does
+    # not, or a code that differs, is a build mismatch.
+    for kind_name, code, cls in _weft._ERROR_KINDS:
+        kind = ErrorKind[kind_name]
+        if kind != code:
+            raise ImportError(f"ErrorKind.{kind_name} is {int(kind)}, the native one {code}")
+        cls.kind = kind
+    Error.kind = None
+
+
+_attach_kinds()
 
 __all__ = [
     "AlreadyExistsError",
