@@ -19,13 +19,14 @@ pub(crate) const SLICE: Duration = Duration::from_millis(50);
 pub(crate) struct Until(Option<Instant>);
 
 impl Until {
-    /// From a Python timeout in seconds (`None`: forever).
+    /// From a Python timeout in seconds (`None` or infinity: forever).
     ///
     /// # Errors
-    /// `ValueError` for a negative or non-finite timeout.
+    /// `ValueError` for a negative timeout or NaN.
     pub(crate) fn from_secs(timeout: Option<f64>) -> PyResult<Until> {
         match timeout {
             None => Ok(Until(None)),
+            Some(t) if t == f64::INFINITY => Ok(Until(None)),
             Some(t) => {
                 let d = Duration::try_from_secs_f64(t).map_err(|_| {
                     pyo3::exceptions::PyValueError::new_err(format!(

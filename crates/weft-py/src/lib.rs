@@ -42,8 +42,9 @@ pub(crate) fn wait_strategy(name: &str) -> PyResult<WaitStrategy> {
     })
 }
 
-/// The native module.
-#[pymodule]
+/// The native module. It relies on the GIL (`gil_used`): bytes of a caller's buffer are read
+/// while attached, when no other Python code can change them (see `input`).
+#[pymodule(gil_used = true)]
 #[pyo3(name = "_weft")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;

@@ -1,6 +1,7 @@
 """Blocking calls release the GIL (other threads run meanwhile) and answer Ctrl-C: a real
 child process blocked in each kind of call gets SIGINT and raises KeyboardInterrupt."""
 
+import random
 import signal
 import threading
 import time
@@ -66,7 +67,7 @@ sys.exit(1)
 def test_ctrl_c_interrupts_a_blocking_call(call, name, python_child):
     child = python_child(CHILD.format(name=name, setup=SETUP[call]))
     assert read_line(child.stdout).strip() == "ready", child.stderr.read()
-    time.sleep(0.3)  # well inside the blocking call
+    time.sleep(0.3 + random.random() / 20)  # well inside the call, anywhere in a slice
     sent = time.monotonic()
     child.send_signal(signal.SIGINT)
     line = read_line(child.stdout, timeout=10).split()
