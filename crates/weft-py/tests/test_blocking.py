@@ -49,7 +49,11 @@ block = lambda: sub.subscribe("/never", timeout=None)
 }
 
 CHILD = """
-import sys, time, weft
+import signal, sys, time, weft
+# A process started in the background by a non-interactive shell inherits SIGINT ignored, and
+# Python then leaves it so: install the handler that raises KeyboardInterrupt, as an
+# interactive process has it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 NAME = {name!r}
 {setup}
 print("ready", flush=True)
