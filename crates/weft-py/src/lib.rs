@@ -65,6 +65,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<channel::Reply>()?;
     m.add_class::<channel::Request>()?;
     m.add_function(wrap_pyfunction!(pubsub::regions, m)?)?;
+    m.add_function(wrap_pyfunction!(pubsub::split_uri, m)?)?;
     m.add("SLICE_SECONDS", blocking::SLICE.as_secs_f64())?;
     Ok(())
 }

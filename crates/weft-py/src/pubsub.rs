@@ -595,3 +595,11 @@ impl Subscription {
 pub(crate) fn regions(py: Python<'_>) -> Vec<String> {
     py.detach(weft::pubsub::regions)
 }
+
+/// Splits "market/prices/AAPL" into the region "market" and the topic "/prices/AAPL",
+/// checking both names.
+#[pyfunction]
+pub(crate) fn split_uri(uri: &str) -> PyResult<(String, String)> {
+    let (region, topic) = weft::pubsub::split_uri(uri).py()?;
+    Ok((region.into(), topic.into()))
+}

@@ -251,3 +251,14 @@ def test_connect_waits_for_the_region(name):
     sub = weft.Subscriber.connect(name, timeout=5)
     t.join()
     assert sub.region == name
+
+
+def test_subscribe_by_uri(region, name):
+    pub, _ = region
+    topic = pub.register("/prices/AAPL")
+    assert weft.split_uri(f"{name}/prices/AAPL") == (name, "/prices/AAPL")
+    with pytest.raises(weft.InvalidNameError):
+        weft.split_uri(name)
+    s = weft.subscribe(f"{name}/prices/AAPL", history=1)
+    pub.publish(topic, b"189.5")
+    assert bytes(s.recv(timeout=5)) == b"189.5"

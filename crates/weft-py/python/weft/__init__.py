@@ -56,6 +56,7 @@ from ._weft import (
     WriteGrant,
     WrongKindError,
     regions,
+    split_uri,
 )
 
 
@@ -98,6 +99,17 @@ def _attach_kinds():
 
 _attach_kinds()
 
+
+def subscribe(
+    uri: str, timeout: float | None = 0.0, *, history: int = 0, wait: str = "adaptive"
+) -> Subscription:
+    """Subscribes to a topic by URI, "REGION/TOPIC" ("market/prices/AAPL"): connects to the
+    region and subscribes, each waiting up to `timeout` seconds (0: not at all; None: as long
+    as it takes). The subscription keeps the region open on its own."""
+    region, topic = split_uri(uri)
+    subscriber = Subscriber.connect(region, timeout, wait=wait)
+    return subscriber.subscribe(topic, timeout, history=history)
+
 __all__ = [
     "AlreadyExistsError",
     "Channel",
@@ -137,4 +149,6 @@ __all__ = [
     "WriteGrant",
     "WrongKindError",
     "regions",
+    "split_uri",
+    "subscribe",
 ]

@@ -324,3 +324,6 @@ class Server:
 
 def regions() -> list[str]:
     """The names of every pub/sub region on this machine."""
+
+def split_uri(uri: str) -> tuple[str, str]:
+    """Splits "market/prices/AAPL" into ("market", "/prices/AAPL"), checking both names."""
