@@ -4,8 +4,8 @@
 //! A wait is cut into slices of at most [`SLICE`]: each slice is one call of the Rust
 //! `_timeout` form without the interpreter, and between slices the thread re-attaches and runs
 //! the signal handlers (`PyErr_CheckSignals`). Only calls whose `_timeout` form can be repeated
-//! without side effects are sliced; the others run on a helper thread ([`off_thread`]) while
-//! this one waits in slices for its answer.
+//! without side effects are sliced; the others run on a thread of their own ([`off_thread`])
+//! while this one waits in slices for their answer.
 
 use crate::errors::to_py;
 use pyo3::prelude::*;
@@ -93,9 +93,9 @@ pub(crate) fn sliced_retry<T: Send>(
     }
 }
 
-/// Runs `call` on a helper thread and waits for its result in slices, checking signals between
-/// them: for blocking calls that cannot be cut into repeatable slices (`Channel.listen` creates
-/// its stream, then waits for the peer). On an interrupt the call keeps running on its thread
+/// Runs `call` on a thread of its own and waits for its result in slices, checking signals
+/// between them: for blocking calls that cannot be cut into repeatable slices
+/// (`Channel.listen` creates its stream, then waits for the peer). On an interrupt the call keeps running on its thread
 /// until it ends by itself (its own timeout), and its result is dropped.
 ///
 /// # Errors

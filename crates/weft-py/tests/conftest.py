@@ -1,5 +1,5 @@
 """Shared fixtures: a unique object name per test (with clean-up of what it left in
-/dev/shm, even when it fails), the Rust peer binaries, and helpers for reading /proc."""
+/dev/shm, even when it fails), the Rust peer binaries, and functions that read /proc."""
 
 import itertools
 import json
@@ -66,7 +66,7 @@ _peers = None
 
 
 def _build_peers():
-    """Builds the Rust peers (weft's test peer and weft-py's) once per session; returns their
+    """Builds the Rust peers (weft's test peer and weft-py's) once per pytest run; returns their
     paths."""
     global _peers
     if _peers is None:
