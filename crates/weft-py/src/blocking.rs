@@ -95,8 +95,9 @@ pub(crate) fn sliced_retry<T: Send>(
 
 /// Runs `call` on a thread of its own and waits for its result in slices, checking signals
 /// between them: for blocking calls that cannot be cut into repeatable slices
-/// (`Channel.listen` creates its stream, then waits for the peer). On an interrupt the call keeps running on its thread
-/// until it ends by itself (its own timeout), and its result is dropped.
+/// (`Channel.listen` creates its stream, then waits for the peer). On an interrupt the call
+/// keeps running on its thread until it ends by itself (its own timeout), and its result is
+/// dropped.
 ///
 /// # Errors
 /// The call's error, or the exception a signal handler raised.
