@@ -1,0 +1,605 @@
+//! `weft.Publisher`, `weft.Subscriber`, `weft.Subscription` and what they hand out:
+//! `weft.Topic`, `weft.Loan` (a block of the region's pool, written in place) and
+//! `weft.Sample` (a received message, read in place).
+
+use crate::blocking::{Until, sliced};
+use crate::errors::{IntoPy, to_py};
+use crate::input::Input;
+use crate::owned::{Owned, closed};
+use crate::view::{View, grant_methods};
+use crate::wait_strategy;
+use pyo3::prelude::*;
+use std::sync::{Arc, Mutex};
+use weft::pubsub::{
+    Config, Publisher as RsPublisher, Sample as RsSample, Subscriber as RsSubscriber,
+    Subscription as RsSubscription, Topic as RsTopic, TopicMode as RsMode,
+};
+
+/// How a topic carries its messages, chosen when it is registered.
+#[pyclass(eq, eq_int, frozen, from_py_object, module = "weft")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TopicMode {
+    /// Loaned blocks from the region's pool, reference-counted: any payload up to the block
+    /// size, zero copies (the default).
+    #[pyo3(name = "BLOCKS")]
+    Blocks,
+    /// The newest value only: a receive skips to the newest message, never lags.
+    #[pyo3(name = "LATEST")]
+    Latest,
+    /// Small values copied into ring slots (refused by builds that do not implement it yet:
+    /// `weft.InvalidArgumentError`).
+    #[pyo3(name = "INLINE")]
+    Inline,
+}
+
+impl From<TopicMode> for RsMode {
+    fn from(m: TopicMode) -> RsMode {
+        match m {
+            TopicMode::Blocks => RsMode::Blocks,
+            TopicMode::Latest => RsMode::Latest,
+            TopicMode::Inline => RsMode::Inline,
+        }
+    }
+}
+
+/// A publisher and the lock that serialises every use of it.
+///
+/// A `weft::pubsub::Publisher` is `Send` but not `Sync` (it is one participant, with one
+/// publish in flight at a time), and its loans borrow it. From Python it is reached by the
+/// `Publisher` object and by every `Loan` taken from it, possibly on several threads: each of
+/// those uses (register, loan, publish, a loan's publish or drop) takes `lock` first.
+struct Shared {
+    lock: Mutex<()>,
+    publisher: RsPublisher,
+}
+
+// SAFETY: every use of `publisher` happens inside `Shared::with`, under `lock`, so the
+// `!Sync` publisher is never used from two threads at once (see the type's docs); a
+// `Publisher` may move between threads (`Send`).
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    fn with<R>(&self, f: impl FnOnce(&RsPublisher) -> R) -> R {
+        let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        f(&self.publisher)
+    }
+}
+
+/// A loaned block: the weft loan and the publisher it borrows.
+struct LoanHolder {
+    /// `Some` until published or dropped; borrows `shared.publisher`.
+    loan: Option<weft::pubsub::Loan<'static>>,
+    shared: Arc<Shared>,
+}
+
+// SAFETY: the loan's only shared state is its publisher, which it uses (publish, drop) only
+// inside `Shared::with`, under the lock; its block is this loan's alone (taken from the free
+// list with a count of one, unpublished). So it may move to another thread.
+unsafe impl Send for LoanHolder {}
+
+impl LoanHolder {
+    fn publish(mut self) -> weft::Result<u64> {
+        let loan = self.loan.take().expect("a loan is present until published");
+        self.shared.with(|_| loan.publish())
+    }
+}
+
+impl Drop for LoanHolder {
+    fn drop(&mut self) {
+        if let Some(loan) = self.loan.take() {
+            // Unpublished: the block returns to the pool (the loan's drop uses the publisher).
+            self.shared.with(|_| drop(loan));
+        }
+    }
+}
+
+/// A registered topic of a region (from `Publisher.register`): pass it to `loan` and
+/// `publish`.
+#[pyclass(frozen, module = "weft")]
+pub(crate) struct Topic {
+    topic: RsTopic,
+}
+
+#[pymethods]
+impl Topic {
+    /// The topic's path ("/prices/AAPL").
+    #[getter]
+    fn name(&self) -> &str {
+        self.topic.name()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<weft.Topic {:?}>", self.topic.name())
+    }
+}
+
+/// Publishes on the topics of one region (`weft.Publisher.create` or `.open`).
+#[pyclass(frozen, module = "weft")]
+pub(crate) struct Publisher {
+    shared: Mutex<Option<Arc<Shared>>>,
+    region: String,
+    max_len: usize,
+}
+
+impl Publisher {
+    fn new(p: RsPublisher) -> Publisher {
+        Publisher {
+            region: p.region_name().into(),
+            max_len: p.max_len(),
+            shared: Mutex::new(Some(Arc::new(Shared {
+                lock: Mutex::new(()),
+                publisher: p,
+            }))),
+        }
+    }
+
+    fn shared(&self) -> PyResult<Arc<Shared>> {
+        self.shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| closed("Publisher"))
+    }
+}
+
+#[pymethods]
+impl Publisher {
+    /// Creates the region `region` and joins it as a publisher.
+    ///
+    /// The region holds `blocks` blocks of `block_size` bytes (the largest message), up to
+    /// `topics` topics of `ring_slots` descriptors each (the history a late joiner can get),
+    /// and `participants` publishers and subscribers at once.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments, one per Config setting
+    #[pyo3(signature = (
+        region, *, blocks = 1024, block_size = 4096, ring_slots = 256, topics = 64,
+        participants = 32, max_held = 256,
+    ))]
+    fn create(
+        py: Python<'_>,
+        region: &str,
+        blocks: usize,
+        block_size: usize,
+        ring_slots: usize,
+        topics: usize,
+        participants: usize,
+        max_held: usize,
+    ) -> PyResult<Publisher> {
+        let config = Config::default()
+            .blocks(blocks)
+            .block_size(block_size)
+            .ring_slots(ring_slots)
+            .topics(topics)
+            .participants(participants)
+            .max_held(max_held);
+        let p = py.detach(|| RsPublisher::create(region, &config)).py()?;
+        Ok(Publisher::new(p))
+    }
+
+    /// Joins the existing region `region` as another publisher.
+    #[staticmethod]
+    fn open(py: Python<'_>, region: &str) -> PyResult<Publisher> {
+        let p = py.detach(|| RsPublisher::open(region)).py()?;
+        Ok(Publisher::new(p))
+    }
+
+    /// The region's name.
+    #[getter]
+    fn region(&self) -> &str {
+        &self.region
+    }
+
+    /// The largest payload a message holds (the block size).
+    #[getter]
+    fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Whether it is closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.shared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+
+    /// Registers `topic` (a path such as "/prices/AAPL") with `mode`, or returns the topic
+    /// registered already under that name.
+    #[pyo3(signature = (topic, mode = TopicMode::Blocks))]
+    fn register(&self, topic: &str, mode: TopicMode) -> PyResult<Topic> {
+        let t = self
+            .shared()?
+            .with(|p| p.register_with(topic, mode.into()))
+            .py()?;
+        Ok(Topic { topic: t })
+    }
+
+    /// Loans a block for `topic`: write the payload in place (buffer protocol, writable; the
+    /// whole block until `set_len`), then `publish()`. As a context manager it publishes when
+    /// the block ends normally and returns the block to the pool when it raises.
+    ///
+    /// Raises `weft.FullError` when every block of the pool is in use.
+    fn loan(&self, topic: &Topic) -> PyResult<Loan> {
+        let shared = self.shared()?;
+        let publisher: *const RsPublisher = &shared.publisher;
+        // SAFETY: the loan borrows the publisher inside `shared`'s allocation, which the
+        // holder keeps alive (it holds the Arc) and drops only after the loan (LoanHolder's
+        // Drop takes the loan first). Every use of the publisher through the loan happens under
+        // the lock (LoanHolder), so the lifetime may be erased to 'static here.
+        let publisher: &'static RsPublisher = unsafe { &*publisher };
+        let mut loan = shared.with(|_| publisher.loan(&topic.topic)).py()?;
+        let (ptr, len) = (loan.as_mut_ptr(), loan.len());
+        let holder = LoanHolder {
+            loan: Some(loan),
+            shared,
+        };
+        // SAFETY: the block's `len` bytes (its whole capacity: a fresh loan's length is the
+        // block size) at `ptr` are inside the mapping the publisher keeps, and belong to this
+        // loan alone until it is published or dropped, both of which consume the holder.
+        let view = unsafe { View::new(holder, ptr, len, len, true, "Loan") };
+        Ok(Loan { view })
+    }
+
+    /// Copies `data` (any contiguous bytes-like object) into a block and publishes it on
+    /// `topic`. Returns the message's sequence number.
+    fn publish(&self, topic: &Topic, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let input = Input::new(data)?;
+        let (src, len) = input.raw();
+        self.shared()?
+            .with(|p| {
+                let mut loan = p.loan(&topic.topic)?;
+                loan.set_len(len)?;
+                if len > 0 {
+                    // SAFETY: `len` fits the loan (set_len checked it against the block);
+                    // `src` is `len` readable bytes of a Python object we hold, read while
+                    // attached (nothing changes them meanwhile), and not in this fresh block.
+                    unsafe { std::ptr::copy_nonoverlapping(src, loan.as_mut_ptr(), len) };
+                }
+                loan.publish()
+            })
+            .py()
+    }
+
+    /// Statistics of `topic`: a dict of `published`, `lagged`, `subscribers`, `recovered`.
+    fn stats<'py>(
+        &self,
+        py: Python<'py>,
+        topic: &Topic,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let s = self.shared()?.with(|p| p.stats(&topic.topic)).py()?;
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("published", s.published)?;
+        d.set_item("lagged", s.lagged)?;
+        d.set_item("subscribers", s.subscribers)?;
+        d.set_item("recovered", s.recovered)?;
+        Ok(d)
+    }
+
+    /// Leaves the region (once the loans taken from it are gone too).
+    fn close(&self) {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<weft.Publisher of region {:?}>", self.region)
+    }
+}
+
+/// A block loaned from a region's pool for one topic, in shared memory (buffer protocol,
+/// writable). Set the payload length with `set_len`, then `publish()`.
+#[pyclass(frozen, module = "weft")]
+pub(crate) struct Loan {
+    view: View<LoanHolder>,
+}
+
+impl Loan {
+    fn publish_inner(&self) -> PyResult<u64> {
+        self.view.take()?.publish().py()
+    }
+}
+
+grant_methods!(
+    Loan,
+    |slf, failed| {
+        if !slf.view.is_released() {
+            if failed {
+                slf.view.release()?;
+            } else {
+                slf.publish_inner()?;
+            }
+        }
+    },
+    {
+        /// Sets the payload length (at most the block size). Raises BufferError while buffers
+        /// exported from the loan are alive.
+        fn set_len(&self, length: usize) -> PyResult<()> {
+            self.view.set_len(length)?;
+            self.view
+                .with(|h| h.loan.as_mut().map_or(Ok(()), |l| l.set_len(length)))?
+                .py()
+        }
+
+        /// Copies `data` (any bytes-like object) into the loan at `offset`.
+        #[pyo3(signature = (data, offset = 0))]
+        fn write(&self, data: &Bound<'_, PyAny>, offset: usize) -> PyResult<()> {
+            let input = Input::new(data)?;
+            let (ptr, len) = input.raw();
+            self.view.write(ptr, len, offset)
+        }
+
+        /// Publishes the block (an 8-byte descriptor goes into the topic's ring). Returns the
+        /// message's sequence number. Raises BufferError while buffers exported from the loan are
+        /// alive.
+        fn publish(&self) -> PyResult<u64> {
+            self.publish_inner()
+        }
+
+        /// Returns the block to the pool unpublished.
+        fn abandon(&self) -> PyResult<()> {
+            self.view.release()
+        }
+
+        fn __repr__(&self) -> String {
+            match self.view.len() {
+                Ok(n) => format!("<weft.Loan of {n} bytes>"),
+                Err(_) => "<weft.Loan (released)>".into(),
+            }
+        }
+    }
+);
+
+/// A received message, read in place in shared memory (buffer protocol, read-only). Its block
+/// stays out of the pool until the sample is released.
+#[pyclass(frozen, module = "weft")]
+pub(crate) struct Sample {
+    view: View<RsSample>,
+    seq: u64,
+}
+
+impl Sample {
+    fn new(s: RsSample) -> Sample {
+        let (ptr, len, seq) = (s.as_ptr().cast_mut(), s.len(), s.seq());
+        // SAFETY: the payload's `len` bytes lie in the region's mapping, which the sample keeps
+        // alive, and no weft writer touches a block while a sample references it.
+        let view = unsafe { View::new(s, ptr, len, len, false, "Sample") };
+        Sample { view, seq }
+    }
+}
+
+grant_methods!(
+    Sample,
+    |slf, _failed| {
+        slf.view.release()?;
+    },
+    {
+        /// The message's sequence number in its topic.
+        #[getter]
+        fn seq(&self) -> u64 {
+            self.seq
+        }
+
+        fn __repr__(&self) -> String {
+            match self.view.len() {
+                Ok(n) => format!("<weft.Sample seq={} of {n} bytes>", self.seq),
+                Err(_) => format!("<weft.Sample seq={} (released)>", self.seq),
+            }
+        }
+    }
+);
+
+/// Receives from the topics of one region (`weft.Subscriber.connect`).
+#[pyclass(frozen, module = "weft")]
+pub(crate) struct Subscriber {
+    inner: Mutex<Option<Arc<RsSubscriber>>>,
+    region: String,
+}
+
+impl Subscriber {
+    fn get(&self) -> PyResult<Arc<RsSubscriber>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| closed("Subscriber"))
+    }
+}
+
+#[pymethods]
+impl Subscriber {
+    /// Connects to the region `region`, waiting up to `timeout` seconds for it to appear (0:
+    /// not at all; None: as long as it takes). `wait` is how `recv` waits ("adaptive",
+    /// "park", "busy_spin", "yield_spin", "backoff_spin").
+    #[staticmethod]
+    #[pyo3(signature = (region, timeout = 0.0, *, wait = "adaptive"))]
+    fn connect(
+        py: Python<'_>,
+        region: &str,
+        timeout: Option<f64>,
+        wait: &str,
+    ) -> PyResult<Subscriber> {
+        let config = Config::default().wait(wait_strategy(wait)?);
+        let until = Until::from_secs(timeout)?;
+        let s = sliced(py, until, |slice| {
+            match RsSubscriber::connect_with(region, &config) {
+                Err(weft::Error::NotFound { .. }) if !slice.is_zero() => {
+                    std::thread::sleep(slice.min(std::time::Duration::from_millis(2)));
+                    Err(weft::Error::Timeout)
+                }
+                other => other,
+            }
+        });
+        let s = match s {
+            // Waited long enough: say what was missing.
+            Err(e) if e.is_instance_of::<crate::errors::TimeoutError>(py) => {
+                return Err(to_py(weft::Error::NotFound {
+                    name: region.into(),
+                }));
+            }
+            other => other?,
+        };
+        Ok(Subscriber {
+            inner: Mutex::new(Some(Arc::new(s))),
+            region: region.into(),
+        })
+    }
+
+    /// The region's name.
+    #[getter]
+    fn region(&self) -> &str {
+        &self.region
+    }
+
+    /// Subscribes to `topic`, waiting up to `timeout` seconds for a publisher to register it
+    /// (0: not at all, `weft.NotFoundError`; None: as long as it takes). With `history`, the
+    /// first receives return up to that many of the newest messages already published.
+    #[pyo3(signature = (topic, timeout = 0.0, *, history = 0))]
+    fn subscribe(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        timeout: Option<f64>,
+        history: usize,
+    ) -> PyResult<Subscription> {
+        let s = self.get()?;
+        let until = Until::from_secs(timeout)?;
+        let sub = sliced(py, until, |slice| {
+            match s.subscribe_with_history(topic, history) {
+                Err(weft::Error::NotFound { .. }) if !slice.is_zero() => {
+                    std::thread::sleep(slice.min(std::time::Duration::from_millis(1)));
+                    Err(weft::Error::Timeout)
+                }
+                other => other,
+            }
+        });
+        let sub = match sub {
+            Err(e) if e.is_instance_of::<crate::errors::TimeoutError>(py) => {
+                return Err(to_py(weft::Error::NotFound {
+                    name: format!("{}{}", self.region, topic),
+                }));
+            }
+            other => other?,
+        };
+        Ok(Subscription {
+            topic: sub.topic().into(),
+            inner: Owned::new(sub, "Subscription"),
+        })
+    }
+
+    /// The names of the region's topics.
+    fn topics(&self) -> PyResult<Vec<String>> {
+        Ok(self
+            .get()?
+            .topics()
+            .py()?
+            .into_iter()
+            .map(|t| t.name)
+            .collect())
+    }
+
+    /// Leaves the region (once the subscriptions made from it are closed too).
+    fn close(&self) {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<weft.Subscriber of region {:?}>", self.region)
+    }
+}
+
+/// One topic's messages for one subscriber (`Subscriber.subscribe`).
+#[pyclass(frozen, module = "weft")]
+pub(crate) struct Subscription {
+    inner: Arc<Owned<RsSubscription>>,
+    topic: String,
+}
+
+#[pymethods]
+impl Subscription {
+    /// The topic's path.
+    #[getter]
+    fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// The sequence number the next sample will carry (unless it lags).
+    #[getter]
+    fn position(&self) -> PyResult<u64> {
+        Ok(self.inner.acquire()?.get().position())
+    }
+
+    /// The next message if one is there, else raises `weft.EmptyError`.
+    ///
+    /// Raises `weft.LaggedError` (with `skipped`, the exact count) when messages were
+    /// overwritten before this subscriber read them; the next receive goes on with the oldest
+    /// one still there.
+    fn try_recv(&self) -> PyResult<Sample> {
+        let s = self.inner.acquire()?.get().try_recv().py()?;
+        Ok(Sample::new(s))
+    }
+
+    /// The next message, waiting at most `timeout` seconds (None: as long as it takes), then
+    /// raises `weft.TimeoutError`. Raises `weft.PeerDeadError` once every publisher of the
+    /// region is gone and one died, and everything was received.
+    #[pyo3(signature = (timeout = None))]
+    fn recv(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Sample> {
+        let until = Until::from_secs(timeout)?;
+        let mut access = self.inner.acquire()?;
+        let sub = access.get();
+        let s = sliced(py, until, |slice| sub.recv_timeout(slice))?;
+        Ok(Sample::new(s))
+    }
+
+    /// Ends the subscription.
+    fn close(&self) -> PyResult<()> {
+        self.inner.close()
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close()?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<weft.Subscription of {:?}>", self.topic)
+    }
+}
+
+/// The names of every pub/sub region on this machine.
+#[pyfunction]
+pub(crate) fn regions(py: Python<'_>) -> Vec<String> {
+    py.detach(weft::pubsub::regions)
+}
+
+/// Splits "market/prices/AAPL" into the region "market" and the topic "/prices/AAPL",
+/// checking both names.
+#[pyfunction]
+pub(crate) fn split_uri(uri: &str) -> PyResult<(String, String)> {
+    let (region, topic) = weft::pubsub::split_uri(uri).py()?;
+    Ok((region.into(), topic.into()))
+}

@@ -1,0 +1,92 @@
+"""The package's surface: one exception class per error kind, the type stubs against the
+runtime, docstrings."""
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+import weft
+from weft import _weft
+
+STUB = Path(weft.__file__).with_name("_weft.pyi")
+
+
+def test_one_exception_class_per_kind():
+    classes = {}
+    for kind in weft.ErrorKind:
+        cls = getattr(weft, f"{kind.name}Error")
+        assert issubclass(cls, weft.Error) and cls is not weft.Error
+        assert cls.kind is kind
+        assert cls.__module__ == "weft"
+        assert cls.__doc__
+        classes[kind] = cls
+    assert len(set(classes.values())) == len(weft.ErrorKind)
+    assert weft.Error.kind is None
+    assert issubclass(weft.Error, Exception)
+    assert [c for _, c, _ in _weft._ERROR_KINDS] == [int(k) for k in weft.ErrorKind]
+
+
+def test_errors_carry_their_details(tmp_path):
+    with pytest.raises(weft.Error) as e:
+        weft.StreamReader.open("weft-py-surely-absent")
+    assert isinstance(e.value, weft.NotFoundError)
+    assert e.value.kind == weft.ErrorKind.NotFound == 3
+    assert "weft-py-surely-absent" in str(e.value)
+
+
+def _stub_tree():
+    return ast.parse(STUB.read_text())
+
+
+def _public(names):
+    return {n for n in names if not n.startswith("_") or n in ("_address",)}
+
+
+def test_stubs_name_everything_the_module_has():
+    tree = _stub_tree()
+    stubbed = set()
+    for node in tree.body:
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            stubbed.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            stubbed.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            stubbed.update(t.id for t in node.targets)
+    runtime = {n for n in dir(_weft) if not n.startswith("__")}
+    assert runtime - stubbed == set(), "in the module, not in the stubs"
+    assert _public(stubbed) - runtime - {"WaitStrategy"} == set(), "in the stubs only"
+
+
+def test_stubs_list_each_class_methods():
+    held = {"release", "released", "_address"}
+    for node in _stub_tree().body:
+        if not isinstance(node, ast.ClassDef) or node.name.startswith("_"):
+            continue
+        cls = getattr(_weft, node.name)
+        if issubclass(cls, BaseException):
+            continue
+        stubbed = {
+            f.name for f in node.body if isinstance(f, ast.FunctionDef)
+        } | {a.target.id for a in node.body if isinstance(a, ast.AnnAssign)}
+        if any(isinstance(b, ast.Name) and b.id == "_Held" for b in node.bases):
+            stubbed |= held
+        runtime = {n for n in vars(cls) if not n.startswith("__")}
+        assert _public(runtime) - stubbed == set(), f"{node.name}: not in the stubs"
+        assert _public(stubbed) - runtime == set(), f"{node.name}: in the stubs only"
+
+
+def test_every_public_method_has_a_docstring():
+    for name in weft.__all__:
+        obj = getattr(weft, name)
+        assert obj.__doc__, name
+        if inspect.isclass(obj) and not issubclass(obj, BaseException):
+            for attr, value in vars(obj).items():
+                if attr.startswith("_") or attr in ("BLOCKS", "LATEST", "INLINE"):
+                    continue
+                assert getattr(value, "__doc__", None), f"{name}.{attr}"
+
+
+def test_package_is_typed():
+    assert STUB.with_name("py.typed").exists()

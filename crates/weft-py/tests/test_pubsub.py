@@ -1,0 +1,264 @@
+"""Pub/sub from Python: regions, topics, loans written in place, samples read in place, the
+buffer rules for both, modes, history, lag, errors."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import weft
+from conftest import in_mapping, numpy_address
+
+
+@pytest.fixture
+def region(name):
+    pub = weft.Publisher.create(name, blocks=64, block_size=4096, ring_slots=16)
+    sub = weft.Subscriber.connect(name)
+    yield pub, sub
+    sub.close()
+    pub.close()
+
+
+def test_publish_and_receive_in_order_with_sequences(region):
+    pub, sub = region
+    topic = pub.register("/prices/AAPL")
+    assert topic.name == "/prices/AAPL"
+    s = sub.subscribe("/prices/AAPL")
+    seqs = [pub.publish(topic, f"tick {i}".encode()) for i in range(10)]
+    assert seqs == list(range(10))
+    for i in range(10):
+        with s.recv(timeout=5) as m:
+            assert bytes(m) == f"tick {i}".encode()
+            assert m.seq == i
+    with pytest.raises(weft.EmptyError):
+        s.try_recv()
+    with pytest.raises(weft.TimeoutError):
+        s.recv(timeout=0.05)
+
+
+def test_loan_is_written_in_place_and_published(region, name):
+    pub, sub = region
+    topic = pub.register("/tensor")
+    s = sub.subscribe("/tensor")
+    loan = pub.loan(topic)
+    assert len(loan) == pub.max_len == 4096
+    a = np.frombuffer(loan, dtype=np.float32)
+    assert a.flags.writeable
+    assert in_mapping(numpy_address(a), name), "the loan is the block in shared memory"
+    a[:] = np.linspace(0, 1, 1024, dtype=np.float32)
+    del a
+    loan.set_len(400)
+    seq = loan.publish()
+    assert loan.released
+    m = s.recv(timeout=5)
+    assert m.seq == seq and len(m) == 400
+    got = np.frombuffer(m, dtype=np.float32)
+    assert in_mapping(numpy_address(got), name), "the sample is read in place"
+    assert not got.flags.writeable
+    assert (got == np.linspace(0, 1, 1024, dtype=np.float32)[:100]).all()
+
+
+def test_sample_release_rules(region):
+    pub, sub = region
+    topic = pub.register("/t")
+    s = sub.subscribe("/t")
+    pub.publish(topic, b"0123456789abcdef")
+    m = s.recv(timeout=5)
+    a = np.frombuffer(m, dtype=np.uint8)
+    mv = memoryview(m)
+    with pytest.raises(BufferError):
+        m.release()
+    del a
+    with pytest.raises(BufferError):
+        m.release()
+    mv.release()
+    m.release()
+    with pytest.raises(ValueError):
+        memoryview(m)
+    with pytest.raises(ValueError):
+        bytes(m)
+    with pytest.raises(ValueError):
+        len(m)
+    assert m.seq == 0, "metadata stays readable"
+
+
+def test_samples_hold_their_blocks_until_released(name):
+    pub = weft.Publisher.create(name, blocks=4, block_size=64, ring_slots=2)
+    sub = weft.Subscriber.connect(name)
+    topic = pub.register("/t")
+    s = sub.subscribe("/t")
+    held = []
+    for i in range(2):
+        pub.publish(topic, bytes([i]))
+        held.append(s.recv(timeout=5))
+    # Two blocks held by samples, two referenced by the ring's two slots: the pool is empty.
+    pub.publish(topic, b"x")
+    pub.publish(topic, b"y")
+    with pytest.raises(weft.FullError):
+        pub.publish(topic, b"z")
+    assert [bytes(m) for m in held] == [b"\x00", b"\x01"]
+    for m in held:
+        m.release()
+    pub.publish(topic, b"z")
+
+
+def test_loan_context_publishes_or_returns_the_block(region):
+    pub, sub = region
+    topic = pub.register("/ctx")
+    s = sub.subscribe("/ctx")
+    with pub.loan(topic) as loan:
+        loan.write(b"in place")
+        loan.set_len(8)
+    with pytest.raises(ZeroDivisionError):
+        with pub.loan(topic) as loan:
+            loan.write(b"never")
+            1 / 0
+    assert bytes(s.recv(timeout=5)) == b"in place"
+    with pytest.raises(weft.EmptyError):
+        s.try_recv()
+
+
+def test_loan_rules(region):
+    pub, _ = region
+    topic = pub.register("/rules")
+    loan = pub.loan(topic)
+    mv = memoryview(loan)
+    with pytest.raises(BufferError):
+        loan.set_len(3)
+    with pytest.raises(BufferError):
+        loan.publish()
+    mv[:3] = b"abc"
+    mv.release()
+    loan.set_len(3)
+    with pytest.raises(ValueError):
+        loan.set_len(4097)
+    with pytest.raises(ValueError):
+        loan.write(b"abcd")
+    loan.abandon()
+    with pytest.raises(ValueError):
+        loan.publish()
+    with pytest.raises(ValueError):
+        memoryview(loan)
+
+
+def test_several_loans_at_once_and_publish_numpy(region):
+    pub, sub = region
+    topic = pub.register("/many")
+    s = sub.subscribe("/many")
+    loans = [pub.loan(topic) for _ in range(3)]
+    for i, loan in enumerate(loans):
+        loan.write(bytes([i]) * 4)
+        loan.set_len(4)
+    for loan in reversed(loans):
+        loan.publish()
+    pub.publish(topic, np.array([7, 8], dtype=np.uint16))
+    got = [bytes(s.recv(timeout=5)) for _ in range(4)]
+    assert got == [b"\x02" * 4, b"\x01" * 4, b"\x00" * 4, b"\x07\x00\x08\x00"]
+
+
+def test_latest_topic_skips_to_the_newest(region):
+    pub, sub = region
+    topic = pub.register("/pose", weft.TopicMode.LATEST)
+    s = sub.subscribe("/pose")
+    for i in range(5):
+        pub.publish(topic, bytes([i]))
+    m = s.recv(timeout=5)
+    assert bytes(m) == b"\x04" and m.seq == 4
+    with pytest.raises(weft.InvalidArgumentError):
+        pub.register("/pose", weft.TopicMode.BLOCKS)
+
+
+def test_inline_mode_is_passed_through(region):
+    pub, _ = region
+    try:
+        topic = pub.register("/ticks", weft.TopicMode.INLINE)
+    except weft.InvalidArgumentError as e:
+        assert "Inline" in str(e)  # this build does not implement it yet
+    else:
+        assert topic.name == "/ticks"
+
+
+def test_history_and_exact_lag(region):
+    pub, sub = region
+    topic = pub.register("/log")
+    for i in range(5):
+        pub.publish(topic, bytes([i]))
+    late = sub.subscribe("/log", history=2)
+    assert [bytes(late.recv(timeout=5)) for _ in range(2)] == [b"\x03", b"\x04"]
+    slow = sub.subscribe("/log")
+    for i in range(5, 5 + 40):
+        pub.publish(topic, bytes([i]))
+    with pytest.raises(weft.LaggedError) as e:
+        slow.recv(timeout=5)
+    assert e.value.skipped == 40 - 16
+    assert e.value.kind == weft.ErrorKind.Lagged
+    assert slow.recv(timeout=5).seq == 5 + 40 - 16
+
+
+def test_subscribe_waits_for_the_topic(region):
+    pub, sub = region
+    with pytest.raises(weft.NotFoundError):
+        sub.subscribe("/later")
+    t = threading.Timer(0.2, lambda: pub.register("/later"))
+    t.start()
+    s = sub.subscribe("/later", timeout=5)
+    t.join()
+    assert s.topic == "/later"
+    assert "/later" in sub.topics()
+    with pytest.raises(weft.NotFoundError):
+        sub.subscribe("/never", timeout=0.1)
+
+
+def test_regions_lists_the_region(region, name):
+    assert name in weft.regions()
+    assert weft.Publisher.open(name).region == name
+
+
+def test_stats(region):
+    pub, sub = region
+    topic = pub.register("/s")
+    s = sub.subscribe("/s")
+    pub.publish(topic, b"1")
+    st = pub.stats(topic)
+    assert st["published"] == 1 and st["subscribers"] == 1
+    s.close()
+
+
+def test_errors(region, name):
+    pub, sub = region
+    with pytest.raises(weft.InvalidNameError):
+        pub.register("no-slash")
+    topic = pub.register("/e")
+    with pytest.raises(weft.TooLargeError):
+        pub.publish(topic, b"x" * 4097)
+    with pytest.raises(weft.NotFoundError):
+        weft.Subscriber.connect(name + "-absent")
+    with pytest.raises(weft.AlreadyExistsError):
+        weft.Publisher.create(name)
+    other = weft.Publisher.create(name + "-other")
+    with pytest.raises(weft.InvalidArgumentError):
+        other.publish(topic, b"wrong region")
+    other.close()
+    pub.close()
+    with pytest.raises(ValueError):
+        pub.publish(topic, b"closed")
+
+
+def test_connect_waits_for_the_region(name):
+    made = []
+    t = threading.Timer(0.2, lambda: made.append(weft.Publisher.create(name)))
+    t.start()
+    sub = weft.Subscriber.connect(name, timeout=5)
+    t.join()
+    assert sub.region == name
+
+
+def test_subscribe_by_uri(region, name):
+    pub, _ = region
+    topic = pub.register("/prices/AAPL")
+    assert weft.split_uri(f"{name}/prices/AAPL") == (name, "/prices/AAPL")
+    with pytest.raises(weft.InvalidNameError):
+        weft.split_uri(name)
+    s = weft.subscribe(f"{name}/prices/AAPL", history=1)
+    pub.publish(topic, b"189.5")
+    assert bytes(s.recv(timeout=5)) == b"189.5"

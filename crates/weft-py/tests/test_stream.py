@@ -1,0 +1,270 @@
+"""The byte stream from Python: records, grants in place, the buffer protocol and its
+release rules, context managers, errors."""
+
+import numpy as np
+import pytest
+
+import weft
+from conftest import in_mapping, numpy_address
+
+
+@pytest.fixture
+def pair(name):
+    w = weft.StreamWriter.create(name, 1 << 20)
+    r = weft.StreamReader.open(name)
+    yield w, r
+    for h in (r, w):
+        try:
+            h.close()
+        except RuntimeError:
+            pass
+
+
+def test_records_round_trip_whole_and_in_order(pair):
+    w, r = pair
+    sent = [bytes([i]) * (i * 37 % 1000) for i in range(200)]
+    for m in sent:
+        w.write(m)
+    for m in sent:
+        with r.read(timeout=5) as g:
+            assert bytes(g) == m
+            assert len(g) == len(m)
+
+
+def test_any_contiguous_buffer_can_be_written(pair):
+    w, r = pair
+    w.write(bytearray(b"abc"))
+    w.write(memoryview(b"xyz123")[1:4])
+    w.write(np.arange(4, dtype=np.uint16))
+    assert bytes(r.read(timeout=5)) == b"abc"
+    g = r.read(timeout=5)
+    assert bytes(g) == b"yz1"
+    g.release()
+    assert bytes(r.read(timeout=5)) == np.arange(4, dtype=np.uint16).tobytes()
+    with pytest.raises(BufferError):
+        w.write(np.arange(16, dtype=np.uint8)[::2])  # not contiguous
+
+
+def test_read_grant_is_in_place_in_the_mapping(pair, name):
+    w, r = pair
+    w.write(np.arange(1000, dtype=np.float32))
+    g = r.read(timeout=5)
+    a = np.frombuffer(g, dtype=np.float32)
+    assert in_mapping(numpy_address(a), name), "numpy sees the shared mapping itself, no copy"
+    assert numpy_address(a) == g._address
+    assert not a.flags.writeable
+    assert (a == np.arange(1000, dtype=np.float32)).all()
+    mv = memoryview(g)
+    assert mv.readonly and mv.nbytes == 4000
+    del a
+    mv.release()
+    g.release()
+
+
+def test_writing_through_a_reservation_is_what_the_reader_reads(pair, name):
+    w, r = pair
+    g = w.reserve(4096)
+    a = np.frombuffer(g, dtype=np.int32)
+    assert in_mapping(numpy_address(a), name)
+    a[:] = np.arange(1024, dtype=np.int32) * 3
+    del a
+    g.commit()
+    got = r.read(timeout=5)
+    assert (np.frombuffer(got, dtype=np.int32) == np.arange(1024) * 3).all()
+
+
+def test_a_read_grant_is_read_only(pair):
+    import io
+
+    w, r = pair
+    w.write(b"x" * 8)
+    g = r.read(timeout=5)
+    mv = memoryview(g)
+    assert mv.readonly
+    with pytest.raises(TypeError):
+        mv[0] = 1
+    mv.release()
+    with pytest.raises((TypeError, BufferError)):
+        io.BytesIO(b"yyyy").readinto(g)  # asks for a writable buffer
+    assert not hasattr(g, "write")
+    assert bytes(g) == b"x" * 8
+
+
+def test_release_refused_while_a_memoryview_is_alive(pair):
+    w, r = pair
+    w.write(b"payload")
+    g = r.read(timeout=5)
+    mv = memoryview(g)
+    with pytest.raises(BufferError):
+        g.release()
+    assert bytes(mv) == b"payload", "the view still reads the record: it was not released"
+    mv.release()
+    g.release()
+    assert g.released
+
+
+def test_release_refused_while_a_numpy_array_is_alive(pair):
+    w, r = pair
+    w.write(np.ones(16, dtype=np.float64))
+    g = r.read(timeout=5)
+    a = np.frombuffer(g, dtype=np.float64)
+    b = a[4:8]  # a view of the view keeps the export alive too
+    del a
+    with pytest.raises(BufferError):
+        g.release()
+    del b
+    g.release()
+
+
+def test_nothing_reads_a_released_grant(pair):
+    w, r = pair
+    w.write(b"gone")
+    g = r.read(timeout=5)
+    g.release()
+    with pytest.raises(ValueError):
+        memoryview(g)
+    with pytest.raises(ValueError):
+        np.frombuffer(g, dtype=np.uint8)
+    with pytest.raises(ValueError):
+        len(g)
+    with pytest.raises(ValueError):
+        bytes(g)
+    g.release()  # twice is fine
+    assert "released" in repr(g)
+
+
+def test_with_block_releases_and_refuses_a_live_export(pair):
+    w, r = pair
+    w.write(b"a")
+    w.write(b"b")
+    with r.read(timeout=5) as g:
+        assert bytes(g) == b"a"
+    assert g.released
+    with pytest.raises(BufferError):
+        with r.read(timeout=5) as g2:
+            kept = memoryview(g2)
+    kept.release()
+    g2.release()
+
+
+def test_reader_is_busy_while_its_grant_is_held(pair):
+    w, r = pair
+    w.write(b"1")
+    w.write(b"2")
+    g = r.read(timeout=5)
+    with pytest.raises(RuntimeError, match="busy"):
+        r.read(timeout=5)
+    with pytest.raises(RuntimeError, match="busy"):
+        r.close()
+    g.release()
+    assert bytes(r.read(timeout=5)) == b"2"
+
+
+def test_grant_outlives_its_reader_object(name):
+    w = weft.StreamWriter.create(name, 4096)
+    r = weft.StreamReader.open(name)
+    w.write(b"kept")
+    g = r.read(timeout=5)
+    del r  # the grant keeps the reader alive
+    import gc
+
+    gc.collect()
+    assert bytes(g) == b"kept"
+    g.release()
+
+
+def test_write_grant_context_commits_or_abandons(pair):
+    w, r = pair
+    with w.reserve(5) as g:
+        g.write(b"hello")
+    assert g.released
+    with pytest.raises(KeyError):
+        with w.reserve(5) as g:
+            g.write(b"never")
+            raise KeyError
+    w.write(b"after")
+    assert bytes(r.read(timeout=5)) == b"hello"
+    assert bytes(r.read(timeout=5)) == b"after", "the abandoned reservation was never seen"
+
+
+def test_commit_a_prefix_and_refuse_a_live_export(pair):
+    w, r = pair
+    g = w.reserve(100)
+    g.write(b"abc", offset=0)
+    mv = memoryview(g)
+    with pytest.raises(BufferError):
+        g.commit(3)
+    mv.release()
+    with pytest.raises(weft.InvalidArgumentError):
+        g.commit(101)
+    g.commit(3)
+    with pytest.raises(ValueError):
+        g.commit(3)
+    assert bytes(r.read(timeout=5)) == b"abc"
+
+
+def test_write_into_a_grant_is_bounded(pair):
+    w, _ = pair
+    g = w.reserve(4)
+    with pytest.raises(ValueError):
+        g.write(b"12345")
+    with pytest.raises(ValueError):
+        g.write(b"12", offset=3)
+    g.abandon()
+
+
+def test_errors_of_a_stream(pair, name):
+    w, r = pair
+    with pytest.raises(weft.TooLargeError) as e:
+        w.write(b"x" * (w.max_record_len + 1))
+    assert e.value.kind == weft.ErrorKind.TooLarge
+    with pytest.raises(weft.EmptyError):
+        r.try_read()
+    with pytest.raises(weft.TimeoutError):
+        r.read(timeout=0.05)
+    with pytest.raises(weft.InUseError) as e:
+        weft.StreamReader.open(name)
+    assert e.value.pid > 0
+    with pytest.raises(weft.NotFoundError):
+        weft.StreamReader.open(name + "-absent")
+    with pytest.raises(weft.InvalidNameError):
+        weft.StreamWriter.create("bad/name", 4096)
+    with pytest.raises(ValueError):
+        r.read(timeout=-1)
+
+
+def test_try_write_raises_full(name):
+    w = weft.StreamWriter.create(name, 4096)
+    r = weft.StreamReader.open(name)
+    with pytest.raises(weft.FullError):
+        for _ in range(1000):
+            w.try_write(b"z" * 1000)
+    with pytest.raises(weft.TimeoutError):
+        w.write(b"z" * 1000, timeout=0.05)
+    r.read(timeout=1).release()
+    r.close()
+
+
+def test_closed_writer_is_drained_then_closed(name):
+    w = weft.StreamWriter.create(name, 4096)
+    r = weft.StreamReader.open(name)
+    w.write(b"last")
+    w.close()
+    assert w.closed
+    with pytest.raises(ValueError):
+        w.write(b"more")
+    assert bytes(r.read(timeout=5)) == b"last"
+    with pytest.raises(weft.ClosedError):
+        r.read(timeout=5)
+
+
+def test_open_waits_for_the_stream(name):
+    import threading
+
+    made = []
+    t = threading.Timer(0.2, lambda: made.append(weft.StreamWriter.create(name, 4096)))
+    t.start()
+    r = weft.StreamReader.open(name, timeout=5)
+    t.join()
+    made[0].write(b"hi")
+    assert bytes(r.read(timeout=5)) == b"hi"
