@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::region::{Layout, get32, put64};
 use common::{Cleanup, Peer, unique};
 use std::time::Duration;
 use weft::pubsub::{Config, Publisher, Subscriber};
@@ -70,21 +71,14 @@ fn a_publisher_under_pool_pressure_reclaims_a_dead_publishers_loans() {
     assert_eq!(p.region_info().free_blocks, 16 - 4);
 }
 
-/// Offsets of the region made with `mid_cfg()` (docs/protocol.md, "Region").
-struct Offsets {
-    ext: u64,
-    holdings: u64,
-    hot: u64,
-    rings: u64,
-    data: u64,
-}
-
 const PARTS: u64 = 8;
 const HELD: u64 = 16;
 const TOPICS: u64 = 4;
 const SLOTS: u64 = 8;
 const BLOCKS: u64 = 64;
 const BLOCK: u64 = 256;
+/// The default: 8, or every topic if there are fewer.
+const INLINE: u64 = 4;
 
 fn mid_cfg() -> Config {
     Config::default()
@@ -96,21 +90,8 @@ fn mid_cfg() -> Config {
         .block_size(BLOCK as usize)
 }
 
-fn offsets() -> Offsets {
-    let ext = 512 + 64 * PARTS;
-    let holdings = ext + 64 * PARTS;
-    let table = (holdings + 4 * PARTS * HELD).div_ceil(64) * 64;
-    let hot = table + 256 * TOPICS;
-    let rings = hot + 128 * TOPICS;
-    let meta = rings + 16 * SLOTS * TOPICS;
-    let data = (meta + 8 * BLOCKS).div_ceil(4096) * 4096;
-    Offsets {
-        ext,
-        holdings,
-        hot,
-        rings,
-        data,
-    }
+fn offsets() -> Layout {
+    Layout::new(PARTS, HELD, TOPICS, SLOTS, BLOCKS, INLINE)
 }
 
 fn file(name: &str) -> std::fs::File {
@@ -119,18 +100,6 @@ fn file(name: &str) -> std::fs::File {
         .write(true)
         .open(common::shm_path(name))
         .unwrap()
-}
-
-fn get32(f: &std::fs::File, off: u64) -> u32 {
-    use std::os::unix::fs::FileExt;
-    let mut b = [0u8; 4];
-    f.read_exact_at(&mut b, off).unwrap();
-    u32::from_le_bytes(b)
-}
-
-fn put64(f: &std::fs::File, off: u64, v: u64) {
-    use std::os::unix::fs::FileExt;
-    f.write_all_at(&v.to_le_bytes(), off).unwrap();
 }
 
 /// A publisher process is SIGKILLed inside `publish`, after claiming sequence 1 and either

@@ -304,6 +304,26 @@ pub(crate) fn process_barrier() -> bool {
     membarrier(MembarrierCommand::PrivateExpedited).is_ok()
 }
 
+/// Registers this process for [`machine_barrier`] issued by any process
+/// (`membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED)`). Returns whether the kernel
+/// accepted it; idempotent.
+pub(crate) fn machine_barrier_register() -> bool {
+    use rustix::thread::{MembarrierCommand, membarrier, membarrier_query};
+    let q = membarrier_query();
+    q.contains_command(MembarrierCommand::GlobalExpedited)
+        && q.contains_command(MembarrierCommand::RegisterGlobalExpedited)
+        && membarrier(MembarrierCommand::RegisterGlobalExpedited).is_ok()
+}
+
+/// Makes every running thread of every process that called [`machine_barrier_register`]
+/// execute a full memory barrier (`membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)`): the heavy
+/// side of a Dekker handshake whose light side runs in other processes. Returns false if the
+/// call failed (then the caller must not rely on it).
+pub(crate) fn machine_barrier() -> bool {
+    use rustix::thread::{MembarrierCommand, membarrier};
+    membarrier(MembarrierCommand::GlobalExpedited).is_ok()
+}
+
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine (and across pid
 /// namespaces), so it can stamp heartbeats that other processes read.
 pub(crate) fn monotonic_ns() -> u64 {

@@ -14,8 +14,9 @@ compile_error!("weft's platform layer is implemented for Linux only (crates/weft
 
 pub(crate) use imp::{
     Mapping, ProcessId, ShmFile, available_cores, futex_wait, futex_wake_all, list_objects,
-    monotonic_ns, pid_alive, pid_namespace, pin_current_thread, process_barrier,
-    process_barrier_register, process_state, process_state_low32,
+    machine_barrier, machine_barrier_register, monotonic_ns, pid_alive, pid_namespace,
+    pin_current_thread, process_barrier, process_barrier_register, process_state,
+    process_state_low32,
 };
 
 use crate::error::{Error, Result};

@@ -23,6 +23,15 @@ pub(crate) const MAX_RING: u64 = 1 << 20;
 pub(crate) const MAX_BLOCKS: u64 = 1 << 24;
 pub(crate) const MAX_BLOCK_SIZE: u64 = (1 << 32) - 64;
 
+/// The largest message of an inline topic: its slot stamp and the message share one 64-byte
+/// cache line.
+pub const INLINE_MAX: usize = 56;
+/// Bytes of one inline area: the ring header (three lines: geometry, claim counter, wake
+/// words) and `ring_slots` slots of at most one line each (`ring::raw`, no gates).
+pub(crate) const fn inline_area_size(ring_slots: u64) -> u64 {
+    192 + 64 * ring_slots
+}
+
 /// The configuration line. Written by the creator before `ready`; every opener reads it once,
 /// validates it (recomputing every offset) and keeps its own copy.
 #[derive(Debug, Default)]
@@ -36,7 +45,8 @@ pub(crate) struct RegionConfig {
     pub(crate) block_size: AtomicU64,
     /// The size of the whole layout (equals the object header's `total_size`).
     pub(crate) total: AtomicU64,
-    _reserved: AtomicU64,
+    /// Inline areas (rings for inline topics), `0 ..= topics`.
+    pub(crate) inline_topics: AtomicU64,
 }
 
 /// The topic-entry states.
@@ -46,6 +56,7 @@ pub(crate) const TOPIC_READY: u32 = 2;
 /// Topic modes as stored.
 pub(crate) const MODE_BLOCKS: u32 = 1;
 pub(crate) const MODE_LATEST: u32 = 2;
+pub(crate) const MODE_INLINE: u32 = 3;
 
 /// One topic-table entry, 256 bytes. Written only under the registration lock, before
 /// `state` becomes [`TOPIC_READY`] (Release); never changed afterwards.
@@ -54,7 +65,7 @@ pub(crate) const MODE_LATEST: u32 = 2;
 pub(crate) struct TopicEntry {
     /// [`TOPIC_FREE`] or [`TOPIC_READY`].
     pub(crate) state: AtomicU32,
-    /// [`MODE_BLOCKS`] or [`MODE_LATEST`] (3, inline, is reserved).
+    /// [`MODE_BLOCKS`], [`MODE_LATEST`] or [`MODE_INLINE`].
     pub(crate) mode: AtomicU32,
     /// Bytes of `name`, `2 ..= 127`.
     pub(crate) name_len: AtomicU32,
@@ -69,7 +80,11 @@ pub(crate) struct TopicEntry {
     pub(crate) type_name_len: AtomicU64,
     /// The type's name (cut to 64 bytes), for error messages; packed like `name`.
     pub(crate) type_name: [AtomicU64; 8],
-    _reserved: [AtomicU64; 2],
+    /// An inline topic's area, `0 .. inline_topics`.
+    pub(crate) inline_area: AtomicU32,
+    /// An inline topic's message size, `1 ..= INLINE_MAX`; 0 for other modes.
+    pub(crate) msg_size: AtomicU32,
+    _reserved: [AtomicU32; 2],
     /// The name, little-endian bytes packed into words, zero-padded.
     pub(crate) name: [AtomicU64; 16],
 }
@@ -115,7 +130,13 @@ pub(crate) struct MemberExt {
     pub(crate) pub_new: AtomicU64,
     /// The descriptor the publish displaced (its reference is ours until released). Owner only.
     pub(crate) pub_old: AtomicU64,
-    _reserved: [AtomicU64; 3],
+    /// The inline topic (index + 1) this publisher publishes, 0 none (`pubsub::inline`).
+    /// Owner only.
+    pub(crate) inl_topic: AtomicU64,
+    /// The inline claim in flight (`pubsub::inline`: `IDLE | b`, `CLAIMING | b`, or a
+    /// sequence). Owner only.
+    pub(crate) inl_seq: AtomicU64,
+    _reserved: AtomicU64,
 }
 
 pub(crate) const ROLE_PUBLISHER: u32 = 1;
@@ -142,6 +163,7 @@ pub(crate) struct Geometry {
     pub(crate) ring_slots: u64,
     pub(crate) blocks: u64,
     pub(crate) block_size: u64,
+    pub(crate) inline_topics: u64,
     pub(crate) rows: u64,
     pub(crate) ext: u64,
     pub(crate) holdings: u64,
@@ -149,6 +171,7 @@ pub(crate) struct Geometry {
     pub(crate) hot: u64,
     pub(crate) stats: u64,
     pub(crate) rings: u64,
+    pub(crate) inline: u64,
     pub(crate) meta: u64,
     pub(crate) data: u64,
     pub(crate) total: u64,
@@ -168,6 +191,7 @@ impl Geometry {
         ring_slots: u64,
         blocks: u64,
         block_size: u64,
+        inline_topics: u64,
     ) -> core::result::Result<Geometry, (&'static str, u64, &'static str)> {
         let check = |what, v: u64, lo: u64, hi: u64, expected| {
             if v < lo || v > hi {
@@ -216,6 +240,13 @@ impl Geometry {
                 "a multiple of 64, 64 ..= 2^32 - 64",
             ));
         }
+        check(
+            "inline topics",
+            inline_topics,
+            0,
+            topics,
+            "0 ..= the number of topics",
+        )?;
         // All counts are bounded above, so only the block area can overflow.
         let overflow = ("region size", u64::MAX, "below 2^64");
         let rows = ROWS_OFFSET;
@@ -225,7 +256,8 @@ impl Geometry {
         let hot = topic_table + 256 * topics;
         let stats = hot + 64 * topics;
         let rings = stats + 64 * topics;
-        let meta = rings + 16 * ring_slots * topics;
+        let inline = round(rings + 16 * ring_slots * topics, 64).ok_or(overflow)?;
+        let meta = inline + inline_area_size(ring_slots) * inline_topics;
         let data = round(meta + 8 * blocks, 4096).ok_or(overflow)?;
         let total = blocks
             .checked_mul(block_size)
@@ -238,6 +270,7 @@ impl Geometry {
             ring_slots,
             blocks,
             block_size,
+            inline_topics,
             rows,
             ext,
             holdings,
@@ -245,6 +278,7 @@ impl Geometry {
             hot,
             stats,
             rings,
+            inline,
             meta,
             data,
             total,
@@ -261,6 +295,7 @@ impl Geometry {
         c.blocks.store(self.blocks, Ordering::Relaxed);
         c.block_size.store(self.block_size, Ordering::Relaxed);
         c.total.store(self.total, Ordering::Relaxed);
+        c.inline_topics.store(self.inline_topics, Ordering::Relaxed);
     }
 
     /// Reads and validates the configuration line of the region `name`, mapped `mapped` bytes.
@@ -275,6 +310,7 @@ impl Geometry {
             c.ring_slots.load(Ordering::Relaxed),
             c.blocks.load(Ordering::Relaxed),
             c.block_size.load(Ordering::Relaxed),
+            c.inline_topics.load(Ordering::Relaxed),
         )
         .map_err(|(what, value, expected)| Error::corrupt(name, what, value, expected))?;
         let total = c.total.load(Ordering::Relaxed);
@@ -339,12 +375,30 @@ mod tests {
 
     #[test]
     fn geometry_checks_every_count() {
-        let g = Geometry::new(32, 256, 64, 256, 1024, 4096).unwrap();
+        let g = Geometry::new(32, 256, 64, 256, 1024, 4096, 8).unwrap();
         assert_eq!(g.data % 4096, 0);
         assert_eq!(g.total, g.data + 1024 * 4096);
-        assert!(Geometry::new(0, 256, 64, 256, 1024, 4096).is_err());
-        assert!(Geometry::new(32, 256, 64, 100, 1024, 4096).is_err());
-        assert!(Geometry::new(32, 256, 64, 256, 1024, 100).is_err());
-        assert!(Geometry::new(32, 256, 64, 256, 1 << 25, 4096).is_err());
+        assert_eq!(g.inline % 64, 0);
+        assert_eq!(g.meta, g.inline + 8 * (192 + 64 * 256));
+        assert!(Geometry::new(0, 256, 64, 256, 1024, 4096, 8).is_err());
+        assert!(Geometry::new(32, 256, 64, 100, 1024, 4096, 8).is_err());
+        assert!(Geometry::new(32, 256, 64, 256, 1024, 100, 8).is_err());
+        assert!(Geometry::new(32, 256, 64, 256, 1 << 25, 4096, 8).is_err());
+        assert!(Geometry::new(32, 256, 64, 256, 1024, 4096, 65).is_err());
+    }
+
+    #[test]
+    fn an_inline_area_holds_the_ring_of_the_largest_inline_message() {
+        use crate::ring::raw::{FLAG_MPMC, Shape};
+        for slots in [2, 256, 1 << 20] {
+            let shape = Shape {
+                capacity: slots,
+                value_size: INLINE_MAX as u64,
+                gates: 0,
+                flags: FLAG_MPMC,
+                watermark: 0,
+            };
+            assert_eq!(shape.bytes() as u64, inline_area_size(slots));
+        }
     }
 }

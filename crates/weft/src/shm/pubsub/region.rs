@@ -3,17 +3,21 @@
 //! a dead participant's blocks and unfinished publish.
 
 use super::layout::{
-    CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_LATEST, MemberExt, POOL_HEAD_OFFSET, RegionConfig,
-    TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine,
+    CONFIG_OFFSET, Geometry, INLINE_MAX, MODE_BLOCKS, MODE_INLINE, MODE_LATEST, MemberExt,
+    POOL_HEAD_OFFSET, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_FREE, TOPIC_READY,
+    TopicEntry, TopicHot, TopicStatsLine, inline_area_size,
 };
 use super::name::TOPIC_MAX;
 use crate::error::{Error, Result, Role};
+use crate::pubsub::inline::{self, Record};
 use crate::pubsub::pool::{BlockMeta, Corrupt, Pool};
 use crate::pubsub::ring::{Ring, Slot, undesc, writing};
+use crate::ring::raw::{FLAG_MPMC, RawRing, Shape};
 use crate::shm::liveness::{Claim, ParticipantRow, PeerStatus};
 use crate::shm::object::Object;
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
 use alloc::string::String;
+use core::ptr::NonNull;
 use core::time::Duration;
 
 /// What a typed topic records about its type.
@@ -31,6 +35,20 @@ pub(crate) struct Region {
     pub(crate) obj: Arc<Object>,
     pub(crate) geo: Geometry,
     pub(crate) liveness: Duration,
+    /// Unique in this process for the life of the process: topic handles name their region
+    /// by it (an address could be reused by a later region).
+    pub(crate) id: u64,
+}
+
+/// The shape of an inline topic's ring.
+pub(crate) fn inline_shape(slots: u64, size: u32) -> Shape {
+    Shape {
+        capacity: slots,
+        value_size: size as u64,
+        gates: 0,
+        flags: FLAG_MPMC,
+        watermark: 0,
+    }
 }
 
 pub(crate) fn corrupt(obj: &Object, c: Corrupt) -> Error {
@@ -44,7 +62,15 @@ impl Region {
         // SAFETY: RegionConfig is all atomics: valid for any bit pattern, shareable.
         let cfg: &RegionConfig = unsafe { obj.at(CONFIG_OFFSET)? };
         let geo = Geometry::load(obj.name(), cfg, obj.len())?;
-        let region = Region { obj, geo, liveness };
+        static IDS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+        // Relaxed: a unique number, nothing is published through it.
+        let id = IDS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        let region = Region {
+            obj,
+            geo,
+            liveness,
+            id,
+        };
         for i in 0..geo.topics as u32 {
             region.topic_name(i)?;
             region.topic_type(i)?;
@@ -135,6 +161,102 @@ impl Region {
         Ok(Ring::new(&hot.tail, slots))
     }
 
+    /// The first byte of inline area `k` (checked against the number of areas).
+    pub(crate) fn inline_base(&self, k: u32) -> Result<NonNull<u8>> {
+        self.check("inline area", k, self.geo.inline_topics)?;
+        let off = self.geo.inline + inline_area_size(self.geo.ring_slots) * k as u64;
+        // SAFETY: area `k` lies inside the inline areas, which attach checked against the
+        // mapping; the mapping is never at null.
+        Ok(unsafe { NonNull::new_unchecked(self.obj.base().add(off as usize)) })
+    }
+
+    /// The inline area and message size of topic `i` (mode inline), validated.
+    pub(crate) fn inline_fields(&self, i: u32) -> Result<(u32, u32)> {
+        let t = self.topic(i)?;
+        // Relaxed: the caller loaded the entry's state with Acquire first; checked here.
+        let area = t.inline_area.load(Ordering::Relaxed);
+        let size = t.msg_size.load(Ordering::Relaxed);
+        self.check("inline area", area, self.geo.inline_topics)?;
+        if size == 0 || size as usize > INLINE_MAX {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "inline message size",
+                size as u64,
+                "1 ..= 56",
+            ));
+        }
+        Ok((area, size))
+    }
+
+    /// The ring of inline topic `i`, its header validated, and the message size.
+    pub(crate) fn inline_ring(&self, i: u32) -> Result<(RawRing, u32)> {
+        let (area, size) = self.inline_fields(i)?;
+        let base = self.inline_base(area)?;
+        let len = inline_area_size(self.geo.ring_slots) as usize;
+        // SAFETY: the area lies inside the mapping (inline_base), is 64-aligned (the inline
+        // areas start on 64 bytes and each is a multiple of 64), holds only atomics, and the
+        // mapping lives as long as `self`, which every user of the ring keeps.
+        let ring = unsafe { RawRing::attach(base, len, size as u64, self.obj.name()) }?;
+        if ring.flags() != FLAG_MPMC || ring.capacity() != self.geo.ring_slots {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "inline ring flags or capacity",
+                ring.flags(),
+                "an MPMC ring of ring_slots slots",
+            ));
+        }
+        Ok((ring, size))
+    }
+
+    /// The record of participant `p`'s inline claim in flight.
+    pub(crate) fn inline_record(&self, p: u32) -> Result<Record<'_>> {
+        let ext = self.ext(p)?;
+        Ok(Record {
+            topic: &ext.inl_topic,
+            seq: &ext.inl_seq,
+        })
+    }
+
+    /// Tries to unstick sequence `x` of inline topic `t` (see `pubsub::inline::unstick`):
+    /// voids it when it was claimed and no live publisher may hold it. Returns whether `x` is
+    /// now complete, void or overwritten.
+    pub(crate) fn unstick_inline(&self, t: u32, ring: RawRing, x: u64) -> bool {
+        use crate::pubsub::inline::Unstuck;
+        let n = self.geo.participants as u32;
+        let voided = inline::unstick(
+            ring,
+            t as u64 + 1,
+            x,
+            |f| {
+                for p in 0..n {
+                    if let Ok(rec) = self.inline_record(p) {
+                        let (topic, seq) = rec.load();
+                        if !f(p, topic, seq) {
+                            return;
+                        }
+                    }
+                }
+            },
+            |p| {
+                self.row(p)
+                    .is_ok_and(|r| r.status(self.liveness) == PeerStatus::Alive)
+            },
+        );
+        match voided {
+            Unstuck::Done => true,
+            Unstuck::Stuck => false,
+            Unstuck::Voided => {
+                if let Ok(s) = self.stats(t) {
+                    // Relaxed: a statistic.
+                    s.recovered.fetch_add(1, Ordering::Relaxed);
+                }
+                let s = ring.signal();
+                crate::ring::wake::wake_always(&s.notify);
+                true
+            }
+        }
+    }
+
     pub(crate) fn pool(&self) -> Pool<'_> {
         // SAFETY: the head has its own line at POOL_HEAD_OFFSET; the metadata area holds
         // `blocks` entries (Geometry).
@@ -173,13 +295,16 @@ impl Region {
         }
         // Relaxed: ordered after the Acquire load of `state`; each value is checked.
         let mode = t.mode.load(Ordering::Relaxed);
-        if mode != MODE_BLOCKS && mode != MODE_LATEST {
+        if !matches!(mode, MODE_BLOCKS | MODE_LATEST | MODE_INLINE) {
             return Err(Error::corrupt(
                 self.obj.name(),
                 "topic mode",
                 mode as u64,
-                "1 (blocks) or 2 (latest)",
+                "1 (blocks), 2 (latest) or 3 (inline)",
             ));
+        }
+        if mode == MODE_INLINE {
+            self.inline_fields(i)?;
         }
         // Relaxed: as above.
         let len = t.name_len.load(Ordering::Relaxed) as usize;
@@ -300,9 +425,8 @@ impl Region {
                 let ext = self.ext(i)?;
                 // Relaxed: read by subscribers' liveness scans, which tolerate a stale value
                 // for one round.
-                if ext.role.load(Ordering::Relaxed) == super::layout::ROLE_PUBLISHER {
-                    ext.role
-                        .store(super::layout::ROLE_DEAD_PUBLISHER, Ordering::Relaxed);
+                if ext.role.load(Ordering::Relaxed) == ROLE_PUBLISHER {
+                    ext.role.store(ROLE_DEAD_PUBLISHER, Ordering::Relaxed);
                 }
                 drop(claim);
                 n
@@ -369,6 +493,20 @@ impl Region {
             }
             ext.pub_topic.store(0, Ordering::Relaxed);
         }
+        // The inline claim in flight: cleared first (the row is ours now and would count as a
+        // live holder), then the sequence it held is voided if it was never written.
+        let rec = self.inline_record(i)?;
+        let (topic, seq) = rec.load();
+        rec.clear();
+        if topic != 0
+            && let Some(x) = inline::held(topic, seq, topic)
+        {
+            let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
+            if self.topic_name(t)?.is_some_and(|(_, m)| m == MODE_INLINE) {
+                let (ring, _) = self.inline_ring(t)?;
+                self.unstick_inline(t, ring, x);
+            }
+        }
         let old = ext.pub_old.swap(0, Ordering::AcqRel);
         if let Some((b, _)) = undesc(old) {
             pool.release(b).map_err(|c| corrupt(&self.obj, c))?;
@@ -389,7 +527,6 @@ impl Region {
     /// no publisher is alive and at least one died; `None` otherwise (one lives, or none
     /// ever came, or all left cleanly).
     pub(crate) fn publishers_dead(&self) -> Option<u32> {
-        use super::layout::{ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER};
         let mut dead = None;
         for i in 0..self.geo.participants as u32 {
             let (Ok(row), Ok(ext)) = (self.row(i), self.ext(i)) else {
@@ -435,6 +572,8 @@ impl Member {
     /// Claims a free (never used, left, or dead) row, reclaiming what its previous owner held,
     /// and every other dead participant's blocks too.
     pub(crate) fn join(region: Arc<Region>, role: Role) -> Result<Arc<Member>> {
+        // Before this process can publish on or park on an inline topic (see ring::wake).
+        crate::ring::wake::init_machine();
         let n = region.geo.participants as u32;
         for i in 0..n {
             if region.row(i)?.status(region.liveness) == PeerStatus::Alive {
@@ -449,7 +588,7 @@ impl Member {
             region.recover(i)?;
             let ext = region.ext(i)?;
             let r = if role == Role::Publisher {
-                super::layout::ROLE_PUBLISHER
+                ROLE_PUBLISHER
             } else {
                 super::layout::ROLE_SUBSCRIBER
             };
