@@ -223,6 +223,7 @@ fn scribble(args: &[String]) -> i32 {
         (l.holdings, 4 * parts * held),  // holdings
         (l.inline, inline_bytes.max(4)), // inline rings: headers, stamps, values
         (l.ext, 64 * parts),             // publish records
+        (l.pubmap, l.rings - l.pubmap),  // publishers maps
     ];
     let mut rng = Rng(seed);
     let until = Instant::now() + Duration::from_millis(millis);

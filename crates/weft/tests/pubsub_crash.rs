@@ -286,3 +286,91 @@ fn a_slot_held_by_a_live_stalled_publisher_is_never_taken() {
     assert_eq!(p.publish(&t, b"now").unwrap(), 16);
     peer.kill9();
 }
+
+/// Waits on `sub` for at most `within` and expects `PeerDead` of a publisher.
+fn expect_dead(sub: &mut weft::pubsub::Subscription, within: Duration) {
+    match sub.recv_timeout(within) {
+        Err(weft::Error::PeerDead { role, .. }) => assert_eq!(role, weft::Role::Publisher),
+        other => panic!("expected PeerDead, got {other:?}"),
+    }
+}
+
+/// Receives the one message a `pubsub-linger … 1 0` peer sends.
+fn first(sub: &mut weft::pubsub::Subscription) {
+    assert_eq!(
+        &*sub.recv_timeout(Duration::from_secs(5)).unwrap(),
+        &0u64.to_le_bytes()
+    );
+}
+
+#[test]
+fn a_topic_whose_publishers_all_died_reports_it_while_another_topics_publisher_lives() {
+    let name = unique("pc-topic-dead");
+    let _c = Cleanup(name.clone());
+    // The creator stays: a live publisher of neither topic.
+    let owner = Publisher::create(&name, &Config::default()).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut a = Peer::spawn(&["pubsub-linger", &name, "/a", "1", "0"]);
+    let mut b = Peer::spawn(&["pubsub-linger", &name, "/b", "1", "0"]);
+    a.expect("ready");
+    b.expect("ready");
+    let mut sa = s.subscribe_with_history("/a", 1).unwrap();
+    let mut sb = s.subscribe_with_history("/b", 1).unwrap();
+    first(&mut sa);
+    first(&mut sb);
+    a.expect("sent");
+    b.expect("sent");
+    // Both alive: nothing to say.
+    assert!(matches!(
+        sa.recv_timeout(Duration::from_millis(150)),
+        Err(weft::Error::Timeout)
+    ));
+    a.kill9();
+    // /a's only publisher is dead: reported within the check period, although /b's
+    // publisher and the region's creator live.
+    expect_dead(&mut sa, Duration::from_secs(2));
+    assert!(matches!(
+        sb.recv_timeout(Duration::from_millis(300)),
+        Err(weft::Error::Timeout)
+    ));
+    b.kill9();
+    expect_dead(&mut sb, Duration::from_secs(2));
+    // A new publisher registering /a takes it over: the death is forgotten.
+    let t = owner.register("/a").unwrap();
+    assert!(matches!(
+        sa.recv_timeout(Duration::from_millis(150)),
+        Err(weft::Error::Timeout)
+    ));
+    owner.publish(&t, b"back").unwrap();
+    assert_eq!(&*sa.recv_timeout(Duration::from_secs(1)).unwrap(), b"back");
+}
+
+#[test]
+fn a_topic_with_one_live_publisher_left_is_not_dead() {
+    let name = unique("pc-topic-two");
+    let _c = Cleanup(name.clone());
+    // The creator stays, a live publisher of no topic.
+    let _owner = Publisher::create(&name, &Config::default()).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut p1 = Peer::spawn(&["pubsub-linger", &name, "/t", "1", "0"]);
+    p1.expect("ready");
+    let mut p2 = Peer::spawn(&["pubsub-linger", &name, "/t", "1", "0"]);
+    p2.expect("ready");
+    p1.expect("sent");
+    p2.expect("sent");
+    let mut sub = s.subscribe_with_history("/t", 2).unwrap();
+    first(&mut sub);
+    first(&mut sub);
+    p1.kill9();
+    assert!(matches!(
+        sub.recv_timeout(Duration::from_millis(300)),
+        Err(weft::Error::Timeout)
+    ));
+    p2.kill9();
+    expect_dead(&mut sub, Duration::from_secs(2));
+    // Both dead rows taken by new participants: their bits are gone, the death is still
+    // remembered by the topic.
+    let _j1 = Subscriber::connect(&name).unwrap();
+    let _j2 = Subscriber::connect(&name).unwrap();
+    expect_dead(&mut sub, Duration::from_secs(2));
+}

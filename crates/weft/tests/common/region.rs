@@ -14,6 +14,7 @@ pub struct Layout {
     pub table: u64,
     pub hot: u64,
     pub stats: u64,
+    pub pubmap: u64,
     pub rings: u64,
     pub inline: u64,
     pub inline_area: u64,
@@ -36,7 +37,8 @@ impl Layout {
         let table = (holdings + 4 * participants * held).div_ceil(64) * 64;
         let hot = table + 256 * topics;
         let stats = hot + 64 * topics;
-        let rings = stats + 64 * topics;
+        let pubmap = stats + 64 * topics;
+        let rings = (pubmap + 8 * participants.div_ceil(64) * topics).div_ceil(64) * 64;
         let inline = (rings + 16 * slots * topics).div_ceil(64) * 64;
         let inline_area = 192 + 64 * slots;
         let meta = inline + inline_area * inline_topics;
@@ -51,6 +53,7 @@ impl Layout {
             table,
             hot,
             stats,
+            pubmap,
             rings,
             inline,
             inline_area,

@@ -110,7 +110,11 @@ pub(crate) struct TopicStatsLine {
     pub(crate) lagged: AtomicU64,
     /// Unfinished publishes of dead publishers that a survivor completed or voided.
     pub(crate) recovered: AtomicU64,
-    _reserved: [AtomicU64; 5],
+    /// The pid of a publisher of the topic that died and whose row was then taken by another
+    /// participant (so its bit in the publishers map is gone), 0 none; cleared when a
+    /// publisher registers the topic. Written by joiners and registrars.
+    pub(crate) died: AtomicU64,
+    _reserved: [AtomicU64; 4],
 }
 
 /// Per-participant pub/sub state next to its liveness row: its role and the record of the
@@ -170,6 +174,9 @@ pub(crate) struct Geometry {
     pub(crate) topic_table: u64,
     pub(crate) hot: u64,
     pub(crate) stats: u64,
+    pub(crate) pubmap: u64,
+    /// Words per topic in the publishers map: `ceil(participants / 64)`.
+    pub(crate) pubmap_words: u64,
     pub(crate) rings: u64,
     pub(crate) inline: u64,
     pub(crate) meta: u64,
@@ -255,7 +262,9 @@ impl Geometry {
         let topic_table = round(holdings + 4 * participants * held, 64).ok_or(overflow)?;
         let hot = topic_table + 256 * topics;
         let stats = hot + 64 * topics;
-        let rings = stats + 64 * topics;
+        let pubmap = stats + 64 * topics;
+        let pubmap_words = participants.div_ceil(64);
+        let rings = round(pubmap + 8 * pubmap_words * topics, 64).ok_or(overflow)?;
         let inline = round(rings + 16 * ring_slots * topics, 64).ok_or(overflow)?;
         let meta = inline + inline_area_size(ring_slots) * inline_topics;
         let data = round(meta + 8 * blocks, 4096).ok_or(overflow)?;
@@ -277,6 +286,8 @@ impl Geometry {
             topic_table,
             hot,
             stats,
+            pubmap,
+            pubmap_words,
             rings,
             inline,
             meta,

@@ -895,6 +895,8 @@ impl Publisher {
 
     fn topic_handle(&self, index: u32, name: &str, fingerprint: Option<u64>) -> Result<Topic> {
         let r = self.region();
+        // From now on a subscriber of this topic that finds us dead reports it.
+        r.mark_publisher(index, self.member.index)?;
         let mode = topic_mode(r, index)?;
         let inline = if mode == TopicMode::Inline {
             let (ring, size) = r.inline_ring(index)?;
@@ -1573,9 +1575,11 @@ impl Subscription {
     ///
     /// # Errors
     /// As [`Subscription::try_recv`], without `Empty`; [`Error::PeerDead`] with
-    /// [`Role::Publisher`] once everything published was received, no publisher of the
-    /// region is alive and at least one died (checked every 50 ms while waiting; a publisher
-    /// in another pid namespace is judged by its heartbeat and [`Config::liveness_timeout`]).
+    /// [`Role::Publisher`] once everything published was received, no publisher of *this
+    /// topic* is alive and at least one of them died (publishers of other topics do not
+    /// count; checked every 50 ms while waiting; a publisher in another pid namespace is
+    /// judged by its heartbeat, so within [`Config::liveness_timeout`]). A publisher that
+    /// registers the topic afterwards takes it over: the death is forgotten.
     pub fn recv(&mut self) -> Result<Sample> {
         self.recv_inner(self.wait, Deadline::never())
     }
@@ -1618,7 +1622,7 @@ impl Subscription {
                 let now = sys::monotonic_ns();
                 if now >= next_check {
                     next_check = now + CHECK_INTERVAL.as_nanos() as u64;
-                    if let Some(pid) = self.member.region.publishers_dead() {
+                    if let Some(pid) = self.member.region.topic_publishers_dead(self.topic) {
                         return Err(Error::PeerDead {
                             name: alloc::format!("{}{}", self.member.name(), self.name),
                             role: Role::Publisher,

@@ -523,28 +523,96 @@ impl Region {
         Ok(released)
     }
 
-    /// The publishers' state for a waiting subscriber: `Some(pid)` of a dead publisher when
-    /// no publisher is alive and at least one died; `None` otherwise (one lives, or none
-    /// ever came, or all left cleanly).
-    pub(crate) fn publishers_dead(&self) -> Option<u32> {
+    /// Topic `t`'s publishers map: bit `p` is set while participant `p` is (or was, until its
+    /// row is taken by another participant) a publisher of the topic.
+    pub(crate) fn pubmap(&self, t: u32) -> Result<&[AtomicU64]> {
+        self.check("topic index", t, self.geo.topics)?;
+        let w = self.geo.pubmap_words;
+        // SAFETY: the publishers map holds `pubmap_words` words per topic (Geometry).
+        Ok(unsafe { self.slice::<AtomicU64>(self.geo.pubmap + 8 * w * t as u64, w) })
+    }
+
+    /// The participants whose bit is set in `map` (indices from a word another process may
+    /// write: callers check them like any other index).
+    fn members_of(map: &[AtomicU64]) -> impl Iterator<Item = u32> + '_ {
+        map.iter().enumerate().flat_map(|(w, word)| {
+            // Acquire: pairs with the Release fetch_or in `mark_publisher`: the bit's owner
+            // had claimed its row (and written its role) before setting it.
+            let mut bits = word.load(Ordering::Acquire);
+            core::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    (w as u32) * 64 + b
+                })
+            })
+        })
+    }
+
+    /// Participant `p` publishes topic `t` (it registered it): the topic's publishers that are
+    /// no longer alive are forgotten, and so is a remembered death (a new publisher took the
+    /// topic over), then `p`'s bit is set.
+    pub(crate) fn mark_publisher(&self, t: u32, p: u32) -> Result<()> {
+        let map = self.pubmap(t)?;
+        for q in Self::members_of(map) {
+            let alive = self
+                .row(q)
+                .is_ok_and(|r| r.status(self.liveness) == PeerStatus::Alive);
+            if q != p
+                && !alive
+                && let Some(word) = map.get(q as usize / 64)
+            {
+                // Relaxed: a hint for waiting subscribers, who re-read it every check.
+                word.fetch_and(!(1u64 << (q % 64)), Ordering::Relaxed);
+            }
+        }
+        // Relaxed: as above.
+        self.stats(t)?.died.store(0, Ordering::Relaxed);
+        // SYNC POINT: Release pairs with the Acquire load in `members_of`.
+        map[p as usize / 64].fetch_or(1u64 << (p % 64), Ordering::Release);
+        Ok(())
+    }
+
+    /// Row `i` was just taken by a new participant: its previous owner's bits go from every
+    /// topic's publishers map, and if that owner was a publisher that died (`dead_pid`), each
+    /// of its topics remembers the death.
+    pub(crate) fn forget_publisher(&self, i: u32, dead_pid: Option<u32>) -> Result<()> {
+        for t in 0..self.geo.topics as u32 {
+            let word = &self.pubmap(t)?[i as usize / 64];
+            let bit = 1u64 << (i % 64);
+            // Relaxed: our own row's bit; subscribers re-read the map every check.
+            if word.fetch_and(!bit, Ordering::Relaxed) & bit != 0
+                && let Some(pid) = dead_pid
+            {
+                // Relaxed: as above.
+                self.stats(t)?.died.store(pid as u64, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Topic `t`'s publishers, for a subscriber waiting on it: `Some(pid)` of a dead publisher
+    /// when no publisher of the topic is alive and at least one died; `None` otherwise (one
+    /// lives, or none ever came, or all left cleanly). Publishers of other topics do not count.
+    pub(crate) fn topic_publishers_dead(&self, t: u32) -> Option<u32> {
+        let map = self.pubmap(t).ok()?;
         let mut dead = None;
-        for i in 0..self.geo.participants as u32 {
-            let (Ok(row), Ok(ext)) = (self.row(i), self.ext(i)) else {
+        for q in Self::members_of(map) {
+            let (Ok(row), Ok(ext)) = (self.row(q), self.ext(q)) else {
                 continue;
             };
             // Relaxed: see `reclaim_row`.
             let role = ext.role.load(Ordering::Relaxed);
-            if role != ROLE_PUBLISHER && role != ROLE_DEAD_PUBLISHER {
-                continue;
-            }
             match row.status(self.liveness) {
-                PeerStatus::Alive if role == ROLE_PUBLISHER => return None,
+                PeerStatus::Alive => return None,
                 PeerStatus::Dead { pid } => dead = Some(pid),
                 _ if role == ROLE_DEAD_PUBLISHER => dead = Some(row.pid()),
                 _ => {}
             }
         }
-        dead
+        // Relaxed: a hint re-read every check.
+        let remembered = self.stats(t).ok()?.died.load(Ordering::Relaxed);
+        dead.or((remembered != 0).then_some(remembered as u32))
     }
 
     /// Whether any participant other than row `except` is alive.
@@ -576,9 +644,16 @@ impl Member {
         crate::ring::wake::init_machine();
         let n = region.geo.participants as u32;
         for i in 0..n {
-            if region.row(i)?.status(region.liveness) == PeerStatus::Alive {
-                continue;
-            }
+            let row = region.row(i)?;
+            let dead_pid = match row.status(region.liveness) {
+                PeerStatus::Alive => continue,
+                PeerStatus::Dead { pid } => Some(pid),
+                // Relaxed: see `reclaim_row`.
+                _ if region.ext(i)?.role.load(Ordering::Relaxed) == ROLE_DEAD_PUBLISHER => {
+                    Some(row.pid())
+                }
+                _ => None,
+            };
             let claim = match Claim::take(&region.obj, region.row_offset(i), role, region.liveness)
             {
                 Ok(c) => c,
@@ -586,6 +661,7 @@ impl Member {
                 Err(e) => return Err(e),
             };
             region.recover(i)?;
+            region.forget_publisher(i, dead_pid)?;
             let ext = region.ext(i)?;
             let r = if role == Role::Publisher {
                 ROLE_PUBLISHER
