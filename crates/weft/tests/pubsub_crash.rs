@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::region::{Layout, get32, put64};
+use common::region::{Layout, get32, is_block, put64};
 use common::{Cleanup, Peer, unique};
 use std::time::Duration;
 use weft::pubsub::{Config, Publisher, Subscriber};
@@ -26,8 +26,12 @@ fn a_killed_subscriber_holding_200_samples_is_reclaimed() {
         p.publish(&t, &i.to_le_bytes()).unwrap();
     }
     assert_eq!(p.region_info().free_blocks, 512 - 256 - 200);
+    assert_eq!(p.stats(&t).unwrap().subscribers, 1);
     peer.kill9();
+    // Counted until reclaimed, then not.
+    assert_eq!(p.stats(&t).unwrap().subscribers, 1);
     assert_eq!(p.reclaim().unwrap(), 200);
+    assert_eq!(p.stats(&t).unwrap().subscribers, 0);
     // Full again: only the ring's descriptors hold blocks.
     assert_eq!(p.region_info().free_blocks, 512 - 256);
     assert_eq!(p.reclaim().unwrap(), 0);
@@ -36,6 +40,43 @@ fn a_killed_subscriber_holding_200_samples_is_reclaimed() {
     let mut sub = s.subscribe("/held").unwrap();
     p.publish(&t, b"after").unwrap();
     assert_eq!(&*sub.try_recv().unwrap(), b"after");
+}
+
+#[test]
+fn a_killed_subscribers_subscriptions_stop_counting_when_someone_joins() {
+    let name = unique("pc-subcount");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let a = p.register("/a").unwrap();
+    let b = p
+        .register_spec("/b", &weft::pubsub::TopicSpec::inline(8))
+        .unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let _mine = s.subscribe("/a").unwrap();
+    let mut peers: Vec<Peer> = ["/a", "/a", "/b"]
+        .iter()
+        .map(|t| Peer::spawn(&["pubsub-hold", &name, t, "0"]))
+        .collect();
+    for peer in &mut peers {
+        peer.expect("ready");
+        peer.expect("holding 0");
+    }
+    let counts = || {
+        (
+            p.stats(&a).unwrap().subscribers,
+            p.stats(&b).unwrap().subscribers,
+        )
+    };
+    assert_eq!(counts(), (3, 1));
+    peers[0].kill9();
+    peers[2].kill9();
+    assert_eq!(counts(), (3, 1));
+    // A new participant reclaims the dead ones as it joins.
+    let _joiner = Subscriber::connect(&name).unwrap();
+    assert_eq!(counts(), (2, 0));
+    // A subscription dropped cleanly stops counting at once.
+    drop(_mine);
+    assert_eq!(counts(), (1, 0));
 }
 
 #[test]
@@ -128,7 +169,7 @@ fn killed_mid_publish(stored: bool) {
         .find_map(|r| {
             let held: Vec<u32> = (0..HELD)
                 .map(|e| get32(&f, o.holdings + 4 * (HELD * r + e)))
-                .filter(|&v| v != 0)
+                .filter(|&v| is_block(v))
                 .map(|v| v - 1)
                 .collect();
             (held.len() == 2).then_some((r, held))
@@ -263,7 +304,7 @@ fn a_slot_held_by_a_live_stalled_publisher_is_never_taken() {
     let o = offsets();
     let f = file(&name);
     let row = (0..PARTS)
-        .find(|r| (0..HELD).any(|e| get32(&f, o.holdings + 4 * (HELD * r + e)) != 0))
+        .find(|r| (0..HELD).any(|e| is_block(get32(&f, o.holdings + 4 * (HELD * r + e)))))
         .expect("the live publisher's row");
     // It claimed sequence 8 (slot 0) and stalls there: preempted, not dead.
     put64(&f, o.rings, (1 << 63) | (row << 40) | 8);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::region::{Layout, get32, put64};
+use common::region::{Layout, get32, is_block, put64};
 use common::tick::Tick;
 use common::{Cleanup, Peer, unique};
 use std::time::Duration;
@@ -299,7 +299,7 @@ fn peer_row(name: &str) -> u64 {
     let f = file(name);
     let l = Layout::of_file(&f);
     (0..l.participants)
-        .find(|&r| (0..l.held).any(|e| get32(&f, l.holding(r, e)) != 0))
+        .find(|&r| (0..l.held).any(|e| is_block(get32(&f, l.holding(r, e)))))
         .expect("the peer's row")
 }
 

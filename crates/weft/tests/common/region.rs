@@ -121,3 +121,8 @@ pub fn put32(f: &std::fs::File, off: u64, v: u32) {
     use std::os::unix::fs::FileExt;
     f.write_all_at(&v.to_le_bytes(), off).unwrap();
 }
+
+/// Whether a holdings entry records a block reference (not empty, not a subscription).
+pub fn is_block(entry: u32) -> bool {
+    entry != 0 && entry & (1 << 31) == 0
+}

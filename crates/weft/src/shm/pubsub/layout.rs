@@ -104,8 +104,9 @@ pub(crate) struct TopicHot {
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub(crate) struct TopicStatsLine {
-    /// Live subscriptions (incremented on subscribe, decremented on drop or reclaim).
-    pub(crate) subscribers: AtomicU64,
+    /// Unused (zero): the number of subscriptions is counted from the holdings, where every
+    /// subscription is recorded (`region::SUB_TAG`).
+    _subscribers: AtomicU64,
     /// Messages subscribers reported lost (sum of every `Lagged { skipped }`).
     pub(crate) lagged: AtomicU64,
     /// Unfinished publishes of dead publishers that a survivor completed or voided.

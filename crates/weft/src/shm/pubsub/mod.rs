@@ -134,7 +134,8 @@ impl Config {
         self.participants = n as u64;
         self
     }
-    /// Block references (samples and loans) one participant may hold at once, 1 ..= 65536.
+    /// Block references (samples and loans) and subscriptions one participant may hold at
+    /// once, 1 ..= 65536.
     pub fn max_held(mut self, n: usize) -> Config {
         self.max_held = n as u64;
         self
@@ -340,7 +341,9 @@ pub struct TopicStats {
     pub published: u64,
     /// Messages subscribers reported lost (sum of their `Lagged { skipped }`).
     pub lagged: u64,
-    /// Subscriptions open now (a killed subscriber's is not subtracted).
+    /// Subscriptions open now: every participant records its subscriptions, so a killed
+    /// subscriber's count until a survivor reclaims it (on joining, under pool pressure, or
+    /// an explicit `reclaim`).
     pub subscribers: u64,
     /// Unfinished publishes of dead publishers completed or voided by a survivor.
     pub recovered: u64,
@@ -431,7 +434,7 @@ fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
         published: published(r, i)?,
         // Relaxed: statistics.
         lagged: s.lagged.load(Ordering::Relaxed),
-        subscribers: s.subscribers.load(Ordering::Relaxed),
+        subscribers: r.subscriptions(i),
         recovered: s.recovered.load(Ordering::Relaxed),
     })
 }
@@ -1445,10 +1448,12 @@ impl Subscriber {
         // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one.
         let back = (history as u64).min(r.geo.ring_slots - 1);
         let next = tail.saturating_sub(back);
-        // Relaxed: a statistic.
-        r.stats(i)?.subscribers.fetch_add(1, Ordering::Relaxed);
+        // The record makes this subscription count in the topic's statistics until it is
+        // dropped, or until its participant is reclaimed if it dies.
+        let entry = self.member.hold_subscription(i)?;
         Ok(Subscription {
             member: self.member.clone(),
+            entry,
             topic: i,
             name: topic.into(),
             next,
@@ -1516,6 +1521,8 @@ impl Subscriber {
 #[derive(Debug)]
 pub struct Subscription {
     member: Arc<Member>,
+    /// The holdings entry that records this subscription.
+    entry: u32,
     topic: u32,
     name: String,
     /// The next sequence to deliver.
@@ -1865,12 +1872,7 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        if let Ok(s) = self.member.region.stats(self.topic) {
-            // Relaxed: a statistic.
-            let _ = s
-                .subscribers
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
-        }
+        self.member.unhold(self.entry);
     }
 }
 

@@ -20,6 +20,10 @@ use alloc::string::String;
 use core::ptr::NonNull;
 use core::time::Duration;
 
+/// A holdings entry with this bit set records a subscription to topic `value & !SUB_TAG`
+/// rather than a block reference (block references are `block + 1 <= 2^24`).
+pub(crate) const SUB_TAG: u32 = 1 << 31;
+
 /// What a typed topic records about its type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TypeInfo {
@@ -515,12 +519,31 @@ impl Region {
         for h in self.holdings(i)? {
             // AcqRel: Acquire pairs with the Release store in `hold` of the previous owner.
             let v = h.swap(0, Ordering::AcqRel);
-            if v != 0 {
+            // A subscription's record is simply dropped: the topic's count of subscriptions
+            // is the number of such records.
+            if v != 0 && v & SUB_TAG == 0 {
                 pool.release(v - 1).map_err(|c| corrupt(&self.obj, c))?;
                 released += 1;
             }
         }
         Ok(released)
+    }
+
+    /// The subscriptions to topic `t` recorded in every participant's holdings (those of a
+    /// dead participant until it is reclaimed). A scan of the whole holdings table: for
+    /// statistics, never on a hot path.
+    pub(crate) fn subscriptions(&self, t: u32) -> u64 {
+        let mut n = 0;
+        for i in 0..self.geo.participants as u32 {
+            if let Ok(hs) = self.holdings(i) {
+                n += hs
+                    .iter()
+                    // Relaxed: a statistic, racy by nature.
+                    .filter(|h| h.load(Ordering::Relaxed) == SUB_TAG | t)
+                    .count() as u64;
+            }
+        }
+        n
     }
 
     /// Topic `t`'s publishers map: bit `p` is set while participant `p` is (or was, until its
@@ -692,6 +715,16 @@ impl Member {
 
     /// Records a reference on block `b`; returns the holdings entry.
     pub(crate) fn hold(&self, b: u32) -> Result<u32> {
+        self.record(b + 1)
+    }
+
+    /// Records a subscription to topic `t`; returns the holdings entry.
+    pub(crate) fn hold_subscription(&self, t: u32) -> Result<u32> {
+        self.record(SUB_TAG | t)
+    }
+
+    /// Claims a free holdings entry for `v`.
+    fn record(&self, v: u32) -> Result<u32> {
         let hs = self.region.holdings(self.index)?;
         let n = hs.len() as u32;
         // Relaxed: a hint.
@@ -704,7 +737,7 @@ impl Member {
                 // reclaimer sees the record. Entries are claimed by CAS so that samples
                 // received on several threads never share one.
                 && hs[e as usize]
-                    .compare_exchange(0, b + 1, Ordering::Release, Ordering::Relaxed)
+                    .compare_exchange(0, v, Ordering::Release, Ordering::Relaxed)
                     .is_ok()
             {
                 // Relaxed: a hint.
@@ -713,7 +746,7 @@ impl Member {
             }
         }
         Err(Error::InvalidArgument {
-            what: "samples and loans held at once",
+            what: "samples, loans and subscriptions held at once",
             value: n as u64,
             expected: "at most Config::max_held",
         })
