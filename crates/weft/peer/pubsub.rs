@@ -217,7 +217,7 @@ fn scribble(args: &[String]) -> i32 {
     let targets = [
         (l.rings, 16 * slots * topics),  // descriptors and stamps
         (l.meta, 8 * blocks),            // reference counts and links
-        (192, 8),                        // free-list head
+        (256, 8),                        // registration lock
         (l.table, 256 * topics),         // topic table
         (l.hot, 64 * topics),            // tails
         (l.holdings, 4 * parts * held),  // holdings

@@ -415,3 +415,95 @@ fn a_topic_with_one_live_publisher_left_is_not_dead() {
     let _j2 = Subscriber::connect(&name).unwrap();
     expect_dead(&mut sub, Duration::from_secs(2));
 }
+
+/// A block word's mark: the participant `row` is taking (or dropping) a reference for its
+/// holdings entry `entry` (docs/protocol.md, "Block pool").
+fn mark(drop: bool, row: u64, entry: u64) -> u64 {
+    (1 << 63) | if drop { 1 << 62 } else { 0 } | (row << 49) | (entry << 32)
+}
+
+/// A subscriber process is SIGKILLed in the middle of taking or dropping a reference on the
+/// block of sequence 0 (or a publisher in the middle of allocating block 5). No signal can be
+/// aimed at those few instructions, so the state each kill point leaves is written into the
+/// region: the dead participant's holdings entry and the block's word (count and mark). The
+/// next participant to join settles it: the block ends with exactly the ring's reference
+/// (block 5: free), and a reader is not held up.
+#[test]
+fn a_reference_in_flight_when_its_holder_is_killed_is_settled_exactly() {
+    const TAKING: u32 = 1 << 30;
+    const DONE: u32 = 1 << 29;
+    // (case, entry value, block, block word, count left afterwards)
+    let cases = [
+        ("take intent only", TAKING | 1, 0, 1, 1),
+        (
+            "taken, not recorded",
+            TAKING | 1,
+            0,
+            2 | mark(false, 9, 1),
+            1,
+        ),
+        (
+            "taken and recorded, mark left",
+            1,
+            0,
+            2 | mark(false, 9, 1),
+            1,
+        ),
+        ("held, nothing in flight", 1, 0, 2, 1),
+        ("dropped, not recorded", 1, 0, 1 | mark(true, 9, 1), 1),
+        (
+            "dropped and recorded, mark left",
+            DONE | 1,
+            0,
+            1 | mark(true, 9, 1),
+            1,
+        ),
+        (
+            "allocated, not recorded",
+            TAKING | 6,
+            5,
+            1 | mark(false, 9, 1),
+            0,
+        ),
+        (
+            "allocated and recorded, mark left",
+            6,
+            5,
+            1 | mark(false, 9, 1),
+            0,
+        ),
+    ];
+    for (case, value, block, word, left) in cases {
+        let name = unique("pc-inflight");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &mid_cfg()).unwrap();
+        let t = p.register("/t").unwrap();
+        // The first loan takes block 0; the ring keeps it.
+        p.publish(&t, b"zero").unwrap();
+        let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "0"]);
+        peer.expect("ready");
+        peer.expect("holding 0");
+        peer.kill9();
+        let o = offsets();
+        let f = file(&name);
+        // The dead subscriber's row: the one whose holdings record a subscription to /t.
+        let row = (0..PARTS)
+            .find(|&r| (0..HELD).any(|e| get32(&f, o.holding(r, e)) == 1 << 31))
+            .expect("the dead subscriber's row");
+        let word = if word >> 32 == 0 {
+            word
+        } else {
+            // Name the real row in the mark.
+            (word & !(0x3ff << 49)) | (row << 49)
+        };
+        common::region::put32(&f, o.holding(row, 1), value);
+        put64(&f, o.meta + 8 * block, word);
+        // A reader of sequence 0 joins: its join settles the dead row.
+        let s = Subscriber::connect(&name).unwrap();
+        let count = common::region::get64(&f, o.meta + 8 * block);
+        assert_eq!(count, left, "{case}: the block's word afterwards");
+        let mut sub = s.subscribe_with_history("/t", 1).unwrap();
+        assert_eq!(&*sub.try_recv().unwrap(), b"zero", "{case}");
+        assert_eq!(p.region_info().free_blocks, BLOCKS - 1, "{case}");
+    }
+}

@@ -159,9 +159,30 @@ fn bad_descriptors_and_counts_are_errors() {
     let hot = topic_table() + 256 * 4;
     write_u64(&name, hot, u64::MAX);
     assert!(matches!(p.publish(&t, b"y"), Err(Error::Corrupt { .. })));
-    // The free-list head pointing past the pool.
-    write_u64(&name, 192, 5000);
-    assert_eq!(p.loan(&t).unwrap_err().kind(), ErrorKind::Corrupt);
+}
+
+#[test]
+fn bad_block_words_are_errors() {
+    for (word, what) in [
+        ((1u64 << 60) | 1, "bits no mark uses"),
+        (1 << 31, "a count beyond any table"),
+        (
+            (1 << 63) | (1000 << 49) | 1,
+            "a mark naming a participant beyond the table",
+        ),
+    ] {
+        let name = unique("ph-word");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &cfg()).unwrap();
+        let t = p.register("/w").unwrap();
+        let s = Subscriber::connect(&name).unwrap();
+        let mut sub = s.subscribe("/w").unwrap();
+        // The first loan takes block 0.
+        p.publish(&t, b"x").unwrap();
+        write_u64(&name, layout(&name).1.meta, word);
+        let err = sub.try_recv().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt, "{what}: {err}");
+    }
 }
 
 fn layout(name: &str) -> (std::fs::File, Layout) {

@@ -19,7 +19,7 @@
 //! (messages of up to [`INLINE_MAX`] bytes copied into a seqlock ring: the fastest path for
 //! small values; see [`TopicSpec`]).
 //!
-//! The algorithms (`pool`: the ABA-tagged free list and reference counts; `ring`: the
+//! The algorithms (`pool`: allocation and marked reference counts; `ring`: the
 //! multi-publisher descriptor ring; `inline`: the broadcast ring of [`crate::ring`] with
 //! several publishers and the voiding of a dead publisher's claim) work over raw memory and
 //! are model-checked with loom; the handles place them in a region (`shm::pubsub`). The

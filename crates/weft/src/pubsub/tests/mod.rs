@@ -7,3 +7,4 @@ mod inline_heap;
 mod loom_inline;
 #[cfg(loom)]
 mod loom_pool;
+mod mem;

@@ -7,8 +7,6 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// Offset of the configuration line (right after the object header).
 pub(crate) const CONFIG_OFFSET: u64 = 128;
-/// Offset of the pool's free-list head (its own line: every loan and last release CASes it).
-pub(crate) const POOL_HEAD_OFFSET: u64 = 192;
 /// Offset of the registration lock (its own line; touched only by `register`).
 pub(crate) const REGISTER_LOCK_OFFSET: u64 = 256;
 /// The participants table starts here.
@@ -152,6 +150,9 @@ pub(crate) const ROLE_DEAD_PUBLISHER: u32 = 3;
 
 #[cfg(not(loom))]
 const _: () = {
+    // A block's mark names any participant (pubsub::pool).
+    assert!(MAX_PARTICIPANTS - 1 <= crate::pubsub::pool::MAX_PARTICIPANT as u64);
+    assert!(MAX_HELD <= crate::pubsub::pool::PUB_OLD as u64);
     assert!(core::mem::size_of::<RegionConfig>() == 64);
     assert!(core::mem::size_of::<TopicEntry>() == 256);
     assert!(core::mem::size_of::<TopicHot>() == 64);

@@ -558,6 +558,8 @@ fn open_region(name: &str, config: &Config) -> Result<Arc<Region>> {
 pub struct Publisher {
     member: Arc<Member>,
     claim_timeout: Duration,
+    /// Where the next allocation starts looking for a free block.
+    cursor: core::cell::Cell<u32>,
     _not_sync: PhantomData<core::cell::Cell<()>>,
 }
 
@@ -664,6 +666,7 @@ impl Publisher {
         Publisher {
             member,
             claim_timeout: config.claim_timeout,
+            cursor: core::cell::Cell::new(0),
             _not_sync: PhantomData,
         }
     }
@@ -1047,23 +1050,16 @@ impl Publisher {
             });
         }
         let r = self.region();
-        let pool = r.pool();
-        let b = match pool.pop().map_err(|c| corrupt(&r.obj, c))? {
-            Some(b) => b,
+        let mut cursor = self.cursor.get();
+        let got = match self.member.alloc(&mut cursor)? {
+            Some(got) => got,
             None => {
                 r.reclaim_dead()?;
-                pool.pop()
-                    .map_err(|c| corrupt(&r.obj, c))?
-                    .ok_or(Error::Full)?
+                self.member.alloc(&mut cursor)?.ok_or(Error::Full)?
             }
         };
-        let entry = match self.member.hold(b) {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = pool.release(b);
-                return Err(e);
-            }
-        };
+        self.cursor.set(cursor);
+        let (b, entry) = got;
         let ptr = r.block_ptr(b)?;
         Ok(Loan {
             publisher: self,
@@ -1143,7 +1139,7 @@ impl Publisher {
         // Release: pairs with the Acquire loads in `Region::recover`.
         ext.pub_new.store(new, Ordering::Release);
         ext.pub_topic.store(t as u64 + 1, Ordering::Release);
-        let deadline = Deadline::after(self.claim_timeout);
+        let mut deadline = None;
         let mut waiter = Waiter::new(WaitStrategy::YieldSpin);
         let seq = loop {
             let claimed = ring
@@ -1159,7 +1155,8 @@ impl Publisher {
                     {
                         r.reclaim_row(holder)?;
                     }
-                    if deadline.expired() {
+                    let d = *deadline.get_or_insert_with(|| Deadline::after(self.claim_timeout));
+                    if d.expired() {
                         ext.pub_topic.store(0, Ordering::Release);
                         return Err(Error::Timeout);
                     }
@@ -1172,20 +1169,19 @@ impl Publisher {
             }
         };
         let old = ring.held_desc(seq);
-        ext.pub_old.store(old, Ordering::Release);
+        // The reference the slot holds on the previous lap's block becomes the publish
+        // record's before the slot lets go of it (`pool::release_old` drops it). Release:
+        // pairs with the Acquire loads in `Region::recover`.
+        ext.pub_old.store(old & 0xffff_ffff, Ordering::Release);
         ring.set_desc(seq, new);
         // The slot owns the block's reference from here.
         self.member.unhold(entry);
         ring.commit(seq);
         r.hot(t)?.wait.wake_if_waiting();
+        // Release: as above.
         ext.pub_topic.store(0, Ordering::Release);
-        // The record is ours alone while we live (a reclaimer reads it only after our death):
-        // a load and a store, not a swap. Cleared before the release, so a crash between
-        // leaks one reference rather than releasing it twice. Release: pairs with the Acquire
-        // loads in `Region::recover`.
-        ext.pub_old.store(0, Ordering::Release);
         if let Some((ob, _)) = undesc(old) {
-            r.pool().release(ob).map_err(|c| corrupt(&r.obj, c))?;
+            self.member.release_old(ob)?;
         }
         Ok(seq)
     }
@@ -1315,9 +1311,8 @@ impl core::ops::Deref for Loan<'_> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         // SAFETY: the block (cap >= len bytes at ptr, inside the mapping: block_ptr checked the
-        // index)
-        // is ours alone: it left the free list with a count of 1 and is not published yet. The
-        // mapping outlives the loan (the publisher it borrows holds it).
+        // index) is ours alone: its allocation claimed it with a count of 1 and it is not
+        // published yet. The mapping outlives the loan (the publisher it borrows holds it).
         unsafe { core::slice::from_raw_parts(self.ptr, self.len as usize) }
     }
 }
@@ -1762,7 +1757,6 @@ impl Subscription {
         }
         let r = &*self.member.region;
         let ring = r.ring(self.topic)?;
-        let pool = r.pool();
         for _ in 0..READ_RETRIES {
             if self.latest {
                 // Skip to the newest claimed sequence; if it is not committed yet, the one
@@ -1812,15 +1806,8 @@ impl Subscription {
                         }
                         continue;
                     }
-                    if !pool.acquire_if_live(b).map_err(|c| corrupt(&r.obj, c))? {
+                    let Some(entry) = self.member.take(b)? else {
                         continue;
-                    }
-                    let entry = match self.member.hold(b) {
-                        Ok(e) => e,
-                        Err(e) => {
-                            let _ = pool.release(b);
-                            return Err(e);
-                        }
                     };
                     if !ring.still(self.next) {
                         self.member.release(entry, b)?;

@@ -4,25 +4,25 @@
 
 use super::layout::{
     CONFIG_OFFSET, Geometry, INLINE_MAX, MODE_BLOCKS, MODE_INLINE, MODE_LATEST, MemberExt,
-    POOL_HEAD_OFFSET, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_FREE, TOPIC_READY,
-    TopicEntry, TopicHot, TopicStatsLine, inline_area_size,
+    ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_FREE, TOPIC_READY, TopicEntry,
+    TopicHot, TopicStatsLine, inline_area_size,
 };
 use super::name::TOPIC_MAX;
 use crate::error::{Error, Result, Role};
 use crate::pubsub::inline::{self, Record};
-use crate::pubsub::pool::{BlockMeta, Corrupt, Pool};
+use crate::pubsub::pool::{
+    self, BlockMeta, Corrupt, Entry, Pool, TAKING, Who, alloc_entry, release_entry, release_old,
+    settle_entry, settle_old, take_entry,
+};
 use crate::pubsub::ring::{Ring, Slot, undesc, writing};
 use crate::ring::raw::{FLAG_MPMC, RawRing, Shape};
 use crate::shm::liveness::{Claim, ParticipantRow, PeerStatus};
 use crate::shm::object::Object;
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
+use crate::wait::Deadline;
 use alloc::string::String;
 use core::ptr::NonNull;
 use core::time::Duration;
-
-/// A holdings entry with this bit set records a subscription to topic `value & !SUB_TAG`
-/// rather than a block reference (block references are `block + 1 <= 2^24`).
-pub(crate) const SUB_TAG: u32 = 1 << 31;
 
 /// What a typed topic records about its type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,12 +262,25 @@ impl Region {
     }
 
     pub(crate) fn pool(&self) -> Pool<'_> {
-        // SAFETY: the head has its own line at POOL_HEAD_OFFSET; the metadata area holds
-        // `blocks` entries (Geometry).
-        let head = &unsafe { self.slice::<AtomicU64>(POOL_HEAD_OFFSET, 1) }[0];
-        // SAFETY: as above.
+        // SAFETY: the metadata area holds `blocks` words of 8 bytes (Geometry).
         let meta = unsafe { self.slice::<BlockMeta>(self.geo.meta, self.geo.blocks) };
-        Pool::new(head, meta)
+        Pool::new(meta)
+    }
+
+    /// Waits while another participant (`w`) has an operation on a block in flight: a dead
+    /// one's row is reclaimed (which finishes or undoes it), a live one is given the CPU. A mark
+    /// that stays on a live participant for longer than the liveness timeout (a hostile peer)
+    /// is `Timeout`.
+    pub(crate) fn wait_mark(&self, w: Who, me: u32, since: &mut Option<Deadline>) -> Result<()> {
+        let row = self.row(w.participant)?;
+        let d = *since.get_or_insert_with(|| Deadline::after(self.liveness));
+        if w.participant != me && !matches!(row.status(self.liveness), PeerStatus::Alive) {
+            self.reclaim_row(w.participant)?;
+        } else if d.expired() {
+            return Err(Error::Timeout);
+        }
+        crate::sync::yield_now();
+        Ok(())
     }
 
     /// The first byte of block `b` (checked against the pool size).
@@ -441,16 +454,22 @@ impl Region {
     }
 
     /// Row `i` is held exclusively by the caller (a claim taken from a dead owner, or this
-    /// process's own fresh claim): finish or void the publish its previous owner left in
-    /// flight, and release every reference it recorded.
+    /// process's own fresh claim): settle every take or drop its previous owner had in flight
+    /// (each record then says exactly what it holds), finish or void the publish it left in
+    /// flight, and release every reference it recorded. Each step leaves the records in a
+    /// state the next reclaimer settles the same way, should this one die too.
     pub(crate) fn recover(&self, i: u32) -> Result<u64> {
         let ext = self.ext(i)?;
         let pool = self.pool();
+        let hs = self.holdings(i)?;
+        let bad = |c| corrupt(&self.obj, c);
         let name = self.obj.name();
         let mut released = 0u64;
-        // Relaxed loads and stores on the record: the row is ours (the claim's AcqRel CAS
-        // ordered us after the previous owner's last claim); a dead owner's stores are in the
-        // shared mapping.
+        for (e, h) in hs.iter().enumerate() {
+            settle_entry(&pool, h, i, e as u32).map_err(bad)?;
+        }
+        settle_old(&pool, &ext.pub_old, i).map_err(bad)?;
+        // The publish in flight. Acquire loads: pair with the dead owner's Release stores.
         let topic = ext.pub_topic.load(Ordering::Acquire);
         if topic != 0 {
             let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
@@ -473,29 +492,29 @@ impl Region {
                     // The descriptor was stored: the slot owns the block's reference; drop
                     // it from the holdings without releasing it, and commit.
                     if let Some((b, _)) = undesc(new) {
-                        for h in self.holdings(i)? {
-                            // Relaxed: the row is ours.
-                            if h.load(Ordering::Relaxed) == b + 1 {
-                                h.store(0, Ordering::Relaxed);
+                        for h in hs {
+                            // Acquire: pairs with the owner's Release stores.
+                            if pool::entry(h.load(Ordering::Acquire)) == Entry::Held(b) {
+                                // Release: pairs with the Acquire load in `settle_entry`.
+                                h.store(0, Ordering::Release);
                             }
                         }
                     }
                 } else {
-                    // Not stored: void the sequence with an empty descriptor and release the
-                    // previous lap's block, which the slot still held.
+                    // Not stored: the slot still holds the previous lap's reference. The
+                    // publish record takes it over (released below), and the sequence is
+                    // voided with an empty descriptor.
+                    // Release: pairs with the Acquire load in `settle_old`.
+                    ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
                     ring.set_desc(seq, 0);
-                    if let Some((b, _)) = undesc(d) {
-                        pool.release(b).map_err(|c| corrupt(&self.obj, c))?;
-                        released += 1;
-                    }
-                    ext.pub_old.store(0, Ordering::Relaxed);
                 }
                 ring.commit(seq);
                 self.hot(t)?.wait.wake();
                 // Relaxed: a statistic.
                 self.stats(t)?.recovered.fetch_add(1, Ordering::Relaxed);
             }
-            ext.pub_topic.store(0, Ordering::Relaxed);
+            // Release: pairs with the Acquire load above, for a later reclaimer.
+            ext.pub_topic.store(0, Ordering::Release);
         }
         // The inline claim in flight: cleared first (the row is ours now and would count as a
         // live holder), then the sequence it held is voided if it was never written.
@@ -511,19 +530,39 @@ impl Region {
                 self.unstick_inline(t, ring, x);
             }
         }
-        let old = ext.pub_old.swap(0, Ordering::AcqRel);
-        if let Some((b, _)) = undesc(old) {
-            pool.release(b).map_err(|c| corrupt(&self.obj, c))?;
+        let mut since = None;
+        // Acquire: pairs with the Release stores above and of the owner.
+        let old = (ext.pub_old.load(Ordering::Acquire) & 0xffff_ffff) as u32;
+        if old != 0 {
+            release_old(
+                &pool,
+                &ext.pub_old,
+                i,
+                old - 1,
+                |w| self.wait_mark(w, i, &mut since),
+                bad,
+            )?;
             released += 1;
         }
-        for h in self.holdings(i)? {
-            // AcqRel: Acquire pairs with the Release store in `hold` of the previous owner.
-            let v = h.swap(0, Ordering::AcqRel);
-            // A subscription's record is simply dropped: the topic's count of subscriptions
-            // is the number of such records.
-            if v != 0 && v & SUB_TAG == 0 {
-                pool.release(v - 1).map_err(|c| corrupt(&self.obj, c))?;
-                released += 1;
+        for (e, h) in hs.iter().enumerate() {
+            // Acquire: pairs with the Release stores of `settle_entry` and the owner.
+            match pool::entry(h.load(Ordering::Acquire)) {
+                Entry::Held(b) => {
+                    release_entry(
+                        &pool,
+                        h,
+                        i,
+                        e as u32,
+                        b,
+                        |w| self.wait_mark(w, i, &mut since),
+                        bad,
+                    )?;
+                    released += 1;
+                }
+                Entry::Empty => {}
+                // A subscription's record is simply dropped: the topic's count of
+                // subscriptions is the number of such records.
+                _ => h.store(0, Ordering::Release),
             }
         }
         Ok(released)
@@ -539,7 +578,7 @@ impl Region {
                 n += hs
                     .iter()
                     // Relaxed: a statistic, racy by nature.
-                    .filter(|h| h.load(Ordering::Relaxed) == SUB_TAG | t)
+                    .filter(|h| h.load(Ordering::Relaxed) == pool::SUB_TAG | t)
                     .count() as u64;
             }
         }
@@ -713,18 +752,48 @@ impl Member {
         self.region.obj.name()
     }
 
-    /// Records a reference on block `b`; returns the holdings entry.
-    pub(crate) fn hold(&self, b: u32) -> Result<u32> {
-        self.record(b + 1)
+    /// Takes a reference on the published block `b` and records it: the holdings entry, or
+    /// `None` when the block is free (it was recycled: the caller reads its slot again).
+    pub(crate) fn take(&self, b: u32) -> Result<Option<u32>> {
+        let e = self.claim_entry(TAKING | (b + 1))?;
+        let r = &self.region;
+        let h = &r.holdings(self.index)?[e as usize];
+        let mut since = None;
+        let taken = take_entry(
+            &r.pool(),
+            h,
+            self.index,
+            e,
+            b,
+            |w| r.wait_mark(w, self.index, &mut since),
+            |c| corrupt(&r.obj, c),
+        )?;
+        Ok(taken.then_some(e))
+    }
+
+    /// Allocates a free block (scanning from `*cursor`) and records it: `(block, entry)`, or
+    /// `None` when every block is in use.
+    pub(crate) fn alloc(&self, cursor: &mut u32) -> Result<Option<(u32, u32)>> {
+        let e = self.claim_entry(TAKING)?;
+        let r = &self.region;
+        let h = &r.holdings(self.index)?[e as usize];
+        match alloc_entry(&r.pool(), h, self.index, e, cursor) {
+            Some(b) => Ok(Some((b, e))),
+            None => {
+                // Release: pairs with the Acquire load in `settle_entry`.
+                h.store(0, Ordering::Release);
+                Ok(None)
+            }
+        }
     }
 
     /// Records a subscription to topic `t`; returns the holdings entry.
     pub(crate) fn hold_subscription(&self, t: u32) -> Result<u32> {
-        self.record(SUB_TAG | t)
+        self.claim_entry(pool::SUB_TAG | t)
     }
 
     /// Claims a free holdings entry for `v`.
-    fn record(&self, v: u32) -> Result<u32> {
+    fn claim_entry(&self, v: u32) -> Result<u32> {
         let hs = self.region.holdings(self.index)?;
         let n = hs.len() as u32;
         // Relaxed: a hint.
@@ -733,7 +802,7 @@ impl Member {
             let e = (start.wrapping_add(k)) % n;
             // Relaxed: only a pre-check of the CAS below.
             if hs[e as usize].load(Ordering::Relaxed) == 0
-                // SYNC POINT: Release pairs with the AcqRel swap in `Region::recover`: a
+                // SYNC POINT: Release pairs with the Acquire loads in `settle_entry`: a
                 // reclaimer sees the record. Entries are claimed by CAS so that samples
                 // received on several threads never share one.
                 && hs[e as usize]
@@ -752,25 +821,51 @@ impl Member {
         })
     }
 
-    /// Forgets holdings entry `e` (the reference was released or handed to a ring slot).
+    /// Forgets holdings entry `e` (a subscription ended, or a loan's reference was handed to a
+    /// ring slot, whose descriptor now records it).
     pub(crate) fn unhold(&self, e: u32) {
         if let Ok(hs) = self.region.holdings(self.index)
             && let Some(h) = hs.get(e as usize)
         {
-            // SYNC POINT: Release pairs with the AcqRel swap in `Region::recover`.
+            // SYNC POINT: Release pairs with the Acquire load in `settle_entry`.
             h.store(0, Ordering::Release);
         }
     }
 
-    /// Releases a reference this member recorded in entry `e`: the record goes first, so a
-    /// crash in between leaks one reference rather than releasing it twice.
+    /// Releases the reference on block `b` recorded in entry `e` (see `pool::release_entry`:
+    /// a crash at any point leaves a state the reclaimer settles exactly).
     pub(crate) fn release(&self, e: u32, b: u32) -> Result<()> {
-        self.unhold(e);
-        self.region
-            .pool()
-            .release(b)
-            .map(|_| ())
-            .map_err(|c| corrupt(&self.region.obj, c))
+        let r = &self.region;
+        let h = r
+            .holdings(self.index)?
+            .get(e as usize)
+            .ok_or_else(|| Error::corrupt(r.obj.name(), "holdings entry", e as u64, "in range"))?;
+        let mut since = None;
+        release_entry(
+            &r.pool(),
+            h,
+            self.index,
+            e,
+            b,
+            |w| r.wait_mark(w, self.index, &mut since),
+            |c| corrupt(&r.obj, c),
+        )
+        .map(|_| ())
+    }
+
+    /// Releases the reference on block `b` recorded in this member's publish record.
+    pub(crate) fn release_old(&self, b: u32) -> Result<()> {
+        let r = &self.region;
+        let mut since = None;
+        release_old(
+            &r.pool(),
+            &r.ext(self.index)?.pub_old,
+            self.index,
+            b,
+            |w| r.wait_mark(w, self.index, &mut since),
+            |c| corrupt(&r.obj, c),
+        )
+        .map(|_| ())
     }
 }
 
