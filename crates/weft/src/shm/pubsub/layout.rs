@@ -50,6 +50,11 @@ pub(crate) struct RegionConfig {
 /// The topic-entry states.
 pub(crate) const TOPIC_FREE: u32 = 0;
 pub(crate) const TOPIC_READY: u32 = 2;
+/// Being unregistered: publishes are refused, those in flight complete.
+pub(crate) const TOPIC_CLOSING: u32 = 3;
+/// Unregistered: subscribers drain up to `close_seq`, then get `Closed`; the entry is freed
+/// (state 0) once no subscription to it is left.
+pub(crate) const TOPIC_CLOSED: u32 = 4;
 
 /// Topic modes as stored.
 pub(crate) const MODE_BLOCKS: u32 = 1;
@@ -57,17 +62,21 @@ pub(crate) const MODE_LATEST: u32 = 2;
 pub(crate) const MODE_INLINE: u32 = 3;
 
 /// One topic-table entry, 256 bytes. Written only under the registration lock, before
-/// `state` becomes [`TOPIC_READY`] (Release); never changed afterwards.
+/// `state` becomes [`TOPIC_READY`] (Release); afterwards only `state` changes (to
+/// [`TOPIC_CLOSING`] and [`TOPIC_CLOSED`] by an unregistering publisher, back to
+/// [`TOPIC_FREE`] under the lock once no subscription is left).
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub(crate) struct TopicEntry {
-    /// [`TOPIC_FREE`] or [`TOPIC_READY`].
+    /// [`TOPIC_FREE`], [`TOPIC_READY`], [`TOPIC_CLOSING`] or [`TOPIC_CLOSED`].
     pub(crate) state: AtomicU32,
     /// [`MODE_BLOCKS`], [`MODE_LATEST`] or [`MODE_INLINE`].
     pub(crate) mode: AtomicU32,
     /// Bytes of `name`, `2 ..= 127`.
     pub(crate) name_len: AtomicU32,
-    _pad: AtomicU32,
+    /// Incremented by every registration of the entry (wrapping): handles and subscriptions
+    /// of an earlier registration see the change.
+    pub(crate) generation: AtomicU32,
     /// A typed topic's fingerprint (see `fingerprint`), 0 for an untyped topic.
     pub(crate) type_fingerprint: AtomicU64,
     /// `size_of` the type: `1 ..= block size`. Meaningful when the fingerprint is non-zero.
@@ -113,7 +122,13 @@ pub(crate) struct TopicStatsLine {
     /// participant (so its bit in the publishers map is gone), 0 none; cleared when a
     /// publisher registers the topic. Written by joiners and registrars.
     pub(crate) died: AtomicU64,
-    _reserved: [AtomicU64; 4],
+    /// The first sequence of this registration (the tail, or the inline claim counter, when
+    /// it was registered): history never reaches below it. Written by the registrar.
+    pub(crate) start_seq: AtomicU64,
+    /// Subscribers deliver sequences below this and then get `Closed`; `u64::MAX` until the
+    /// topic is unregistered. Written by the unregistering publisher.
+    pub(crate) close_seq: AtomicU64,
+    _reserved: [AtomicU64; 2],
 }
 
 /// Per-participant pub/sub state next to its liveness row: its role and the record of the

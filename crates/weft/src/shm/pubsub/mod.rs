@@ -24,7 +24,8 @@ pub use name::{TOPIC_MAX, split_uri, validate_topic};
 
 use self::layout::{
     CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_INLINE, MODE_LATEST, REGISTER_LOCK_OFFSET,
-    RegionConfig, TOPIC_FREE, TOPIC_READY, fingerprint, pack, pack_name,
+    RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, fingerprint, pack,
+    pack_name,
 };
 use self::region::{Member, Region, TypeInfo, corrupt, inline_shape};
 use super::object::{Object, ObjectKind};
@@ -235,6 +236,8 @@ pub struct Topic {
     mode: TopicMode,
     /// Where an inline topic's ring lies, validated at register.
     inline: Option<InlineTopic>,
+    /// The registration the handle belongs to (`TopicEntry::generation`).
+    generation: u32,
 }
 
 /// An inline topic's ring, found and validated once.
@@ -427,11 +430,17 @@ fn published(r: &Region, i: u32) -> Result<u64> {
     Ok(n)
 }
 
+/// The first sequence of topic `i`'s registration.
+fn start_seq(r: &Region, i: u32) -> Result<u64> {
+    // Relaxed: written before the entry's Release READY, which the caller acquired.
+    Ok(r.stats(i)?.start_seq.load(Ordering::Relaxed))
+}
+
 fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
     let s = r.stats(i)?;
     Ok(TopicStats {
         name,
-        published: published(r, i)?,
+        published: published(r, i)?.saturating_sub(start_seq(r, i)?),
         // Relaxed: statistics.
         lagged: s.lagged.load(Ordering::Relaxed),
         subscribers: r.subscriptions(i),
@@ -442,7 +451,9 @@ fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
 fn all_topics(r: &Region) -> Result<Vec<TopicStats>> {
     let mut out = Vec::new();
     for i in 0..r.geo.topics as u32 {
-        if let Some((name, _)) = r.topic_name(i)? {
+        if let Some((name, _)) = r.topic_name(i)?
+            && r.topic_state(i)? == TOPIC_READY
+        {
             out.push(topic_stats(r, i, name)?);
         }
     }
@@ -849,6 +860,12 @@ impl Publisher {
         if let Some(t) = existing(r)? {
             return Ok(t);
         }
+        // Unregistered topics nobody reads any more are freed now (entries, inline areas).
+        for i in 0..r.geo.topics as u32 {
+            if r.topic_state(i)? == TOPIC_CLOSED {
+                r.free_topic(i, self.member.index)?;
+            }
+        }
         let area = if raw_mode == MODE_INLINE {
             Some(free_inline_area(r)?)
         } else {
@@ -856,11 +873,13 @@ impl Publisher {
         };
         for i in 0..r.geo.topics as u32 {
             let t = r.topic(i)?;
-            // Relaxed: entries change only under the lock we hold.
+            // Relaxed: entries change only under the lock we hold (or, for a closing topic,
+            // only towards CLOSED).
             if t.state.load(Ordering::Relaxed) != TOPIC_FREE {
                 continue;
             }
-            if let Some(area) = area {
+            let st = r.stats(i)?;
+            let start = if let Some(area) = area {
                 let base = r.inline_base(area)?;
                 // SAFETY: the area lies inside the mapping (inline_base), is 64-aligned, holds
                 // only atomics, and no registered topic uses it (free_inline_area, under the
@@ -868,7 +887,15 @@ impl Publisher {
                 unsafe { RawRing::init_atomic(base, inline_shape(r.geo.ring_slots, inline_size)) };
                 // Relaxed: published by the Release store of READY below.
                 t.inline_area.store(area, Ordering::Relaxed);
-            }
+                0
+            } else {
+                // Sequences go on from where an earlier registration of the entry left them.
+                r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?
+            };
+            // Relaxed: published by the Release store of READY below.
+            st.start_seq.store(start, Ordering::Relaxed);
+            st.close_seq.store(u64::MAX, Ordering::Relaxed);
+            t.generation.fetch_add(1, Ordering::Relaxed);
             // Relaxed: published by the Release store of READY below.
             t.msg_size.store(inline_size, Ordering::Relaxed);
             t.mode.store(raw_mode, Ordering::Relaxed);
@@ -921,6 +948,7 @@ impl Publisher {
             fingerprint,
             mode,
             inline,
+            generation: r.topic_generation(index)?,
         })
     }
 
@@ -980,6 +1008,125 @@ impl Publisher {
         Ok(())
     }
 
+    /// The handle's topic must still be registered (not unregistered, entry not reused).
+    #[inline]
+    fn check_open(&self, topic: &Topic) -> Result<()> {
+        self.check_topic(topic)?;
+        self.check_entry_open(topic.index, topic.generation)
+    }
+
+    #[inline]
+    fn check_entry_open(&self, t: u32, generation: u32) -> Result<()> {
+        let e = self.region().topic(t)?;
+        // Acquire: pairs with the Release stores of `state` (a registration's fields, or an
+        // unregistering publisher's close, come first). The generation is only compared.
+        if e.state.load(Ordering::Acquire) != TOPIC_READY
+            || e.generation.load(Ordering::Relaxed) != generation
+        {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Unregisters `topic`, for every publisher: from now on a publish on it (through any
+    /// handle) is [`Error::Closed`]; publishes already in flight complete; subscribers receive
+    /// everything published before and then get [`Error::Closed`] (parked ones are woken).
+    /// The topic's table entry (and inline area) is reused by a later registration once no
+    /// subscription to it is left; registering the same name again makes a new topic.
+    /// Unregistering a topic that is already unregistered does nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a topic of another publisher; [`Error::Corrupt`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber};
+    /// use weft::Error;
+    /// # let region = format!("doc-unregister-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let topic = publisher.register("/session")?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut sub = subscriber.subscribe("/session")?;
+    /// publisher.publish(&topic, b"last words")?;
+    /// publisher.unregister(&topic)?;
+    /// assert!(matches!(publisher.publish(&topic, b"more"), Err(Error::Closed)));
+    /// assert_eq!(&*sub.try_recv()?, b"last words");          // drained first
+    /// assert!(matches!(sub.try_recv(), Err(Error::Closed)));  // then closed
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn unregister(&self, topic: &Topic) -> Result<()> {
+        self.check_topic(topic)?;
+        let r = self.region();
+        let t = topic.index;
+        let e = r.topic(t)?;
+        if r.topic_generation(t)? != topic.generation {
+            return Ok(());
+        }
+        // SYNC POINT: AcqRel CAS: from here every publish through any handle is refused
+        // (`check_open` loads `state` with Acquire). Only one unregistering publisher wins.
+        if e.state
+            .compare_exchange(
+                TOPIC_READY,
+                TOPIC_CLOSING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            return Ok(());
+        }
+        // Publishes that passed their check before the CAS finish (at most the claim
+        // timeout); a dead publisher's claim is left to the subscribers' recovery.
+        let deadline = Deadline::after(self.claim_timeout);
+        let end = loop {
+            let (end, settled) = self.in_flight(topic)?;
+            if settled || deadline.expired() {
+                break end;
+            }
+            crate::sync::yield_now();
+        };
+        // SYNC POINT: Release, then the Release store of CLOSED: a subscriber that sees
+        // CLOSED (Acquire) sees where to stop.
+        r.stats(t)?.close_seq.store(end, Ordering::Release);
+        e.state.store(TOPIC_CLOSED, Ordering::Release);
+        if let Some(inl) = &topic.inline {
+            let base = r.inline_base(inl.area)?;
+            // SAFETY: as in `publish_inline`: a placement validated over this area.
+            let ring = unsafe { RawRing::at(base, inl.place) };
+            wake::wake_always(&ring.signal().notify);
+        } else {
+            r.hot(t)?.wait.wake();
+        }
+        if r.subscriptions(t) == 0 {
+            let _lock = RegisterLock::take(r, self.member.index)?;
+            r.free_topic(t, self.member.index)?;
+        }
+        Ok(())
+    }
+
+    /// The topic's claim counter and whether every sequence claimed below it is complete.
+    fn in_flight(&self, topic: &Topic) -> Result<(u64, bool)> {
+        let r = self.region();
+        let s = r.geo.ring_slots;
+        if let Some(inl) = &topic.inline {
+            let base = r.inline_base(inl.area)?;
+            // SAFETY: as in `publish_inline`.
+            let ring = unsafe { RawRing::at(base, inl.place) };
+            // Acquire: pairs with the AcqRel claims.
+            let c = ring.cursor().load(Ordering::Acquire);
+            let settled = (c.saturating_sub(s)..c).all(|q| ring.stamp_of(q) >= raw::done(q));
+            return Ok((c, settled));
+        }
+        let ring = r.ring(topic.index)?;
+        let c = ring.tail().map_err(|c| corrupt(&r.obj, c))?;
+        let settled = (c.saturating_sub(s)..c).all(|q| {
+            // Acquire: pairs with the Release commit.
+            let st = ring.slot(q).stamp.load(Ordering::Acquire);
+            st & (1 << 63) == 0 && st > q
+        });
+        Ok((c, settled))
+    }
+
     /// Publishes one message on an inline topic: claim, write the slot, wake parked
     /// subscribers. A slot whose previous lap is still claimed by a live, stalled publisher
     /// is waited for at most `claim_timeout`; a dead one's claim is voided.
@@ -990,7 +1137,7 @@ impl Publisher {
         inl: &InlineTopic,
         write: impl FnOnce(RawRing, u64),
     ) -> Result<u64> {
-        self.check_topic(topic)?;
+        self.check_open(topic)?;
         let r = self.region();
         let base = r.inline_base(inl.area)?;
         // SAFETY: `inl.place` came from a ring validated over this very area of this region
@@ -1037,11 +1184,11 @@ impl Publisher {
     ///
     /// # Errors
     /// [`Error::Full`] when the pool has no free block (every block is loaned, published in
-    /// a ring, or held by a sample); [`Error::InvalidArgument`] for a topic of another
-    /// publisher, for an inline topic (its messages are copied: [`Publisher::publish`]), or
+    /// a ring, or held by a sample); [`Error::Closed`] when the topic was unregistered;
+    /// [`Error::InvalidArgument`] for a topic of another publisher, for an inline topic (its messages are copied: [`Publisher::publish`]), or
     /// when this publisher already holds `max_held` loans; [`Error::Corrupt`].
     pub fn loan(&self, topic: &Topic) -> Result<Loan<'_>> {
-        self.check_topic(topic)?;
+        self.check_open(topic)?;
         if topic.inline.is_some() {
             return Err(Error::InvalidArgument {
                 what: "loan on an inline topic",
@@ -1064,6 +1211,7 @@ impl Publisher {
         Ok(Loan {
             publisher: self,
             topic: topic.index,
+            generation: topic.generation,
             block: b,
             entry,
             len: r.geo.block_size as u32,
@@ -1077,8 +1225,8 @@ impl Publisher {
     /// ring's slot). Returns the message's sequence.
     ///
     /// # Errors
-    /// [`Error::TooLarge`] when `data` exceeds the block size; as [`Publisher::loan`] and
-    /// [`Loan::publish`]. On an inline topic: [`Error::InvalidArgument`] when `data` is not
+    /// [`Error::TooLarge`] when `data` exceeds the block size; [`Error::Closed`] when the topic
+    /// was unregistered; as [`Publisher::loan`] and [`Loan::publish`]. On an inline topic: [`Error::InvalidArgument`] when `data` is not
     /// exactly the topic's message size; [`Error::Timeout`] when the slot it needs stays
     /// claimed by a live, stalled publisher for [`Config::claim_timeout`].
     pub fn publish(&self, topic: &Topic, data: &[u8]) -> Result<u64> {
@@ -1129,7 +1277,8 @@ impl Publisher {
     }
 
     /// Publishes block `b` (recorded in holdings entry `entry`) with `len` bytes on topic `t`.
-    fn publish_block(&self, t: u32, b: u32, entry: u32, len: u32) -> Result<u64> {
+    fn publish_block(&self, t: u32, generation: u32, b: u32, entry: u32, len: u32) -> Result<u64> {
+        self.check_entry_open(t, generation)?;
         let r = self.region();
         let me = self.member.index;
         let ext = r.ext(me)?;
@@ -1239,6 +1388,7 @@ impl Drop for RegisterLock<'_> {
 pub struct Loan<'a> {
     publisher: &'a Publisher,
     topic: u32,
+    generation: u32,
     block: u32,
     entry: u32,
     len: u32,
@@ -1297,11 +1447,16 @@ impl Loan<'_> {
     ///
     /// # Errors
     /// [`Error::Timeout`] when the slot it needs stays held by a live, stalled publisher
-    /// for [`Config::claim_timeout`]; [`Error::Corrupt`] for a damaged ring.
+    /// for [`Config::claim_timeout`]; [`Error::Closed`] when the topic was unregistered;
+    /// [`Error::Corrupt`] for a damaged ring.
     pub fn publish(mut self) -> Result<u64> {
-        let seq = self
-            .publisher
-            .publish_block(self.topic, self.block, self.entry, self.len)?;
+        let seq = self.publisher.publish_block(
+            self.topic,
+            self.generation,
+            self.block,
+            self.entry,
+            self.len,
+        )?;
         self.done = true;
         Ok(seq)
     }
@@ -1439,16 +1594,19 @@ impl Subscriber {
         } else {
             None
         };
+        let generation = r.topic_generation(i)?;
         let tail = published(r, i)?;
-        // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one.
+        // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one; and
+        // nothing from before this registration of the entry.
         let back = (history as u64).min(r.geo.ring_slots - 1);
-        let next = tail.saturating_sub(back);
+        let next = tail.saturating_sub(back).max(start_seq(r, i)?);
         // The record makes this subscription count in the topic's statistics until it is
         // dropped, or until its participant is reclaimed if it dies.
         let entry = self.member.hold_subscription(i)?;
         Ok(Subscription {
             member: self.member.clone(),
             entry,
+            generation,
             topic: i,
             name: topic.into(),
             next,
@@ -1518,6 +1676,8 @@ pub struct Subscription {
     member: Arc<Member>,
     /// The holdings entry that records this subscription.
     entry: u32,
+    /// The registration of the topic this subscription belongs to.
+    generation: u32,
     topic: u32,
     name: String,
     /// The next sequence to deliver.
@@ -1564,8 +1724,9 @@ impl Subscription {
     /// # Errors
     /// [`Error::Empty`] when nothing new is published; [`Error::Lagged`] with the exact count
     /// of messages overwritten before this subscriber read them (it continues with the oldest
-    /// one still there); [`Error::InvalidArgument`] when this subscriber already holds
-    /// `max_held` samples; [`Error::Corrupt`].
+    /// one still there); [`Error::Closed`] once the topic was unregistered and everything
+    /// published before was received; [`Error::InvalidArgument`] when this subscriber already
+    /// holds `max_held` samples; [`Error::Corrupt`].
     pub fn try_recv(&mut self) -> Result<Sample> {
         match self.step()? {
             Step::Got(s) => Ok(s),
@@ -1751,7 +1912,37 @@ impl Subscription {
         Error::Lagged { skipped }
     }
 
+    /// One receive attempt; nothing to deliver on an unregistered topic (once everything it
+    /// published was delivered) is `Closed`.
+    #[inline]
     fn step(&mut self) -> Result<Step> {
+        let step = self.step_once()?;
+        if let Step::Nothing { .. } = step
+            && self.closed()?
+        {
+            return Err(Error::Closed);
+        }
+        Ok(step)
+    }
+
+    /// Whether the topic was unregistered and everything published on it was delivered (or
+    /// its entry was reused by another registration).
+    #[cold]
+    fn closed(&self) -> Result<bool> {
+        let r = &self.member.region;
+        let state = r.topic_state(self.topic)?;
+        if state == TOPIC_FREE || r.topic_generation(self.topic)? != self.generation {
+            return Ok(true);
+        }
+        if state != TOPIC_CLOSED {
+            return Ok(false);
+        }
+        // Acquire: pairs with the Release store in `Publisher::unregister`.
+        let end = r.stats(self.topic)?.close_seq.load(Ordering::Acquire);
+        Ok(self.next >= end)
+    }
+
+    fn step_once(&mut self) -> Result<Step> {
         if let Some((ring, size)) = self.inline {
             return self.step_inline(ring, size);
         }
@@ -1860,6 +2051,15 @@ impl Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         self.member.unhold(self.entry);
+        // The last subscription to an unregistered topic frees it.
+        let r = &self.member.region;
+        if r.topic_state(self.topic).ok() == Some(TOPIC_CLOSED)
+            && r.topic_generation(self.topic).ok() == Some(self.generation)
+            && r.subscriptions(self.topic) == 0
+            && let Ok(_lock) = RegisterLock::take(r, self.member.index)
+        {
+            let _ = r.free_topic(self.topic, self.member.index);
+        }
     }
 }
 

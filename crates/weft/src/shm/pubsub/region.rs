@@ -4,8 +4,8 @@
 
 use super::layout::{
     CONFIG_OFFSET, Geometry, INLINE_MAX, MODE_BLOCKS, MODE_INLINE, MODE_LATEST, MemberExt,
-    ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_FREE, TOPIC_READY, TopicEntry,
-    TopicHot, TopicStatsLine, inline_area_size,
+    ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE,
+    TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine, inline_area_size,
 };
 use super::name::TOPIC_MAX;
 use crate::error::{Error, Result, Role};
@@ -292,23 +292,33 @@ impl Region {
         Ok(unsafe { self.obj.base().add(off as usize) })
     }
 
-    /// The name and mode of topic `i` if it is registered, validated.
+    /// The state of entry `i`, validated.
+    pub(crate) fn topic_state(&self, i: u32) -> Result<u32> {
+        // SYNC POINT: Acquire pairs with the Release stores of `state` in `register`,
+        // `unregister` and `free_topic`: what was written before them is visible.
+        let state = self.topic(i)?.state.load(Ordering::Acquire);
+        match state {
+            TOPIC_FREE | TOPIC_READY | TOPIC_CLOSING | TOPIC_CLOSED => Ok(state),
+            _ => Err(Error::corrupt(
+                self.obj.name(),
+                "topic state",
+                state as u64,
+                "0 (free), 2 (ready), 3 (closing) or 4 (closed)",
+            )),
+        }
+    }
+
+    /// The generation of entry `i` (see `TopicEntry::generation`).
+    pub(crate) fn topic_generation(&self, i: u32) -> Result<u32> {
+        // Relaxed: compared with a handle's own copy; the caller loaded `state` with Acquire.
+        Ok(self.topic(i)?.generation.load(Ordering::Relaxed))
+    }
+
+    /// The name and mode of topic `i` if it is registered (or being unregistered), validated.
     pub(crate) fn topic_name(&self, i: u32) -> Result<Option<(String, u32)>> {
         let t = self.topic(i)?;
-        // SYNC POINT: Acquire pairs with the Release store of READY in `register`: the name
-        // and mode written before it are visible.
-        let state = t.state.load(Ordering::Acquire);
-        match state {
-            TOPIC_FREE => return Ok(None),
-            TOPIC_READY => {}
-            _ => {
-                return Err(Error::corrupt(
-                    self.obj.name(),
-                    "topic state",
-                    state as u64,
-                    "0 (free) or 2 (ready)",
-                ));
-            }
+        if self.topic_state(i)? == TOPIC_FREE {
+            return Ok(None);
         }
         // Relaxed: ordered after the Acquire load of `state`; each value is checked.
         let mode = t.mode.load(Ordering::Relaxed);
@@ -356,8 +366,7 @@ impl Region {
     /// The recorded type of topic `i` (registered), validated; `None` for an untyped topic.
     pub(crate) fn topic_type(&self, i: u32) -> Result<Option<TypeInfo>> {
         let t = self.topic(i)?;
-        // Acquire: as in `topic_name`.
-        if t.state.load(Ordering::Acquire) != TOPIC_READY {
+        if self.topic_state(i)? == TOPIC_FREE {
             return Ok(None);
         }
         // Relaxed: ordered after the Acquire load of `state`; each value is checked.
@@ -403,16 +412,76 @@ impl Region {
         }))
     }
 
-    /// The index of topic `name`, if registered.
+    /// The index of topic `name`, if registered (unregistered topics are not found).
     pub(crate) fn find_topic(&self, name: &str) -> Result<Option<u32>> {
         for i in 0..self.geo.topics as u32 {
             if let Some((n, _)) = self.topic_name(i)?
                 && n == name
+                && self.topic_state(i)? == TOPIC_READY
             {
                 return Ok(Some(i));
             }
         }
         Ok(None)
+    }
+
+    /// Frees the unregistered topic `t` if no subscription to it is left: its ring's blocks
+    /// are released, its statistics and publishers reset, and its entry (and inline area)
+    /// become free for a registration. Returns whether it was freed. The caller holds the
+    /// registration lock and is participant `me` (its publish record carries each slot's
+    /// reference while it is released).
+    pub(crate) fn free_topic(&self, t: u32, me: u32) -> Result<bool> {
+        if self.topic_state(t)? != TOPIC_CLOSED || self.subscriptions(t) != 0 {
+            return Ok(false);
+        }
+        let ring = self.ring(t)?;
+        // A dead publisher's unfinished claim is settled first (a live one's: not yet).
+        for s in 0..self.geo.ring_slots {
+            // Acquire: pairs with the claimant's AcqRel CAS.
+            let st = ring.slot(s).stamp.load(Ordering::Acquire);
+            if st & (1 << 63) != 0 {
+                let holder = ((st >> 40) as u32) & crate::pubsub::ring::MAX_HOLDER;
+                if self.row(holder)?.status(self.liveness) == PeerStatus::Alive {
+                    return Ok(false);
+                }
+                self.reclaim_row(holder)?;
+            }
+        }
+        let ext = self.ext(me)?;
+        let pool = self.pool();
+        let mut since = None;
+        for s in 0..self.geo.ring_slots {
+            let slot = ring.slot(s);
+            // Acquire: pairs with the Release descriptor stores.
+            let d = slot.desc.load(Ordering::Acquire);
+            if let Some((b, _)) = undesc(d) {
+                // The slot's reference moves to our publish record, then is dropped.
+                // Release: pairs with the Acquire load in `settle_old`.
+                ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
+                // Release: pairs with the Acquire descriptor loads of readers.
+                slot.desc.store(0, Ordering::Release);
+                release_old(
+                    &pool,
+                    &ext.pub_old,
+                    me,
+                    b,
+                    |w| self.wait_mark(w, me, &mut since),
+                    |c| corrupt(&self.obj, c),
+                )?;
+            }
+        }
+        for w in self.pubmap(t)? {
+            // Relaxed: published by the Release store of FREE below.
+            w.store(0, Ordering::Relaxed);
+        }
+        let st = self.stats(t)?;
+        // Relaxed: as above.
+        st.died.store(0, Ordering::Relaxed);
+        st.lagged.store(0, Ordering::Relaxed);
+        st.recovered.store(0, Ordering::Relaxed);
+        // SYNC POINT: Release pairs with the Acquire load in `topic_state`.
+        self.topic(t)?.state.store(TOPIC_FREE, Ordering::Release);
+        Ok(true)
     }
 
     /// Reclaims every participant whose process died: their unfinished publish is completed
