@@ -2,7 +2,7 @@
 
 use super::pattern::Rng;
 use super::region::Layout;
-use super::tick::Tick;
+use super::tick::{TICK, Tick};
 use super::{arg, pubmsg, say, sleep_forever};
 use std::time::{Duration, Instant};
 use weft::Error;
@@ -252,7 +252,7 @@ fn scribble(args: &[String]) -> i32 {
 /// the inline topic for `Tick`, waits for SUBS subscribers, publishes COUNT ticks PERIOD_US
 /// apart (0: back to back), says "sent COUNT", and exits.
 fn inline_pub(args: &[String]) -> i32 {
-    use weft::pubsub::TopicSpec;
+    use weft::pubsub::{TopicMode, TopicSpec};
     let region: String = arg(args, 1, "region");
     let topic: String = arg(args, 2, "topic");
     let id: u64 = arg(args, 3, "id");
@@ -261,7 +261,10 @@ fn inline_pub(args: &[String]) -> i32 {
     let period: u64 = arg(args, 6, "period");
     let p = Publisher::open(&region).expect("open the region");
     let t = p
-        .register_spec(&topic, &TopicSpec::inline(size_of::<Tick>()))
+        .register_spec(
+            &topic,
+            &TopicSpec::new(TopicMode::Inline).typed_named::<Tick>(TICK),
+        )
         .expect("register");
     say("ready");
     let until = Instant::now() + Duration::from_secs(20);
@@ -273,8 +276,7 @@ fn inline_pub(args: &[String]) -> i32 {
         if period > 0 {
             std::thread::sleep(Duration::from_micros(period));
         }
-        p.publish(&t, bytemuck::bytes_of(&Tick::new(id, n)))
-            .expect("publish");
+        p.publish_typed(&t, &Tick::new(id, n)).expect("publish");
     }
     say(&format!("sent {count}"));
     0
@@ -304,7 +306,7 @@ fn inline_sub(args: &[String]) -> i32 {
         }
     };
     let mut sub = loop {
-        match s.subscribe(&topic) {
+        match s.subscribe_typed_named::<Tick>(&topic, TICK) {
             Ok(sub) => break sub,
             Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
             Err(e) => panic!("subscribe: {e}"),

@@ -35,6 +35,12 @@ fn ticks() -> TopicSpec {
     TopicSpec::new(TopicMode::Inline).typed::<Tick>()
 }
 
+/// The spec the test peer registers and subscribes with (a stable name: the peer's `Tick` has
+/// another Rust path).
+fn named_ticks() -> TopicSpec {
+    TopicSpec::new(TopicMode::Inline).typed_named::<Tick>(common::tick::TICK)
+}
+
 #[test]
 fn bytes_and_typed_values_round_trip() {
     let name = unique("pi-rt");
@@ -153,7 +159,7 @@ fn registration_is_checked() {
         Some(56)
     );
     assert_eq!(
-        q.register_spec("/b", &TopicSpec::new(TopicMode::Inline).typed::<[u64; 3]>())
+        q.register_spec("/b", &TopicSpec::new(TopicMode::Inline).typed::<[u32; 6]>())
             .unwrap_err()
             .kind(),
         ErrorKind::TypeMismatch
@@ -398,7 +404,7 @@ fn one_publisher_process_to_two_subscriber_processes() {
     let _c = Cleanup(name.clone());
     let count = 20_000u64;
     let owner = Publisher::create(&name, &small().ring_slots(32768)).unwrap();
-    owner.register_spec("/fan", &TopicSpec::inline(24)).unwrap();
+    owner.register_spec("/fan", &named_ticks()).unwrap();
     let mut subs: Vec<Peer> = ["park", "adaptive"]
         .iter()
         .map(|w| Peer::spawn(&["pubsub-inline-sub", &name, "/fan", &count.to_string(), w]))
@@ -430,7 +436,7 @@ fn two_publisher_processes_and_a_parked_subscriber_process() {
     let _c = Cleanup(name.clone());
     let count = 2_000u64;
     let owner = Publisher::create(&name, &small().ring_slots(8192)).unwrap();
-    owner.register_spec("/two", &TopicSpec::inline(24)).unwrap();
+    owner.register_spec("/two", &named_ticks()).unwrap();
     let mut sub = Peer::spawn(&[
         "pubsub-inline-sub",
         &name,

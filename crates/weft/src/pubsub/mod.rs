@@ -59,6 +59,6 @@ mod tests;
 #[cfg(all(feature = "std", not(loom)))]
 pub use crate::shm::pubsub::{
     Config, INLINE_MAX, Loan, Publisher, RegionInfo, RegionReport, Sample, Subscriber,
-    Subscription, TOPIC_MAX, Topic, TopicMode, TopicSpec, TopicStats, inspect, regions, split_uri,
-    validate_topic,
+    Subscription, TOPIC_MAX, TYPE_NAME_MAX, Topic, TopicMode, TopicSpec, TopicStats, inspect,
+    regions, split_uri, validate_topic,
 };

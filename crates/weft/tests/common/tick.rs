@@ -1,5 +1,9 @@
 //! The message of the inline multi-process tests (shared with the test peer).
 
+/// The stable name `Tick` is registered under: the test binaries and the test peer agree on it
+/// although their `Tick`s have different Rust paths.
+pub const TICK: &str = "weft.test.Tick/v1";
+
 /// An inline test message: publisher id, its counter, and a check word.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]

@@ -91,7 +91,10 @@ pub(crate) struct TopicEntry {
     pub(crate) inline_area: AtomicU32,
     /// An inline topic's message size, `1 ..= INLINE_MAX`; 0 for other modes.
     pub(crate) msg_size: AtomicU32,
-    _reserved: [AtomicU32; 2],
+    /// [`TYPE_NAMED`] when the type's stable name is part of its fingerprint (then
+    /// `type_name` holds it); otherwise `type_name` is the Rust path, for messages only.
+    pub(crate) type_flags: AtomicU32,
+    _reserved: AtomicU32,
     /// The name, little-endian bytes packed into words, zero-padded.
     pub(crate) name: [AtomicU64; 16],
 }
@@ -361,12 +364,16 @@ impl Geometry {
     }
 }
 
-/// A type's fingerprint: FNV-1a over its name, size and alignment, never 0. The name comes
-/// from `core::any::type_name`, so two builds agree as long as the type's path does.
-pub(crate) fn fingerprint(name: &str, size: u64, align: u64) -> u64 {
+/// A typed topic's fingerprint, never 0: FNV-1a (64-bit) over a domain byte, the type's
+/// stable name when it has one, its size and its alignment (both as 8 little-endian bytes).
+/// Nothing in it depends on the compiler: two builds, two crates or two languages that give
+/// the same name, size and alignment agree. Without a name (`b'L'`: layout only), types of the
+/// same size and alignment are indistinguishable; with one (`b'N'`), the name must match too.
+pub(crate) fn fingerprint(name: Option<&str>, size: u64, align: u64) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name
-        .bytes()
+    let domain = if name.is_some() { b'N' } else { b'L' };
+    for b in core::iter::once(domain)
+        .chain(name.unwrap_or("").bytes())
         .chain(size.to_le_bytes())
         .chain(align.to_le_bytes())
     {
@@ -374,6 +381,11 @@ pub(crate) fn fingerprint(name: &str, size: u64, align: u64) -> u64 {
     }
     h.max(1)
 }
+
+/// Topic-entry type flag: the type's name is part of its fingerprint.
+pub(crate) const TYPE_NAMED: u32 = 1;
+/// The longest stable type name (it is stored whole in the entry, for error messages).
+pub const TYPE_NAME_MAX: usize = 64;
 
 /// Packs a name into `N` words (bytes beyond `8 * N` are cut).
 pub(crate) fn pack<const N: usize>(name: &str) -> [u64; N] {

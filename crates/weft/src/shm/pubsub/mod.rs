@@ -19,13 +19,13 @@ mod layout;
 mod name;
 mod region;
 
-pub use layout::INLINE_MAX;
+pub use layout::{INLINE_MAX, TYPE_NAME_MAX};
 pub use name::{TOPIC_MAX, split_uri, validate_topic};
 
 use self::layout::{
     CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_INLINE, MODE_LATEST, REGISTER_LOCK_OFFSET,
-    RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, fingerprint, pack,
-    pack_name,
+    RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, TYPE_NAMED, fingerprint,
+    pack, pack_name,
 };
 use self::region::{Member, Region, TypeInfo, corrupt, inline_shape};
 use super::object::{Object, ObjectKind};
@@ -314,11 +314,33 @@ impl TopicSpec {
         self
     }
 
-    /// Makes the topic typed: it records `T`'s size, alignment and fingerprint, and a typed
-    /// registration or subscription with another type is refused. An inline topic's message
-    /// size becomes `size_of::<T>()`.
+    /// Makes the topic typed, without a stable name: it records `T`'s size and alignment, and
+    /// a typed registration or subscription whose type differs in either is refused (types of
+    /// the same size and alignment are not told apart: use [`TopicSpec::typed_named`] for
+    /// that). An inline topic's message size becomes `size_of::<T>()`.
     pub fn typed<T: bytemuck::Pod>(mut self) -> TopicSpec {
         self.ty = Some(type_info::<T>());
+        self
+    }
+
+    /// Makes the topic typed under the stable name `type_name` (1 to [`TYPE_NAME_MAX`]
+    /// bytes, for example `"market.Tick/v1"`): the fingerprint covers the name, size and
+    /// alignment, so only a typed subscription that gives the same name (and a type of the
+    /// same size and alignment) is accepted, whatever crate, compiler or language it comes
+    /// from. Version the name when the type's meaning changes.
+    ///
+    /// # Errors
+    /// An empty or too long name is refused by the registration ([`Error::InvalidName`]).
+    pub fn typed_named<T: bytemuck::Pod>(mut self, type_name: &str) -> TopicSpec {
+        self.ty = Some(
+            type_info_named::<T>(type_name).unwrap_or_else(|_| TypeInfo {
+                fingerprint: 0,
+                size: 0,
+                align: 0,
+                name: type_name.into(),
+                named: true,
+            }),
+        );
         self
     }
 
@@ -460,29 +482,68 @@ fn all_topics(r: &Region) -> Result<Vec<TopicStats>> {
     Ok(out)
 }
 
+/// `T` without a stable name: checked by size and alignment only.
 fn type_info<T: bytemuck::Pod>() -> TypeInfo {
-    let name = core::any::type_name::<T>();
     let (size, align) = (
         core::mem::size_of::<T>() as u64,
         core::mem::align_of::<T>() as u64,
     );
     TypeInfo {
-        fingerprint: fingerprint(name, size, align),
+        fingerprint: fingerprint(None, size, align),
         size,
         align,
-        name: name.into(),
+        name: short_type_name::<T>(),
+        named: false,
     }
 }
 
-/// `found` (a topic's recorded type) must be `want`.
+/// `T` under the stable name `name`.
+fn type_info_named<T: bytemuck::Pod>(name: &str) -> Result<TypeInfo> {
+    if name.is_empty() || name.len() > TYPE_NAME_MAX {
+        return Err(Error::InvalidName {
+            name: name.into(),
+            reason: "a type name is 1 to 64 bytes long",
+        });
+    }
+    let (size, align) = (
+        core::mem::size_of::<T>() as u64,
+        core::mem::align_of::<T>() as u64,
+    );
+    Ok(TypeInfo {
+        fingerprint: fingerprint(Some(name), size, align),
+        size,
+        align,
+        name: name.into(),
+        named: true,
+    })
+}
+
+/// The Rust type's path, cut to what the entry stores (for messages only).
+fn short_type_name<T>() -> String {
+    let n = core::any::type_name::<T>();
+    let mut cut = n.len().min(TYPE_NAME_MAX);
+    while !n.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    n[..cut].into()
+}
+
+/// `found` (a topic's recorded type) must be `want`: same fingerprint (so the same name, if
+/// either has one), size and alignment.
 fn check_type(r: &Region, topic: &str, found: Option<&TypeInfo>, want: &TypeInfo) -> Result<()> {
     match found {
-        Some(f) if f.fingerprint == want.fingerprint && f.size == want.size => Ok(()),
+        Some(f)
+            if f.fingerprint == want.fingerprint
+                && f.size == want.size
+                && f.align == want.align =>
+        {
+            Ok(())
+        }
         other => Err(Error::TypeMismatch {
             name: alloc::format!("{}{}", r.obj.name(), topic),
-            found: other.map_or_else(|| "untyped bytes".into(), |f| f.name.clone()),
+            found: other.map_or_else(|| "untyped bytes".into(), TypeInfo::describe),
             found_size: other.map_or(0, |f| f.size),
-            expected: want.name.clone(),
+            expected: want.describe(),
             expected_size: want.size,
         }),
     }
@@ -721,6 +782,12 @@ impl Publisher {
     /// [`INLINE_MAX`] (or the type's alignment exceeds 16), when it differs from the existing
     /// topic's, or when every inline area of the region is taken ([`Config::inline_topics`]).
     pub fn register_spec(&self, topic: &str, spec: &TopicSpec) -> Result<Topic> {
+        if let Some(ty) = &spec.ty
+            && ty.fingerprint == 0
+        {
+            // A name `typed_named` refused: say why.
+            type_info_named::<u8>(&ty.name)?;
+        }
         let size = if let Some(ty) = &spec.ty {
             self.check_type_fits(topic, ty)?;
             ty.size
@@ -750,9 +817,11 @@ impl Publisher {
     }
 
     /// Registers `topic` for values of type `T` ([`TopicMode::Blocks`]): the topic records
-    /// `T`'s size, alignment and a fingerprint of its name, size and alignment, and a
-    /// registration or typed subscription with another type is refused. Use
-    /// [`Publisher::publish_typed`] or [`Publisher::loan_typed`] + [`Loan::value_mut`].
+    /// `T`'s size and alignment (and its Rust path, for error messages), and a registration or
+    /// typed subscription with a type of another size or alignment is refused. Types of the
+    /// same layout are not told apart: give the type a stable name with
+    /// [`Publisher::register_typed_named`] for that. Use [`Publisher::publish_typed`] or
+    /// [`Publisher::loan_typed`] + [`Loan::value_mut`].
     ///
     /// # Errors
     /// [`Error::TypeMismatch`] when the topic exists with another type (or untyped);
@@ -780,6 +849,47 @@ impl Publisher {
     /// ```
     pub fn register_typed<T: bytemuck::Pod>(&self, topic: &str) -> Result<Topic> {
         self.register_spec(topic, &TopicSpec::new(TopicMode::Blocks).typed::<T>())
+    }
+
+    /// Registers `topic` for values of type `T` under the stable name `type_name`
+    /// ([`TopicMode::Blocks`]; other modes: [`TopicSpec::typed_named`]). The fingerprint
+    /// covers the name, the size and the alignment and nothing the compiler chooses, so
+    /// processes built by other compilers (or written in other languages) agree as long as
+    /// they give the same name; a subscription must give it too
+    /// ([`Subscriber::subscribe_typed_named`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] for a name that is empty or longer than [`TYPE_NAME_MAX`]
+    /// bytes; as [`Publisher::register_typed`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber};
+    /// use weft::ErrorKind;
+    /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    /// #[repr(C)]
+    /// struct Tick { price: f64, size: u64 }
+    /// # let region = format!("doc-named-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let ticks = publisher.register_typed_named::<Tick>("/ticks", "market.Tick/v1")?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let _sub = subscriber.subscribe_typed_named::<Tick>("/ticks", "market.Tick/v1")?;
+    /// // Another name, or no name, is another type, even with the same layout.
+    /// let e = subscriber.subscribe_typed_named::<Tick>("/ticks", "market.Tick/v2").unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::TypeMismatch);
+    /// assert!(e.to_string().contains("market.Tick/v1"));
+    /// assert_eq!(subscriber.subscribe_typed::<Tick>("/ticks").unwrap_err().kind(), ErrorKind::TypeMismatch);
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn register_typed_named<T: bytemuck::Pod>(
+        &self,
+        topic: &str,
+        type_name: &str,
+    ) -> Result<Topic> {
+        self.register_spec(
+            topic,
+            &TopicSpec::new(TopicMode::Blocks).typed_named::<T>(type_name),
+        )
     }
 
     /// A typed topic's type must fit a block and its alignment.
@@ -913,6 +1023,12 @@ impl Publisher {
                     w.store(v, Ordering::Relaxed);
                 }
             }
+            let flags = if ty.as_ref().is_some_and(|t| t.named) {
+                TYPE_NAMED
+            } else {
+                0
+            };
+            t.type_flags.store(flags, Ordering::Relaxed);
             t.type_fingerprint.store(fp, Ordering::Relaxed);
             // SYNC POINT: Release pairs with the Acquire load of `state` in
             // `Region::topic_name` and `Region::topic_type`.
@@ -952,11 +1068,16 @@ impl Publisher {
         })
     }
 
+    /// `T` must have the size and alignment of the topic's recorded type (the publisher that
+    /// holds the handle registered that type, name included).
     fn check_typed<T: bytemuck::Pod>(&self, topic: &Topic) -> Result<()> {
         self.check_topic(topic)?;
-        let want = type_info::<T>();
         let r = self.region();
         let found = r.topic_type(topic.index)?;
+        let mut want = type_info::<T>();
+        if let Some(f) = found.as_ref().filter(|f| f.named) {
+            want = type_info_named::<T>(&f.name)?;
+        }
         check_type(r, &topic.name, found.as_ref(), &want)?;
         if want.size > r.geo.block_size {
             return Err(Error::TooLarge {
@@ -1617,17 +1738,38 @@ impl Subscriber {
         })
     }
 
-    /// Subscribes to the typed topic `topic`, checking that it was registered for `T`
-    /// (fingerprint and size); read values with [`Sample::value`].
+    /// Subscribes to the typed topic `topic`, checking that it was registered for a type of
+    /// `T`'s size and alignment without a name ([`Publisher::register_typed`]); read values
+    /// with [`Sample::value`].
     ///
     /// # Errors
     /// [`Error::TypeMismatch`] when the topic holds another type or is untyped; as
     /// [`Subscriber::subscribe`].
     pub fn subscribe_typed<T: bytemuck::Pod>(&self, topic: &str) -> Result<Subscription> {
+        self.subscribe_as(topic, &type_info::<T>())
+    }
+
+    /// Subscribes to the typed topic `topic`, registered for `T` under the stable name
+    /// `type_name` ([`Publisher::register_typed_named`]): the name, size and alignment must
+    /// all match.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the topic holds another type (another name, no name, or
+    /// another layout) or is untyped; [`Error::InvalidName`] for an empty or too long name;
+    /// as [`Subscriber::subscribe`].
+    pub fn subscribe_typed_named<T: bytemuck::Pod>(
+        &self,
+        topic: &str,
+        type_name: &str,
+    ) -> Result<Subscription> {
+        self.subscribe_as(topic, &type_info_named::<T>(type_name)?)
+    }
+
+    fn subscribe_as(&self, topic: &str, want: &TypeInfo) -> Result<Subscription> {
         let sub = self.subscribe(topic)?;
         let r = &self.member.region;
         let found = r.topic_type(sub.topic)?;
-        check_type(r, topic, found.as_ref(), &type_info::<T>())?;
+        check_type(r, topic, found.as_ref(), want)?;
         Ok(sub)
     }
 

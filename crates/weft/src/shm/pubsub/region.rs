@@ -30,7 +30,21 @@ pub(crate) struct TypeInfo {
     pub(crate) fingerprint: u64,
     pub(crate) size: u64,
     pub(crate) align: u64,
+    /// The stable name (`named`), or the Rust type's path (for messages only).
     pub(crate) name: String,
+    /// Whether `name` is part of the fingerprint.
+    pub(crate) named: bool,
+}
+
+impl TypeInfo {
+    /// How the type reads in an error message.
+    pub(crate) fn describe(&self) -> String {
+        if self.named {
+            self.name.clone()
+        } else {
+            alloc::format!("{} (unnamed: checked by size and alignment)", self.name)
+        }
+    }
 }
 
 /// A mapped region whose configuration and topic table were validated at attach.
@@ -404,11 +418,14 @@ impl Region {
         }
         let type_name = String::from_utf8_lossy(&super::layout::unpack(&t.type_name, len as usize))
             .into_owned();
+        // Relaxed: as above.
+        let named = t.type_flags.load(Ordering::Relaxed) & super::layout::TYPE_NAMED != 0;
         Ok(Some(TypeInfo {
             fingerprint,
             size,
             align,
             name: type_name,
+            named,
         }))
     }
 
