@@ -9,6 +9,11 @@ mod pattern;
 #[path = "../tests/common/pubmsg.rs"]
 mod pubmsg;
 mod pubsub;
+#[path = "../tests/common/region.rs"]
+#[allow(dead_code)]
+mod region;
+#[path = "../tests/common/tick.rs"]
+mod tick;
 
 use pattern::{Digest, Rng};
 use std::io::Write;

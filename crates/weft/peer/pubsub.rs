@@ -1,6 +1,8 @@
 //! The pub/sub sides of the multi-process tests (`pubsub-*` subcommands).
 
 use super::pattern::Rng;
+use super::region::Layout;
+use super::tick::{TICK, Tick};
 use super::{arg, pubmsg, say, sleep_forever};
 use std::time::{Duration, Instant};
 use weft::Error;
@@ -15,6 +17,8 @@ pub fn main(args: &[String]) -> i32 {
         "pubsub-linger" => linger(args),
         "pubsub-typed-sub" => typed_sub(args),
         "pubsub-scribble" => scribble(args),
+        "pubsub-inline-pub" => inline_pub(args),
+        "pubsub-inline-sub" => inline_sub(args),
         other => {
             eprintln!("weft-test-peer: unknown command {other}");
             2
@@ -206,21 +210,20 @@ fn scribble(args: &[String]) -> i32 {
         u64::from_le_bytes(b)
     };
     // The configuration line (docs/protocol.md, "Region").
+    let l = Layout::of_file(&file);
     let (parts, held, topics, slots, blocks) =
-        (word(128), word(136), word(144), word(152), word(160));
-    let ext = 512 + 64 * parts;
-    let holdings = ext + 64 * parts;
-    let table = (holdings + 4 * parts * held).div_ceil(64) * 64;
-    let hot = table + 256 * topics;
-    let rings = hot + 128 * topics;
-    let meta = rings + 16 * slots * topics;
+        (l.participants, l.held, l.topics, l.slots, word(160));
+    let inline_bytes = l.meta - l.inline;
     let targets = [
-        (rings, 16 * slots * topics), // descriptors and stamps
-        (meta, 8 * blocks),           // reference counts and links
-        (192, 8),                     // free-list head
-        (table, 256 * topics),        // topic table
-        (hot, 64 * topics),           // tails
-        (holdings, 4 * parts * held), // holdings
+        (l.rings, 16 * slots * topics),  // descriptors and stamps
+        (l.meta, 8 * blocks),            // reference counts and links
+        (256, 8),                        // registration lock
+        (l.table, 256 * topics),         // topic table
+        (l.hot, 64 * topics),            // tails
+        (l.holdings, 4 * parts * held),  // holdings
+        (l.inline, inline_bytes.max(4)), // inline rings: headers, stamps, values
+        (l.ext, 64 * parts),             // publish records
+        (l.pubmap, l.rings - l.pubmap),  // publishers maps
     ];
     let mut rng = Rng(seed);
     let until = Instant::now() + Duration::from_millis(millis);
@@ -242,5 +245,104 @@ fn scribble(args: &[String]) -> i32 {
         }
     }
     say(&format!("done {n}"));
+    0
+}
+
+/// `pubsub-inline-pub REGION TOPIC ID COUNT SUBS PERIOD_US`: joins as a publisher, registers
+/// the inline topic for `Tick`, waits for SUBS subscribers, publishes COUNT ticks PERIOD_US
+/// apart (0: back to back), says "sent COUNT", and exits.
+fn inline_pub(args: &[String]) -> i32 {
+    use weft::pubsub::{TopicMode, TopicSpec};
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let id: u64 = arg(args, 3, "id");
+    let count: u64 = arg(args, 4, "count");
+    let subs: u64 = arg(args, 5, "subscribers");
+    let period: u64 = arg(args, 6, "period");
+    let p = Publisher::open(&region).expect("open the region");
+    let t = p
+        .register_spec(
+            &topic,
+            &TopicSpec::new(TopicMode::Inline).typed_named::<Tick>(TICK),
+        )
+        .expect("register");
+    say("ready");
+    let until = Instant::now() + Duration::from_secs(20);
+    while p.stats(&t).unwrap().subscribers < subs {
+        assert!(Instant::now() < until, "subscribers never came");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for n in 0..count {
+        if period > 0 {
+            std::thread::sleep(Duration::from_micros(period));
+        }
+        p.publish_typed(&t, &Tick::new(id, n)).expect("publish");
+    }
+    say(&format!("sent {count}"));
+    0
+}
+
+/// `pubsub-inline-sub REGION TOPIC TOTAL STRATEGY` (STRATEGY `park` or `adaptive`):
+/// subscribes (typed, waiting for the topic), says "ready", receives until TOTAL ticks were
+/// delivered or reported lost, checking each tick whole, each publisher's counters in order
+/// and the sequences increasing; prints `got DELIVERED lost LOST`.
+fn inline_sub(args: &[String]) -> i32 {
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let total: u64 = arg(args, 3, "total");
+    let strategy: String = arg(args, 4, "strategy");
+    let wait = if strategy == "park" {
+        weft::WaitStrategy::Park
+    } else {
+        weft::WaitStrategy::Adaptive
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let config = weft::pubsub::Config::default().wait(wait);
+    let s = loop {
+        match Subscriber::connect_with(&region, &config) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => panic!("connect: {e}"),
+        }
+    };
+    let mut sub = loop {
+        match s.subscribe_typed_named::<Tick>(&topic, TICK) {
+            Ok(sub) => break sub,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => panic!("subscribe: {e}"),
+        }
+    };
+    say("ready");
+    let mut next = std::collections::HashMap::<u64, u64>::new();
+    let (mut got, mut lost, mut last_seq) = (0u64, 0u64, None::<u64>);
+    while got + lost < total {
+        match sub.recv_timeout(Duration::from_secs(10)) {
+            Ok(m) => {
+                let t = *m.value::<Tick>().expect("a tick");
+                if !t.whole() {
+                    say(&format!("torn tick at seq {}", m.seq()));
+                    return 1;
+                }
+                let want = next.entry(t.id).or_insert(0);
+                if t.n < *want || last_seq.is_some_and(|l| m.seq() <= l) {
+                    say(&format!(
+                        "out of order: publisher {} counter {}, expected at least {want}",
+                        t.id, t.n
+                    ));
+                    return 1;
+                }
+                // A publisher's ticks may be lost to lag, never reordered.
+                *want = t.n + 1;
+                last_seq = Some(m.seq());
+                got += 1;
+            }
+            Err(Error::Lagged { skipped }) => lost += skipped,
+            Err(e) => {
+                say(&format!("error {e}"));
+                return 1;
+            }
+        }
+    }
+    say(&format!("got {got} lost {lost}"));
     0
 }

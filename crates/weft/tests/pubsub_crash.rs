@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::region::{Layout, get32, is_block, put64};
 use common::{Cleanup, Peer, unique};
 use std::time::Duration;
 use weft::pubsub::{Config, Publisher, Subscriber};
@@ -25,8 +26,12 @@ fn a_killed_subscriber_holding_200_samples_is_reclaimed() {
         p.publish(&t, &i.to_le_bytes()).unwrap();
     }
     assert_eq!(p.region_info().free_blocks, 512 - 256 - 200);
+    assert_eq!(p.stats(&t).unwrap().subscribers, 1);
     peer.kill9();
+    // Counted until reclaimed, then not.
+    assert_eq!(p.stats(&t).unwrap().subscribers, 1);
     assert_eq!(p.reclaim().unwrap(), 200);
+    assert_eq!(p.stats(&t).unwrap().subscribers, 0);
     // Full again: only the ring's descriptors hold blocks.
     assert_eq!(p.region_info().free_blocks, 512 - 256);
     assert_eq!(p.reclaim().unwrap(), 0);
@@ -35,6 +40,43 @@ fn a_killed_subscriber_holding_200_samples_is_reclaimed() {
     let mut sub = s.subscribe("/held").unwrap();
     p.publish(&t, b"after").unwrap();
     assert_eq!(&*sub.try_recv().unwrap(), b"after");
+}
+
+#[test]
+fn a_killed_subscribers_subscriptions_stop_counting_when_someone_joins() {
+    let name = unique("pc-subcount");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let a = p.register("/a").unwrap();
+    let b = p
+        .register_spec("/b", &weft::pubsub::TopicSpec::inline(8))
+        .unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let _mine = s.subscribe("/a").unwrap();
+    let mut peers: Vec<Peer> = ["/a", "/a", "/b"]
+        .iter()
+        .map(|t| Peer::spawn(&["pubsub-hold", &name, t, "0"]))
+        .collect();
+    for peer in &mut peers {
+        peer.expect("ready");
+        peer.expect("holding 0");
+    }
+    let counts = || {
+        (
+            p.stats(&a).unwrap().subscribers,
+            p.stats(&b).unwrap().subscribers,
+        )
+    };
+    assert_eq!(counts(), (3, 1));
+    peers[0].kill9();
+    peers[2].kill9();
+    assert_eq!(counts(), (3, 1));
+    // A new participant reclaims the dead ones as it joins.
+    let _joiner = Subscriber::connect(&name).unwrap();
+    assert_eq!(counts(), (2, 0));
+    // A subscription dropped cleanly stops counting at once.
+    drop(_mine);
+    assert_eq!(counts(), (1, 0));
 }
 
 #[test]
@@ -70,21 +112,14 @@ fn a_publisher_under_pool_pressure_reclaims_a_dead_publishers_loans() {
     assert_eq!(p.region_info().free_blocks, 16 - 4);
 }
 
-/// Offsets of the region made with `mid_cfg()` (docs/protocol.md, "Region").
-struct Offsets {
-    ext: u64,
-    holdings: u64,
-    hot: u64,
-    rings: u64,
-    data: u64,
-}
-
 const PARTS: u64 = 8;
 const HELD: u64 = 16;
 const TOPICS: u64 = 4;
 const SLOTS: u64 = 8;
 const BLOCKS: u64 = 64;
 const BLOCK: u64 = 256;
+/// The default: 8, or every topic if there are fewer.
+const INLINE: u64 = 4;
 
 fn mid_cfg() -> Config {
     Config::default()
@@ -96,21 +131,8 @@ fn mid_cfg() -> Config {
         .block_size(BLOCK as usize)
 }
 
-fn offsets() -> Offsets {
-    let ext = 512 + 64 * PARTS;
-    let holdings = ext + 64 * PARTS;
-    let table = (holdings + 4 * PARTS * HELD).div_ceil(64) * 64;
-    let hot = table + 256 * TOPICS;
-    let rings = hot + 128 * TOPICS;
-    let meta = rings + 16 * SLOTS * TOPICS;
-    let data = (meta + 8 * BLOCKS).div_ceil(4096) * 4096;
-    Offsets {
-        ext,
-        holdings,
-        hot,
-        rings,
-        data,
-    }
+fn offsets() -> Layout {
+    Layout::new(PARTS, HELD, TOPICS, SLOTS, BLOCKS, INLINE)
 }
 
 fn file(name: &str) -> std::fs::File {
@@ -119,18 +141,6 @@ fn file(name: &str) -> std::fs::File {
         .write(true)
         .open(common::shm_path(name))
         .unwrap()
-}
-
-fn get32(f: &std::fs::File, off: u64) -> u32 {
-    use std::os::unix::fs::FileExt;
-    let mut b = [0u8; 4];
-    f.read_exact_at(&mut b, off).unwrap();
-    u32::from_le_bytes(b)
-}
-
-fn put64(f: &std::fs::File, off: u64, v: u64) {
-    use std::os::unix::fs::FileExt;
-    f.write_all_at(&v.to_le_bytes(), off).unwrap();
 }
 
 /// A publisher process is SIGKILLed inside `publish`, after claiming sequence 1 and either
@@ -159,7 +169,7 @@ fn killed_mid_publish(stored: bool) {
         .find_map(|r| {
             let held: Vec<u32> = (0..HELD)
                 .map(|e| get32(&f, o.holdings + 4 * (HELD * r + e)))
-                .filter(|&v| v != 0)
+                .filter(|&v| is_block(v))
                 .map(|v| v - 1)
                 .collect();
             (held.len() == 2).then_some((r, held))
@@ -294,7 +304,7 @@ fn a_slot_held_by_a_live_stalled_publisher_is_never_taken() {
     let o = offsets();
     let f = file(&name);
     let row = (0..PARTS)
-        .find(|r| (0..HELD).any(|e| get32(&f, o.holdings + 4 * (HELD * r + e)) != 0))
+        .find(|r| (0..HELD).any(|e| is_block(get32(&f, o.holdings + 4 * (HELD * r + e)))))
         .expect("the live publisher's row");
     // It claimed sequence 8 (slot 0) and stalls there: preempted, not dead.
     put64(&f, o.rings, (1 << 63) | (row << 40) | 8);
@@ -316,4 +326,184 @@ fn a_slot_held_by_a_live_stalled_publisher_is_never_taken() {
     assert_eq!(sub.try_recv().unwrap().seq(), 8);
     assert_eq!(p.publish(&t, b"now").unwrap(), 16);
     peer.kill9();
+}
+
+/// Waits on `sub` for at most `within` and expects `PeerDead` of a publisher.
+fn expect_dead(sub: &mut weft::pubsub::Subscription, within: Duration) {
+    match sub.recv_timeout(within) {
+        Err(weft::Error::PeerDead { role, .. }) => assert_eq!(role, weft::Role::Publisher),
+        other => panic!("expected PeerDead, got {other:?}"),
+    }
+}
+
+/// Receives the one message a `pubsub-linger … 1 0` peer sends.
+fn first(sub: &mut weft::pubsub::Subscription) {
+    assert_eq!(
+        &*sub.recv_timeout(Duration::from_secs(5)).unwrap(),
+        &0u64.to_le_bytes()
+    );
+}
+
+#[test]
+fn a_topic_whose_publishers_all_died_reports_it_while_another_topics_publisher_lives() {
+    let name = unique("pc-topic-dead");
+    let _c = Cleanup(name.clone());
+    // The creator stays: a live publisher of neither topic.
+    let owner = Publisher::create(&name, &Config::default()).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut a = Peer::spawn(&["pubsub-linger", &name, "/a", "1", "0"]);
+    let mut b = Peer::spawn(&["pubsub-linger", &name, "/b", "1", "0"]);
+    a.expect("ready");
+    b.expect("ready");
+    let mut sa = s.subscribe_with_history("/a", 1).unwrap();
+    let mut sb = s.subscribe_with_history("/b", 1).unwrap();
+    first(&mut sa);
+    first(&mut sb);
+    a.expect("sent");
+    b.expect("sent");
+    // Both alive: nothing to say.
+    assert!(matches!(
+        sa.recv_timeout(Duration::from_millis(150)),
+        Err(weft::Error::Timeout)
+    ));
+    a.kill9();
+    // /a's only publisher is dead: reported within the check period, although /b's
+    // publisher and the region's creator live.
+    expect_dead(&mut sa, Duration::from_secs(2));
+    assert!(matches!(
+        sb.recv_timeout(Duration::from_millis(300)),
+        Err(weft::Error::Timeout)
+    ));
+    b.kill9();
+    expect_dead(&mut sb, Duration::from_secs(2));
+    // A new publisher registering /a takes it over: the death is forgotten.
+    let t = owner.register("/a").unwrap();
+    assert!(matches!(
+        sa.recv_timeout(Duration::from_millis(150)),
+        Err(weft::Error::Timeout)
+    ));
+    owner.publish(&t, b"back").unwrap();
+    assert_eq!(&*sa.recv_timeout(Duration::from_secs(1)).unwrap(), b"back");
+}
+
+#[test]
+fn a_topic_with_one_live_publisher_left_is_not_dead() {
+    let name = unique("pc-topic-two");
+    let _c = Cleanup(name.clone());
+    // The creator stays, a live publisher of no topic.
+    let _owner = Publisher::create(&name, &Config::default()).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut p1 = Peer::spawn(&["pubsub-linger", &name, "/t", "1", "0"]);
+    p1.expect("ready");
+    let mut p2 = Peer::spawn(&["pubsub-linger", &name, "/t", "1", "0"]);
+    p2.expect("ready");
+    p1.expect("sent");
+    p2.expect("sent");
+    let mut sub = s.subscribe_with_history("/t", 2).unwrap();
+    first(&mut sub);
+    first(&mut sub);
+    p1.kill9();
+    assert!(matches!(
+        sub.recv_timeout(Duration::from_millis(300)),
+        Err(weft::Error::Timeout)
+    ));
+    p2.kill9();
+    expect_dead(&mut sub, Duration::from_secs(2));
+    // Both dead rows taken by new participants: their bits are gone, the death is still
+    // remembered by the topic.
+    let _j1 = Subscriber::connect(&name).unwrap();
+    let _j2 = Subscriber::connect(&name).unwrap();
+    expect_dead(&mut sub, Duration::from_secs(2));
+}
+
+/// A block word's mark: the participant `row` is taking (or dropping) a reference for its
+/// holdings entry `entry` (docs/protocol.md, "Block pool").
+fn mark(drop: bool, row: u64, entry: u64) -> u64 {
+    (1 << 63) | if drop { 1 << 62 } else { 0 } | (row << 49) | (entry << 32)
+}
+
+/// A subscriber process is SIGKILLed in the middle of taking or dropping a reference on the
+/// block of sequence 0 (or a publisher in the middle of allocating block 5). No signal can be
+/// aimed at those few instructions, so the state each kill point leaves is written into the
+/// region: the dead participant's holdings entry and the block's word (count and mark). The
+/// next participant to join settles it: the block ends with exactly the ring's reference
+/// (block 5: free), and a reader is not held up.
+#[test]
+fn a_reference_in_flight_when_its_holder_is_killed_is_settled_exactly() {
+    const TAKING: u32 = 1 << 30;
+    const DONE: u32 = 1 << 29;
+    // (case, entry value, block, block word, count left afterwards)
+    let cases = [
+        ("take intent only", TAKING | 1, 0, 1, 1),
+        (
+            "taken, not recorded",
+            TAKING | 1,
+            0,
+            2 | mark(false, 9, 1),
+            1,
+        ),
+        (
+            "taken and recorded, mark left",
+            1,
+            0,
+            2 | mark(false, 9, 1),
+            1,
+        ),
+        ("held, nothing in flight", 1, 0, 2, 1),
+        ("dropped, not recorded", 1, 0, 1 | mark(true, 9, 1), 1),
+        (
+            "dropped and recorded, mark left",
+            DONE | 1,
+            0,
+            1 | mark(true, 9, 1),
+            1,
+        ),
+        (
+            "allocated, not recorded",
+            TAKING | 6,
+            5,
+            1 | mark(false, 9, 1),
+            0,
+        ),
+        (
+            "allocated and recorded, mark left",
+            6,
+            5,
+            1 | mark(false, 9, 1),
+            0,
+        ),
+    ];
+    for (case, value, block, word, left) in cases {
+        let name = unique("pc-inflight");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &mid_cfg()).unwrap();
+        let t = p.register("/t").unwrap();
+        // The first loan takes block 0; the ring keeps it.
+        p.publish(&t, b"zero").unwrap();
+        let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "0"]);
+        peer.expect("ready");
+        peer.expect("holding 0");
+        peer.kill9();
+        let o = offsets();
+        let f = file(&name);
+        // The dead subscriber's row: the one whose holdings record a subscription to /t.
+        let row = (0..PARTS)
+            .find(|&r| (0..HELD).any(|e| get32(&f, o.holding(r, e)) == 1 << 31))
+            .expect("the dead subscriber's row");
+        let word = if word >> 32 == 0 {
+            word
+        } else {
+            // Name the real row in the mark.
+            (word & !(0x3ff << 49)) | (row << 49)
+        };
+        common::region::put32(&f, o.holding(row, 1), value);
+        put64(&f, o.meta + 8 * block, word);
+        // A reader of sequence 0 joins: its join settles the dead row.
+        let s = Subscriber::connect(&name).unwrap();
+        let count = common::region::get64(&f, o.meta + 8 * block);
+        assert_eq!(count, left, "{case}: the block's word afterwards");
+        let mut sub = s.subscribe_with_history("/t", 1).unwrap();
+        assert_eq!(&*sub.try_recv().unwrap(), b"zero", "{case}");
+        assert_eq!(p.region_info().free_blocks, BLOCKS - 1, "{case}");
+    }
 }

@@ -1,13 +1,14 @@
 //! A hostile or broken peer: scribbling on descriptors, reference counts, the free-list head,
-//! holdings and the topic table gives errors, never a panic or an out-of-bounds access; a
-//! damaged region file is refused at connect.
+//! holdings, the topic table, inline rings and publish records gives errors, never a panic or
+//! an out-of-bounds access; a damaged region file is refused at connect.
 
 mod common;
 
+use common::region::Layout;
 use common::{Cleanup, Peer, shm_path, unique};
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
-use weft::pubsub::{Config, Publisher, Subscriber};
+use weft::pubsub::{Config, Publisher, Subscriber, TopicSpec};
 use weft::{Error, ErrorKind};
 
 fn cfg() -> Config {
@@ -27,8 +28,10 @@ fn scribbling_on_shared_state_gives_errors_only() {
     let _c = Cleanup(name.clone());
     let p = Publisher::create(&name, &cfg()).unwrap();
     let t = p.register("/target").unwrap();
+    let inl = p.register_spec("/inline", &TopicSpec::inline(24)).unwrap();
     let s = Subscriber::connect(&name).unwrap();
     let mut sub = s.subscribe("/target").unwrap();
+    let mut isub = s.subscribe("/inline").unwrap();
     // A new seed every run (printed, to replay a failure).
     let seed = std::process::id().to_string();
     eprintln!("scribble seed {seed}");
@@ -50,6 +53,17 @@ fn scribbling_on_shared_state_gives_errors_only() {
                 if held.len() > 8 {
                     held.clear();
                 }
+                ok += 1;
+            }
+            Err(_) => errors += 1,
+        }
+        match p.publish(&inl, &[0xCD; 24]) {
+            Ok(_) => ok += 1,
+            Err(_) => errors += 1,
+        }
+        match isub.recv_timeout(Duration::from_millis(1)) {
+            Ok(m) => {
+                assert_eq!(m.len(), 24);
                 ok += 1;
             }
             Err(_) => errors += 1,
@@ -133,8 +147,8 @@ fn bad_descriptors_and_counts_are_errors() {
     let s = Subscriber::connect(&name).unwrap();
     let mut sub = s.subscribe("/d").unwrap();
     p.publish(&t, b"x").unwrap();
-    // Topic 0's ring starts after the table, the hot lines and the statistics lines.
-    let rings = topic_table() + 256 * 4 + 64 * 4 + 64 * 4;
+    // Topic 0's ring (after the table, the hot and statistics lines, the publishers map).
+    let rings = layout(&name).1.rings;
     // A descriptor naming a block past the pool.
     write_u64(&name, rings + 8, (1u64 << 32) | 1000);
     assert_eq!(sub.try_recv().unwrap_err().kind(), ErrorKind::Corrupt);
@@ -145,7 +159,107 @@ fn bad_descriptors_and_counts_are_errors() {
     let hot = topic_table() + 256 * 4;
     write_u64(&name, hot, u64::MAX);
     assert!(matches!(p.publish(&t, b"y"), Err(Error::Corrupt { .. })));
-    // The free-list head pointing past the pool.
-    write_u64(&name, 192, 5000);
-    assert_eq!(p.loan(&t).unwrap_err().kind(), ErrorKind::Corrupt);
+}
+
+#[test]
+fn bad_block_words_are_errors() {
+    for (word, what) in [
+        ((1u64 << 60) | 1, "bits no mark uses"),
+        (1 << 31, "a count beyond any table"),
+        (
+            (1 << 63) | (1000 << 49) | 1,
+            "a mark naming a participant beyond the table",
+        ),
+    ] {
+        let name = unique("ph-word");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &cfg()).unwrap();
+        let t = p.register("/w").unwrap();
+        let s = Subscriber::connect(&name).unwrap();
+        let mut sub = s.subscribe("/w").unwrap();
+        // The first loan takes block 0.
+        p.publish(&t, b"x").unwrap();
+        write_u64(&name, layout(&name).1.meta, word);
+        let err = sub.try_recv().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt, "{what}: {err}");
+    }
+}
+
+fn layout(name: &str) -> (std::fs::File, Layout) {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(shm_path(name))
+        .unwrap();
+    let l = Layout::of_file(&f);
+    (f, l)
+}
+
+#[test]
+fn a_damaged_inline_ring_or_entry_is_refused() {
+    // (offset from the entry or the area, value, in the area?)
+    for (off, v, area) in [
+        (0u64, 3u64, true), // capacity: not a power of two
+        (0, 1 << 20, true), // capacity: beyond the area
+        (8, 57, true),      // value size: not the topic's
+        (16, 9, true),      // payload words
+        (24, 4096, true),   // stride
+        (40, 0, true),      // flags: not an MPMC ring
+        (112, 99, false),   // inline area beyond the areas
+        (116, 0, false),    // message size
+        (116, 57, false),   // message size
+    ] {
+        let name = unique("ph-inline");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &cfg()).unwrap();
+        p.register_spec("/i", &TopicSpec::inline(8)).unwrap();
+        let (f, l) = layout(&name);
+        let at = if area { l.inline_area(0) } else { l.entry(0) };
+        if area {
+            common::region::put64(&f, at + off, v);
+        } else {
+            common::region::put32(&f, at + off, v as u32);
+        }
+        let err = Subscriber::connect(&name)
+            .and_then(|s| s.subscribe("/i").map(|_| ()))
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt, "offset {off} = {v}: {err}");
+    }
+}
+
+#[test]
+fn bad_inline_counters_and_stamps_are_errors() {
+    let name = unique("ph-icount");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register_spec("/i", &TopicSpec::inline(8)).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/i").unwrap();
+    p.publish(&t, &[1; 8]).unwrap();
+    let (f, l) = layout(&name);
+    let area = l.inline_area(0);
+    // A stamp from a far lap: the reader is told it lagged, exactly by the counter's word.
+    common::region::put64(&f, area + 192, 2 * 1000 + 2);
+    assert!(matches!(sub.try_recv(), Err(Error::Lagged { skipped: 1 })));
+    // A claim counter at the end of time: the publisher refuses it, a lagged reader too.
+    common::region::put64(&f, area + 64, u64::MAX - 1);
+    assert_eq!(
+        p.publish(&t, &[2; 8]).unwrap_err().kind(),
+        ErrorKind::Corrupt
+    );
+    common::region::put64(&f, area + 192 + 16, 2 * 5000 + 2);
+    assert_eq!(sub.try_recv().unwrap_err().kind(), ErrorKind::Corrupt);
+    assert_eq!(p.stats(&t).unwrap_err().kind(), ErrorKind::Corrupt);
+    // A live participant's record scribbled to claim sequence 2 (claimed, never written):
+    // a reader waits for it, and never voids it.
+    common::region::put64(&f, area + 64, 3);
+    common::region::put64(&f, area + 192 + 32, 0);
+    common::region::put64(&f, l.ext(0) + 40, 1);
+    common::region::put64(&f, l.ext(0) + 48, 2);
+    let mut late = s.subscribe_with_history("/i", 1).unwrap();
+    assert_eq!(late.position(), 2);
+    assert!(matches!(
+        late.recv_timeout(Duration::from_millis(100)),
+        Err(Error::Timeout)
+    ));
 }

@@ -200,7 +200,7 @@ fn a_typed_topic_refuses_another_type_across_processes() {
     let wrong = Peer::spawn(&["pubsub-typed-sub", &name, "/typed", "u32"]);
     let (last, ok) = wrong.finish(Duration::from_secs(10));
     assert!(ok);
-    assert_eq!(last, "mismatch u64");
+    assert!(last.starts_with("mismatch u64"), "{last}");
     let mut right = Peer::spawn(&["pubsub-typed-sub", &name, "/typed", "u64"]);
     right.expect("ready");
     p.publish_typed(&t, &0xDEAD_BEEF_u64).unwrap();

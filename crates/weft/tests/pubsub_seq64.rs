@@ -1,5 +1,5 @@
 //! 64-bit sequence numbers: topics whose counters are preset just below 2^32 keep counting
-//! across it, in blocks and latest modes, with exact lag.
+//! across it, in blocks, latest and inline modes, with exact lag.
 
 mod common;
 
@@ -27,18 +27,17 @@ fn cfg() -> Config {
 /// empty descriptor of its last lap (docs/protocol.md, "Region").
 fn preset(name: &str, topic: u64, start: u64) {
     let f = std::fs::OpenOptions::new()
+        .read(true)
         .write(true)
         .open(shm_path(name))
         .unwrap();
-    let table = (512 + 128 * PARTS + 4 * PARTS * HELD).div_ceil(64) * 64;
-    let hot = table + 256 * TOPICS;
-    let rings = hot + 128 * TOPICS;
+    let l = common::region::Layout::of_file(&f);
     for s in start - SLOTS..start {
-        let slot = rings + 16 * (SLOTS * topic + (s & (SLOTS - 1)));
+        let slot = l.slot(topic, s);
         f.write_all_at(&(s + 1).to_le_bytes(), slot).unwrap();
         f.write_all_at(&0u64.to_le_bytes(), slot + 8).unwrap();
     }
-    f.write_all_at(&start.to_le_bytes(), hot + 64 * topic)
+    f.write_all_at(&start.to_le_bytes(), l.hot + 64 * topic)
         .unwrap();
 }
 
@@ -71,4 +70,42 @@ fn sequences_count_across_2_pow_32() {
     let m = l.try_recv().unwrap();
     assert_eq!((m.seq(), &*m), (start + 9, &9u64.to_le_bytes()[..]));
     assert_eq!(p.stats(&blocks).unwrap().published, start + 16);
+}
+
+#[test]
+fn inline_sequences_count_across_2_pow_32() {
+    let name = unique("pq-inline");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p
+        .register_spec("/inline", &weft::pubsub::TopicSpec::inline(8))
+        .unwrap();
+    let start = (1u64 << 32) - 3;
+    // As if `start` messages had been published: the claim counter and the stamps of the
+    // last lap (`2 seq + 2`, 16-byte slots for an 8-byte message).
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(shm_path(&name))
+        .unwrap();
+    let l = common::region::Layout::of_file(&f);
+    let area = l.inline_area(0);
+    for s in start - SLOTS..start {
+        f.write_all_at(&(2 * s + 2).to_le_bytes(), area + 192 + 16 * (s % SLOTS))
+            .unwrap();
+    }
+    f.write_all_at(&start.to_le_bytes(), area + 64).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/inline").unwrap();
+    for i in 0..6u64 {
+        assert_eq!(p.publish(&t, &i.to_le_bytes()).unwrap(), start + i);
+        let m = sub.try_recv().unwrap();
+        assert_eq!((m.seq(), &*m), (start + i, &i.to_le_bytes()[..]));
+    }
+    for i in 6..16u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert!(matches!(sub.try_recv(), Err(Error::Lagged { skipped: 2 })));
+    assert_eq!(sub.try_recv().unwrap().seq(), start + 8);
+    assert_eq!(p.stats(&t).unwrap().published, start + 16);
 }

@@ -14,10 +14,16 @@
 //!   place (zero copies) and releases it on drop. A subscriber that fell behind gets
 //!   [`Error::Lagged`](crate::Error::Lagged) with the exact number of messages it missed.
 //!
-//! The algorithms (`pool`: the ABA-tagged free list and reference counts; `ring`: the
-//! multi-publisher descriptor ring) work over raw memory and are model-checked with loom; the
-//! handles place them in a region (`shm::pubsub`). The layout is in docs/protocol.md
-//! ("Region").
+//! A topic has one of three modes ([`TopicMode`]): `Blocks` (loaned blocks, any payload up to
+//! the block size, zero copies), `Latest` (the newest value only, never torn) and `Inline`
+//! (messages of up to [`INLINE_MAX`] bytes copied into a seqlock ring: the fastest path for
+//! small values; see [`TopicSpec`]).
+//!
+//! The algorithms (`pool`: allocation and marked reference counts; `ring`: the
+//! multi-publisher descriptor ring; `inline`: the broadcast ring of [`crate::ring`] with
+//! several publishers and the voiding of a dead publisher's claim) work over raw memory and
+//! are model-checked with loom; the handles place them in a region (`shm::pubsub`). The
+//! layout is in docs/protocol.md ("Region").
 //!
 //! # Examples
 //! ```
@@ -43,6 +49,7 @@
 // Without `std` the cores have no handle to drive them.
 #![cfg_attr(not(all(feature = "std", not(loom))), allow(dead_code))]
 
+pub(crate) mod inline;
 pub(crate) mod pool;
 pub(crate) mod ring;
 
@@ -51,8 +58,9 @@ mod tests;
 
 #[cfg(all(feature = "std", not(loom)))]
 pub use crate::shm::pubsub::{
-    Config, Loan, Publisher, RegionInfo, RegionReport, Sample, Subscriber, Subscription, TOPIC_MAX,
-    Topic, TopicMode, TopicStats, inspect, regions, split_uri, validate_topic,
+    Config, INLINE_MAX, Loan, Publisher, RegionInfo, RegionReport, Sample, Subscriber,
+    Subscription, TOPIC_MAX, TYPE_NAME_MAX, Topic, TopicMode, TopicSpec, TopicStats, inspect,
+    regions, split_uri, validate_topic,
 };
 
 // Read-only views for tools (`weft info`, `weft clean`).

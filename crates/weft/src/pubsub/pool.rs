@@ -1,28 +1,63 @@
-//! The block pool's free list and reference counts, over raw memory: a Treiber stack (R. K.
-//! Treiber, 1986) whose head word carries a 32-bit ABA tag next to the top block's link, and one
-//! reference count per block. Every link read from memory is bounds-checked before it indexes
-//! anything, because the memory may be shared with a hostile process.
+//! The block pool and its reference accounting, over raw memory.
+//!
+//! One 64-bit word per block: the reference count (low 32 bits) and, while a participant is
+//! changing the count, a *mark* (high 32 bits) naming the participant and the record the
+//! reference belongs to (a holdings entry, or its publish record). A take or a drop is one CAS
+//! that changes the count and sets the mark together; the participant then updates its record
+//! and clears the mark with a plain store (nobody else changes a marked word). So whatever
+//! instant a participant is killed at, a survivor can tell from its record and the block's
+//! mark whether its take or drop happened, and finish or undo it exactly once: no reference
+//! leaks and none is released twice (`settle`).
+//!
+//! Allocation has no free list: a participant claims a free block (count 0, no mark) with one
+//! CAS that sets the count to 1 *and* marks it with the record it will be kept in, scanning
+//! from its own cursor. The last drop leaves the word at 0, which is all it takes to free the
+//! block. Every value read from the words (counts, marks) is validated: the memory may be
+//! shared with a hostile process.
+//!
+//! A participant's record of a reference (a holdings entry, `u32`) goes through these states:
+//! take: `0 -> TAKING | b+1 -> [take CAS] -> b+1 -> [unmark]`; drop: `b+1 -> [drop CAS] ->
+//! DONE | b+1 -> [unmark] -> 0`. A subscription record is `SUB_TAG | topic`.
 
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
-/// A link value: `0` is "none", any other value is a block index plus one.
-pub(crate) const NIL: u32 = 0;
+/// A count above this is impossible (every reference is recorded, and no table is this large):
+/// it can only come from a scribbling peer.
+const RC_MAX: u64 = 1 << 30;
+const RC_MASK: u64 = 0xffff_ffff;
 
-/// A reference count above this is impossible (a holder records every reference it takes, and
-/// no table is this large): it can only come from a scribbling peer.
-const RC_MAX: u32 = 1 << 30;
+/// Mark bits (in the high half of a block's word).
+const MARKED: u64 = 1 << 63;
+const DROP: u64 = 1 << 62;
+const PART_SHIFT: u32 = 32 + 17;
+const PART_BITS: u64 = 0x3ff;
+const RECORD_BITS: u64 = 0x1_ffff;
 
-/// Per-block metadata, 8 bytes, in an array separate from the blocks (so that a reference-count
-/// update never touches a payload's cache line).
+/// The largest participant index a mark can name.
+pub(crate) const MAX_PARTICIPANT: u32 = PART_BITS as u32;
+/// The record id of a participant's publish record (`pub_old`: the reference a publish
+/// displaced from a ring slot); holdings entries are `0 .. 65536`.
+pub(crate) const PUB_OLD: u32 = 1 << 16;
+
+/// Holdings entry: a subscription to topic `value & !SUB_TAG`.
+pub(crate) const SUB_TAG: u32 = 1 << 31;
+/// Holdings entry: a take of block `(value & LINK) - 1` may be in flight (`TAKING | 0`: the
+/// entry is reserved, no block chosen yet).
+pub(crate) const TAKING: u32 = 1 << 30;
+/// Holdings entry: the reference on block `(value & LINK) - 1` was dropped, the mark may not
+/// be cleared yet.
+pub(crate) const DONE: u32 = 1 << 29;
+/// The block + 1 part of a holdings entry.
+pub(crate) const LINK: u32 = (1 << 25) - 1;
+
+/// Per-block metadata, 8 bytes, in an array separate from the blocks (so that a count update
+/// never touches a payload's cache line).
 #[derive(Debug, Default)]
 #[repr(C)]
 pub(crate) struct BlockMeta {
-    /// Holders of the block: 0 while free, else one per loan, descriptor-ring slot and sample.
-    /// Written by every holder (RMW); range `0 ..= RC_MAX`.
-    pub(crate) rc: AtomicU32,
-    /// Free-list link (block index + 1, or [`NIL`]); meaningful only while the block is free.
-    /// Written by the pusher before the head CAS that links the block in.
-    pub(crate) next: AtomicU32,
+    /// `mark << 32 | count`. The count: 0 while free, else one per loan, ring slot and sample
+    /// (range `0 ..= 2^30`). Written by every holder (CAS), and by the marker (plain store).
+    pub(crate) word: AtomicU64,
 }
 
 #[cfg(not(loom))]
@@ -36,197 +71,522 @@ pub(crate) struct Corrupt {
     pub(crate) expected: &'static str,
 }
 
-/// The free list and reference counts of one pool.
-///
-/// The head word is `tag << 32 | link`: every successful CAS increments the tag, so a popper
-/// that read `head = (tag, A)` and `A.next = B` cannot succeed after A was popped, B popped and
-/// A pushed back (the ABA case): the tag differs. The tag wraps after 2^32 head changes; a
-/// popper preempted across exactly a multiple of 2^32 changes is the accepted residual risk.
+/// The record a reference belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Who {
+    /// Participant index, `0 ..= MAX_PARTICIPANT`.
+    pub(crate) participant: u32,
+    /// Holdings entry index, or [`PUB_OLD`].
+    pub(crate) record: u32,
+}
+
+impl Who {
+    fn mark(self, drop: bool) -> u64 {
+        MARKED
+            | if drop { DROP } else { 0 }
+            | (self.participant as u64 & PART_BITS) << PART_SHIFT
+            | (self.record as u64 & RECORD_BITS) << 32
+    }
+}
+
+/// A block's mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mark {
+    None,
+    /// `who` took a reference and has not cleared the mark yet.
+    Take(Who),
+    /// `who` dropped a reference and has not cleared the mark yet.
+    Drop(Who),
+}
+
+fn decode(w: u64) -> Result<Mark, Corrupt> {
+    let hi = w >> 32;
+    if hi == 0 {
+        return Ok(Mark::None);
+    }
+    let who = Who {
+        participant: ((w >> PART_SHIFT) & PART_BITS) as u32,
+        record: ((w >> 32) & RECORD_BITS) as u32,
+    };
+    let bits_used = MARKED | DROP | PART_BITS << PART_SHIFT | RECORD_BITS << 32;
+    if w & MARKED == 0 || (w & !RC_MASK) & !bits_used != 0 || who.record > PUB_OLD {
+        return Err(Corrupt {
+            what: "block mark",
+            value: w,
+            expected: "0, or a mark naming a participant and one of its records",
+        });
+    }
+    Ok(if w & DROP != 0 {
+        Mark::Drop(who)
+    } else {
+        Mark::Take(who)
+    })
+}
+
+/// The outcome of one take attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Take {
+    /// The reference is ours (and the block marked): record it, then [`Pool::unmark`].
+    Taken,
+    /// The block is free (count 0): it may not be resurrected.
+    Free,
+    /// Another participant's take or drop is in flight: wait (or reclaim it if it died).
+    Busy(Who),
+}
+
+/// The outcome of one drop attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dropped {
+    /// Dropped (and the block marked): update the record, then [`Pool::unmark`]. `freed`: it
+    /// was the last reference (the block is free once unmarked).
+    Done { freed: bool },
+    /// Another participant's take or drop is in flight.
+    Busy(Who),
+}
+
+/// What a dead participant's record holds once its operation in flight is settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settled {
+    /// The record holds a reference on the block: release it.
+    Holds,
+    /// It holds nothing (its take did not happen, or its drop did).
+    Nothing,
+}
+
+/// The reference accounting of one pool.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Pool<'a> {
-    /// Written by every allocator and releaser (CAS).
-    head: &'a AtomicU64,
     meta: &'a [BlockMeta],
 }
 
+fn corrupt(what: &'static str, value: u64, expected: &'static str) -> Corrupt {
+    Corrupt {
+        what,
+        value,
+        expected,
+    }
+}
+
 impl<'a> Pool<'a> {
-    pub(crate) fn new(head: &'a AtomicU64, meta: &'a [BlockMeta]) -> Pool<'a> {
-        Pool { head, meta }
+    pub(crate) fn new(meta: &'a [BlockMeta]) -> Pool<'a> {
+        Pool { meta }
     }
 
-    /// Links every block into the free list with a zero count. Creator only, before the memory
-    /// is shared.
+    /// Every block free and unmarked. Creator only, before the memory is shared.
     pub(crate) fn init(&self) {
-        let n = self.meta.len() as u32;
-        for (i, m) in self.meta.iter().enumerate() {
+        for m in self.meta {
             // Relaxed: published to other processes by the object's Release `ready` store.
-            m.rc.store(0, Ordering::Relaxed);
-            let next = if (i as u32) + 1 < n {
-                i as u32 + 2
+            m.word.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The word of block `b`, bounds-checked.
+    fn word(&self, b: u32) -> Result<&'a AtomicU64, Corrupt> {
+        self.meta.get(b as usize).map(|m| &m.word).ok_or(corrupt(
+            "block index",
+            b as u64,
+            "within the pool",
+        ))
+    }
+
+    /// Claims a free block for `who`, scanning from `*cursor` (the caller's own hint, moved
+    /// past the block found). `pending(b)` is called before each claim attempt, so that the
+    /// caller's record names the block before the CAS that may make it theirs. The block comes
+    /// back with a count of 1 and marked: record it, then [`Pool::unmark`]. `None`: every block
+    /// is in use.
+    pub(crate) fn alloc(
+        &self,
+        who: Who,
+        cursor: &mut u32,
+        mut pending: impl FnMut(u32),
+    ) -> Option<u32> {
+        let n = self.meta.len() as u32;
+        let start = if *cursor < n { *cursor } else { 0 };
+        for k in 0..n {
+            let b = if start + k < n {
+                start + k
             } else {
-                NIL
+                start + k - n
             };
-            m.next.store(next, Ordering::Relaxed);
-        }
-        let first = if n > 0 { 1 } else { NIL };
-        // Relaxed: as above.
-        self.head.store(first as u64, Ordering::Relaxed);
-    }
-
-    fn link(&self, raw: u32, what: &'static str) -> Result<Option<u32>, Corrupt> {
-        if raw == NIL {
-            return Ok(None);
-        }
-        let idx = raw - 1;
-        if idx as usize >= self.meta.len() {
-            return Err(Corrupt {
-                what,
-                value: raw as u64,
-                expected: "0 or a block index + 1 within the pool",
-            });
-        }
-        Ok(Some(idx))
-    }
-
-    /// The metadata of block `idx`, bounds-checked.
-    pub(crate) fn meta(&self, idx: u32) -> Result<&'a BlockMeta, Corrupt> {
-        self.meta.get(idx as usize).ok_or(Corrupt {
-            what: "block index",
-            value: idx as u64,
-            expected: "within the pool",
-        })
-    }
-
-    /// Takes a free block and gives it a count of 1 (the caller's reference), or `None` when
-    /// the pool is empty.
-    pub(crate) fn pop(&self) -> Result<Option<u32>, Corrupt> {
-        // SYNC POINT: Acquire pairs with the Release CAS in `push`: the `next` link the pusher
-        // stored before linking the block in is visible.
-        let mut head = self.head.load(Ordering::Acquire);
-        loop {
-            let Some(idx) = self.link(head as u32, "free-list head")? else {
-                return Ok(None);
-            };
-            // Relaxed: ordered after the Acquire load of `head`. If the block was popped (and
-            // its link rewritten) since, the tag in `head` has changed and the CAS below fails,
-            // so a stale value is never used; it is still checked, as a peer may write anything.
-            let next = self.meta[idx as usize].next.load(Ordering::Relaxed);
-            self.link(next, "free-list link")?;
-            let new = (((head >> 32) + 1) << 32) | next as u64;
-            // SYNC POINT: Acquire on both outcomes pairs with the Release CAS in `push` (a
-            // retried head's link must be visible); no Release needed: popping publishes nothing.
-            match self
-                .head
-                .compare_exchange_weak(head, new, Ordering::Acquire, Ordering::Acquire)
+            let w = &self.meta[b as usize].word;
+            // Relaxed: only a pre-check of the CAS below.
+            if w.load(Ordering::Relaxed) != 0 {
+                continue;
+            }
+            pending(b);
+            // SYNC POINT: AcqRel. Acquire pairs with the Release store in `unmark` after the
+            // last drop: the previous holders' reads of the block are done before we write
+            // it. Release: our record's `TAKING` (stored by `pending`) is visible to whoever
+            // sees our mark.
+            if w.compare_exchange(0, 1 | who.mark(false), Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
             {
-                Ok(_) => {
-                    // SYNC POINT: AcqRel swap. Release pairs with the Acquire CAS in
-                    // `acquire_if_live`: a reader that takes a reference on this block's new
-                    // life also sees everything that happened before its last release (the
-                    // overwrite that retired it). Acquire pairs with the Release decrement that
-                    // freed it: the previous holders' reads are done before we write.
-                    let prev = self.meta[idx as usize].rc.swap(1, Ordering::AcqRel);
-                    if prev != 0 {
-                        return Err(Corrupt {
-                            what: "reference count of a free block",
-                            value: prev as u64,
-                            expected: "0",
-                        });
-                    }
-                    return Ok(Some(idx));
-                }
-                Err(h) => head = h,
+                *cursor = b + 1;
+                return Some(b);
             }
         }
+        None
     }
 
-    /// Links block `idx` (count already 0) back into the free list.
-    fn push(&self, idx: u32) {
-        // Relaxed: the value is only used as the CAS's expected value.
-        let mut head = self.head.load(Ordering::Relaxed);
-        loop {
-            // Relaxed: published by the Release CAS below.
-            self.meta[idx as usize]
-                .next
-                .store(head as u32, Ordering::Relaxed);
-            let new = (((head >> 32) + 1) << 32) | (idx as u64 + 1);
-            // SYNC POINT: Release pairs with the Acquire load/CAS in `pop`: our `next` store is
-            // visible to the popper. Failure: Relaxed, the value is only retried.
-            match self
-                .head
-                .compare_exchange_weak(head, new, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(h) => head = h,
-            }
-        }
-    }
-
-    /// Takes one more reference on block `idx` if it is still held by someone (count > 0).
-    /// Returns `false` if the block is free: it may not be resurrected.
-    pub(crate) fn acquire_if_live(&self, idx: u32) -> Result<bool, Corrupt> {
-        let m = self.meta(idx)?;
+    /// Takes one more reference on block `b` for `who`, if the block is held by someone (count
+    /// above 0). On [`Take::Taken`], record it, then [`Pool::unmark`].
+    pub(crate) fn take(&self, b: u32, who: Who) -> Result<Take, Corrupt> {
+        let word = self.word(b)?;
         // Relaxed: only the CAS's expected value.
-        let mut cur = m.rc.load(Ordering::Relaxed);
+        let mut cur = word.load(Ordering::Relaxed);
         loop {
-            if cur == 0 {
-                return Ok(false);
+            match decode(cur)? {
+                Mark::None => {}
+                Mark::Take(w) | Mark::Drop(w) => return Ok(Take::Busy(w)),
             }
-            if cur >= RC_MAX {
-                return Err(Corrupt {
-                    what: "reference count",
-                    value: cur as u64,
-                    expected: "below 2^30",
-                });
+            let rc = cur & RC_MASK;
+            if rc == 0 {
+                return Ok(Take::Free);
             }
-            // SYNC POINT: Acquire pairs with the AcqRel decrement in `release` and the AcqRel
-            // swap in `pop`: if this count was produced by an overwriter's release (or by a
-            // later allocation of the block), the overwriter's stamp store is visible to the
-            // caller's re-check. Release is not needed: taking a reference publishes nothing.
-            match m
-                .rc
-                .compare_exchange_weak(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => return Ok(true),
+            if rc >= RC_MAX {
+                return Err(corrupt("reference count", rc, "below 2^30"));
+            }
+            // SYNC POINT: AcqRel. Acquire pairs with the Release store in `unmark` (and the
+            // AcqRel CASes of earlier holders): if this count was left by an overwriter's drop
+            // (or by a later allocation of the block), the overwriter's stamp store is visible
+            // to the caller's re-check (`ring::Ring::still`). Release: the caller's `TAKING`
+            // record is visible to whoever sees our mark.
+            match word.compare_exchange_weak(
+                cur,
+                (rc + 1) | who.mark(false),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(Take::Taken),
                 Err(c) => cur = c,
             }
         }
     }
 
-    /// Drops one reference on block `idx`; the last one returns the block to the free list.
-    /// Returns whether the block was freed.
-    pub(crate) fn release(&self, idx: u32) -> Result<bool, Corrupt> {
-        let m = self.meta(idx)?;
-        // SYNC POINT: AcqRel. Release: our reads of the block (and, for an overwriter, the
-        // slot's new stamp) happen before whoever sees the count drop; Acquire: the last
-        // releaser sees every other holder's reads finished before it frees the block.
-        let prev = m.rc.fetch_sub(1, Ordering::AcqRel);
-        if prev == 0 || prev > RC_MAX {
-            if prev == 0 {
-                // Undo the wrap: a count of 0 means a peer released a reference it did not
-                // hold (or scribbled on the count). Relaxed: nothing is published by it.
-                m.rc.fetch_add(1, Ordering::Relaxed);
+    /// Drops the reference of `who` on block `b`. On [`Dropped::Done`], update the record,
+    /// then [`Pool::unmark`].
+    pub(crate) fn drop_ref(&self, b: u32, who: Who) -> Result<Dropped, Corrupt> {
+        let word = self.word(b)?;
+        // Relaxed: only the CAS's expected value.
+        let mut cur = word.load(Ordering::Relaxed);
+        loop {
+            match decode(cur)? {
+                Mark::None => {}
+                Mark::Take(w) | Mark::Drop(w) => return Ok(Dropped::Busy(w)),
             }
-            return Err(Corrupt {
-                what: "reference count on release",
-                value: prev as u64,
-                expected: "1 ..= 2^30 (the caller holds a reference)",
-            });
+            let rc = cur & RC_MASK;
+            if rc == 0 || rc > RC_MAX {
+                return Err(corrupt(
+                    "reference count on release",
+                    rc,
+                    "1 ..= 2^30 (the caller holds a reference)",
+                ));
+            }
+            // SYNC POINT: AcqRel. Release: our reads of the block (and, for an overwriter, the
+            // slot's new stamp) happen before whoever sees the count drop; Acquire: the last
+            // dropper sees every other holder's reads finished before the block is reused.
+            match word.compare_exchange_weak(
+                cur,
+                (rc - 1) | who.mark(true),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(Dropped::Done { freed: rc == 1 }),
+                Err(c) => cur = c,
+            }
         }
-        if prev == 1 {
-            self.push(idx);
-            return Ok(true);
-        }
-        Ok(false)
     }
 
-    /// Blocks currently free, counted by walking the count array (not the list): a snapshot
-    /// for statistics, off every hot path.
+    /// Clears `who`'s mark on block `b` once its record is up to date. A no-op when the block
+    /// is not marked by `who` (a peer scribbled on it).
+    pub(crate) fn unmark(&self, b: u32, who: Who) {
+        let Ok(word) = self.word(b) else { return };
+        // Relaxed: a marked word changes only through its marker (us).
+        let cur = word.load(Ordering::Relaxed);
+        let hi = cur & !RC_MASK;
+        if hi == who.mark(false) || hi == who.mark(true) {
+            // SYNC POINT: Release pairs with the Acquire CASes of the next taker, dropper or
+            // allocator: our record update and (for a drop) our reads of the block come first.
+            word.store(cur & RC_MASK, Ordering::Release);
+        }
+    }
+
+    /// The count and mark of block `b` (Acquire: pairs with the CASes and `unmark`).
+    pub(crate) fn state(&self, b: u32) -> Result<(u64, Mark), Corrupt> {
+        // Acquire: see above.
+        let w = self.word(b)?.load(Ordering::Acquire);
+        Ok((w & RC_MASK, decode(w)?))
+    }
+
+    /// Settles a dead participant's record `who` that names block `b` (`taking`: the record
+    /// said `TAKING`, so its take may or may not have happened): clears the participant's
+    /// mark if it is there, and says whether the record holds a reference. The caller holds
+    /// the dead participant's row, so nothing else acts for `who`.
+    pub(crate) fn settle(&self, b: u32, who: Who, taking: bool) -> Result<Settled, Corrupt> {
+        let (_, mark) = self.state(b)?;
+        Ok(match mark {
+            Mark::Take(w) if w == who => {
+                self.unmark(b, who);
+                Settled::Holds
+            }
+            Mark::Drop(w) if w == who => {
+                self.unmark(b, who);
+                Settled::Nothing
+            }
+            _ if taking => Settled::Nothing,
+            _ => Settled::Holds,
+        })
+    }
+
+    /// Blocks free now (count 0, unmarked), counted by walking the words: a snapshot for
+    /// statistics, off every hot path.
     pub(crate) fn free_estimate(&self) -> usize {
         self.meta
             .iter()
             // Relaxed: a statistic; racy by nature.
-            .filter(|m| m.rc.load(Ordering::Relaxed) == 0)
+            .filter(|m| m.word.load(Ordering::Relaxed) == 0)
             .count()
+    }
+}
+
+/// A holdings entry's state, decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entry {
+    Empty,
+    /// A subscription to this topic.
+    Sub(u32),
+    /// Reserved for an allocation that has not chosen a block.
+    Reserved,
+    /// A take of this block may be in flight.
+    Taking(u32),
+    /// A reference on this block.
+    Held(u32),
+    /// The reference on this block was dropped; its mark may remain.
+    Done(u32),
+}
+
+/// Decodes a holdings entry (any bit pattern decodes; block indices are checked by the pool).
+pub(crate) fn entry(v: u32) -> Entry {
+    if v == 0 {
+        Entry::Empty
+    } else if v & SUB_TAG != 0 {
+        Entry::Sub(v & !SUB_TAG)
+    } else if v & TAKING != 0 {
+        match v & LINK {
+            0 => Entry::Reserved,
+            l => Entry::Taking(l - 1),
+        }
+    } else if v & DONE != 0 {
+        Entry::Done((v & LINK).saturating_sub(1))
+    } else {
+        Entry::Held((v & LINK) - 1)
+    }
+}
+
+/// Settles holdings entry `e` of a dead participant `p` and returns the block it still holds a
+/// reference on, if any (the entry then says `Held`); an entry that holds nothing is cleared.
+pub(crate) fn settle_entry(
+    pool: &Pool<'_>,
+    h: &AtomicU32,
+    p: u32,
+    e: u32,
+) -> Result<Option<u32>, Corrupt> {
+    let who = Who {
+        participant: p,
+        record: e,
+    };
+    // Acquire: pairs with the owner's Release entry stores (and its marks' Release CASes).
+    let v = h.load(Ordering::Acquire);
+    let (b, taking) = match entry(v) {
+        Entry::Empty => return Ok(None),
+        Entry::Sub(_) | Entry::Reserved => {
+            // Release: pairs with the Acquire loads of readers of the holdings.
+            h.store(0, Ordering::Release);
+            return Ok(None);
+        }
+        Entry::Taking(b) => (b, true),
+        Entry::Held(b) => (b, false),
+        Entry::Done(b) => {
+            if pool.state(b).is_ok() {
+                pool.settle(b, who, false)?;
+            }
+            // Release: as above.
+            h.store(0, Ordering::Release);
+            return Ok(None);
+        }
+    };
+    match pool.settle(b, who, taking)? {
+        Settled::Holds => {
+            // Release: as above.
+            h.store(b + 1, Ordering::Release);
+            Ok(Some(b))
+        }
+        Settled::Nothing => {
+            // Release: as above.
+            h.store(0, Ordering::Release);
+            Ok(None)
+        }
+    }
+}
+
+/// Releases the reference that holdings entry `e` of participant `p` holds on block `b` (the
+/// entry says `Held(b)`): drop, mark the entry done, unmark, clear the entry. `wait(holder)`
+/// is called while another participant's operation on the block is in flight (it may wait,
+/// reclaim a dead holder, or give up with `Err`).
+pub(crate) fn release_entry<E>(
+    pool: &Pool<'_>,
+    h: &AtomicU32,
+    p: u32,
+    e: u32,
+    b: u32,
+    mut wait: impl FnMut(Who) -> Result<(), E>,
+    bad: impl Fn(Corrupt) -> E,
+) -> Result<bool, E> {
+    let who = Who {
+        participant: p,
+        record: e,
+    };
+    let freed = loop {
+        match pool.drop_ref(b, who).map_err(&bad)? {
+            Dropped::Done { freed } => break freed,
+            Dropped::Busy(w) => wait(w)?,
+        }
+    };
+    // Release: pairs with the Acquire load in `settle_entry`.
+    h.store(DONE | (b + 1), Ordering::Release);
+    pool.unmark(b, who);
+    // Release: as above.
+    h.store(0, Ordering::Release);
+    Ok(freed)
+}
+
+/// Takes a reference on block `b` for holdings entry `e` of participant `p` (the entry must be
+/// empty or reserved by the caller): records the intent, takes, records the reference,
+/// unmarks. `Ok(false)`: the block is free (the entry is left empty).
+pub(crate) fn take_entry<E>(
+    pool: &Pool<'_>,
+    h: &AtomicU32,
+    p: u32,
+    e: u32,
+    b: u32,
+    mut wait: impl FnMut(Who) -> Result<(), E>,
+    bad: impl Fn(Corrupt) -> E,
+) -> Result<bool, E> {
+    let who = Who {
+        participant: p,
+        record: e,
+    };
+    // Relaxed: published by the take's AcqRel CAS to whoever sees our mark.
+    h.store(TAKING | (b + 1), Ordering::Relaxed);
+    loop {
+        match pool.take(b, who).map_err(&bad)? {
+            Take::Taken => break,
+            Take::Free => {
+                // Release: pairs with the Acquire load in `settle_entry`.
+                h.store(0, Ordering::Release);
+                return Ok(false);
+            }
+            Take::Busy(w) => {
+                if let Err(err) = wait(w) {
+                    // Release: as above.
+                    h.store(0, Ordering::Release);
+                    return Err(err);
+                }
+            }
+        }
+    }
+    // Release: as above.
+    h.store(b + 1, Ordering::Release);
+    pool.unmark(b, who);
+    Ok(true)
+}
+
+/// Allocates a block for holdings entry `e` of participant `p` (the entry must be reserved by
+/// the caller), scanning from `*cursor`; the entry then holds it. `None`: every block is in use
+/// (the entry is left reserved).
+pub(crate) fn alloc_entry(
+    pool: &Pool<'_>,
+    h: &AtomicU32,
+    p: u32,
+    e: u32,
+    cursor: &mut u32,
+) -> Option<u32> {
+    let who = Who {
+        participant: p,
+        record: e,
+    };
+    // Relaxed: published by the claim's AcqRel CAS.
+    let b = pool.alloc(who, cursor, |b| {
+        h.store(TAKING | (b + 1), Ordering::Relaxed)
+    })?;
+    // Release: pairs with the Acquire load in `settle_entry`.
+    h.store(b + 1, Ordering::Release);
+    pool.unmark(b, who);
+    Some(b)
+}
+
+/// Releases the reference a publish record (`pub_old`, holding `b + 1`) holds, as
+/// [`release_entry`] does for a holdings entry; the record goes `b + 1 -> DONE_OLD | b + 1 ->
+/// 0`.
+pub(crate) fn release_old<E>(
+    pool: &Pool<'_>,
+    rec: &AtomicU64,
+    p: u32,
+    b: u32,
+    mut wait: impl FnMut(Who) -> Result<(), E>,
+    bad: impl Fn(Corrupt) -> E,
+) -> Result<bool, E> {
+    let who = Who {
+        participant: p,
+        record: PUB_OLD,
+    };
+    let freed = loop {
+        match pool.drop_ref(b, who).map_err(&bad)? {
+            Dropped::Done { freed } => break freed,
+            Dropped::Busy(w) => wait(w)?,
+        }
+    };
+    // Release: pairs with the Acquire load in `settle_old`.
+    rec.store(DONE_OLD | (b as u64 + 1), Ordering::Release);
+    pool.unmark(b, who);
+    // Release: as above.
+    rec.store(0, Ordering::Release);
+    Ok(freed)
+}
+
+/// `pub_old` bit: the reference was dropped, the mark may remain.
+pub(crate) const DONE_OLD: u64 = 1 << 63;
+
+/// Settles a dead participant's publish record `pub_old`: returns the block it still holds a
+/// reference on (the record then holds `b + 1`), or clears it.
+pub(crate) fn settle_old(pool: &Pool<'_>, rec: &AtomicU64, p: u32) -> Result<Option<u32>, Corrupt> {
+    let who = Who {
+        participant: p,
+        record: PUB_OLD,
+    };
+    // Acquire: pairs with the owner's Release stores.
+    let v = rec.load(Ordering::Acquire);
+    let link = (v & 0xffff_ffff) as u32;
+    if link == 0 {
+        // Release: pairs with the Acquire load above, for the next reclaimer.
+        rec.store(0, Ordering::Release);
+        return Ok(None);
+    }
+    let b = link - 1;
+    if v & DONE_OLD != 0 {
+        if pool.state(b).is_ok() {
+            pool.settle(b, who, false)?;
+        }
+        // Release: as above.
+        rec.store(0, Ordering::Release);
+        return Ok(None);
+    }
+    match pool.settle(b, who, false)? {
+        Settled::Holds => Ok(Some(b)),
+        Settled::Nothing => {
+            // Release: as above.
+            rec.store(0, Ordering::Release);
+            Ok(None)
+        }
     }
 }

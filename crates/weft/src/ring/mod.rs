@@ -97,10 +97,10 @@
 //! [`Options`] selects hugepage-advised and/or locked (`mlock`) memory for a ring (Linux).
 
 mod publisher;
-mod raw;
-mod shared;
+pub(crate) mod raw;
+pub(crate) mod shared;
 mod subscriber;
-mod wake;
+pub(crate) mod wake;
 
 #[cfg(all(test, loom))]
 mod tests {

@@ -6,6 +6,9 @@
 //! at worst a wrong number, never a data race; stamps are only compared and slot indices are
 //! always `seq & mask`, so no value read from the memory ever indexes anything.
 
+// The shared-memory side (inline topics) is not compiled under loom.
+#![cfg_attr(loom, allow(dead_code))]
+
 use crate::sync::{AtomicU32, AtomicU64, Ordering, fence};
 use core::mem::{MaybeUninit, size_of};
 use core::ptr::{self, NonNull};
@@ -103,8 +106,20 @@ pub(crate) const fn done(seq: u64) -> u64 {
 
 /// The stamp of a slot whose sequence `seq` is being written.
 #[inline(always)]
-const fn writing(seq: u64) -> u64 {
+pub(crate) const fn writing(seq: u64) -> u64 {
     seq.wrapping_mul(2).wrapping_add(1)
+}
+
+/// The stamp of a slot whose sequence `seq` was *voided*: claimed by an MPMC producer that
+/// died before writing it, and given up by a survivor (rings in shared memory only; an
+/// in-process ring never voids). It lies above `done(seq)`, so the producer of `seq +
+/// capacity` may write the slot and a reader lapped past `seq` sees it as overwritten, and
+/// below `writing(seq + capacity)`, so a reader of the next lap sees "not yet". No other stamp
+/// of the same slot has this value (`2 seq + 3` is odd, and the odd stamps of this slot are
+/// `2 (seq + k capacity) + 1` with `capacity >= 2`).
+#[inline(always)]
+pub(crate) const fn void(seq: u64) -> u64 {
+    seq.wrapping_mul(2).wrapping_add(3)
 }
 
 /// What a read of one sequence found.
@@ -116,6 +131,8 @@ pub(crate) enum Read<T> {
     NotYet,
     /// The slot has moved on to a later lap: the sequence was overwritten.
     Overrun,
+    /// The sequence was voided ([`void`]): nothing was ever written for it; skip it.
+    Void,
 }
 
 /// The geometry a caller asks for, checked and rounded.
@@ -181,6 +198,19 @@ pub(crate) struct RawRing {
     /// `log2(stride)`.
     shift: u32,
     gate_count: usize,
+    /// Payload words per slot (`ceil(value_size / 8)`): the bound of the byte-slice copies.
+    words: usize,
+}
+
+/// Where a validated ring lies relative to its base, so that a handle can rebuild the
+/// [`RawRing`] over the same memory without validating the header again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Placement {
+    slots_offset: usize,
+    capacity: u64,
+    shift: u32,
+    gate_count: usize,
+    words: usize,
 }
 
 impl RawRing {
@@ -228,6 +258,7 @@ impl RawRing {
             capacity: shape.capacity,
             shift: shape.stride().trailing_zeros(),
             gate_count: shape.gates as usize,
+            words: shape.words(),
         };
         for i in 0..ring.gate_count {
             // SAFETY: gate `i < gates` lies within the block, aligned to 64 by construction.
@@ -254,6 +285,69 @@ impl RawRing {
         ring
     }
 
+    /// [`init`](RawRing::init) for memory that already holds atomics (a zero-filled or reused
+    /// shared mapping that other processes may read at any time): every field is written with
+    /// an atomic store, the stamps last-but-one and the geometry first, so a reader that
+    /// attaches through an older registration sees at worst "not yet". Publication to other
+    /// processes is the caller's (a Release store after this call).
+    ///
+    /// # Safety
+    /// `base` is aligned to [`LINE`], valid for reads and writes of `shape.bytes()` bytes that
+    /// are only ever accessed through atomics, for as long as the returned value is used;
+    /// `shape.capacity` is a power of two in `2 ..= MAX_CAPACITY`.
+    #[cfg(not(loom))]
+    pub(crate) unsafe fn init_atomic(base: NonNull<u8>, shape: Shape) -> RawRing {
+        debug_assert!(shape.capacity.is_power_of_two() && shape.capacity >= 2);
+        // SAFETY: aligned, large enough (caller's contract), and the header is all atomics.
+        let h = unsafe { base.cast::<Header>().as_ref() };
+        let g = &h.geometry.0;
+        // Relaxed throughout: published by the caller's Release store.
+        g.capacity.store(shape.capacity, Ordering::Relaxed);
+        g.value_size.store(shape.value_size, Ordering::Relaxed);
+        g.words.store(shape.words() as u64, Ordering::Relaxed);
+        g.stride.store(shape.stride() as u64, Ordering::Relaxed);
+        g.gates.store(shape.gates, Ordering::Relaxed);
+        g.flags.store(shape.flags, Ordering::Relaxed);
+        g.watermark.store(shape.watermark, Ordering::Relaxed);
+        h.cursor.0.store(0, Ordering::Relaxed);
+        let sig = &h.signal.0;
+        sig.waiters.store(0, Ordering::Relaxed);
+        sig.notify.store(0, Ordering::Relaxed);
+        sig.pub_waiters.store(0, Ordering::Relaxed);
+        sig.pub_notify.store(0, Ordering::Relaxed);
+        sig.publishers.store(0, Ordering::Relaxed);
+        sig.gates_used.store(0, Ordering::Relaxed);
+        let ring = RawRing {
+            header: base.cast(),
+            // SAFETY: both offsets are within `shape.bytes()` (see `Shape::bytes`).
+            gates: unsafe { base.as_ptr().add(Shape::gates_offset()) }.cast(),
+            // SAFETY: as above.
+            slots: unsafe { base.as_ptr().add(shape.slots_offset()) },
+            mask: shape.capacity - 1,
+            capacity: shape.capacity,
+            shift: shape.stride().trailing_zeros(),
+            gate_count: shape.gates as usize,
+            words: shape.words(),
+        };
+        for i in 0..ring.gate_count {
+            ring.gate(i).store(GATE_FREE, Ordering::Relaxed);
+        }
+        for i in 0..shape.capacity {
+            let slot = ring.slot_ptr(i);
+            ring.stamp(slot).store(0, Ordering::Relaxed);
+            for w in 0..shape.words() {
+                ring.word(slot, w).store(0, Ordering::Relaxed);
+            }
+        }
+        ring
+    }
+
+    /// The ring's flags (`FLAG_*`), as written in its geometry.
+    pub(crate) fn flags(&self) -> u64 {
+        // Relaxed: written before the ring was shared; callers only compare it.
+        self.header().geometry.0.flags.load(Ordering::Relaxed)
+    }
+
     /// Attaches to memory that another party initialised, validating the geometry against
     /// the length of the block and the value size the caller expects.
     ///
@@ -263,7 +357,6 @@ impl RawRing {
     /// # Safety
     /// `base` is aligned to [`LINE`], valid for reads and writes of `len` bytes for as long as
     /// any copy of the returned value is used, and accessed only through atomics.
-    #[allow(dead_code)] // the seam for rings placed in shared memory by another process
     pub(crate) unsafe fn attach(
         base: NonNull<u8>,
         len: usize,
@@ -350,7 +443,41 @@ impl RawRing {
             capacity,
             shift: shape.stride().trailing_zeros(),
             gate_count: gates as usize,
+            words: shape.words(),
         })
+    }
+
+    /// Where this ring lies relative to `base` (the pointer it was made from).
+    pub(crate) fn placement(&self) -> Placement {
+        Placement {
+            slots_offset: self.slots as usize - self.header.as_ptr() as usize,
+            capacity: self.capacity,
+            shift: self.shift,
+            gate_count: self.gate_count,
+            words: self.words,
+        }
+    }
+
+    /// Rebuilds a ring from a [`Placement`] taken from a ring over the same memory.
+    ///
+    /// # Safety
+    /// `base` points to the memory that the ring `p` came from was made over (by `init` or a
+    /// successful `attach`), and that memory satisfies the contract of `attach` for as long as
+    /// the returned value is used.
+    #[inline(always)]
+    pub(crate) unsafe fn at(base: NonNull<u8>, p: Placement) -> RawRing {
+        RawRing {
+            header: base.cast(),
+            // SAFETY: `gates_offset` lies within the memory (it did for the ring `p` came from).
+            gates: unsafe { base.as_ptr().add(Shape::gates_offset()) }.cast(),
+            // SAFETY: as above.
+            slots: unsafe { base.as_ptr().add(p.slots_offset) },
+            mask: p.capacity - 1,
+            capacity: p.capacity,
+            shift: p.shift,
+            gate_count: p.gate_count,
+            words: p.words,
+        }
     }
 
     /// The header.
@@ -459,6 +586,135 @@ impl RawRing {
         unsafe { out.assume_init() }
     }
 
+    /// Copies `src` into the slot's payload words, at most `words * 8` bytes (a longer slice is
+    /// cut, so the copy never leaves the slot), the last word zero-padded.
+    #[inline(always)]
+    fn store_bytes(&self, slot: *const u8, src: &[u8]) {
+        let src = &src[..src.len().min(self.words * 8)];
+        let mut chunks = src.chunks_exact(8);
+        let mut i = 0;
+        for c in &mut chunks {
+            let w = u64::from_ne_bytes(c.try_into().expect("8-byte chunk"));
+            // Relaxed: published by the Release stamp store that follows in `write_bytes`.
+            self.word(slot, i).store(w, Ordering::Relaxed);
+            i += 1;
+        }
+        let rem = chunks.remainder();
+        if !rem.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rem.len()].copy_from_slice(rem);
+            // Relaxed: as above.
+            self.word(slot, i)
+                .store(u64::from_ne_bytes(b), Ordering::Relaxed);
+        }
+    }
+
+    /// Copies the slot's payload words into `dst`, at most `words * 8` bytes (relaxed atomic
+    /// loads; the caller validates the copy with the stamp).
+    #[inline(always)]
+    fn load_bytes(&self, slot: *const u8, dst: &mut [u8]) {
+        let n = dst.len().min(self.words * 8);
+        let dst = &mut dst[..n];
+        let mut chunks = dst.chunks_exact_mut(8);
+        let mut i = 0;
+        for c in &mut chunks {
+            // Relaxed: validated by the stamp re-check after the Acquire fence in `read_bytes`.
+            c.copy_from_slice(&self.word(slot, i).load(Ordering::Relaxed).to_ne_bytes());
+            i += 1;
+        }
+        let rem = chunks.into_remainder();
+        if !rem.is_empty() {
+            // Relaxed: as above.
+            let b = self.word(slot, i).load(Ordering::Relaxed).to_ne_bytes();
+            let k = rem.len();
+            rem.copy_from_slice(&b[..k]);
+        }
+    }
+
+    /// [`write`](RawRing::write) for a value given as bytes (at most the ring's value size;
+    /// a longer slice is cut).
+    #[inline(always)]
+    pub(crate) fn write_bytes(&self, seq: u64, src: &[u8]) {
+        let slot = self.slot_ptr(seq);
+        let stamp = self.stamp(slot);
+        // Relaxed: ordered before the payload stores by the Release fence just below.
+        stamp.store(writing(seq), Ordering::Relaxed);
+        // Pairs with the Acquire fence in `read_bytes` and `read`, as in `write`.
+        fence(Ordering::Release);
+        self.store_bytes(slot, src);
+        // Pairs with the Acquire stamp load in `read_bytes` and `read`.
+        stamp.store(done(seq), Ordering::Release);
+    }
+
+    /// [`read`](RawRing::read) into a byte buffer (at most the ring's value size is copied).
+    #[inline(always)]
+    pub(crate) fn read_bytes(&self, seq: u64, dst: &mut [u8]) -> Read<()> {
+        let slot = self.slot_ptr(seq);
+        let stamp = self.stamp(slot);
+        let want = done(seq);
+        // Pairs with the Release stamp store in `write` / `write_bytes`. Only compared.
+        let s1 = stamp.load(Ordering::Acquire);
+        if s1 == want {
+            self.load_bytes(slot, dst);
+            // Pairs with the Release fence in `write_bytes`, as in `read`.
+            fence(Ordering::Acquire);
+            // Relaxed: ordered after the payload loads by the fence above.
+            if stamp.load(Ordering::Relaxed) == want {
+                Read::Value(())
+            } else {
+                Read::Overrun
+            }
+        } else {
+            Self::classify(s1, seq)
+        }
+    }
+
+    /// What a stamp other than `done(seq)` says about `seq`.
+    #[inline(always)]
+    fn classify<T>(s1: u64, seq: u64) -> Read<T> {
+        if s1 < done(seq) {
+            Read::NotYet
+        } else if s1 == void(seq) {
+            Read::Void
+        } else {
+            Read::Overrun
+        }
+    }
+
+    /// Claims the next sequence of an MPMC ring (`fetch_add` on the claim counter).
+    #[inline(always)]
+    pub(crate) fn claim(&self) -> u64 {
+        // AcqRel: the Release half publishes whatever the caller stored before the claim (a
+        // shared-memory publisher's record of the claim in flight) to anyone who reads the
+        // counter with Acquire and finds it past the claimed sequence (the release sequence
+        // of the counter carries it through later claims); the Acquire half is not needed by
+        // the ring but keeps the claim ordered before the caller's later loads.
+        self.cursor().fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// The stamp of `seq`'s slot (Acquire: pairs with the Release stamp stores of writers).
+    #[inline]
+    pub(crate) fn stamp_of(&self, seq: u64) -> u64 {
+        // Pairs with the Release stamp stores in `write` / `write_bytes` and the AcqRel CAS in
+        // `try_void`.
+        self.stamp(self.slot_ptr(seq)).load(Ordering::Acquire)
+    }
+
+    /// Voids `seq` if its slot still holds the stamp `seen` (a previous lap's, or `seq`'s own
+    /// odd stamp left by a writer that died mid-write). Returns whether this call voided it.
+    /// Only a caller that established that no live producer holds `seq` may call this.
+    pub(crate) fn try_void(&self, seq: u64, seen: u64) -> bool {
+        if seen >= done(seq) {
+            return false;
+        }
+        // AcqRel: Release pairs with the Acquire stamp loads of readers and of the producer of
+        // `seq + capacity` (`slot_free`); Acquire orders us after the stamp we replace. Fails
+        // if anyone wrote the slot since `seen` was read, so a completed write is never undone.
+        self.stamp(self.slot_ptr(seq))
+            .compare_exchange(seen, void(seq), Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
     /// Writes `v` as sequence `seq`. The caller owns `seq` (the one SPMC publisher, or the
     /// MPMC producer that claimed it, after `wait_slot_free`); breaking that yields a value the
     /// readers detect as overwritten, never undefined behaviour.
@@ -495,10 +751,8 @@ impl RawRing {
             } else {
                 Read::Overrun
             }
-        } else if s1 < want {
-            Read::NotYet
         } else {
-            Read::Overrun
+            Self::classify(s1, seq)
         }
     }
 

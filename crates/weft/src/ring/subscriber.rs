@@ -311,7 +311,18 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             }
             Read::NotYet => self.empty_or_closed(),
             Read::Overrun => Err(self.lag()),
+            Read::Void => self.skip_void(),
         }
+    }
+
+    /// A voided sequence (only in rings a recoverer repaired in shared memory): nothing was
+    /// ever written for it, so it is skipped without counting it as received or lagged.
+    #[cold]
+    fn skip_void(&mut self) -> Result<T, RecvError> {
+        self.pos += 1;
+        self.skipped += 1;
+        self.advance_gate();
+        self.try_recv()
     }
 
     #[cold]
@@ -328,6 +339,7 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             }
             Read::NotYet => Err(RecvError::Closed),
             Read::Overrun => Err(self.lag()),
+            Read::Void => self.skip_void(),
         }
     }
 

@@ -10,8 +10,28 @@
 //! it sleeps at most 1 ms at a time: a wakeup can then be late, never lost. Under loom the
 //! publisher's look is a read-modify-write of the waiter count, which orders the same way and
 //! loom can model.
+//!
+//! A ring in shared memory (a pub/sub inline topic) has publishers in other processes, which
+//! `PRIVATE_EXPEDITED` does not reach. There the parker uses
+//! `membarrier(GLOBAL_EXPEDITED)` ([`Reach::Machine`]), which runs a barrier on every thread
+//! of every process registered for it; every process registers when it joins a region
+//! ([`init_machine`]). A publisher in a process whose registration failed issues its own
+//! SeqCst fence before it looks for waiters (then the pair is the symmetric Dekker handshake),
+//! and a parker whose barrier call fails sleeps at most [`DEGRADED_RECHECK`] at a time.
+
+// The shared-memory side (inline topics) is not compiled under loom.
+#![cfg_attr(loom, allow(dead_code))]
 
 use crate::sync::{AtomicU32, Ordering};
+
+/// How far a parker's heavy barrier must reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// Publishers are threads of this process (in-process rings).
+    Process,
+    /// Publishers may be other processes (a ring in shared memory).
+    Machine,
+}
 
 #[cfg(all(feature = "std", not(loom)))]
 mod mode {
@@ -40,6 +60,40 @@ mod mode {
         // Relaxed: set before any ring handle existed; see `init`.
         MODE.load(Ordering::Relaxed) == 1
     }
+}
+
+#[cfg(all(feature = "std", not(loom)))]
+mod machine {
+    use core::sync::atomic::{AtomicU8, Ordering};
+    /// 0: not yet registered, 1: registered for `GLOBAL_EXPEDITED`, 2: registration failed.
+    static MACHINE: AtomicU8 = AtomicU8::new(0);
+
+    /// Registers this process once; called before any handle of a shared-memory ring exists
+    /// in this process (joining a region), so that publishers see the final mode.
+    pub(crate) fn init() {
+        // Relaxed: registration is idempotent; a racing second call gives the same answer.
+        if MACHINE.load(Ordering::Relaxed) == 0 {
+            let m = if !cfg!(miri) && crate::sys::machine_barrier_register() {
+                1
+            } else {
+                2
+            };
+            MACHINE.store(m, Ordering::Relaxed);
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn registered() -> bool {
+        // Relaxed: set before any shared-memory handle of this process existed; see `init`.
+        MACHINE.load(Ordering::Relaxed) == 1
+    }
+}
+
+/// Registers this process for machine-wide barriers (see [`Reach::Machine`]); call before
+/// publishing on, or parking on, a ring in shared memory.
+pub(crate) fn init_machine() {
+    #[cfg(all(feature = "std", not(loom)))]
+    machine::init();
 }
 
 /// Prepares the barrier mode; call before handing out handles.
@@ -74,13 +128,47 @@ pub(crate) fn anyone_waiting(waiters: &AtomicU32) -> bool {
     }
 }
 
+/// [`anyone_waiting`] for a ring in shared memory, whose parkers may be in other processes
+/// and use [`Reach::Machine`].
+#[inline(always)]
+pub(crate) fn anyone_waiting_machine(waiters: &AtomicU32) -> bool {
+    #[cfg(all(feature = "std", not(loom)))]
+    {
+        if machine::registered() {
+            // Pairs with the GLOBAL_EXPEDITED membarrier of a parker in any process: the
+            // compiler keeps our stores before the load, the kernel's barrier does the rest.
+            core::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            // Not registered: no parker can force our barrier, so we issue it (pairs with the
+            // parker's own full barrier: the symmetric Dekker handshake).
+            crate::sync::fence(Ordering::SeqCst);
+        }
+        // Relaxed: ordered by the barrier above.
+        waiters.load(Ordering::Relaxed) != 0
+    }
+    #[cfg(any(loom, not(feature = "std")))]
+    anyone_waiting(waiters)
+}
+
+/// Wakes everyone parked on `notify` of a ring in shared memory if anyone announced a park.
+#[inline(always)]
+pub(crate) fn wake_machine(waiters: &AtomicU32, notify: &AtomicU32) {
+    if anyone_waiting_machine(waiters) {
+        wake_always(notify);
+    }
+}
+
 /// The heavy side, run by a parker between its announcement and its re-check. Returns false
 /// when it could not make the publishers' side a full barrier (no membarrier): the parker then
 /// re-checks at least every [`DEGRADED_RECHECK`].
-fn heavy() -> bool {
+fn heavy(reach: Reach) -> bool {
     #[cfg(all(feature = "std", not(loom)))]
     {
-        if mode::asymmetric() && crate::sys::process_barrier() {
+        let forced = match reach {
+            Reach::Process => mode::asymmetric() && crate::sys::process_barrier(),
+            Reach::Machine => !cfg!(miri) && crate::sys::machine_barrier(),
+        };
+        if forced {
             return true;
         }
         // Our half of the handshake still needs a full barrier.
@@ -88,7 +176,10 @@ fn heavy() -> bool {
         false
     }
     #[cfg(any(loom, not(feature = "std")))]
-    true
+    {
+        let _ = reach;
+        true
+    }
 }
 
 /// How often a parked thread re-checks when the kernel offers no membarrier (a wakeup can
@@ -121,11 +212,24 @@ pub(crate) fn park(
     timeout: Option<core::time::Duration>,
     ready: impl FnOnce() -> bool,
 ) {
+    park_reach(Reach::Process, waiters, notify, timeout, ready)
+}
+
+/// [`park`] with the barrier reach of the ring (see [`Reach`]).
+#[cold]
+pub(crate) fn park_reach(
+    reach: Reach,
+    waiters: &AtomicU32,
+    notify: &AtomicU32,
+    timeout: Option<core::time::Duration>,
+    ready: impl FnOnce() -> bool,
+) {
     // Acquire pairs with the Release bump in `wake_always`.
     let seen = notify.load(Ordering::Acquire);
-    // SeqCst: the announcement of the Dekker handshake with `anyone_waiting`.
+    // SeqCst: the announcement of the Dekker handshake with `anyone_waiting` (and
+    // `anyone_waiting_machine`).
     waiters.fetch_add(1, Ordering::SeqCst);
-    let timeout = if heavy() {
+    let timeout = if heavy(reach) {
         timeout
     } else {
         Some(timeout.map_or(DEGRADED_RECHECK, |t| t.min(DEGRADED_RECHECK)))

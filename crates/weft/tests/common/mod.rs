@@ -4,6 +4,8 @@
 
 pub mod pattern;
 pub mod pubmsg;
+pub mod region;
+pub mod tick;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdout, Command, Stdio};

@@ -1,120 +1,96 @@
 //! The pool and ring over heap memory, for miri (and a quick check in ordinary test runs):
-//! publish, read, lag, reuse of blocks, and two publisher threads with a reader thread.
+//! allocation, takes and drops, publish, read, lag, two publisher threads with a reader thread,
+//! and a participant killed at every step of every reference operation, settled exactly.
 
-use super::super::pool::{BlockMeta, Pool};
-use super::super::ring::{Claimed, Read, Ring, Slot, desc, undesc};
-use crate::sync::AtomicU64;
+use super::super::pool::{DONE, DONE_OLD, Dropped, Entry, TAKING, Take, Who, entry};
+use super::mem::{HELD, Mem, yield_to};
+use crate::sync::Ordering;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
-
-struct Mem {
-    head: AtomicU64,
-    meta: Vec<BlockMeta>,
-    /// One atomic byte per block payload, so that racy reuse would show as a wrong value
-    /// (and any plain race as a miri error in the ring or pool themselves).
-    data: Vec<AtomicU8>,
-    tail: AtomicU64,
-    slots: Vec<Slot>,
-}
-
-impl Mem {
-    fn new(blocks: usize, slots: usize) -> Mem {
-        let m = Mem {
-            head: AtomicU64::new(0),
-            meta: (0..blocks).map(|_| BlockMeta::default()).collect(),
-            data: (0..blocks).map(|_| AtomicU8::new(0)).collect(),
-            tail: AtomicU64::new(0),
-            slots: (0..slots).map(|_| Slot::default()).collect(),
-        };
-        m.pool().init();
-        m
-    }
-    fn pool(&self) -> Pool<'_> {
-        Pool::new(&self.head, &self.meta)
-    }
-    fn ring(&self) -> Ring<'_> {
-        Ring::new(&self.tail, &self.slots)
-    }
-    fn publish(&self, holder: u32, v: u8) -> Option<u64> {
-        let b = self.pool().pop().unwrap()?;
-        self.data[b as usize].store(v, Ordering::Relaxed);
-        let seq = loop {
-            match self.ring().try_claim(holder, |_| {}).unwrap() {
-                Claimed::Mine { seq } => break seq,
-                Claimed::Busy { .. } => std::thread::yield_now(),
-            }
-        };
-        let old = self.ring().held_desc(seq);
-        self.ring().set_desc(seq, desc(b, 1));
-        self.ring().commit(seq);
-        if let Some((ob, _)) = undesc(old) {
-            self.pool().release(ob).unwrap();
-        }
-        Some(seq)
-    }
-    /// Reads `r`: the value, or how far to jump.
-    fn read(&self, r: &mut u64) -> Option<u8> {
-        loop {
-            match self.ring().read(*r).unwrap() {
-                Read::Ready { desc } => {
-                    let (b, _) = undesc(desc).unwrap();
-                    if !self.pool().acquire_if_live(b).unwrap() {
-                        continue;
-                    }
-                    if !self.ring().still(*r) {
-                        self.pool().release(b).unwrap();
-                        continue;
-                    }
-                    let v = self.data[b as usize].load(Ordering::Relaxed);
-                    self.pool().release(b).unwrap();
-                    *r += 1;
-                    return Some(v);
-                }
-                Read::Lagged { next, .. } => *r = next,
-                Read::Empty | Read::Pending { .. } => return None,
-            }
-        }
-    }
-}
 
 #[test]
 fn pool_hands_out_each_block_once_and_takes_it_back() {
     let m = Mem::new(4, 2);
-    let got: Vec<u32> = (0..4).map(|_| m.pool().pop().unwrap().unwrap()).collect();
-    assert_eq!(m.pool().pop().unwrap(), None);
+    let pool = m.pool();
+    let mut cursor = 0;
+    let mut got = Vec::new();
+    for e in 0..4u32 {
+        let who = Who {
+            participant: 0,
+            record: e,
+        };
+        let b = pool.alloc(who, &mut cursor, |_| {}).unwrap();
+        pool.unmark(b, who);
+        got.push(b);
+    }
+    let who = Who {
+        participant: 1,
+        record: 0,
+    };
+    assert_eq!(pool.alloc(who, &mut cursor, |_| {}), None);
     let mut sorted = got.clone();
     sorted.sort();
     assert_eq!(sorted, [0, 1, 2, 3]);
-    assert!(m.pool().acquire_if_live(got[0]).unwrap());
-    assert!(!m.pool().release(got[0]).unwrap());
-    for b in got {
-        assert!(m.pool().release(b).unwrap());
+    // Another participant takes a second reference on block 0; its mark blocks others until
+    // it clears it.
+    assert_eq!(pool.take(got[0], who).unwrap(), Take::Taken);
+    let other = Who {
+        participant: 2,
+        record: 0,
+    };
+    assert_eq!(pool.take(got[0], other).unwrap(), Take::Busy(who));
+    pool.unmark(got[0], who);
+    assert_eq!(m.count(got[0]), 2);
+    assert_eq!(
+        pool.drop_ref(got[0], who).unwrap(),
+        Dropped::Done { freed: false }
+    );
+    pool.unmark(got[0], who);
+    for (e, &b) in got.iter().enumerate() {
+        let who = Who {
+            participant: 0,
+            record: e as u32,
+        };
+        assert_eq!(
+            pool.drop_ref(b, who).unwrap(),
+            Dropped::Done { freed: true }
+        );
+        pool.unmark(b, who);
     }
     assert!(
-        m.pool().release(0).is_err(),
+        pool.drop_ref(0, who).is_err(),
         "a release below zero is refused"
     );
-    assert_eq!(m.pool().free_estimate(), 4);
+    assert_eq!(
+        pool.take(0, who).unwrap(),
+        Take::Free,
+        "a free block stays free"
+    );
+    assert_eq!(pool.free_estimate(), 4);
 }
 
 #[test]
 fn ring_delivers_in_order_and_reports_exact_lag() {
     let m = Mem::new(8, 4);
+    let mut cursor = 0;
     let mut r = 0;
-    assert_eq!(m.read(&mut r), None);
+    assert_eq!(m.read_seq(1, &mut r), None);
     for v in 0..3 {
-        m.publish(0, v).unwrap();
+        m.publish(0, v, &mut cursor).unwrap();
     }
     assert_eq!(
-        (m.read(&mut r), m.read(&mut r), m.read(&mut r)),
+        (
+            m.read_seq(1, &mut r),
+            m.read_seq(1, &mut r),
+            m.read_seq(1, &mut r)
+        ),
         (Some(0), Some(1), Some(2))
     );
     for v in 3..10 {
-        m.publish(0, v).unwrap();
+        m.publish(0, v, &mut cursor).unwrap();
     }
     assert_eq!(
         m.ring().read(r).unwrap(),
-        Read::Lagged {
+        super::super::ring::Read::Lagged {
             skipped: 3,
             next: 6
         }
@@ -125,14 +101,15 @@ fn ring_delivers_in_order_and_reports_exact_lag() {
 
 #[test]
 fn two_publishers_and_a_reader_on_threads() {
-    let n: u8 = if cfg!(miri) { 6 } else { 200 };
-    let m = Arc::new(Mem::new(16, 8));
+    let n: u64 = if cfg!(miri) { 6 } else { 200 };
+    let m = Mem::new(16, 8);
     let pubs: Vec<_> = (0..2u32)
         .map(|p| {
             let m = m.clone();
             std::thread::spawn(move || {
+                let mut cursor = 8 * p;
                 for v in 0..n {
-                    while m.publish(p, v).is_none() {
+                    while m.publish(p, (p as u64) << 32 | v, &mut cursor).is_none() {
                         std::thread::yield_now();
                     }
                 }
@@ -143,21 +120,217 @@ fn two_publishers_and_a_reader_on_threads() {
         let m = m.clone();
         std::thread::spawn(move || {
             let mut r = 0;
-            let mut seen = 0;
-            while r < 2 * n as u64 {
-                if m.read(&mut r).is_some() {
-                    seen += 1;
+            let mut last = [None::<u64>; 2];
+            while r < 2 * n {
+                if let Some(v) = m.read_seq(2, &mut r) {
+                    let p = (v >> 32) as usize;
+                    assert!(last[p].is_none_or(|l| v > l), "out of order");
+                    last[p] = Some(v);
+                } else {
+                    std::thread::yield_now();
                 }
-                std::thread::yield_now();
             }
-            seen
         })
     };
     for p in pubs {
         p.join().unwrap();
     }
-    let seen = reader.join().unwrap();
-    assert!(seen <= 2 * n as u64);
-    assert_eq!(m.ring().tail().unwrap(), 2 * n as u64);
+    reader.join().unwrap();
     assert_eq!(m.pool().free_estimate(), 16 - 8);
+}
+
+/// Participant 1 takes a second reference on a block the ring holds, and is killed after
+/// `step` steps of the take (0: intent recorded; 1: count taken; 2: recorded; 3: unmarked).
+/// The survivor's reclaim leaves exactly the ring's reference, and a second reclaim changes
+/// nothing.
+#[test]
+fn a_take_killed_at_any_step_is_settled_exactly() {
+    for step in 0..4 {
+        let m = Mem::new(4, 2);
+        let mut cursor = 0;
+        m.publish(0, 5, &mut cursor).unwrap();
+        let b = 0;
+        assert_eq!(m.count(b), 1);
+        let (p, e) = (1, 0);
+        let who = Who {
+            participant: p,
+            record: e,
+        };
+        let h = m.entry(p, e);
+        h.store(TAKING | (b + 1), Ordering::Release);
+        if step >= 1 {
+            assert_eq!(m.pool().take(b, who).unwrap(), Take::Taken);
+        }
+        if step >= 2 {
+            h.store(b + 1, Ordering::Release);
+        }
+        if step >= 3 {
+            m.pool().unmark(b, who);
+        }
+        let released = m.reclaim(p);
+        assert_eq!(released, u32::from(step >= 1), "step {step}");
+        assert_eq!(
+            m.count(b),
+            1,
+            "step {step}: only the ring's reference is left"
+        );
+        assert_eq!(entry(h.load(Ordering::Relaxed)), Entry::Empty);
+        assert_eq!(
+            m.reclaim(p),
+            0,
+            "step {step}: a second reclaim changes nothing"
+        );
+        // The block is not marked: others take it at once.
+        let mut r = 0;
+        assert_eq!(m.read_seq(2, &mut r), Some(5));
+    }
+}
+
+/// Participant 1 holds a reference and is killed after `step` steps of dropping it (0: not
+/// started; 1: count dropped; 2: record says done; 3: unmarked; 4: record cleared).
+#[test]
+fn a_drop_killed_at_any_step_is_settled_exactly() {
+    for step in 0..5 {
+        let m = Mem::new(4, 2);
+        let mut cursor = 0;
+        m.publish(0, 5, &mut cursor).unwrap();
+        let (p, e, b) = (1, 2, 0);
+        let who = Who {
+            participant: p,
+            record: e,
+        };
+        let h = m.entry(p, e);
+        h.store(TAKING | (b + 1), Ordering::Release);
+        assert_eq!(m.pool().take(b, who).unwrap(), Take::Taken);
+        h.store(b + 1, Ordering::Release);
+        m.pool().unmark(b, who);
+        assert_eq!(m.count(b), 2);
+        if step >= 1 {
+            assert!(matches!(
+                m.pool().drop_ref(b, who).unwrap(),
+                Dropped::Done { freed: false }
+            ));
+        }
+        if step >= 2 {
+            h.store(DONE | (b + 1), Ordering::Release);
+        }
+        if step >= 3 {
+            m.pool().unmark(b, who);
+        }
+        if step >= 4 {
+            h.store(0, Ordering::Release);
+        }
+        assert_eq!(m.reclaim(p), u32::from(step == 0), "step {step}");
+        assert_eq!(m.count(b), 1, "step {step}");
+        assert_eq!(m.reclaim(p), 0);
+    }
+}
+
+/// A loan killed after `step` steps of its allocation (0: intent; 1: claimed; 2: recorded;
+/// 3: unmarked): the block is free again after the reclaim.
+#[test]
+fn an_allocation_killed_at_any_step_is_settled_exactly() {
+    for step in 0..4 {
+        let m = Mem::new(2, 2);
+        let (p, e) = (1, 1);
+        let who = Who {
+            participant: p,
+            record: e,
+        };
+        let h = m.entry(p, e);
+        h.store(TAKING, Ordering::Release);
+        let mut cursor = 1;
+        let b = if step >= 1 {
+            m.pool()
+                .alloc(who, &mut cursor, |b| {
+                    h.store(TAKING | (b + 1), Ordering::Relaxed)
+                })
+                .unwrap()
+        } else {
+            h.store(TAKING | 2, Ordering::Release);
+            1
+        };
+        assert_eq!(b, 1);
+        if step >= 2 {
+            h.store(b + 1, Ordering::Release);
+        }
+        if step >= 3 {
+            m.pool().unmark(b, who);
+        }
+        assert_eq!(m.reclaim(p), u32::from(step >= 1), "step {step}");
+        assert_eq!(m.pool().free_estimate(), 2, "step {step}");
+        assert_eq!(m.reclaim(p), 0);
+    }
+}
+
+/// A publisher killed after `step` steps of releasing the block its publish displaced (0:
+/// record names it; 1: dropped; 2: record says done; 3: unmarked; 4: record cleared).
+#[test]
+fn a_displaced_reference_killed_at_any_step_is_settled_exactly() {
+    for step in 0..5 {
+        let m = Mem::new(2, 1);
+        let mut cursor = 0;
+        m.publish(0, 5, &mut cursor).unwrap();
+        let (p, b) = (0, 0);
+        let who = Who {
+            participant: p,
+            record: super::super::pool::PUB_OLD,
+        };
+        // The ring slot's reference on block 0 moved to the publish record (as a publish that
+        // overwrote the slot leaves it), and the slot now names nothing.
+        m.ring().set_desc(0, 0);
+        let rec = m.pub_old(p);
+        rec.store(b as u64 + 1, Ordering::Release);
+        if step >= 1 {
+            assert!(matches!(
+                m.pool().drop_ref(b, who).unwrap(),
+                Dropped::Done { freed: true }
+            ));
+        }
+        if step >= 2 {
+            rec.store(DONE_OLD | (b as u64 + 1), Ordering::Release);
+        }
+        if step >= 3 {
+            m.pool().unmark(b, who);
+        }
+        if step >= 4 {
+            rec.store(0, Ordering::Release);
+        }
+        assert_eq!(m.reclaim(p), u32::from(step == 0), "step {step}");
+        assert_eq!(m.pool().free_estimate(), 2, "step {step}");
+        assert_eq!(m.reclaim(p), 0);
+    }
+}
+
+/// A dead participant's mark blocks a live taker until the reclaim clears it.
+#[test]
+fn a_dead_mark_is_waited_for_and_then_cleared() {
+    let m = Mem::new(2, 1);
+    let mut cursor = 0;
+    m.publish(0, 5, &mut cursor).unwrap();
+    let dead = Who {
+        participant: 3,
+        record: 0,
+    };
+    m.entry(3, 0).store(TAKING | 1, Ordering::Release);
+    assert_eq!(m.pool().take(0, dead).unwrap(), Take::Taken);
+    let live = Who {
+        participant: 2,
+        record: 0,
+    };
+    assert_eq!(m.pool().take(0, live).unwrap(), Take::Busy(dead));
+    let m2 = Arc::clone(&m);
+    let reader = std::thread::spawn(move || {
+        let mut r = 0;
+        loop {
+            if let Some(v) = m2.read_seq(2, &mut r) {
+                return v;
+            }
+            std::thread::yield_now();
+        }
+    });
+    assert_eq!(m.reclaim(3), 1);
+    assert_eq!(reader.join().unwrap(), 5);
+    assert_eq!(m.count(0), 1);
+    let _ = (HELD, yield_to);
 }

@@ -1,71 +1,13 @@
-//! Loom models of the real block pool and descriptor ring: the free list under the ABA
-//! interleaving, and a subscriber taking a reference while publishers overwrite the slot and
-//! recycle the block.
+//! Loom models of the real block pool and descriptor ring: allocation never hands one block to
+//! two owners, a reference taken while the slot is overwritten and the block recycled, two
+//! publishers racing for slots, a latest-value reader against the writer, and a participant
+//! killed in the middle of a take whose mark others wait on until a survivor settles it.
 
-use super::super::pool::{BlockMeta, Pool};
-use super::super::ring::{Claimed, Read, Ring, Slot, desc, undesc};
-use crate::sync::{AtomicU64, UnsafeCell};
-use loom::sync::Arc;
+use super::super::pool::{Entry, TAKING, Take, Who, entry};
+use super::super::ring::Read;
+use super::mem::{Mem, yield_to};
+use crate::sync::Ordering;
 use loom::thread;
-
-struct Mem {
-    head: AtomicU64,
-    meta: Vec<BlockMeta>,
-    data: Vec<UnsafeCell<u64>>,
-    tail: AtomicU64,
-    slots: Vec<Slot>,
-}
-
-// SAFETY: `data` cells are only touched by the holder of a reference on the block, which the
-// pool and ring hand out exclusively for writing (count 1, unpublished) or shared for reading;
-// loom checks exactly that.
-unsafe impl Sync for Mem {}
-
-impl Mem {
-    fn new(blocks: usize, slots: usize) -> Arc<Mem> {
-        let m = Mem {
-            head: AtomicU64::new(0),
-            meta: (0..blocks).map(|_| BlockMeta::default()).collect(),
-            data: (0..blocks).map(|_| UnsafeCell::new(0)).collect(),
-            tail: AtomicU64::new(0),
-            slots: (0..slots).map(|_| Slot::default()).collect(),
-        };
-        m.pool().init();
-        Arc::new(m)
-    }
-    fn pool(&self) -> Pool<'_> {
-        Pool::new(&self.head, &self.meta)
-    }
-    fn ring(&self) -> Ring<'_> {
-        Ring::new(&self.tail, &self.slots)
-    }
-    fn write(&self, b: u32, v: u64) {
-        // SAFETY: the caller holds the only reference (fresh from `pop`).
-        self.data[b as usize].with_mut(|p| unsafe { *p = v });
-    }
-    fn read(&self, b: u32) -> u64 {
-        // SAFETY: the caller holds a reference on a published block: nobody writes it.
-        self.data[b as usize].with(|p| unsafe { *p })
-    }
-
-    /// Loan, write `v`, publish.
-    fn publish(&self, holder: u32, v: u64) {
-        let b = self.pool().pop().unwrap().expect("a free block");
-        self.write(b, v);
-        let seq = loop {
-            match self.ring().try_claim(holder, |_| {}).unwrap() {
-                Claimed::Mine { seq } => break seq,
-                Claimed::Busy { .. } => thread::yield_now(),
-            }
-        };
-        let old = self.ring().held_desc(seq);
-        self.ring().set_desc(seq, desc(b, 8));
-        self.ring().commit(seq);
-        if let Some((ob, _)) = undesc(old) {
-            self.pool().release(ob).unwrap();
-        }
-    }
-}
 
 fn builder() -> loom::model::Builder {
     let mut b = loom::model::Builder::new();
@@ -73,35 +15,32 @@ fn builder() -> loom::model::Builder {
     b
 }
 
-/// The ABA case: one thread pops while another pops two blocks and pushes the first back. A
-/// block is never handed to two owners (loom reports the conflicting writes to `data`), and
-/// every block is back in the list at the end.
+/// Two participants allocate, write and free blocks of a two-block pool at once: a block is
+/// never handed to two owners (loom reports the conflicting writes to its cell), and both are
+/// free at the end.
 #[test]
-fn loom_free_list_survives_aba() {
+fn loom_allocation_hands_out_each_block_once() {
     builder().check(|| {
-        let m = Mem::new(3, 1);
+        let m = Mem::new(2, 1);
         let m2 = m.clone();
-        let t = thread::spawn(move || {
-            let a = m2.pool().pop().unwrap().unwrap();
-            let b = m2.pool().pop().unwrap().unwrap();
-            m2.write(a, 1);
-            m2.write(b, 2);
-            assert!(m2.pool().release(a).unwrap());
-            let c = m2.pool().pop().unwrap().unwrap();
-            m2.write(c, 3);
-            assert!(m2.pool().release(b).unwrap());
-            assert!(m2.pool().release(c).unwrap());
-        });
-        let x = m.pool().pop().unwrap().unwrap();
-        m.write(x, 9);
-        assert!(m.pool().release(x).unwrap());
+        let cycle = |m: &Mem, p: u32, v: u64| {
+            let pool = m.pool();
+            let mut cursor = 0;
+            for round in 0..2 {
+                let e = m.claim(p);
+                let h = m.entry(p, e);
+                let Some(b) = super::super::pool::alloc_entry(&pool, h, p, e, &mut cursor) else {
+                    h.store(0, Ordering::Release);
+                    continue;
+                };
+                m.write(b, v + round);
+                super::super::pool::release_entry(&pool, h, p, e, b, yield_to, |c| c).unwrap();
+            }
+        };
+        let t = thread::spawn(move || cycle(&m2, 1, 10));
+        cycle(&m, 0, 20);
         t.join().unwrap();
-        let mut seen = Vec::new();
-        while let Some(b) = m.pool().pop().unwrap() {
-            assert!(!seen.contains(&b), "block {b} in the list twice");
-            seen.push(b);
-        }
-        assert_eq!(seen.len(), 3);
+        assert_eq!(m.pool().free_estimate(), 2);
     });
 }
 
@@ -112,35 +51,16 @@ fn loom_free_list_survives_aba() {
 fn loom_refcount_take_vs_overwrite() {
     builder().check(|| {
         let m = Mem::new(3, 1);
-        m.publish(0, 100);
+        let mut cursor = 0;
+        m.publish(0, 100, &mut cursor);
         let m2 = m.clone();
         let publisher = thread::spawn(move || {
-            m2.publish(0, 101);
-            m2.publish(0, 102);
+            let mut cursor = 1;
+            m2.publish(0, 101, &mut cursor);
+            m2.publish(0, 102, &mut cursor);
         });
         let mut r = 0u64;
-        let got = loop {
-            match m.ring().read(r).unwrap() {
-                Read::Ready { desc } => {
-                    let (b, _) = undesc(desc).unwrap();
-                    if !m.pool().acquire_if_live(b).unwrap() {
-                        // Raced with the overwrite: the publisher makes progress first.
-                        thread::yield_now();
-                        continue;
-                    }
-                    if !m.ring().still(r) {
-                        m.pool().release(b).unwrap();
-                        thread::yield_now();
-                        continue;
-                    }
-                    let v = m.read(b);
-                    m.pool().release(b).unwrap();
-                    break Some((r, v));
-                }
-                Read::Lagged { next, .. } => r = next,
-                Read::Empty | Read::Pending { .. } => break None,
-            }
-        };
+        let got = m.read_seq(1, &mut r).map(|v| (r - 1, v));
         if let Some((seq, v)) = got {
             assert_eq!(
                 v,
@@ -150,11 +70,7 @@ fn loom_refcount_take_vs_overwrite() {
         }
         publisher.join().unwrap();
         // Everything but the block the ring holds is free again.
-        let mut free = 0;
-        while m.pool().pop().unwrap().is_some() {
-            free += 1;
-        }
-        assert_eq!(free, 2);
+        assert_eq!(m.pool().free_estimate(), 2);
     });
 }
 
@@ -165,8 +81,12 @@ fn loom_two_publishers_claim_distinct_sequences() {
     builder().check(|| {
         let m = Mem::new(4, 2);
         let m2 = m.clone();
-        let t = thread::spawn(move || m2.publish(1, 7));
-        m.publish(0, 7);
+        let t = thread::spawn(move || {
+            let mut cursor = 2;
+            m2.publish(1, 7, &mut cursor);
+        });
+        let mut cursor = 0;
+        m.publish(0, 7, &mut cursor);
         t.join().unwrap();
         assert_eq!(m.ring().tail().unwrap(), 2);
         for seq in 0..2 {
@@ -183,40 +103,66 @@ fn loom_two_publishers_claim_distinct_sequences() {
 fn loom_latest_reader_vs_writer() {
     builder().check(|| {
         let m = Mem::new(4, 2);
-        m.publish(0, 100);
+        let mut cursor = 0;
+        m.publish(0, 100, &mut cursor);
         let m2 = m.clone();
         let writer = thread::spawn(move || {
-            m2.publish(0, 101);
-            m2.publish(0, 102);
+            let mut cursor = 1;
+            m2.publish(0, 101, &mut cursor);
+            m2.publish(0, 102, &mut cursor);
         });
         let mut got = None;
         for _ in 0..3 {
             let t = m.ring().tail().unwrap();
-            let r = t - 1;
-            match m.ring().read(r).unwrap() {
-                Read::Ready { desc } => {
-                    let (b, _) = undesc(desc).unwrap();
-                    if m.pool().acquire_if_live(b).unwrap() {
-                        if m.ring().still(r) {
-                            got = Some((r, m.read(b)));
-                            m.pool().release(b).unwrap();
-                            break;
-                        }
-                        m.pool().release(b).unwrap();
-                    }
-                }
-                // Not committed yet, or already lapped: look again (bounded: never stuck).
-                Read::Pending { .. } | Read::Lagged { .. } | Read::Empty => {}
+            let mut r = t - 1;
+            if let Some(v) = m.read_seq(1, &mut r) {
+                got = Some((r - 1, v));
+                break;
             }
             thread::yield_now();
         }
         if let Some((seq, v)) = got {
-            assert_eq!(
-                v,
-                100 + seq,
+            assert!(
+                v == 100 + seq,
                 "sequence {seq} delivered another sequence's value"
             );
         }
         writer.join().unwrap();
+    });
+}
+
+/// Participant 1 takes a reference on the ring's block and is killed between its take and its
+/// record (the window that leaked a reference before marks). Participant 2 meanwhile reads the
+/// same block: it waits on the dead mark, which the survivor (this thread) settles. At the
+/// end exactly the ring's reference is left.
+#[test]
+fn loom_a_take_killed_before_its_record_is_settled_while_another_reads() {
+    builder().check(|| {
+        let m = Mem::new(2, 1);
+        let mut cursor = 0;
+        m.publish(0, 100, &mut cursor);
+        let dead = Who {
+            participant: 1,
+            record: 0,
+        };
+        let m1 = m.clone();
+        let killed = thread::spawn(move || {
+            m1.entry(1, 0).store(TAKING | 1, Ordering::Release);
+            // The reader may be mid-take: wait for its mark to go, as the real code does.
+            while m1.pool().take(0, dead).unwrap() != Take::Taken {
+                thread::yield_now();
+            }
+            // Killed here: no record, no unmark.
+        });
+        let m2 = m.clone();
+        let reader = thread::spawn(move || {
+            let mut r = 0;
+            m2.read_seq(2, &mut r)
+        });
+        killed.join().unwrap();
+        assert_eq!(m.reclaim(1), 1);
+        assert_eq!(entry(m.entry(1, 0).load(Ordering::Relaxed)), Entry::Empty);
+        assert_eq!(reader.join().unwrap(), Some(100));
+        assert_eq!(m.count(0), 1);
     });
 }

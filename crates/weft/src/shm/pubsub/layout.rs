@@ -7,8 +7,6 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// Offset of the configuration line (right after the object header).
 pub(crate) const CONFIG_OFFSET: u64 = 128;
-/// Offset of the pool's free-list head (its own line: every loan and last release CASes it).
-pub(crate) const POOL_HEAD_OFFSET: u64 = 192;
 /// Offset of the registration lock (its own line; touched only by `register`).
 pub(crate) const REGISTER_LOCK_OFFSET: u64 = 256;
 /// The participants table starts here.
@@ -23,6 +21,15 @@ pub(crate) const MAX_RING: u64 = 1 << 20;
 pub(crate) const MAX_BLOCKS: u64 = 1 << 24;
 pub(crate) const MAX_BLOCK_SIZE: u64 = (1 << 32) - 64;
 
+/// The largest message of an inline topic: its slot stamp and the message share one 64-byte
+/// cache line.
+pub const INLINE_MAX: usize = 56;
+/// Bytes of one inline area: the ring header (three lines: geometry, claim counter, wake
+/// words) and `ring_slots` slots of at most one line each (`ring::raw`, no gates).
+pub(crate) const fn inline_area_size(ring_slots: u64) -> u64 {
+    192 + 64 * ring_slots
+}
+
 /// The configuration line. Written by the creator before `ready`; every opener reads it once,
 /// validates it (recomputing every offset) and keeps its own copy.
 #[derive(Debug, Default)]
@@ -36,29 +43,40 @@ pub(crate) struct RegionConfig {
     pub(crate) block_size: AtomicU64,
     /// The size of the whole layout (equals the object header's `total_size`).
     pub(crate) total: AtomicU64,
-    _reserved: AtomicU64,
+    /// Inline areas (rings for inline topics), `0 ..= topics`.
+    pub(crate) inline_topics: AtomicU64,
 }
 
 /// The topic-entry states.
 pub(crate) const TOPIC_FREE: u32 = 0;
 pub(crate) const TOPIC_READY: u32 = 2;
+/// Being unregistered: publishes are refused, those in flight complete.
+pub(crate) const TOPIC_CLOSING: u32 = 3;
+/// Unregistered: subscribers drain up to `close_seq`, then get `Closed`; the entry is freed
+/// (state 0) once no subscription to it is left.
+pub(crate) const TOPIC_CLOSED: u32 = 4;
 
 /// Topic modes as stored.
 pub(crate) const MODE_BLOCKS: u32 = 1;
 pub(crate) const MODE_LATEST: u32 = 2;
+pub(crate) const MODE_INLINE: u32 = 3;
 
 /// One topic-table entry, 256 bytes. Written only under the registration lock, before
-/// `state` becomes [`TOPIC_READY`] (Release); never changed afterwards.
+/// `state` becomes [`TOPIC_READY`] (Release); afterwards only `state` changes (to
+/// [`TOPIC_CLOSING`] and [`TOPIC_CLOSED`] by an unregistering publisher, back to
+/// [`TOPIC_FREE`] under the lock once no subscription is left).
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub(crate) struct TopicEntry {
-    /// [`TOPIC_FREE`] or [`TOPIC_READY`].
+    /// [`TOPIC_FREE`], [`TOPIC_READY`], [`TOPIC_CLOSING`] or [`TOPIC_CLOSED`].
     pub(crate) state: AtomicU32,
-    /// [`MODE_BLOCKS`] or [`MODE_LATEST`] (3, inline, is reserved).
+    /// [`MODE_BLOCKS`], [`MODE_LATEST`] or [`MODE_INLINE`].
     pub(crate) mode: AtomicU32,
     /// Bytes of `name`, `2 ..= 127`.
     pub(crate) name_len: AtomicU32,
-    _pad: AtomicU32,
+    /// Incremented by every registration of the entry (wrapping): handles and subscriptions
+    /// of an earlier registration see the change.
+    pub(crate) generation: AtomicU32,
     /// A typed topic's fingerprint (see `fingerprint`), 0 for an untyped topic.
     pub(crate) type_fingerprint: AtomicU64,
     /// `size_of` the type: `1 ..= block size`. Meaningful when the fingerprint is non-zero.
@@ -69,7 +87,14 @@ pub(crate) struct TopicEntry {
     pub(crate) type_name_len: AtomicU64,
     /// The type's name (cut to 64 bytes), for error messages; packed like `name`.
     pub(crate) type_name: [AtomicU64; 8],
-    _reserved: [AtomicU64; 2],
+    /// An inline topic's area, `0 .. inline_topics`.
+    pub(crate) inline_area: AtomicU32,
+    /// An inline topic's message size, `1 ..= INLINE_MAX`; 0 for other modes.
+    pub(crate) msg_size: AtomicU32,
+    /// [`TYPE_NAMED`] when the type's stable name is part of its fingerprint (then
+    /// `type_name` holds it); otherwise `type_name` is the Rust path, for messages only.
+    pub(crate) type_flags: AtomicU32,
+    _reserved: AtomicU32,
     /// The name, little-endian bytes packed into words, zero-padded.
     pub(crate) name: [AtomicU64; 16],
 }
@@ -89,13 +114,24 @@ pub(crate) struct TopicHot {
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub(crate) struct TopicStatsLine {
-    /// Live subscriptions (incremented on subscribe, decremented on drop or reclaim).
-    pub(crate) subscribers: AtomicU64,
+    /// Unused (zero): the number of subscriptions is counted from the holdings, where every
+    /// subscription is recorded (`region::SUB_TAG`).
+    _subscribers: AtomicU64,
     /// Messages subscribers reported lost (sum of every `Lagged { skipped }`).
     pub(crate) lagged: AtomicU64,
     /// Unfinished publishes of dead publishers that a survivor completed or voided.
     pub(crate) recovered: AtomicU64,
-    _reserved: [AtomicU64; 5],
+    /// The pid of a publisher of the topic that died and whose row was then taken by another
+    /// participant (so its bit in the publishers map is gone), 0 none; cleared when a
+    /// publisher registers the topic. Written by joiners and registrars.
+    pub(crate) died: AtomicU64,
+    /// The first sequence of this registration (the tail, or the inline claim counter, when
+    /// it was registered): history never reaches below it. Written by the registrar.
+    pub(crate) start_seq: AtomicU64,
+    /// Subscribers deliver sequences below this and then get `Closed`; `u64::MAX` until the
+    /// topic is unregistered. Written by the unregistering publisher.
+    pub(crate) close_seq: AtomicU64,
+    _reserved: [AtomicU64; 2],
 }
 
 /// Per-participant pub/sub state next to its liveness row: its role and the record of the
@@ -115,7 +151,13 @@ pub(crate) struct MemberExt {
     pub(crate) pub_new: AtomicU64,
     /// The descriptor the publish displaced (its reference is ours until released). Owner only.
     pub(crate) pub_old: AtomicU64,
-    _reserved: [AtomicU64; 3],
+    /// The inline topic (index + 1) this publisher publishes, 0 none (`pubsub::inline`).
+    /// Owner only.
+    pub(crate) inl_topic: AtomicU64,
+    /// The inline claim in flight (`pubsub::inline`: `IDLE | b`, `CLAIMING | b`, or a
+    /// sequence). Owner only.
+    pub(crate) inl_seq: AtomicU64,
+    _reserved: AtomicU64,
 }
 
 pub(crate) const ROLE_PUBLISHER: u32 = 1;
@@ -126,6 +168,9 @@ pub(crate) const ROLE_DEAD_PUBLISHER: u32 = 3;
 
 #[cfg(not(loom))]
 const _: () = {
+    // A block's mark names any participant (pubsub::pool).
+    assert!(MAX_PARTICIPANTS - 1 <= crate::pubsub::pool::MAX_PARTICIPANT as u64);
+    assert!(MAX_HELD <= crate::pubsub::pool::PUB_OLD as u64);
     assert!(core::mem::size_of::<RegionConfig>() == 64);
     assert!(core::mem::size_of::<TopicEntry>() == 256);
     assert!(core::mem::size_of::<TopicHot>() == 64);
@@ -142,13 +187,18 @@ pub(crate) struct Geometry {
     pub(crate) ring_slots: u64,
     pub(crate) blocks: u64,
     pub(crate) block_size: u64,
+    pub(crate) inline_topics: u64,
     pub(crate) rows: u64,
     pub(crate) ext: u64,
     pub(crate) holdings: u64,
     pub(crate) topic_table: u64,
     pub(crate) hot: u64,
     pub(crate) stats: u64,
+    pub(crate) pubmap: u64,
+    /// Words per topic in the publishers map: `ceil(participants / 64)`.
+    pub(crate) pubmap_words: u64,
     pub(crate) rings: u64,
+    pub(crate) inline: u64,
     pub(crate) meta: u64,
     pub(crate) data: u64,
     pub(crate) total: u64,
@@ -168,6 +218,7 @@ impl Geometry {
         ring_slots: u64,
         blocks: u64,
         block_size: u64,
+        inline_topics: u64,
     ) -> core::result::Result<Geometry, (&'static str, u64, &'static str)> {
         let check = |what, v: u64, lo: u64, hi: u64, expected| {
             if v < lo || v > hi {
@@ -216,6 +267,13 @@ impl Geometry {
                 "a multiple of 64, 64 ..= 2^32 - 64",
             ));
         }
+        check(
+            "inline topics",
+            inline_topics,
+            0,
+            topics,
+            "0 ..= the number of topics",
+        )?;
         // All counts are bounded above, so only the block area can overflow.
         let overflow = ("region size", u64::MAX, "below 2^64");
         let rows = ROWS_OFFSET;
@@ -224,8 +282,11 @@ impl Geometry {
         let topic_table = round(holdings + 4 * participants * held, 64).ok_or(overflow)?;
         let hot = topic_table + 256 * topics;
         let stats = hot + 64 * topics;
-        let rings = stats + 64 * topics;
-        let meta = rings + 16 * ring_slots * topics;
+        let pubmap = stats + 64 * topics;
+        let pubmap_words = participants.div_ceil(64);
+        let rings = round(pubmap + 8 * pubmap_words * topics, 64).ok_or(overflow)?;
+        let inline = round(rings + 16 * ring_slots * topics, 64).ok_or(overflow)?;
+        let meta = inline + inline_area_size(ring_slots) * inline_topics;
         let data = round(meta + 8 * blocks, 4096).ok_or(overflow)?;
         let total = blocks
             .checked_mul(block_size)
@@ -238,13 +299,17 @@ impl Geometry {
             ring_slots,
             blocks,
             block_size,
+            inline_topics,
             rows,
             ext,
             holdings,
             topic_table,
             hot,
             stats,
+            pubmap,
+            pubmap_words,
             rings,
+            inline,
             meta,
             data,
             total,
@@ -261,6 +326,7 @@ impl Geometry {
         c.blocks.store(self.blocks, Ordering::Relaxed);
         c.block_size.store(self.block_size, Ordering::Relaxed);
         c.total.store(self.total, Ordering::Relaxed);
+        c.inline_topics.store(self.inline_topics, Ordering::Relaxed);
     }
 
     /// Reads and validates the configuration line of the region `name`, mapped `mapped` bytes.
@@ -275,6 +341,7 @@ impl Geometry {
             c.ring_slots.load(Ordering::Relaxed),
             c.blocks.load(Ordering::Relaxed),
             c.block_size.load(Ordering::Relaxed),
+            c.inline_topics.load(Ordering::Relaxed),
         )
         .map_err(|(what, value, expected)| Error::corrupt(name, what, value, expected))?;
         let total = c.total.load(Ordering::Relaxed);
@@ -297,12 +364,16 @@ impl Geometry {
     }
 }
 
-/// A type's fingerprint: FNV-1a over its name, size and alignment, never 0. The name comes
-/// from `core::any::type_name`, so two builds agree as long as the type's path does.
-pub(crate) fn fingerprint(name: &str, size: u64, align: u64) -> u64 {
+/// A typed topic's fingerprint, never 0: FNV-1a (64-bit) over a domain byte, the type's
+/// stable name when it has one, its size and its alignment (both as 8 little-endian bytes).
+/// Nothing in it depends on the compiler: two builds, two crates or two languages that give
+/// the same name, size and alignment agree. Without a name (`b'L'`: layout only), types of the
+/// same size and alignment are indistinguishable; with one (`b'N'`), the name must match too.
+pub(crate) fn fingerprint(name: Option<&str>, size: u64, align: u64) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name
-        .bytes()
+    let domain = if name.is_some() { b'N' } else { b'L' };
+    for b in core::iter::once(domain)
+        .chain(name.unwrap_or("").bytes())
         .chain(size.to_le_bytes())
         .chain(align.to_le_bytes())
     {
@@ -310,6 +381,11 @@ pub(crate) fn fingerprint(name: &str, size: u64, align: u64) -> u64 {
     }
     h.max(1)
 }
+
+/// Topic-entry type flag: the type's name is part of its fingerprint.
+pub(crate) const TYPE_NAMED: u32 = 1;
+/// The longest stable type name (it is stored whole in the entry, for error messages).
+pub const TYPE_NAME_MAX: usize = 64;
 
 /// Packs a name into `N` words (bytes beyond `8 * N` are cut).
 pub(crate) fn pack<const N: usize>(name: &str) -> [u64; N] {
@@ -339,12 +415,30 @@ mod tests {
 
     #[test]
     fn geometry_checks_every_count() {
-        let g = Geometry::new(32, 256, 64, 256, 1024, 4096).unwrap();
+        let g = Geometry::new(32, 256, 64, 256, 1024, 4096, 8).unwrap();
         assert_eq!(g.data % 4096, 0);
         assert_eq!(g.total, g.data + 1024 * 4096);
-        assert!(Geometry::new(0, 256, 64, 256, 1024, 4096).is_err());
-        assert!(Geometry::new(32, 256, 64, 100, 1024, 4096).is_err());
-        assert!(Geometry::new(32, 256, 64, 256, 1024, 100).is_err());
-        assert!(Geometry::new(32, 256, 64, 256, 1 << 25, 4096).is_err());
+        assert_eq!(g.inline % 64, 0);
+        assert_eq!(g.meta, g.inline + 8 * (192 + 64 * 256));
+        assert!(Geometry::new(0, 256, 64, 256, 1024, 4096, 8).is_err());
+        assert!(Geometry::new(32, 256, 64, 100, 1024, 4096, 8).is_err());
+        assert!(Geometry::new(32, 256, 64, 256, 1024, 100, 8).is_err());
+        assert!(Geometry::new(32, 256, 64, 256, 1 << 25, 4096, 8).is_err());
+        assert!(Geometry::new(32, 256, 64, 256, 1024, 4096, 65).is_err());
+    }
+
+    #[test]
+    fn an_inline_area_holds_the_ring_of_the_largest_inline_message() {
+        use crate::ring::raw::{FLAG_MPMC, Shape};
+        for slots in [2, 256, 1 << 20] {
+            let shape = Shape {
+                capacity: slots,
+                value_size: INLINE_MAX as u64,
+                gates: 0,
+                flags: FLAG_MPMC,
+                watermark: 0,
+            };
+            assert_eq!(shape.bytes() as u64, inline_area_size(slots));
+        }
     }
 }

@@ -4,8 +4,8 @@
 //! the pool's free-list head, the registration lock, the participants table (liveness rows,
 //! then one line per participant with its publish-in-flight record), the holdings (per
 //! participant, every block reference it holds), the topic table, one hot line and one
-//! statistics line per topic, one descriptor ring per topic, the blocks' metadata, and the
-//! blocks (page-aligned).
+//! statistics line per topic, one descriptor ring per topic, the inline areas (a seqlock ring
+//! each, for inline topics), the blocks' metadata, and the blocks (page-aligned).
 //!
 //! Ordering and slot ownership with several publishers on one topic: a publisher claims the
 //! next sequence by a CAS on that sequence's slot stamp, which writes its participant index
@@ -21,17 +21,22 @@ mod region;
 // Read-only views for tools (`weft info`, `weft clean`).
 pub(crate) mod inspect;
 
+pub use layout::{INLINE_MAX, TYPE_NAME_MAX};
 pub use name::{TOPIC_MAX, split_uri, validate_topic};
 
 use self::layout::{
-    CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_LATEST, REGISTER_LOCK_OFFSET, RegionConfig,
-    TOPIC_FREE, TOPIC_READY, fingerprint, pack, pack_name,
+    CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_INLINE, MODE_LATEST, REGISTER_LOCK_OFFSET,
+    RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, TYPE_NAMED, fingerprint,
+    pack, pack_name,
 };
-use self::region::{Member, Region, TypeInfo, corrupt};
+use self::region::{Member, Region, TypeInfo, corrupt, inline_shape};
 use super::object::{Object, ObjectKind};
 use crate::WaitStrategy;
 use crate::error::{Error, Result, Role};
-use crate::pubsub::ring::{Claimed, Read, desc, undesc};
+use crate::pubsub::inline;
+use crate::pubsub::ring::{Claimed, Read, SEQ_LIMIT, desc, undesc};
+use crate::ring::raw::{self, Placement, RawRing};
+use crate::ring::wake;
 use crate::shm::liveness::PeerStatus;
 use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::sys;
@@ -66,9 +71,15 @@ pub enum TopicMode {
     /// a whole value that no writer touches until it lets go, so it is never torn, and a
     /// reader that dies holding one blocks nobody (its block is reclaimed).
     Latest,
-    /// Small `Pod` values copied into seqlock ring slots in the region (the broadcast ring
-    /// placed in shared memory). Reserved: not implemented by this build
-    /// ([`Error::InvalidArgument`] at register).
+    /// Small fixed-size messages (1 to [`INLINE_MAX`] = 56 bytes, so that a slot's stamp and
+    /// its message share one cache line) copied into the slots of a seqlock ring in the region:
+    /// the broadcast ring of [`crate::ring`] placed in shared memory. No pool, no reference
+    /// counts: the fastest path for ticks. Any number of publishers (they claim sequences
+    /// with one `fetch_add`); exact [`Error::Lagged`]; 64-bit sequences. A received
+    /// [`Sample`] holds a *copy* of the message (that is what a seqlock gives: the slot may
+    /// be overwritten the moment after the copy), so holding samples holds nothing in the
+    /// region. Register with [`TopicSpec::inline`] or a typed [`TopicSpec`]; the region has
+    /// [`Config::inline_topics`] rings for them.
     Inline,
 }
 
@@ -94,11 +105,13 @@ pub struct Config {
     claim_timeout: Duration,
     hugepages: bool,
     lock_memory: bool,
+    /// `None`: the default, `min(8, topics)`.
+    inline_topics: Option<u64>,
 }
 
 impl Default for Config {
-    /// 32 participants holding up to 256 blocks each, 64 topics of 256 descriptors, 1024
-    /// blocks of 4 KiB, [`WaitStrategy::Adaptive`], 1 s liveness timeout.
+    /// 32 participants holding up to 256 blocks each, 64 topics of 256 descriptors (8 of them
+    /// may be inline), 1024 blocks of 4 KiB, [`WaitStrategy::Adaptive`], 1 s liveness timeout.
     fn default() -> Config {
         Config {
             participants: 32,
@@ -113,6 +126,7 @@ impl Default for Config {
             claim_timeout: Duration::from_secs(1),
             hugepages: false,
             lock_memory: false,
+            inline_topics: None,
         }
     }
 }
@@ -123,7 +137,8 @@ impl Config {
         self.participants = n as u64;
         self
     }
-    /// Block references (samples and loans) one participant may hold at once, 1 ..= 65536.
+    /// Block references (samples and loans) and subscriptions one participant may hold at
+    /// once, 1 ..= 65536.
     pub fn max_held(mut self, n: usize) -> Config {
         self.max_held = n as u64;
         self
@@ -175,6 +190,13 @@ impl Config {
         self.claim_timeout = t;
         self
     }
+    /// How many topics of the region may be [`TopicMode::Inline`], `0 ..=` [`Config::topics`]
+    /// (default: 8, or every topic if there are fewer). Each has a ring of
+    /// [`Config::ring_slots`] slots of up to 64 bytes, set aside when the region is created.
+    pub fn inline_topics(mut self, n: usize) -> Config {
+        self.inline_topics = Some(n as u64);
+        self
+    }
     /// Ask for transparent huge pages (advisory).
     pub fn hugepages(mut self, on: bool) -> Config {
         self.hugepages = on;
@@ -194,6 +216,7 @@ impl Config {
             self.ring_slots,
             self.blocks,
             self.block_size,
+            self.inline_topics.unwrap_or(self.topics.min(8)),
         )
         .map_err(|(what, value, expected)| Error::InvalidArgument {
             what,
@@ -208,16 +231,130 @@ impl Config {
 pub struct Topic {
     index: u32,
     name: String,
-    /// Identifies the region mapping the handle came from.
-    region: usize,
+    /// Identifies the region (`Region::id`) the handle came from.
+    region: u64,
     /// The recorded type's fingerprint, for a typed topic.
     fingerprint: Option<u64>,
+    mode: TopicMode,
+    /// Where an inline topic's ring lies, validated at register.
+    inline: Option<InlineTopic>,
+    /// The registration the handle belongs to (`TopicEntry::generation`).
+    generation: u32,
+}
+
+/// An inline topic's ring, found and validated once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct InlineTopic {
+    area: u32,
+    place: Placement,
+    size: u32,
 }
 
 impl Topic {
     /// The topic's path ("/prices/AAPL").
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The topic's mode.
+    pub fn mode(&self) -> TopicMode {
+        self.mode
+    }
+
+    /// An inline topic's message size in bytes; `None` for other modes.
+    pub fn message_size(&self) -> Option<usize> {
+        self.inline.map(|i| i.size as usize)
+    }
+}
+
+/// How a topic is registered ([`Publisher::register_spec`]): its mode and, for a typed topic,
+/// its type; for an untyped inline topic, its message size.
+///
+/// # Examples
+/// ```
+/// use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
+/// #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Tick { price: f64, size: u64 }
+/// # let region = format!("doc-spec-{}", std::process::id());
+/// let publisher = Publisher::create(&region, &Config::default())?;
+/// let ticks = publisher.register_spec("/ticks", &TopicSpec::new(TopicMode::Inline).typed::<Tick>())?;
+/// let raw = publisher.register_spec("/raw", &TopicSpec::inline(16))?;
+/// assert_eq!(ticks.message_size(), Some(16));
+/// let subscriber = Subscriber::connect(&region)?;
+/// let mut sub = subscriber.subscribe_typed::<Tick>("/ticks")?;
+/// publisher.publish_typed(&ticks, &Tick { price: 189.5, size: 100 })?;
+/// assert_eq!(sub.try_recv()?.value::<Tick>()?.size, 100);   // a copy, taken by the seqlock
+/// publisher.publish(&raw, &[7; 16])?;
+/// # Ok::<(), weft::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicSpec {
+    mode: TopicMode,
+    ty: Option<TypeInfo>,
+    size: Option<usize>,
+}
+
+impl TopicSpec {
+    /// An untyped topic of `mode` (an inline one also needs [`TopicSpec::size`] or a type).
+    pub fn new(mode: TopicMode) -> TopicSpec {
+        TopicSpec {
+            mode,
+            ty: None,
+            size: None,
+        }
+    }
+
+    /// An untyped inline topic of `size`-byte messages (1 ..= [`INLINE_MAX`]).
+    pub fn inline(size: usize) -> TopicSpec {
+        TopicSpec::new(TopicMode::Inline).size(size)
+    }
+
+    /// Sets the message size of an untyped inline topic.
+    pub fn size(mut self, size: usize) -> TopicSpec {
+        self.size = Some(size);
+        self
+    }
+
+    /// Makes the topic typed, without a stable name: it records `T`'s size and alignment, and
+    /// a typed registration or subscription whose type differs in either is refused (types of
+    /// the same size and alignment are not told apart: use [`TopicSpec::typed_named`] for
+    /// that). An inline topic's message size becomes `size_of::<T>()`.
+    pub fn typed<T: bytemuck::Pod>(mut self) -> TopicSpec {
+        self.ty = Some(type_info::<T>());
+        self
+    }
+
+    /// Makes the topic typed under the stable name `type_name` (1 to [`TYPE_NAME_MAX`]
+    /// bytes, for example `"market.Tick/v1"`): the fingerprint covers the name, size and
+    /// alignment, so only a typed subscription that gives the same name (and a type of the
+    /// same size and alignment) is accepted, whatever crate, compiler or language it comes
+    /// from. Version the name when the type's meaning changes.
+    ///
+    /// # Errors
+    /// An empty or too long name is refused by the registration ([`Error::InvalidName`]).
+    pub fn typed_named<T: bytemuck::Pod>(mut self, type_name: &str) -> TopicSpec {
+        self.ty = Some(
+            type_info_named::<T>(type_name).unwrap_or_else(|_| TypeInfo {
+                fingerprint: 0,
+                size: 0,
+                align: 0,
+                name: type_name.into(),
+                named: true,
+            }),
+        );
+        self
+    }
+
+    /// The topic's mode.
+    pub fn mode(&self) -> TopicMode {
+        self.mode
+    }
+}
+
+impl From<TopicMode> for TopicSpec {
+    fn from(mode: TopicMode) -> TopicSpec {
+        TopicSpec::new(mode)
     }
 }
 
@@ -231,7 +368,9 @@ pub struct TopicStats {
     pub published: u64,
     /// Messages subscribers reported lost (sum of their `Lagged { skipped }`).
     pub lagged: u64,
-    /// Subscriptions open now (a killed subscriber's is not subtracted).
+    /// Subscriptions open now: every participant records its subscriptions, so a killed
+    /// subscriber's count until a survivor reclaims it (on joining, under pool pressure, or
+    /// an explicit `reclaim`).
     pub subscribers: u64,
     /// Unfinished publishes of dead publishers completed or voided by a survivor.
     pub recovered: u64,
@@ -267,15 +406,68 @@ fn region_info(r: &Region) -> RegionInfo {
     }
 }
 
+/// The mode of registered topic `i`.
+fn topic_mode(r: &Region, i: u32) -> Result<TopicMode> {
+    Ok(match r.topic_name(i)?.map(|(_, m)| m) {
+        Some(MODE_LATEST) => TopicMode::Latest,
+        Some(MODE_INLINE) => TopicMode::Inline,
+        _ => TopicMode::Blocks,
+    })
+}
+
+/// An inline area that no registered topic uses (the caller holds the registration lock).
+fn free_inline_area(r: &Region) -> Result<u32> {
+    let mut used = alloc::vec![false; r.geo.inline_topics as usize];
+    for i in 0..r.geo.topics as u32 {
+        if r.topic_name(i)?.is_some_and(|(_, m)| m == MODE_INLINE) {
+            used[r.inline_fields(i)?.0 as usize] = true;
+        }
+    }
+    used.iter()
+        .position(|u| !u)
+        .map(|k| k as u32)
+        .ok_or(Error::InvalidArgument {
+            what: "inline topics in the region",
+            value: r.geo.inline_topics,
+            expected: "a free inline area, but every one is taken (Config::inline_topics)",
+        })
+}
+
+/// The number of sequences claimed on topic `i` so far (its tail, or its inline claim counter).
+fn published(r: &Region, i: u32) -> Result<u64> {
+    let n = if topic_mode(r, i)? == TopicMode::Inline {
+        let (ring, _) = r.inline_ring(i)?;
+        // Acquire: pairs with the AcqRel claims (`RawRing::claim`). Checked below.
+        ring.cursor().load(Ordering::Acquire)
+    } else {
+        // Acquire: see Ring::tail.
+        r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?
+    };
+    if n >= SEQ_LIMIT {
+        return Err(Error::corrupt(
+            r.obj.name(),
+            "topic sequence counter",
+            n,
+            "below 2^62",
+        ));
+    }
+    Ok(n)
+}
+
+/// The first sequence of topic `i`'s registration.
+fn start_seq(r: &Region, i: u32) -> Result<u64> {
+    // Relaxed: written before the entry's Release READY, which the caller acquired.
+    Ok(r.stats(i)?.start_seq.load(Ordering::Relaxed))
+}
+
 fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
     let s = r.stats(i)?;
     Ok(TopicStats {
         name,
-        // Acquire: see Ring::tail.
-        published: r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?,
+        published: published(r, i)?.saturating_sub(start_seq(r, i)?),
         // Relaxed: statistics.
         lagged: s.lagged.load(Ordering::Relaxed),
-        subscribers: s.subscribers.load(Ordering::Relaxed),
+        subscribers: r.subscriptions(i),
         recovered: s.recovered.load(Ordering::Relaxed),
     })
 }
@@ -283,36 +475,77 @@ fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
 fn all_topics(r: &Region) -> Result<Vec<TopicStats>> {
     let mut out = Vec::new();
     for i in 0..r.geo.topics as u32 {
-        if let Some((name, _)) = r.topic_name(i)? {
+        if let Some((name, _)) = r.topic_name(i)?
+            && r.topic_state(i)? == TOPIC_READY
+        {
             out.push(topic_stats(r, i, name)?);
         }
     }
     Ok(out)
 }
 
+/// `T` without a stable name: checked by size and alignment only.
 fn type_info<T: bytemuck::Pod>() -> TypeInfo {
-    let name = core::any::type_name::<T>();
     let (size, align) = (
         core::mem::size_of::<T>() as u64,
         core::mem::align_of::<T>() as u64,
     );
     TypeInfo {
-        fingerprint: fingerprint(name, size, align),
+        fingerprint: fingerprint(None, size, align),
         size,
         align,
-        name: name.into(),
+        name: short_type_name::<T>(),
+        named: false,
     }
 }
 
-/// `found` (a topic's recorded type) must be `want`.
+/// `T` under the stable name `name`.
+fn type_info_named<T: bytemuck::Pod>(name: &str) -> Result<TypeInfo> {
+    if name.is_empty() || name.len() > TYPE_NAME_MAX {
+        return Err(Error::InvalidName {
+            name: name.into(),
+            reason: "a type name is 1 to 64 bytes long",
+        });
+    }
+    let (size, align) = (
+        core::mem::size_of::<T>() as u64,
+        core::mem::align_of::<T>() as u64,
+    );
+    Ok(TypeInfo {
+        fingerprint: fingerprint(Some(name), size, align),
+        size,
+        align,
+        name: name.into(),
+        named: true,
+    })
+}
+
+/// The Rust type's path, cut to what the entry stores (for messages only).
+fn short_type_name<T>() -> String {
+    let n = core::any::type_name::<T>();
+    let mut cut = n.len().min(TYPE_NAME_MAX);
+    while !n.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    n[..cut].into()
+}
+
+/// `found` (a topic's recorded type) must be `want`: same fingerprint (so the same name, if
+/// either has one), size and alignment.
 fn check_type(r: &Region, topic: &str, found: Option<&TypeInfo>, want: &TypeInfo) -> Result<()> {
     match found {
-        Some(f) if f.fingerprint == want.fingerprint && f.size == want.size => Ok(()),
+        Some(f)
+            if f.fingerprint == want.fingerprint
+                && f.size == want.size
+                && f.align == want.align =>
+        {
+            Ok(())
+        }
         other => Err(Error::TypeMismatch {
             name: alloc::format!("{}{}", r.obj.name(), topic),
-            found: other.map_or_else(|| "untyped bytes".into(), |f| f.name.clone()),
+            found: other.map_or_else(|| "untyped bytes".into(), TypeInfo::describe),
             found_size: other.map_or(0, |f| f.size),
-            expected: want.name.clone(),
+            expected: want.describe(),
             expected_size: want.size,
         }),
     }
@@ -400,6 +633,8 @@ fn open_region(name: &str, config: &Config) -> Result<Arc<Region>> {
 pub struct Publisher {
     member: Arc<Member>,
     claim_timeout: Duration,
+    /// Where the next allocation starts looking for a free block.
+    cursor: core::cell::Cell<u32>,
     _not_sync: PhantomData<core::cell::Cell<()>>,
 }
 
@@ -506,6 +741,7 @@ impl Publisher {
         Publisher {
             member,
             claim_timeout: config.claim_timeout,
+            cursor: core::cell::Cell::new(0),
             _not_sync: PhantomData,
         }
     }
@@ -530,19 +766,65 @@ impl Publisher {
     /// Registers `topic` with `mode`, or returns the existing topic of that name.
     ///
     /// # Errors
-    /// [`Error::InvalidName`] for a bad path; [`Error::InvalidArgument`] for a mode this build
-    /// does not implement, for a topic registered already with another mode, or when the
-    /// topic table is full; [`Error::Timeout`] if the
-    /// registration lock stays held by a live process for a second; [`Error::Corrupt`] for
+    /// [`Error::InvalidName`] for a bad path; [`Error::InvalidArgument`] for a topic registered
+    /// already with another mode, for [`TopicMode::Inline`] (which needs a message size: use
+    /// [`Publisher::register_spec`]), or when the topic table is full; [`Error::Timeout`] if
+    /// the registration lock stays held by a live process for a second; [`Error::Corrupt`] for
     /// a damaged topic table.
     pub fn register_with(&self, topic: &str, mode: TopicMode) -> Result<Topic> {
-        self.register_inner(topic, mode, None)
+        self.register_spec(topic, &TopicSpec::new(mode))
+    }
+
+    /// Registers `topic` as `spec` says (mode, type, inline message size), or returns the
+    /// existing topic of that name if it was registered alike.
+    ///
+    /// # Errors
+    /// As [`Publisher::register_with`]; [`Error::TypeMismatch`] when the topic exists with
+    /// another type (or untyped); for a typed spec, as [`Publisher::register_typed`]; for an
+    /// inline topic, [`Error::InvalidArgument`] when the message size is not `1 ..=`
+    /// [`INLINE_MAX`] (or the type's alignment exceeds 16), when it differs from the existing
+    /// topic's, or when every inline area of the region is taken ([`Config::inline_topics`]).
+    pub fn register_spec(&self, topic: &str, spec: &TopicSpec) -> Result<Topic> {
+        if let Some(ty) = &spec.ty
+            && ty.fingerprint == 0
+        {
+            // A name `typed_named` refused: say why.
+            type_info_named::<u8>(&ty.name)?;
+        }
+        let size = if let Some(ty) = &spec.ty {
+            self.check_type_fits(topic, ty)?;
+            ty.size
+        } else {
+            spec.size.unwrap_or(0) as u64
+        };
+        let inline_size = if spec.mode == TopicMode::Inline {
+            if size == 0 || size > INLINE_MAX as u64 {
+                return Err(Error::InvalidArgument {
+                    what: "message size of an inline topic",
+                    value: size,
+                    expected: "1 ..= 56 bytes (TopicSpec::inline(size) or a typed spec)",
+                });
+            }
+            if spec.ty.as_ref().is_some_and(|t| t.align > 16) {
+                return Err(Error::InvalidArgument {
+                    what: "alignment of an inline topic's type",
+                    value: spec.ty.as_ref().map_or(0, |t| t.align),
+                    expected: "at most 16 (a sample holds a 16-aligned copy)",
+                });
+            }
+            size as u32
+        } else {
+            0
+        };
+        self.register_inner(topic, spec.mode, spec.ty.clone(), inline_size)
     }
 
     /// Registers `topic` for values of type `T` ([`TopicMode::Blocks`]): the topic records
-    /// `T`'s size, alignment and a fingerprint of its name, size and alignment, and a
-    /// registration or typed subscription with another type is refused. Use
-    /// [`Publisher::publish_typed`] or [`Publisher::loan_typed`] + [`Loan::value_mut`].
+    /// `T`'s size and alignment (and its Rust path, for error messages), and a registration or
+    /// typed subscription with a type of another size or alignment is refused. Types of the
+    /// same layout are not told apart: give the type a stable name with
+    /// [`Publisher::register_typed_named`] for that. Use [`Publisher::publish_typed`] or
+    /// [`Publisher::loan_typed`] + [`Loan::value_mut`].
     ///
     /// # Errors
     /// [`Error::TypeMismatch`] when the topic exists with another type (or untyped);
@@ -569,7 +851,52 @@ impl Publisher {
     /// # Ok::<(), weft::Error>(())
     /// ```
     pub fn register_typed<T: bytemuck::Pod>(&self, topic: &str) -> Result<Topic> {
-        let ty = type_info::<T>();
+        self.register_spec(topic, &TopicSpec::new(TopicMode::Blocks).typed::<T>())
+    }
+
+    /// Registers `topic` for values of type `T` under the stable name `type_name`
+    /// ([`TopicMode::Blocks`]; other modes: [`TopicSpec::typed_named`]). The fingerprint
+    /// covers the name, the size and the alignment and nothing the compiler chooses, so
+    /// processes built by other compilers (or written in other languages) agree as long as
+    /// they give the same name; a subscription must give it too
+    /// ([`Subscriber::subscribe_typed_named`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] for a name that is empty or longer than [`TYPE_NAME_MAX`]
+    /// bytes; as [`Publisher::register_typed`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber};
+    /// use weft::ErrorKind;
+    /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    /// #[repr(C)]
+    /// struct Tick { price: f64, size: u64 }
+    /// # let region = format!("doc-named-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let ticks = publisher.register_typed_named::<Tick>("/ticks", "market.Tick/v1")?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let _sub = subscriber.subscribe_typed_named::<Tick>("/ticks", "market.Tick/v1")?;
+    /// // Another name, or no name, is another type, even with the same layout.
+    /// let e = subscriber.subscribe_typed_named::<Tick>("/ticks", "market.Tick/v2").unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::TypeMismatch);
+    /// assert!(e.to_string().contains("market.Tick/v1"));
+    /// assert_eq!(subscriber.subscribe_typed::<Tick>("/ticks").unwrap_err().kind(), ErrorKind::TypeMismatch);
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn register_typed_named<T: bytemuck::Pod>(
+        &self,
+        topic: &str,
+        type_name: &str,
+    ) -> Result<Topic> {
+        self.register_spec(
+            topic,
+            &TopicSpec::new(TopicMode::Blocks).typed_named::<T>(type_name),
+        )
+    }
+
+    /// A typed topic's type must fit a block and its alignment.
+    fn check_type_fits(&self, topic: &str, ty: &TypeInfo) -> Result<()> {
         if ty.size > self.region().geo.block_size {
             return Err(Error::TooLarge {
                 name: alloc::format!("{}{}", self.member.name(), topic),
@@ -591,21 +918,21 @@ impl Publisher {
                 expected: "at least 1 byte",
             });
         }
-        self.register_inner(topic, TopicMode::Blocks, Some(ty))
+        Ok(())
     }
 
-    fn register_inner(&self, topic: &str, mode: TopicMode, ty: Option<TypeInfo>) -> Result<Topic> {
+    fn register_inner(
+        &self,
+        topic: &str,
+        mode: TopicMode,
+        ty: Option<TypeInfo>,
+        inline_size: u32,
+    ) -> Result<Topic> {
         validate_topic(topic)?;
         let raw_mode = match mode {
             TopicMode::Blocks => MODE_BLOCKS,
             TopicMode::Latest => MODE_LATEST,
-            TopicMode::Inline => {
-                return Err(Error::InvalidArgument {
-                    what: "topic mode",
-                    value: 3,
-                    expected: "Blocks or Latest (Inline is not implemented yet)",
-                });
-            }
+            TopicMode::Inline => MODE_INLINE,
         };
         let r = self.region();
         let existing = |r: &Region| -> Result<Option<Topic>> {
@@ -623,11 +950,21 @@ impl Publisher {
             if let Some(want) = &ty {
                 check_type(r, topic, found.as_ref(), want)?;
             }
+            if raw_mode == MODE_INLINE {
+                let (_, size) = r.inline_fields(i)?;
+                if size != inline_size {
+                    return Err(Error::InvalidArgument {
+                        what: "message size of an inline topic",
+                        value: inline_size as u64,
+                        expected: "the size the topic was registered with",
+                    });
+                }
+            }
             Ok(Some(self.topic_handle(
                 i,
                 topic,
                 found.map(|t| t.fingerprint),
-            )))
+            )?))
         };
         if let Some(t) = existing(r)? {
             return Ok(t);
@@ -636,18 +973,50 @@ impl Publisher {
         if let Some(t) = existing(r)? {
             return Ok(t);
         }
+        // Unregistered topics nobody reads any more are freed now (entries, inline areas).
+        for i in 0..r.geo.topics as u32 {
+            if r.topic_state(i)? == TOPIC_CLOSED {
+                r.free_topic(i, self.member.index)?;
+            }
+        }
+        let area = if raw_mode == MODE_INLINE {
+            Some(free_inline_area(r)?)
+        } else {
+            None
+        };
         for i in 0..r.geo.topics as u32 {
             let t = r.topic(i)?;
-            // Relaxed: entries change only under the lock we hold.
+            // Relaxed: entries change only under the lock we hold (or, for a closing topic,
+            // only towards CLOSED).
             if t.state.load(Ordering::Relaxed) != TOPIC_FREE {
                 continue;
             }
+            let st = r.stats(i)?;
+            let start = if let Some(area) = area {
+                let base = r.inline_base(area)?;
+                // SAFETY: the area lies inside the mapping (inline_base), is 64-aligned, holds
+                // only atomics, and no registered topic uses it (free_inline_area, under the
+                // lock); the shape's capacity is the region's ring size, a power of two.
+                unsafe { RawRing::init_atomic(base, inline_shape(r.geo.ring_slots, inline_size)) };
+                // Relaxed: published by the Release store of READY below.
+                t.inline_area.store(area, Ordering::Relaxed);
+                0
+            } else {
+                // Sequences go on from where an earlier registration of the entry left them.
+                r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?
+            };
             // Relaxed: published by the Release store of READY below.
+            st.start_seq.store(start, Ordering::Relaxed);
+            st.close_seq.store(u64::MAX, Ordering::Relaxed);
+            t.generation.fetch_add(1, Ordering::Relaxed);
+            // Relaxed: published by the Release store of READY below.
+            t.msg_size.store(inline_size, Ordering::Relaxed);
             t.mode.store(raw_mode, Ordering::Relaxed);
             t.name_len.store(topic.len() as u32, Ordering::Relaxed);
             for (w, v) in t.name.iter().zip(pack_name(topic)) {
                 w.store(v, Ordering::Relaxed);
             }
+            let fp = ty.as_ref().map_or(0, |t| t.fingerprint);
             if let Some(ty) = &ty {
                 t.type_size.store(ty.size, Ordering::Relaxed);
                 t.type_align.store(ty.align, Ordering::Relaxed);
@@ -656,12 +1025,18 @@ impl Publisher {
                 for (w, v) in t.type_name.iter().zip(pack::<8>(&ty.name)) {
                     w.store(v, Ordering::Relaxed);
                 }
-                t.type_fingerprint.store(ty.fingerprint, Ordering::Relaxed);
             }
+            let flags = if ty.as_ref().is_some_and(|t| t.named) {
+                TYPE_NAMED
+            } else {
+                0
+            };
+            t.type_flags.store(flags, Ordering::Relaxed);
+            t.type_fingerprint.store(fp, Ordering::Relaxed);
             // SYNC POINT: Release pairs with the Acquire load of `state` in
             // `Region::topic_name` and `Region::topic_type`.
             t.state.store(TOPIC_READY, Ordering::Release);
-            return Ok(self.topic_handle(i, topic, ty.map(|t| t.fingerprint)));
+            return self.topic_handle(i, topic, ty.map(|t| t.fingerprint));
         }
         Err(Error::InvalidArgument {
             what: "topics in the region",
@@ -670,20 +1045,42 @@ impl Publisher {
         })
     }
 
-    fn topic_handle(&self, index: u32, name: &str, fingerprint: Option<u64>) -> Topic {
-        Topic {
+    fn topic_handle(&self, index: u32, name: &str, fingerprint: Option<u64>) -> Result<Topic> {
+        let r = self.region();
+        // From now on a subscriber of this topic that finds us dead reports it.
+        r.mark_publisher(index, self.member.index)?;
+        let mode = topic_mode(r, index)?;
+        let inline = if mode == TopicMode::Inline {
+            let (ring, size) = r.inline_ring(index)?;
+            Some(InlineTopic {
+                area: r.inline_fields(index)?.0,
+                place: ring.placement(),
+                size,
+            })
+        } else {
+            None
+        };
+        Ok(Topic {
             index,
             name: name.into(),
-            region: Arc::as_ptr(&self.member.region) as usize,
+            region: r.id,
             fingerprint,
-        }
+            mode,
+            inline,
+            generation: r.topic_generation(index)?,
+        })
     }
 
+    /// `T` must have the size and alignment of the topic's recorded type (the publisher that
+    /// holds the handle registered that type, name included).
     fn check_typed<T: bytemuck::Pod>(&self, topic: &Topic) -> Result<()> {
         self.check_topic(topic)?;
-        let want = type_info::<T>();
         let r = self.region();
         let found = r.topic_type(topic.index)?;
+        let mut want = type_info::<T>();
+        if let Some(f) = found.as_ref().filter(|f| f.named) {
+            want = type_info_named::<T>(&f.name)?;
+        }
         check_type(r, &topic.name, found.as_ref(), &want)?;
         if want.size > r.geo.block_size {
             return Err(Error::TooLarge {
@@ -708,18 +1105,24 @@ impl Publisher {
         Ok(loan)
     }
 
-    /// Copies `value` into a block of the typed topic and publishes it.
+    /// Publishes `value` on the typed topic: copied into a block (blocks and latest topics)
+    /// or into the ring's slot (inline topics).
     ///
     /// # Errors
-    /// As [`Publisher::loan_typed`] and [`Loan::publish`].
+    /// As [`Publisher::loan_typed`] and [`Loan::publish`]; for an inline topic, as
+    /// [`Publisher::publish`].
     pub fn publish_typed<T: bytemuck::Pod>(&self, topic: &Topic, value: &T) -> Result<u64> {
+        if let Some(inl) = &topic.inline {
+            self.check_typed::<T>(topic)?;
+            return self.publish_inline(topic, inl, |ring, seq| ring.write(seq, value));
+        }
         let mut loan = self.loan_typed::<T>(topic)?;
         loan.copy_from_slice(bytemuck::bytes_of(value));
         loan.publish()
     }
 
     fn check_topic(&self, topic: &Topic) -> Result<()> {
-        if topic.region != Arc::as_ptr(&self.member.region) as usize {
+        if topic.region != self.member.region.id {
             return Err(Error::InvalidArgument {
                 what: "topic handle",
                 value: topic.index as u64,
@@ -727,6 +1130,170 @@ impl Publisher {
             });
         }
         Ok(())
+    }
+
+    /// The handle's topic must still be registered (not unregistered, entry not reused).
+    #[inline]
+    fn check_open(&self, topic: &Topic) -> Result<()> {
+        self.check_topic(topic)?;
+        self.check_entry_open(topic.index, topic.generation)
+    }
+
+    #[inline]
+    fn check_entry_open(&self, t: u32, generation: u32) -> Result<()> {
+        let e = self.region().topic(t)?;
+        // Acquire: pairs with the Release stores of `state` (a registration's fields, or an
+        // unregistering publisher's close, come first). The generation is only compared.
+        if e.state.load(Ordering::Acquire) != TOPIC_READY
+            || e.generation.load(Ordering::Relaxed) != generation
+        {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Unregisters `topic`, for every publisher: from now on a publish on it (through any
+    /// handle) is [`Error::Closed`]; publishes already in flight complete; subscribers receive
+    /// everything published before and then get [`Error::Closed`] (parked ones are woken).
+    /// The topic's table entry (and inline area) is reused by a later registration once no
+    /// subscription to it is left; registering the same name again makes a new topic.
+    /// Unregistering a topic that is already unregistered does nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a topic of another publisher; [`Error::Corrupt`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber};
+    /// use weft::Error;
+    /// # let region = format!("doc-unregister-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let topic = publisher.register("/session")?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut sub = subscriber.subscribe("/session")?;
+    /// publisher.publish(&topic, b"last words")?;
+    /// publisher.unregister(&topic)?;
+    /// assert!(matches!(publisher.publish(&topic, b"more"), Err(Error::Closed)));
+    /// assert_eq!(&*sub.try_recv()?, b"last words");          // drained first
+    /// assert!(matches!(sub.try_recv(), Err(Error::Closed)));  // then closed
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn unregister(&self, topic: &Topic) -> Result<()> {
+        self.check_topic(topic)?;
+        let r = self.region();
+        let t = topic.index;
+        let e = r.topic(t)?;
+        if r.topic_generation(t)? != topic.generation {
+            return Ok(());
+        }
+        // SYNC POINT: AcqRel CAS: from here every publish through any handle is refused
+        // (`check_open` loads `state` with Acquire). Only one unregistering publisher wins.
+        if e.state
+            .compare_exchange(
+                TOPIC_READY,
+                TOPIC_CLOSING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            return Ok(());
+        }
+        // Publishes that passed their check before the CAS finish (at most the claim
+        // timeout); a dead publisher's claim is left to the subscribers' recovery.
+        let deadline = Deadline::after(self.claim_timeout);
+        let end = loop {
+            let (end, settled) = self.in_flight(topic)?;
+            if settled || deadline.expired() {
+                break end;
+            }
+            crate::sync::yield_now();
+        };
+        // SYNC POINT: Release, then the Release store of CLOSED: a subscriber that sees
+        // CLOSED (Acquire) sees where to stop.
+        r.stats(t)?.close_seq.store(end, Ordering::Release);
+        e.state.store(TOPIC_CLOSED, Ordering::Release);
+        if let Some(inl) = &topic.inline {
+            let base = r.inline_base(inl.area)?;
+            // SAFETY: as in `publish_inline`: a placement validated over this area.
+            let ring = unsafe { RawRing::at(base, inl.place) };
+            wake::wake_always(&ring.signal().notify);
+        } else {
+            r.hot(t)?.wait.wake();
+        }
+        if r.subscriptions(t) == 0 {
+            let _lock = RegisterLock::take(r, self.member.index)?;
+            r.free_topic(t, self.member.index)?;
+        }
+        Ok(())
+    }
+
+    /// The topic's claim counter and whether every sequence claimed below it is complete.
+    fn in_flight(&self, topic: &Topic) -> Result<(u64, bool)> {
+        let r = self.region();
+        let s = r.geo.ring_slots;
+        if let Some(inl) = &topic.inline {
+            let base = r.inline_base(inl.area)?;
+            // SAFETY: as in `publish_inline`.
+            let ring = unsafe { RawRing::at(base, inl.place) };
+            // Acquire: pairs with the AcqRel claims.
+            let c = ring.cursor().load(Ordering::Acquire);
+            let settled = (c.saturating_sub(s)..c).all(|q| ring.stamp_of(q) >= raw::done(q));
+            return Ok((c, settled));
+        }
+        let ring = r.ring(topic.index)?;
+        let c = ring.tail().map_err(|c| corrupt(&r.obj, c))?;
+        let settled = (c.saturating_sub(s)..c).all(|q| {
+            // Acquire: pairs with the Release commit.
+            let st = ring.slot(q).stamp.load(Ordering::Acquire);
+            st & (1 << 63) == 0 && st > q
+        });
+        Ok((c, settled))
+    }
+
+    /// Publishes one message on an inline topic: claim, write the slot, wake parked
+    /// subscribers. A slot whose previous lap is still claimed by a live, stalled publisher
+    /// is waited for at most `claim_timeout`; a dead one's claim is voided.
+    #[inline]
+    fn publish_inline(
+        &self,
+        topic: &Topic,
+        inl: &InlineTopic,
+        write: impl FnOnce(RawRing, u64),
+    ) -> Result<u64> {
+        self.check_open(topic)?;
+        let r = self.region();
+        let base = r.inline_base(inl.area)?;
+        // SAFETY: `inl.place` came from a ring validated over this very area of this region
+        // (the handle's region id matches ours, checked above); the mapping lives as long as
+        // `self`.
+        let ring = unsafe { RawRing::at(base, inl.place) };
+        let rec = r.inline_record(self.member.index)?;
+        let mut deadline = None;
+        let mut waiter = Waiter::new(WaitStrategy::YieldSpin);
+        let mut rounds = 0u32;
+        let seq = inline::publish(
+            ring,
+            rec,
+            topic.index as u64 + 1,
+            write,
+            |prev| {
+                let d = *deadline.get_or_insert_with(|| Deadline::after(self.claim_timeout));
+                rounds = rounds.wrapping_add(1);
+                if rounds.is_multiple_of(64) {
+                    r.unstick_inline(topic.index, ring, prev);
+                }
+                if d.expired() {
+                    return Err(Error::Timeout);
+                }
+                let _ = waiter.next();
+                Ok(())
+            },
+            |seq| Error::corrupt(r.obj.name(), "inline claim counter", seq, "below 2^62"),
+        )?;
+        let s = ring.signal();
+        wake::wake_machine(&s.waiters, &s.notify);
+        Ok(seq)
     }
 
     /// The largest payload a loan holds (the block size).
@@ -741,32 +1308,34 @@ impl Publisher {
     ///
     /// # Errors
     /// [`Error::Full`] when the pool has no free block (every block is loaned, published in
-    /// a ring, or held by a sample); [`Error::InvalidArgument`] for a topic of another
-    /// publisher or when this publisher already holds `max_held` loans; [`Error::Corrupt`].
+    /// a ring, or held by a sample); [`Error::Closed`] when the topic was unregistered;
+    /// [`Error::InvalidArgument`] for a topic of another publisher, for an inline topic (its messages are copied: [`Publisher::publish`]), or
+    /// when this publisher already holds `max_held` loans; [`Error::Corrupt`].
     pub fn loan(&self, topic: &Topic) -> Result<Loan<'_>> {
-        self.check_topic(topic)?;
+        self.check_open(topic)?;
+        if topic.inline.is_some() {
+            return Err(Error::InvalidArgument {
+                what: "loan on an inline topic",
+                value: topic.index as u64,
+                expected: "a blocks or latest topic (inline messages are copied: publish)",
+            });
+        }
         let r = self.region();
-        let pool = r.pool();
-        let b = match pool.pop().map_err(|c| corrupt(&r.obj, c))? {
-            Some(b) => b,
+        let mut cursor = self.cursor.get();
+        let got = match self.member.alloc(&mut cursor)? {
+            Some(got) => got,
             None => {
                 r.reclaim_dead()?;
-                pool.pop()
-                    .map_err(|c| corrupt(&r.obj, c))?
-                    .ok_or(Error::Full)?
+                self.member.alloc(&mut cursor)?.ok_or(Error::Full)?
             }
         };
-        let entry = match self.member.hold(b) {
-            Ok(e) => e,
-            Err(e) => {
-                let _ = pool.release(b);
-                return Err(e);
-            }
-        };
+        self.cursor.set(cursor);
+        let (b, entry) = got;
         let ptr = r.block_ptr(b)?;
         Ok(Loan {
             publisher: self,
             topic: topic.index,
+            generation: topic.generation,
             block: b,
             entry,
             len: r.geo.block_size as u32,
@@ -776,12 +1345,25 @@ impl Publisher {
         })
     }
 
-    /// Copies `data` into a loaned block and publishes it. Returns the message's sequence.
+    /// Copies `data` into a loaned block and publishes it (or, on an inline topic, into the
+    /// ring's slot). Returns the message's sequence.
     ///
     /// # Errors
-    /// [`Error::TooLarge`] when `data` exceeds the block size; as [`Publisher::loan`] and
-    /// [`Loan::publish`].
+    /// [`Error::TooLarge`] when `data` exceeds the block size; [`Error::Closed`] when the topic
+    /// was unregistered; as [`Publisher::loan`] and [`Loan::publish`]. On an inline topic: [`Error::InvalidArgument`] when `data` is not
+    /// exactly the topic's message size; [`Error::Timeout`] when the slot it needs stays
+    /// claimed by a live, stalled publisher for [`Config::claim_timeout`].
     pub fn publish(&self, topic: &Topic, data: &[u8]) -> Result<u64> {
+        if let Some(inl) = &topic.inline {
+            if data.len() != inl.size as usize {
+                return Err(Error::InvalidArgument {
+                    what: "message length on an inline topic",
+                    value: data.len() as u64,
+                    expected: "exactly the topic's message size",
+                });
+            }
+            return self.publish_inline(topic, inl, |ring, seq| ring.write_bytes(seq, data));
+        }
         if data.len() as u64 > self.region().geo.block_size {
             return Err(Error::TooLarge {
                 name: self.member.name().into(),
@@ -819,7 +1401,8 @@ impl Publisher {
     }
 
     /// Publishes block `b` (recorded in holdings entry `entry`) with `len` bytes on topic `t`.
-    fn publish_block(&self, t: u32, b: u32, entry: u32, len: u32) -> Result<u64> {
+    fn publish_block(&self, t: u32, generation: u32, b: u32, entry: u32, len: u32) -> Result<u64> {
+        self.check_entry_open(t, generation)?;
         let r = self.region();
         let me = self.member.index;
         let ext = r.ext(me)?;
@@ -829,7 +1412,7 @@ impl Publisher {
         // Release: pairs with the Acquire loads in `Region::recover`.
         ext.pub_new.store(new, Ordering::Release);
         ext.pub_topic.store(t as u64 + 1, Ordering::Release);
-        let deadline = Deadline::after(self.claim_timeout);
+        let mut deadline = None;
         let mut waiter = Waiter::new(WaitStrategy::YieldSpin);
         let seq = loop {
             let claimed = ring
@@ -845,7 +1428,8 @@ impl Publisher {
                     {
                         r.reclaim_row(holder)?;
                     }
-                    if deadline.expired() {
+                    let d = *deadline.get_or_insert_with(|| Deadline::after(self.claim_timeout));
+                    if d.expired() {
                         ext.pub_topic.store(0, Ordering::Release);
                         return Err(Error::Timeout);
                     }
@@ -858,20 +1442,19 @@ impl Publisher {
             }
         };
         let old = ring.held_desc(seq);
-        ext.pub_old.store(old, Ordering::Release);
+        // The reference the slot holds on the previous lap's block becomes the publish
+        // record's before the slot lets go of it (`pool::release_old` drops it). Release:
+        // pairs with the Acquire loads in `Region::recover`.
+        ext.pub_old.store(old & 0xffff_ffff, Ordering::Release);
         ring.set_desc(seq, new);
         // The slot owns the block's reference from here.
         self.member.unhold(entry);
         ring.commit(seq);
         r.hot(t)?.wait.wake_if_waiting();
+        // Release: as above.
         ext.pub_topic.store(0, Ordering::Release);
-        // The record is ours alone while we live (a reclaimer reads it only after our death):
-        // a load and a store, not a swap. Cleared before the release, so a crash between
-        // leaks one reference rather than releasing it twice. Release: pairs with the Acquire
-        // loads in `Region::recover`.
-        ext.pub_old.store(0, Ordering::Release);
         if let Some((ob, _)) = undesc(old) {
-            r.pool().release(ob).map_err(|c| corrupt(&r.obj, c))?;
+            self.member.release_old(ob)?;
         }
         Ok(seq)
     }
@@ -929,6 +1512,7 @@ impl Drop for RegisterLock<'_> {
 pub struct Loan<'a> {
     publisher: &'a Publisher,
     topic: u32,
+    generation: u32,
     block: u32,
     entry: u32,
     len: u32,
@@ -987,11 +1571,16 @@ impl Loan<'_> {
     ///
     /// # Errors
     /// [`Error::Timeout`] when the slot it needs stays held by a live, stalled publisher
-    /// for [`Config::claim_timeout`]; [`Error::Corrupt`] for a damaged ring.
+    /// for [`Config::claim_timeout`]; [`Error::Closed`] when the topic was unregistered;
+    /// [`Error::Corrupt`] for a damaged ring.
     pub fn publish(mut self) -> Result<u64> {
-        let seq = self
-            .publisher
-            .publish_block(self.topic, self.block, self.entry, self.len)?;
+        let seq = self.publisher.publish_block(
+            self.topic,
+            self.generation,
+            self.block,
+            self.entry,
+            self.len,
+        )?;
         self.done = true;
         Ok(seq)
     }
@@ -1001,9 +1590,8 @@ impl core::ops::Deref for Loan<'_> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         // SAFETY: the block (cap >= len bytes at ptr, inside the mapping: block_ptr checked the
-        // index)
-        // is ours alone: it left the free list with a count of 1 and is not published yet. The
-        // mapping outlives the loan (the publisher it borrows holds it).
+        // index) is ours alone: its allocation claimed it with a count of 1 and it is not
+        // published yet. The mapping outlives the loan (the publisher it borrows holds it).
         unsafe { core::slice::from_raw_parts(self.ptr, self.len as usize) }
     }
 }
@@ -1126,35 +1714,67 @@ impl Subscriber {
                 name: alloc::format!("{}{}", self.member.name(), topic),
             });
         };
-        let latest = r.topic_name(i)?.is_some_and(|(_, m)| m == MODE_LATEST);
-        let tail = r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?;
-        // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one.
+        let mode = topic_mode(r, i)?;
+        let inline = if mode == TopicMode::Inline {
+            Some(r.inline_ring(i)?)
+        } else {
+            None
+        };
+        let generation = r.topic_generation(i)?;
+        let tail = published(r, i)?;
+        // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one; and
+        // nothing from before this registration of the entry.
         let back = (history as u64).min(r.geo.ring_slots - 1);
-        let next = tail.saturating_sub(back);
-        // Relaxed: a statistic.
-        r.stats(i)?.subscribers.fetch_add(1, Ordering::Relaxed);
+        let next = tail.saturating_sub(back).max(start_seq(r, i)?);
+        // The record makes this subscription count in the topic's statistics until it is
+        // dropped, or until its participant is reclaimed if it dies.
+        let entry = self.member.hold_subscription(i)?;
         Ok(Subscription {
             member: self.member.clone(),
+            entry,
+            generation,
             topic: i,
             name: topic.into(),
             next,
             wait: self.wait,
-            latest,
+            latest: mode == TopicMode::Latest,
             floor: next,
+            inline,
         })
     }
 
-    /// Subscribes to the typed topic `topic`, checking that it was registered for `T`
-    /// (fingerprint and size); read values with [`Sample::value`].
+    /// Subscribes to the typed topic `topic`, checking that it was registered for a type of
+    /// `T`'s size and alignment without a name ([`Publisher::register_typed`]); read values
+    /// with [`Sample::value`].
     ///
     /// # Errors
     /// [`Error::TypeMismatch`] when the topic holds another type or is untyped; as
     /// [`Subscriber::subscribe`].
     pub fn subscribe_typed<T: bytemuck::Pod>(&self, topic: &str) -> Result<Subscription> {
+        self.subscribe_as(topic, &type_info::<T>())
+    }
+
+    /// Subscribes to the typed topic `topic`, registered for `T` under the stable name
+    /// `type_name` ([`Publisher::register_typed_named`]): the name, size and alignment must
+    /// all match.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the topic holds another type (another name, no name, or
+    /// another layout) or is untyped; [`Error::InvalidName`] for an empty or too long name;
+    /// as [`Subscriber::subscribe`].
+    pub fn subscribe_typed_named<T: bytemuck::Pod>(
+        &self,
+        topic: &str,
+        type_name: &str,
+    ) -> Result<Subscription> {
+        self.subscribe_as(topic, &type_info_named::<T>(type_name)?)
+    }
+
+    fn subscribe_as(&self, topic: &str, want: &TypeInfo) -> Result<Subscription> {
         let sub = self.subscribe(topic)?;
         let r = &self.member.region;
         let found = r.topic_type(sub.topic)?;
-        check_type(r, topic, found.as_ref(), &type_info::<T>())?;
+        check_type(r, topic, found.as_ref(), want)?;
         Ok(sub)
     }
 
@@ -1201,6 +1821,10 @@ impl Subscriber {
 #[derive(Debug)]
 pub struct Subscription {
     member: Arc<Member>,
+    /// The holdings entry that records this subscription.
+    entry: u32,
+    /// The registration of the topic this subscription belongs to.
+    generation: u32,
     topic: u32,
     name: String,
     /// The next sequence to deliver.
@@ -1210,11 +1834,25 @@ pub struct Subscription {
     latest: bool,
     /// Sequences below this were delivered (or skipped) already.
     floor: u64,
+    /// An inline topic's ring (validated at subscribe) and message size.
+    inline: Option<(RawRing, u32)>,
 }
+
+// SAFETY: the inline ring's pointers lead into the region mapping that `member` keeps alive,
+// and every access through them is atomic; the rest is plain owned data. Receiving takes
+// `&mut self`, so shared references only read the handle's own fields.
+unsafe impl Send for Subscription {}
+// SAFETY: as for Send.
+unsafe impl Sync for Subscription {}
 
 enum Step {
     Got(Sample),
-    Nothing { holder: Option<u32> },
+    /// Nothing to deliver now. `holder`: the participant that claimed the sequence we wait
+    /// for (blocks topics); `stuck`: an inline sequence claimed but not written.
+    Nothing {
+        holder: Option<u32>,
+        stuck: bool,
+    },
 }
 
 impl Subscription {
@@ -1233,8 +1871,9 @@ impl Subscription {
     /// # Errors
     /// [`Error::Empty`] when nothing new is published; [`Error::Lagged`] with the exact count
     /// of messages overwritten before this subscriber read them (it continues with the oldest
-    /// one still there); [`Error::InvalidArgument`] when this subscriber already holds
-    /// `max_held` samples; [`Error::Corrupt`].
+    /// one still there); [`Error::Closed`] once the topic was unregistered and everything
+    /// published before was received; [`Error::InvalidArgument`] when this subscriber already
+    /// holds `max_held` samples; [`Error::Corrupt`].
     pub fn try_recv(&mut self) -> Result<Sample> {
         match self.step()? {
             Step::Got(s) => Ok(s),
@@ -1246,9 +1885,11 @@ impl Subscription {
     ///
     /// # Errors
     /// As [`Subscription::try_recv`], without `Empty`; [`Error::PeerDead`] with
-    /// [`Role::Publisher`] once everything published was received, no publisher of the
-    /// region is alive and at least one died (checked every 50 ms while waiting; a publisher
-    /// in another pid namespace is judged by its heartbeat and [`Config::liveness_timeout`]).
+    /// [`Role::Publisher`] once everything published was received, no publisher of *this
+    /// topic* is alive and at least one of them died (publishers of other topics do not
+    /// count; checked every 50 ms while waiting; a publisher in another pid namespace is
+    /// judged by its heartbeat, so within [`Config::liveness_timeout`]). A publisher that
+    /// registers the topic afterwards takes it over: the death is forgotten.
     pub fn recv(&mut self) -> Result<Sample> {
         self.recv_inner(self.wait, Deadline::never())
     }
@@ -1275,15 +1916,13 @@ impl Subscription {
         let mut next_check = 0u64;
         let mut parked = false;
         loop {
-            let holder = match self.step()? {
+            let (holder, stuck) = match self.step()? {
                 Step::Got(s) => return Ok(s),
-                Step::Nothing { holder } => holder,
+                Step::Nothing { holder, stuck } => (holder, stuck),
             };
             rounds = rounds.wrapping_add(1);
-            if let Some(h) = holder
-                && rounds.is_multiple_of(64)
-            {
-                self.unstick(h)?;
+            if rounds.is_multiple_of(64) || parked {
+                self.unstick(holder, stuck)?;
             }
             // Everything published has been received: if every publisher is gone and one
             // died, say so (liveness read at most every CHECK_INTERVAL).
@@ -1293,7 +1932,7 @@ impl Subscription {
                 let now = sys::monotonic_ns();
                 if now >= next_check {
                     next_check = now + CHECK_INTERVAL.as_nanos() as u64;
-                    if let Some(pid) = self.member.region.publishers_dead() {
+                    if let Some(pid) = self.member.region.topic_publishers_dead(self.topic) {
                         return Err(Error::PeerDead {
                             name: alloc::format!("{}{}", self.member.name(), self.name),
                             role: Role::Publisher,
@@ -1306,33 +1945,55 @@ impl Subscription {
                 return Err(Error::Timeout);
             }
             parked = waiter.next() == Next::Park;
-            if parked {
-                let member = self.member.clone();
-                let hot = member.region.hot(self.topic)?;
-                let seen = hot.wait.announce();
-                // Re-check after the announcement (the Dekker half in WaitWord).
-                if let Step::Got(s) = self.step()? {
-                    return Ok(s);
-                }
-                let slice = deadline
-                    .remaining()
-                    .map_or(PARK_SLICE, |d| d.min(PARK_SLICE));
-                // No withdraw afterwards: other subscribers may be parked on the same word,
-                // and a stale announcement costs a publisher one needless wake, never a lost one.
-                if !hot.wait.sleep(seen, Some(slice))
-                    && let Some(h) = holder
-                {
-                    self.unstick(h)?;
-                }
+            if parked && let Some(s) = self.park(deadline)? {
+                return Ok(s);
             }
         }
     }
 
-    /// The sequence we wait for is claimed by `holder`: if it died, reclaim its row.
-    fn unstick(&self, holder: u32) -> Result<()> {
+    /// Sleeps until a publisher wakes us (or a slice ends). Returns a sample that arrived
+    /// during the handshake.
+    #[cold]
+    fn park(&mut self, deadline: Deadline) -> Result<Option<Sample>> {
+        let slice = deadline
+            .remaining()
+            .map_or(PARK_SLICE, |d| d.min(PARK_SLICE));
+        if let Some((ring, _)) = self.inline {
+            let s = ring.signal();
+            let next = self.next;
+            wake::park_reach(
+                wake::Reach::Machine,
+                &s.waiters,
+                &s.notify,
+                Some(slice),
+                || ring.stamp_of(next) >= raw::done(next),
+            );
+            return Ok(None);
+        }
+        let member = self.member.clone();
+        let hot = member.region.hot(self.topic)?;
+        let seen = hot.wait.announce();
+        // Re-check after the announcement (the Dekker half in WaitWord).
+        if let Step::Got(s) = self.step()? {
+            return Ok(Some(s));
+        }
+        // No withdraw afterwards: other subscribers may be parked on the same word, and a
+        // stale announcement costs a publisher one needless wake, never a lost one.
+        hot.wait.sleep(seen, Some(slice));
+        Ok(None)
+    }
+
+    /// The sequence we wait for is claimed by `holder` (blocks), or claimed and not written
+    /// (inline, `stuck`): if its claimant died, reclaim its row or void the sequence.
+    fn unstick(&self, holder: Option<u32>, stuck: bool) -> Result<()> {
         let r = &self.member.region;
-        if !matches!(r.row(holder)?.status(r.liveness), PeerStatus::Alive) {
-            r.reclaim_row(holder)?;
+        if let Some(h) = holder
+            && !matches!(r.row(h)?.status(r.liveness), PeerStatus::Alive)
+        {
+            r.reclaim_row(h)?;
+        }
+        if stuck && let Some((ring, _)) = self.inline {
+            r.unstick_inline(self.topic, ring, self.next);
         }
         Ok(())
     }
@@ -1341,10 +2002,99 @@ impl Subscription {
         self.floor
     }
 
+    /// One receive attempt on an inline topic: copy the slot, skip voided sequences, count
+    /// what was overwritten.
+    #[inline]
+    fn step_inline(&mut self, ring: RawRing, size: u32) -> Result<Step> {
+        let mut buf = InlineBuf([0; INLINE_MAX]);
+        for _ in 0..READ_RETRIES {
+            let seq = self.next;
+            match ring.read_bytes(seq, &mut buf.0[..size as usize]) {
+                raw::Read::Value(()) => {
+                    self.next = seq + 1;
+                    return Ok(Step::Got(Sample {
+                        payload: Payload::Inline(buf),
+                        len: size,
+                        seq,
+                    }));
+                }
+                raw::Read::Void => self.next = seq + 1,
+                raw::Read::NotYet => {
+                    // Acquire: pairs with the AcqRel claims. Only compared.
+                    let claimed = ring.cursor().load(Ordering::Acquire);
+                    return Ok(Step::Nothing {
+                        holder: None,
+                        stuck: claimed > seq,
+                    });
+                }
+                raw::Read::Overrun => return Err(self.lag_inline(ring)),
+            }
+        }
+        Ok(Step::Nothing {
+            holder: None,
+            stuck: false,
+        })
+    }
+
+    /// Overrun on an inline topic: jump to the oldest sequence still in the ring and report
+    /// exactly how many were skipped.
+    #[cold]
+    fn lag_inline(&mut self, ring: RawRing) -> Error {
+        let r = &self.member.region;
+        // Acquire: pairs with the AcqRel claims. Written by other processes: checked, and
+        // only used in saturating arithmetic (the position only moves forward).
+        let head = ring.cursor().load(Ordering::Acquire);
+        if head >= SEQ_LIMIT {
+            return Error::corrupt(r.obj.name(), "inline claim counter", head, "below 2^62");
+        }
+        // The oldest sequence that may still be in the ring (its slot is the next claim's).
+        let oldest = head.saturating_sub(ring.capacity());
+        let new = oldest.max(self.next + 1);
+        let skipped = new - self.next;
+        self.next = new;
+        if let Ok(s) = r.stats(self.topic) {
+            // Relaxed: a statistic.
+            s.lagged.fetch_add(skipped, Ordering::Relaxed);
+        }
+        Error::Lagged { skipped }
+    }
+
+    /// One receive attempt; nothing to deliver on an unregistered topic (once everything it
+    /// published was delivered) is `Closed`.
+    #[inline]
     fn step(&mut self) -> Result<Step> {
+        let step = self.step_once()?;
+        if let Step::Nothing { .. } = step
+            && self.closed()?
+        {
+            return Err(Error::Closed);
+        }
+        Ok(step)
+    }
+
+    /// Whether the topic was unregistered and everything published on it was delivered (or
+    /// its entry was reused by another registration).
+    #[cold]
+    fn closed(&self) -> Result<bool> {
+        let r = &self.member.region;
+        let state = r.topic_state(self.topic)?;
+        if state == TOPIC_FREE || r.topic_generation(self.topic)? != self.generation {
+            return Ok(true);
+        }
+        if state != TOPIC_CLOSED {
+            return Ok(false);
+        }
+        // Acquire: pairs with the Release store in `Publisher::unregister`.
+        let end = r.stats(self.topic)?.close_seq.load(Ordering::Acquire);
+        Ok(self.next >= end)
+    }
+
+    fn step_once(&mut self) -> Result<Step> {
+        if let Some((ring, size)) = self.inline {
+            return self.step_inline(ring, size);
+        }
         let r = &*self.member.region;
         let ring = r.ring(self.topic)?;
-        let pool = r.pool();
         for _ in 0..READ_RETRIES {
             if self.latest {
                 // Skip to the newest claimed sequence; if it is not committed yet, the one
@@ -1370,7 +2120,10 @@ impl Subscription {
                             if ring.still(self.next) {
                                 self.floor = self.next + 1;
                                 self.next += 1;
-                                return Ok(Step::Nothing { holder: None });
+                                return Ok(Step::Nothing {
+                                    holder: None,
+                                    stuck: false,
+                                });
                             }
                             continue;
                         }
@@ -1391,15 +2144,8 @@ impl Subscription {
                         }
                         continue;
                     }
-                    if !pool.acquire_if_live(b).map_err(|c| corrupt(&r.obj, c))? {
+                    let Some(entry) = self.member.take(b)? else {
                         continue;
-                    }
-                    let entry = match self.member.hold(b) {
-                        Ok(e) => e,
-                        Err(e) => {
-                            let _ = pool.release(b);
-                            return Err(e);
-                        }
                     };
                     if !ring.still(self.next) {
                         self.member.release(entry, b)?;
@@ -1409,10 +2155,12 @@ impl Subscription {
                     self.next += 1;
                     self.floor = self.next;
                     return Ok(Step::Got(Sample {
-                        ptr: r.block_ptr(b)?,
-                        member: self.member.clone(),
-                        block: b,
-                        entry,
+                        payload: Payload::Block {
+                            ptr: r.block_ptr(b)?,
+                            member: self.member.clone(),
+                            block: b,
+                            entry,
+                        },
                         len,
                         seq,
                     }));
@@ -1426,42 +2174,85 @@ impl Subscription {
                         .fetch_add(skipped, Ordering::Relaxed);
                     return Err(Error::Lagged { skipped });
                 }
-                Read::Empty => return Ok(Step::Nothing { holder: None }),
-                Read::Pending { holder } => return Ok(Step::Nothing { holder }),
+                Read::Empty => {
+                    return Ok(Step::Nothing {
+                        holder: None,
+                        stuck: false,
+                    });
+                }
+                Read::Pending { holder } => {
+                    return Ok(Step::Nothing {
+                        holder,
+                        stuck: false,
+                    });
+                }
             }
         }
-        Ok(Step::Nothing { holder: None })
+        Ok(Step::Nothing {
+            holder: None,
+            stuck: false,
+        })
     }
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        if let Ok(s) = self.member.region.stats(self.topic) {
-            // Relaxed: a statistic.
-            let _ = s
-                .subscribers
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        self.member.unhold(self.entry);
+        // The last subscription to an unregistered topic frees it.
+        let r = &self.member.region;
+        if r.topic_state(self.topic).ok() == Some(TOPIC_CLOSED)
+            && r.topic_generation(self.topic).ok() == Some(self.generation)
+            && r.subscriptions(self.topic) == 0
+            && let Ok(_lock) = RegisterLock::take(r, self.member.index)
+        {
+            let _ = r.free_topic(self.topic, self.member.index);
         }
     }
 }
 
-/// A received message, borrowed in place in shared memory (zero copies): derefs to the
-/// payload. Dropping it releases the block.
+/// The copy of an inline message a sample holds: 16-aligned, so that [`Sample::value`] can
+/// view it as any `Pod` type an inline topic accepts.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct InlineBuf([u8; INLINE_MAX]);
+
+impl core::fmt::Debug for InlineBuf {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("InlineBuf(..)")
+    }
+}
+
+/// Where a sample's bytes are.
+#[derive(Debug)]
+enum Payload {
+    /// A counted, recorded reference on a block in shared memory.
+    Block {
+        member: Arc<Member>,
+        block: u32,
+        entry: u32,
+        ptr: *mut u8,
+    },
+    /// A copy taken from an inline topic's slot.
+    Inline(InlineBuf),
+}
+
+/// A received message: derefs to the payload. For blocks and latest topics it is borrowed in
+/// place in shared memory (zero copies) and dropping it releases the block; for inline topics
+/// it is a copy of the slot (the seqlock's copy: the slot may be overwritten right after),
+/// and holds nothing in the region.
 #[must_use = "a sample holds a block of the region's pool until it is dropped"]
 #[derive(Debug)]
 pub struct Sample {
-    member: Arc<Member>,
-    block: u32,
-    entry: u32,
+    payload: Payload,
     len: u32,
-    ptr: *mut u8,
     seq: u64,
 }
 
-// SAFETY: a Sample is a counted, recorded reference on a published block that nobody writes
-// while it is held (the pool hands a block to a writer only at count 0); the record is one
-// holdings entry that only this sample clears (by an atomic store); the mapping is kept alive
-// by `member`. Nothing in it is tied to the receiving thread.
+// SAFETY: a block sample is a counted, recorded reference on a published block that nobody
+// writes while it is held (the pool hands a block to a writer only at count 0); the record is
+// one holdings entry that only this sample clears (by an atomic store); the mapping is kept
+// alive by `member`. An inline sample is owned bytes. Nothing in it is tied to the receiving
+// thread.
 unsafe impl Send for Sample {}
 // SAFETY: shared access is read-only (Deref to &[u8]).
 unsafe impl Sync for Sample {}
@@ -1471,10 +2262,13 @@ impl Sample {
     ///
     /// # Errors
     /// [`Error::TypeMismatch`] when the payload is not `size_of::<T>()` bytes (or not aligned
-    /// for `T`, which needs more than 64).
+    /// for `T`, which needs more than 64; 16 for an inline sample).
     pub fn value<T: bytemuck::Pod>(&self) -> Result<&T> {
         bytemuck::try_from_bytes(self).map_err(|_| Error::TypeMismatch {
-            name: self.member.name().into(),
+            name: match &self.payload {
+                Payload::Block { member, .. } => member.name().into(),
+                Payload::Inline(_) => "an inline sample".into(),
+            },
             found: "a message of another length".into(),
             found_size: self.len as u64,
             expected: core::any::type_name::<T>().into(),
@@ -1491,16 +2285,30 @@ impl Sample {
 
 impl core::ops::Deref for Sample {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
-        // SAFETY: `len` was checked against the block size and `ptr` is the block's start
-        // (block_ptr checked the index) inside the mapping that `member` keeps alive; the
-        // block is published and referenced by us, so no weft writer touches it.
-        unsafe { core::slice::from_raw_parts(self.ptr, self.len as usize) }
+        match &self.payload {
+            // SAFETY: `len` was checked against the block size and `ptr` is the block's start
+            // (block_ptr checked the index) inside the mapping that `member` keeps alive; the
+            // block is published and referenced by us, so no weft writer touches it.
+            Payload::Block { ptr, .. } => unsafe {
+                core::slice::from_raw_parts(*ptr, self.len as usize)
+            },
+            Payload::Inline(buf) => &buf.0[..self.len as usize],
+        }
     }
 }
 
 impl Drop for Sample {
     fn drop(&mut self) {
-        let _ = self.member.release(self.entry, self.block);
+        if let Payload::Block {
+            member,
+            block,
+            entry,
+            ..
+        } = &self.payload
+        {
+            let _ = member.release(*entry, *block);
+        }
     }
 }

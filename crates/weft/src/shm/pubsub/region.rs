@@ -3,17 +3,25 @@
 //! a dead participant's blocks and unfinished publish.
 
 use super::layout::{
-    CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_LATEST, MemberExt, POOL_HEAD_OFFSET, RegionConfig,
-    TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine,
+    CONFIG_OFFSET, Geometry, INLINE_MAX, MODE_BLOCKS, MODE_INLINE, MODE_LATEST, MemberExt,
+    ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE,
+    TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine, inline_area_size,
 };
 use super::name::TOPIC_MAX;
 use crate::error::{Error, Result, Role};
-use crate::pubsub::pool::{BlockMeta, Corrupt, Pool};
+use crate::pubsub::inline::{self, Record};
+use crate::pubsub::pool::{
+    self, BlockMeta, Corrupt, Entry, Pool, TAKING, Who, alloc_entry, release_entry, release_old,
+    settle_entry, settle_old, take_entry,
+};
 use crate::pubsub::ring::{Ring, Slot, undesc, writing};
+use crate::ring::raw::{FLAG_MPMC, RawRing, Shape};
 use crate::shm::liveness::{Claim, ParticipantRow, PeerStatus};
 use crate::shm::object::Object;
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
+use crate::wait::Deadline;
 use alloc::string::String;
+use core::ptr::NonNull;
 use core::time::Duration;
 
 /// What a typed topic records about its type.
@@ -22,7 +30,21 @@ pub(crate) struct TypeInfo {
     pub(crate) fingerprint: u64,
     pub(crate) size: u64,
     pub(crate) align: u64,
+    /// The stable name (`named`), or the Rust type's path (for messages only).
     pub(crate) name: String,
+    /// Whether `name` is part of the fingerprint.
+    pub(crate) named: bool,
+}
+
+impl TypeInfo {
+    /// How the type reads in an error message.
+    pub(crate) fn describe(&self) -> String {
+        if self.named {
+            self.name.clone()
+        } else {
+            alloc::format!("{} (unnamed: checked by size and alignment)", self.name)
+        }
+    }
 }
 
 /// A mapped region whose configuration and topic table were validated at attach.
@@ -31,6 +53,20 @@ pub(crate) struct Region {
     pub(crate) obj: Arc<Object>,
     pub(crate) geo: Geometry,
     pub(crate) liveness: Duration,
+    /// Unique in this process for the life of the process: topic handles name their region
+    /// by it (an address could be reused by a later region).
+    pub(crate) id: u64,
+}
+
+/// The shape of an inline topic's ring.
+pub(crate) fn inline_shape(slots: u64, size: u32) -> Shape {
+    Shape {
+        capacity: slots,
+        value_size: size as u64,
+        gates: 0,
+        flags: FLAG_MPMC,
+        watermark: 0,
+    }
 }
 
 pub(crate) fn corrupt(obj: &Object, c: Corrupt) -> Error {
@@ -44,7 +80,15 @@ impl Region {
         // SAFETY: RegionConfig is all atomics: valid for any bit pattern, shareable.
         let cfg: &RegionConfig = unsafe { obj.at(CONFIG_OFFSET)? };
         let geo = Geometry::load(obj.name(), cfg, obj.len())?;
-        let region = Region { obj, geo, liveness };
+        static IDS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+        // Relaxed: a unique number, nothing is published through it.
+        let id = IDS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        let region = Region {
+            obj,
+            geo,
+            liveness,
+            id,
+        };
         for i in 0..geo.topics as u32 {
             region.topic_name(i)?;
             region.topic_type(i)?;
@@ -135,13 +179,122 @@ impl Region {
         Ok(Ring::new(&hot.tail, slots))
     }
 
+    /// The first byte of inline area `k` (checked against the number of areas).
+    pub(crate) fn inline_base(&self, k: u32) -> Result<NonNull<u8>> {
+        self.check("inline area", k, self.geo.inline_topics)?;
+        let off = self.geo.inline + inline_area_size(self.geo.ring_slots) * k as u64;
+        // SAFETY: area `k` lies inside the inline areas, which attach checked against the
+        // mapping; the mapping is never at null.
+        Ok(unsafe { NonNull::new_unchecked(self.obj.base().add(off as usize)) })
+    }
+
+    /// The inline area and message size of topic `i` (mode inline), validated.
+    pub(crate) fn inline_fields(&self, i: u32) -> Result<(u32, u32)> {
+        let t = self.topic(i)?;
+        // Relaxed: the caller loaded the entry's state with Acquire first; checked here.
+        let area = t.inline_area.load(Ordering::Relaxed);
+        let size = t.msg_size.load(Ordering::Relaxed);
+        self.check("inline area", area, self.geo.inline_topics)?;
+        if size == 0 || size as usize > INLINE_MAX {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "inline message size",
+                size as u64,
+                "1 ..= 56",
+            ));
+        }
+        Ok((area, size))
+    }
+
+    /// The ring of inline topic `i`, its header validated, and the message size.
+    pub(crate) fn inline_ring(&self, i: u32) -> Result<(RawRing, u32)> {
+        let (area, size) = self.inline_fields(i)?;
+        let base = self.inline_base(area)?;
+        let len = inline_area_size(self.geo.ring_slots) as usize;
+        // SAFETY: the area lies inside the mapping (inline_base), is 64-aligned (the inline
+        // areas start on 64 bytes and each is a multiple of 64), holds only atomics, and the
+        // mapping lives as long as `self`, which every user of the ring keeps.
+        let ring = unsafe { RawRing::attach(base, len, size as u64, self.obj.name()) }?;
+        if ring.flags() != FLAG_MPMC || ring.capacity() != self.geo.ring_slots {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "inline ring flags or capacity",
+                ring.flags(),
+                "an MPMC ring of ring_slots slots",
+            ));
+        }
+        Ok((ring, size))
+    }
+
+    /// The record of participant `p`'s inline claim in flight.
+    pub(crate) fn inline_record(&self, p: u32) -> Result<Record<'_>> {
+        let ext = self.ext(p)?;
+        Ok(Record {
+            topic: &ext.inl_topic,
+            seq: &ext.inl_seq,
+        })
+    }
+
+    /// Tries to unstick sequence `x` of inline topic `t` (see `pubsub::inline::unstick`):
+    /// voids it when it was claimed and no live publisher may hold it. Returns whether `x` is
+    /// now complete, void or overwritten.
+    pub(crate) fn unstick_inline(&self, t: u32, ring: RawRing, x: u64) -> bool {
+        use crate::pubsub::inline::Unstuck;
+        let n = self.geo.participants as u32;
+        let voided = inline::unstick(
+            ring,
+            t as u64 + 1,
+            x,
+            |f| {
+                for p in 0..n {
+                    if let Ok(rec) = self.inline_record(p) {
+                        let (topic, seq) = rec.load();
+                        if !f(p, topic, seq) {
+                            return;
+                        }
+                    }
+                }
+            },
+            |p| {
+                self.row(p)
+                    .is_ok_and(|r| r.status(self.liveness) == PeerStatus::Alive)
+            },
+        );
+        match voided {
+            Unstuck::Done => true,
+            Unstuck::Stuck => false,
+            Unstuck::Voided => {
+                if let Ok(s) = self.stats(t) {
+                    // Relaxed: a statistic.
+                    s.recovered.fetch_add(1, Ordering::Relaxed);
+                }
+                let s = ring.signal();
+                crate::ring::wake::wake_always(&s.notify);
+                true
+            }
+        }
+    }
+
     pub(crate) fn pool(&self) -> Pool<'_> {
-        // SAFETY: the head has its own line at POOL_HEAD_OFFSET; the metadata area holds
-        // `blocks` entries (Geometry).
-        let head = &unsafe { self.slice::<AtomicU64>(POOL_HEAD_OFFSET, 1) }[0];
-        // SAFETY: as above.
+        // SAFETY: the metadata area holds `blocks` words of 8 bytes (Geometry).
         let meta = unsafe { self.slice::<BlockMeta>(self.geo.meta, self.geo.blocks) };
-        Pool::new(head, meta)
+        Pool::new(meta)
+    }
+
+    /// Waits while another participant (`w`) has an operation on a block in flight: a dead
+    /// one's row is reclaimed (which finishes or undoes it), a live one is given the CPU. A mark
+    /// that stays on a live participant for longer than the liveness timeout (a hostile peer)
+    /// is `Timeout`.
+    pub(crate) fn wait_mark(&self, w: Who, me: u32, since: &mut Option<Deadline>) -> Result<()> {
+        let row = self.row(w.participant)?;
+        let d = *since.get_or_insert_with(|| Deadline::after(self.liveness));
+        if w.participant != me && !matches!(row.status(self.liveness), PeerStatus::Alive) {
+            self.reclaim_row(w.participant)?;
+        } else if d.expired() {
+            return Err(Error::Timeout);
+        }
+        crate::sync::yield_now();
+        Ok(())
     }
 
     /// The first byte of block `b` (checked against the pool size).
@@ -153,33 +306,46 @@ impl Region {
         Ok(unsafe { self.obj.base().add(off as usize) })
     }
 
-    /// The name and mode of topic `i` if it is registered, validated.
+    /// The state of entry `i`, validated.
+    pub(crate) fn topic_state(&self, i: u32) -> Result<u32> {
+        // SYNC POINT: Acquire pairs with the Release stores of `state` in `register`,
+        // `unregister` and `free_topic`: what was written before them is visible.
+        let state = self.topic(i)?.state.load(Ordering::Acquire);
+        match state {
+            TOPIC_FREE | TOPIC_READY | TOPIC_CLOSING | TOPIC_CLOSED => Ok(state),
+            _ => Err(Error::corrupt(
+                self.obj.name(),
+                "topic state",
+                state as u64,
+                "0 (free), 2 (ready), 3 (closing) or 4 (closed)",
+            )),
+        }
+    }
+
+    /// The generation of entry `i` (see `TopicEntry::generation`).
+    pub(crate) fn topic_generation(&self, i: u32) -> Result<u32> {
+        // Relaxed: compared with a handle's own copy; the caller loaded `state` with Acquire.
+        Ok(self.topic(i)?.generation.load(Ordering::Relaxed))
+    }
+
+    /// The name and mode of topic `i` if it is registered (or being unregistered), validated.
     pub(crate) fn topic_name(&self, i: u32) -> Result<Option<(String, u32)>> {
         let t = self.topic(i)?;
-        // SYNC POINT: Acquire pairs with the Release store of READY in `register`: the name
-        // and mode written before it are visible.
-        let state = t.state.load(Ordering::Acquire);
-        match state {
-            TOPIC_FREE => return Ok(None),
-            TOPIC_READY => {}
-            _ => {
-                return Err(Error::corrupt(
-                    self.obj.name(),
-                    "topic state",
-                    state as u64,
-                    "0 (free) or 2 (ready)",
-                ));
-            }
+        if self.topic_state(i)? == TOPIC_FREE {
+            return Ok(None);
         }
         // Relaxed: ordered after the Acquire load of `state`; each value is checked.
         let mode = t.mode.load(Ordering::Relaxed);
-        if mode != MODE_BLOCKS && mode != MODE_LATEST {
+        if !matches!(mode, MODE_BLOCKS | MODE_LATEST | MODE_INLINE) {
             return Err(Error::corrupt(
                 self.obj.name(),
                 "topic mode",
                 mode as u64,
-                "1 (blocks) or 2 (latest)",
+                "1 (blocks), 2 (latest) or 3 (inline)",
             ));
+        }
+        if mode == MODE_INLINE {
+            self.inline_fields(i)?;
         }
         // Relaxed: as above.
         let len = t.name_len.load(Ordering::Relaxed) as usize;
@@ -214,8 +380,7 @@ impl Region {
     /// The recorded type of topic `i` (registered), validated; `None` for an untyped topic.
     pub(crate) fn topic_type(&self, i: u32) -> Result<Option<TypeInfo>> {
         let t = self.topic(i)?;
-        // Acquire: as in `topic_name`.
-        if t.state.load(Ordering::Acquire) != TOPIC_READY {
+        if self.topic_state(i)? == TOPIC_FREE {
             return Ok(None);
         }
         // Relaxed: ordered after the Acquire load of `state`; each value is checked.
@@ -253,24 +418,87 @@ impl Region {
         }
         let type_name = String::from_utf8_lossy(&super::layout::unpack(&t.type_name, len as usize))
             .into_owned();
+        // Relaxed: as above.
+        let named = t.type_flags.load(Ordering::Relaxed) & super::layout::TYPE_NAMED != 0;
         Ok(Some(TypeInfo {
             fingerprint,
             size,
             align,
             name: type_name,
+            named,
         }))
     }
 
-    /// The index of topic `name`, if registered.
+    /// The index of topic `name`, if registered (unregistered topics are not found).
     pub(crate) fn find_topic(&self, name: &str) -> Result<Option<u32>> {
         for i in 0..self.geo.topics as u32 {
             if let Some((n, _)) = self.topic_name(i)?
                 && n == name
+                && self.topic_state(i)? == TOPIC_READY
             {
                 return Ok(Some(i));
             }
         }
         Ok(None)
+    }
+
+    /// Frees the unregistered topic `t` if no subscription to it is left: its ring's blocks
+    /// are released, its statistics and publishers reset, and its entry (and inline area)
+    /// become free for a registration. Returns whether it was freed. The caller holds the
+    /// registration lock and is participant `me` (its publish record carries each slot's
+    /// reference while it is released).
+    pub(crate) fn free_topic(&self, t: u32, me: u32) -> Result<bool> {
+        if self.topic_state(t)? != TOPIC_CLOSED || self.subscriptions(t) != 0 {
+            return Ok(false);
+        }
+        let ring = self.ring(t)?;
+        // A dead publisher's unfinished claim is settled first (a live one's: not yet).
+        for s in 0..self.geo.ring_slots {
+            // Acquire: pairs with the claimant's AcqRel CAS.
+            let st = ring.slot(s).stamp.load(Ordering::Acquire);
+            if st & (1 << 63) != 0 {
+                let holder = ((st >> 40) as u32) & crate::pubsub::ring::MAX_HOLDER;
+                if self.row(holder)?.status(self.liveness) == PeerStatus::Alive {
+                    return Ok(false);
+                }
+                self.reclaim_row(holder)?;
+            }
+        }
+        let ext = self.ext(me)?;
+        let pool = self.pool();
+        let mut since = None;
+        for s in 0..self.geo.ring_slots {
+            let slot = ring.slot(s);
+            // Acquire: pairs with the Release descriptor stores.
+            let d = slot.desc.load(Ordering::Acquire);
+            if let Some((b, _)) = undesc(d) {
+                // The slot's reference moves to our publish record, then is dropped.
+                // Release: pairs with the Acquire load in `settle_old`.
+                ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
+                // Release: pairs with the Acquire descriptor loads of readers.
+                slot.desc.store(0, Ordering::Release);
+                release_old(
+                    &pool,
+                    &ext.pub_old,
+                    me,
+                    b,
+                    |w| self.wait_mark(w, me, &mut since),
+                    |c| corrupt(&self.obj, c),
+                )?;
+            }
+        }
+        for w in self.pubmap(t)? {
+            // Relaxed: published by the Release store of FREE below.
+            w.store(0, Ordering::Relaxed);
+        }
+        let st = self.stats(t)?;
+        // Relaxed: as above.
+        st.died.store(0, Ordering::Relaxed);
+        st.lagged.store(0, Ordering::Relaxed);
+        st.recovered.store(0, Ordering::Relaxed);
+        // SYNC POINT: Release pairs with the Acquire load in `topic_state`.
+        self.topic(t)?.state.store(TOPIC_FREE, Ordering::Release);
+        Ok(true)
     }
 
     /// Reclaims every participant whose process died: their unfinished publish is completed
@@ -300,9 +528,8 @@ impl Region {
                 let ext = self.ext(i)?;
                 // Relaxed: read by subscribers' liveness scans, which tolerate a stale value
                 // for one round.
-                if ext.role.load(Ordering::Relaxed) == super::layout::ROLE_PUBLISHER {
-                    ext.role
-                        .store(super::layout::ROLE_DEAD_PUBLISHER, Ordering::Relaxed);
+                if ext.role.load(Ordering::Relaxed) == ROLE_PUBLISHER {
+                    ext.role.store(ROLE_DEAD_PUBLISHER, Ordering::Relaxed);
                 }
                 drop(claim);
                 n
@@ -313,16 +540,22 @@ impl Region {
     }
 
     /// Row `i` is held exclusively by the caller (a claim taken from a dead owner, or this
-    /// process's own fresh claim): finish or void the publish its previous owner left in
-    /// flight, and release every reference it recorded.
+    /// process's own fresh claim): settle every take or drop its previous owner had in flight
+    /// (each record then says exactly what it holds), finish or void the publish it left in
+    /// flight, and release every reference it recorded. Each step leaves the records in a
+    /// state the next reclaimer settles the same way, should this one die too.
     pub(crate) fn recover(&self, i: u32) -> Result<u64> {
         let ext = self.ext(i)?;
         let pool = self.pool();
+        let hs = self.holdings(i)?;
+        let bad = |c| corrupt(&self.obj, c);
         let name = self.obj.name();
         let mut released = 0u64;
-        // Relaxed loads and stores on the record: the row is ours (the claim's AcqRel CAS
-        // ordered us after the previous owner's last claim); a dead owner's stores are in the
-        // shared mapping.
+        for (e, h) in hs.iter().enumerate() {
+            settle_entry(&pool, h, i, e as u32).map_err(bad)?;
+        }
+        settle_old(&pool, &ext.pub_old, i).map_err(bad)?;
+        // The publish in flight. Acquire loads: pair with the dead owner's Release stores.
         let topic = ext.pub_topic.load(Ordering::Acquire);
         if topic != 0 {
             let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
@@ -345,69 +578,189 @@ impl Region {
                     // The descriptor was stored: the slot owns the block's reference; drop
                     // it from the holdings without releasing it, and commit.
                     if let Some((b, _)) = undesc(new) {
-                        for h in self.holdings(i)? {
-                            // Relaxed: the row is ours.
-                            if h.load(Ordering::Relaxed) == b + 1 {
-                                h.store(0, Ordering::Relaxed);
+                        for h in hs {
+                            // Acquire: pairs with the owner's Release stores.
+                            if pool::entry(h.load(Ordering::Acquire)) == Entry::Held(b) {
+                                // Release: pairs with the Acquire load in `settle_entry`.
+                                h.store(0, Ordering::Release);
                             }
                         }
                     }
                 } else {
-                    // Not stored: void the sequence with an empty descriptor and release the
-                    // previous lap's block, which the slot still held.
+                    // Not stored: the slot still holds the previous lap's reference. The
+                    // publish record takes it over (released below), and the sequence is
+                    // voided with an empty descriptor.
+                    // Release: pairs with the Acquire load in `settle_old`.
+                    ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
                     ring.set_desc(seq, 0);
-                    if let Some((b, _)) = undesc(d) {
-                        pool.release(b).map_err(|c| corrupt(&self.obj, c))?;
-                        released += 1;
-                    }
-                    ext.pub_old.store(0, Ordering::Relaxed);
                 }
                 ring.commit(seq);
                 self.hot(t)?.wait.wake();
                 // Relaxed: a statistic.
                 self.stats(t)?.recovered.fetch_add(1, Ordering::Relaxed);
             }
-            ext.pub_topic.store(0, Ordering::Relaxed);
+            // Release: pairs with the Acquire load above, for a later reclaimer.
+            ext.pub_topic.store(0, Ordering::Release);
         }
-        let old = ext.pub_old.swap(0, Ordering::AcqRel);
-        if let Some((b, _)) = undesc(old) {
-            pool.release(b).map_err(|c| corrupt(&self.obj, c))?;
+        // The inline claim in flight: cleared first (the row is ours now and would count as a
+        // live holder), then the sequence it held is voided if it was never written.
+        let rec = self.inline_record(i)?;
+        let (topic, seq) = rec.load();
+        rec.clear();
+        if topic != 0
+            && let Some(x) = inline::held(topic, seq, topic)
+        {
+            let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
+            if self.topic_name(t)?.is_some_and(|(_, m)| m == MODE_INLINE) {
+                let (ring, _) = self.inline_ring(t)?;
+                self.unstick_inline(t, ring, x);
+            }
+        }
+        let mut since = None;
+        // Acquire: pairs with the Release stores above and of the owner.
+        let old = (ext.pub_old.load(Ordering::Acquire) & 0xffff_ffff) as u32;
+        if old != 0 {
+            release_old(
+                &pool,
+                &ext.pub_old,
+                i,
+                old - 1,
+                |w| self.wait_mark(w, i, &mut since),
+                bad,
+            )?;
             released += 1;
         }
-        for h in self.holdings(i)? {
-            // AcqRel: Acquire pairs with the Release store in `hold` of the previous owner.
-            let v = h.swap(0, Ordering::AcqRel);
-            if v != 0 {
-                pool.release(v - 1).map_err(|c| corrupt(&self.obj, c))?;
-                released += 1;
+        for (e, h) in hs.iter().enumerate() {
+            // Acquire: pairs with the Release stores of `settle_entry` and the owner.
+            match pool::entry(h.load(Ordering::Acquire)) {
+                Entry::Held(b) => {
+                    release_entry(
+                        &pool,
+                        h,
+                        i,
+                        e as u32,
+                        b,
+                        |w| self.wait_mark(w, i, &mut since),
+                        bad,
+                    )?;
+                    released += 1;
+                }
+                Entry::Empty => {}
+                // A subscription's record is simply dropped: the topic's count of
+                // subscriptions is the number of such records.
+                _ => h.store(0, Ordering::Release),
             }
         }
         Ok(released)
     }
 
-    /// The publishers' state for a waiting subscriber: `Some(pid)` of a dead publisher when
-    /// no publisher is alive and at least one died; `None` otherwise (one lives, or none
-    /// ever came, or all left cleanly).
-    pub(crate) fn publishers_dead(&self) -> Option<u32> {
-        use super::layout::{ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER};
-        let mut dead = None;
+    /// The subscriptions to topic `t` recorded in every participant's holdings (those of a
+    /// dead participant until it is reclaimed). A scan of the whole holdings table: for
+    /// statistics, never on a hot path.
+    pub(crate) fn subscriptions(&self, t: u32) -> u64 {
+        let mut n = 0;
         for i in 0..self.geo.participants as u32 {
-            let (Ok(row), Ok(ext)) = (self.row(i), self.ext(i)) else {
+            if let Ok(hs) = self.holdings(i) {
+                n += hs
+                    .iter()
+                    // Relaxed: a statistic, racy by nature.
+                    .filter(|h| h.load(Ordering::Relaxed) == pool::SUB_TAG | t)
+                    .count() as u64;
+            }
+        }
+        n
+    }
+
+    /// Topic `t`'s publishers map: bit `p` is set while participant `p` is (or was, until its
+    /// row is taken by another participant) a publisher of the topic.
+    pub(crate) fn pubmap(&self, t: u32) -> Result<&[AtomicU64]> {
+        self.check("topic index", t, self.geo.topics)?;
+        let w = self.geo.pubmap_words;
+        // SAFETY: the publishers map holds `pubmap_words` words per topic (Geometry).
+        Ok(unsafe { self.slice::<AtomicU64>(self.geo.pubmap + 8 * w * t as u64, w) })
+    }
+
+    /// The participants whose bit is set in `map` (indices from a word another process may
+    /// write: callers check them like any other index).
+    fn members_of(map: &[AtomicU64]) -> impl Iterator<Item = u32> + '_ {
+        map.iter().enumerate().flat_map(|(w, word)| {
+            // Acquire: pairs with the Release fetch_or in `mark_publisher`: the bit's owner
+            // had claimed its row (and written its role) before setting it.
+            let mut bits = word.load(Ordering::Acquire);
+            core::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    (w as u32) * 64 + b
+                })
+            })
+        })
+    }
+
+    /// Participant `p` publishes topic `t` (it registered it): the topic's publishers that are
+    /// no longer alive are forgotten, and so is a remembered death (a new publisher took the
+    /// topic over), then `p`'s bit is set.
+    pub(crate) fn mark_publisher(&self, t: u32, p: u32) -> Result<()> {
+        let map = self.pubmap(t)?;
+        for q in Self::members_of(map) {
+            let alive = self
+                .row(q)
+                .is_ok_and(|r| r.status(self.liveness) == PeerStatus::Alive);
+            if q != p
+                && !alive
+                && let Some(word) = map.get(q as usize / 64)
+            {
+                // Relaxed: a hint for waiting subscribers, who re-read it every check.
+                word.fetch_and(!(1u64 << (q % 64)), Ordering::Relaxed);
+            }
+        }
+        // Relaxed: as above.
+        self.stats(t)?.died.store(0, Ordering::Relaxed);
+        // SYNC POINT: Release pairs with the Acquire load in `members_of`.
+        map[p as usize / 64].fetch_or(1u64 << (p % 64), Ordering::Release);
+        Ok(())
+    }
+
+    /// Row `i` was just taken by a new participant: its previous owner's bits go from every
+    /// topic's publishers map, and if that owner was a publisher that died (`dead_pid`), each
+    /// of its topics remembers the death.
+    pub(crate) fn forget_publisher(&self, i: u32, dead_pid: Option<u32>) -> Result<()> {
+        for t in 0..self.geo.topics as u32 {
+            let word = &self.pubmap(t)?[i as usize / 64];
+            let bit = 1u64 << (i % 64);
+            // Relaxed: our own row's bit; subscribers re-read the map every check.
+            if word.fetch_and(!bit, Ordering::Relaxed) & bit != 0
+                && let Some(pid) = dead_pid
+            {
+                // Relaxed: as above.
+                self.stats(t)?.died.store(pid as u64, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Topic `t`'s publishers, for a subscriber waiting on it: `Some(pid)` of a dead publisher
+    /// when no publisher of the topic is alive and at least one died; `None` otherwise (one
+    /// lives, or none ever came, or all left cleanly). Publishers of other topics do not count.
+    pub(crate) fn topic_publishers_dead(&self, t: u32) -> Option<u32> {
+        let map = self.pubmap(t).ok()?;
+        let mut dead = None;
+        for q in Self::members_of(map) {
+            let (Ok(row), Ok(ext)) = (self.row(q), self.ext(q)) else {
                 continue;
             };
             // Relaxed: see `reclaim_row`.
             let role = ext.role.load(Ordering::Relaxed);
-            if role != ROLE_PUBLISHER && role != ROLE_DEAD_PUBLISHER {
-                continue;
-            }
             match row.status(self.liveness) {
-                PeerStatus::Alive if role == ROLE_PUBLISHER => return None,
+                PeerStatus::Alive => return None,
                 PeerStatus::Dead { pid } => dead = Some(pid),
                 _ if role == ROLE_DEAD_PUBLISHER => dead = Some(row.pid()),
                 _ => {}
             }
         }
-        dead
+        // Relaxed: a hint re-read every check.
+        let remembered = self.stats(t).ok()?.died.load(Ordering::Relaxed);
+        dead.or((remembered != 0).then_some(remembered as u32))
     }
 
     /// Whether any participant other than row `except` is alive.
@@ -435,11 +788,20 @@ impl Member {
     /// Claims a free (never used, left, or dead) row, reclaiming what its previous owner held,
     /// and every other dead participant's blocks too.
     pub(crate) fn join(region: Arc<Region>, role: Role) -> Result<Arc<Member>> {
+        // Before this process can publish on or park on an inline topic (see ring::wake).
+        crate::ring::wake::init_machine();
         let n = region.geo.participants as u32;
         for i in 0..n {
-            if region.row(i)?.status(region.liveness) == PeerStatus::Alive {
-                continue;
-            }
+            let row = region.row(i)?;
+            let dead_pid = match row.status(region.liveness) {
+                PeerStatus::Alive => continue,
+                PeerStatus::Dead { pid } => Some(pid),
+                // Relaxed: see `reclaim_row`.
+                _ if region.ext(i)?.role.load(Ordering::Relaxed) == ROLE_DEAD_PUBLISHER => {
+                    Some(row.pid())
+                }
+                _ => None,
+            };
             let claim = match Claim::take(&region.obj, region.row_offset(i), role, region.liveness)
             {
                 Ok(c) => c,
@@ -447,9 +809,10 @@ impl Member {
                 Err(e) => return Err(e),
             };
             region.recover(i)?;
+            region.forget_publisher(i, dead_pid)?;
             let ext = region.ext(i)?;
             let r = if role == Role::Publisher {
-                super::layout::ROLE_PUBLISHER
+                ROLE_PUBLISHER
             } else {
                 super::layout::ROLE_SUBSCRIBER
             };
@@ -475,8 +838,48 @@ impl Member {
         self.region.obj.name()
     }
 
-    /// Records a reference on block `b`; returns the holdings entry.
-    pub(crate) fn hold(&self, b: u32) -> Result<u32> {
+    /// Takes a reference on the published block `b` and records it: the holdings entry, or
+    /// `None` when the block is free (it was recycled: the caller reads its slot again).
+    pub(crate) fn take(&self, b: u32) -> Result<Option<u32>> {
+        let e = self.claim_entry(TAKING | (b + 1))?;
+        let r = &self.region;
+        let h = &r.holdings(self.index)?[e as usize];
+        let mut since = None;
+        let taken = take_entry(
+            &r.pool(),
+            h,
+            self.index,
+            e,
+            b,
+            |w| r.wait_mark(w, self.index, &mut since),
+            |c| corrupt(&r.obj, c),
+        )?;
+        Ok(taken.then_some(e))
+    }
+
+    /// Allocates a free block (scanning from `*cursor`) and records it: `(block, entry)`, or
+    /// `None` when every block is in use.
+    pub(crate) fn alloc(&self, cursor: &mut u32) -> Result<Option<(u32, u32)>> {
+        let e = self.claim_entry(TAKING)?;
+        let r = &self.region;
+        let h = &r.holdings(self.index)?[e as usize];
+        match alloc_entry(&r.pool(), h, self.index, e, cursor) {
+            Some(b) => Ok(Some((b, e))),
+            None => {
+                // Release: pairs with the Acquire load in `settle_entry`.
+                h.store(0, Ordering::Release);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Records a subscription to topic `t`; returns the holdings entry.
+    pub(crate) fn hold_subscription(&self, t: u32) -> Result<u32> {
+        self.claim_entry(pool::SUB_TAG | t)
+    }
+
+    /// Claims a free holdings entry for `v`.
+    fn claim_entry(&self, v: u32) -> Result<u32> {
         let hs = self.region.holdings(self.index)?;
         let n = hs.len() as u32;
         // Relaxed: a hint.
@@ -485,11 +888,11 @@ impl Member {
             let e = (start.wrapping_add(k)) % n;
             // Relaxed: only a pre-check of the CAS below.
             if hs[e as usize].load(Ordering::Relaxed) == 0
-                // SYNC POINT: Release pairs with the AcqRel swap in `Region::recover`: a
+                // SYNC POINT: Release pairs with the Acquire loads in `settle_entry`: a
                 // reclaimer sees the record. Entries are claimed by CAS so that samples
                 // received on several threads never share one.
                 && hs[e as usize]
-                    .compare_exchange(0, b + 1, Ordering::Release, Ordering::Relaxed)
+                    .compare_exchange(0, v, Ordering::Release, Ordering::Relaxed)
                     .is_ok()
             {
                 // Relaxed: a hint.
@@ -498,31 +901,57 @@ impl Member {
             }
         }
         Err(Error::InvalidArgument {
-            what: "samples and loans held at once",
+            what: "samples, loans and subscriptions held at once",
             value: n as u64,
             expected: "at most Config::max_held",
         })
     }
 
-    /// Forgets holdings entry `e` (the reference was released or handed to a ring slot).
+    /// Forgets holdings entry `e` (a subscription ended, or a loan's reference was handed to a
+    /// ring slot, whose descriptor now records it).
     pub(crate) fn unhold(&self, e: u32) {
         if let Ok(hs) = self.region.holdings(self.index)
             && let Some(h) = hs.get(e as usize)
         {
-            // SYNC POINT: Release pairs with the AcqRel swap in `Region::recover`.
+            // SYNC POINT: Release pairs with the Acquire load in `settle_entry`.
             h.store(0, Ordering::Release);
         }
     }
 
-    /// Releases a reference this member recorded in entry `e`: the record goes first, so a
-    /// crash in between leaks one reference rather than releasing it twice.
+    /// Releases the reference on block `b` recorded in entry `e` (see `pool::release_entry`:
+    /// a crash at any point leaves a state the reclaimer settles exactly).
     pub(crate) fn release(&self, e: u32, b: u32) -> Result<()> {
-        self.unhold(e);
-        self.region
-            .pool()
-            .release(b)
-            .map(|_| ())
-            .map_err(|c| corrupt(&self.region.obj, c))
+        let r = &self.region;
+        let h = r
+            .holdings(self.index)?
+            .get(e as usize)
+            .ok_or_else(|| Error::corrupt(r.obj.name(), "holdings entry", e as u64, "in range"))?;
+        let mut since = None;
+        release_entry(
+            &r.pool(),
+            h,
+            self.index,
+            e,
+            b,
+            |w| r.wait_mark(w, self.index, &mut since),
+            |c| corrupt(&r.obj, c),
+        )
+        .map(|_| ())
+    }
+
+    /// Releases the reference on block `b` recorded in this member's publish record.
+    pub(crate) fn release_old(&self, b: u32) -> Result<()> {
+        let r = &self.region;
+        let mut since = None;
+        release_old(
+            &r.pool(),
+            &r.ext(self.index)?.pub_old,
+            self.index,
+            b,
+            |w| r.wait_mark(w, self.index, &mut since),
+            |c| corrupt(&r.obj, c),
+        )
+        .map(|_| ())
     }
 }
 

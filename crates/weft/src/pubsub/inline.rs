@@ -1,0 +1,213 @@
+//! Inline topics over raw memory: the seqlock broadcast ring of `ring::raw` with several
+//! publishers, which claim sequences through the ring's MPMC counter (`fetch_add`), plus one
+//! record per publisher of the claim it has in flight, so that a survivor can *void* a
+//! sequence whose claimant died before writing it. Knows nothing of regions: liveness is
+//! asked of the caller.
+//!
+//! A publisher's record is two words in its participant line, written only by it:
+//! - `topic`: the tag (topic index + 1) of the inline topic it publishes, 0 for none; changed
+//!   only while the publisher is idle;
+//! - `seq`: [`IDLE`]` | b` between publishes, [`CLAIMING`]` | b` from just before its claim
+//!   until it knows the sequence, then the claimed sequence until it has written it. `b` is a
+//!   lower bound of the publisher's next claim (its previous claim on the topic + 1): the
+//!   claim counter only grows, so a publisher that has not claimed yet cannot end up with a
+//!   sequence below it.
+//!
+//! A sequence `x` whose slot is not written although the counter passed it is *stuck*. It is
+//! voided (its stamp set to `ring::raw::void(x)` by one CAS, which readers skip) only when no
+//! live publisher's record may hold it (`may_hold`) and its slot's previous lap is complete:
+//! then nobody will ever write it, and nobody writes the slot concurrently except the producer
+//! of `x + capacity`, which waits for exactly this stamp.
+
+use crate::ring::raw::{RawRing, done, void, writing};
+use crate::sync::{AtomicU64, Ordering};
+
+/// Record bit: the publisher is claiming a sequence at or above the low bits.
+pub(crate) const CLAIMING: u64 = 1 << 63;
+/// Record bit: the publisher is idle; its next claim will be at or above the low bits.
+pub(crate) const IDLE: u64 = 1 << 62;
+/// The low bits of a record (a sequence, below 2^62).
+const LOW: u64 = IDLE - 1;
+
+/// One publisher's record of its inline claim in flight (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Record<'a> {
+    /// Topic tag (index + 1), 0 none. Written by the owner only.
+    pub(crate) topic: &'a AtomicU64,
+    /// `IDLE | b`, `CLAIMING | b`, or a claimed sequence. Written by the owner only.
+    pub(crate) seq: &'a AtomicU64,
+}
+
+impl Record<'_> {
+    /// Resets the record (a fresh participant, or a survivor that took a dead one's row).
+    pub(crate) fn clear(&self) {
+        // Release: pairs with the Acquire loads in `unstick`.
+        self.seq.store(IDLE, Ordering::Release);
+        // Release: as above.
+        self.topic.store(0, Ordering::Release);
+    }
+
+    /// The record's two words (Acquire: pairs with the Release stores of the owner, so that a
+    /// sequence the owner finished is seen complete once its `IDLE` is seen).
+    pub(crate) fn load(&self) -> (u64, u64) {
+        // Acquire: see above.
+        let topic = self.topic.load(Ordering::Acquire);
+        // Acquire: see above.
+        let seq = self.seq.load(Ordering::Acquire);
+        (topic, seq)
+    }
+}
+
+/// Whether a *live* publisher whose record reads `(topic, seq)` may hold (have claimed and not
+/// yet written) sequence `x` of the topic tagged `tag`.
+pub(crate) fn may_hold(topic: u64, seq: u64, tag: u64, x: u64) -> bool {
+    if topic != tag {
+        return false;
+    }
+    if seq & CLAIMING != 0 {
+        return x >= seq & LOW;
+    }
+    seq & IDLE == 0 && seq == x
+}
+
+/// What a dead publisher's record says it held: `Some(x)` when it had claimed `x` (and may have
+/// died before or while writing it).
+pub(crate) fn held(topic: u64, seq: u64, tag: u64) -> Option<u64> {
+    (topic == tag && seq & (CLAIMING | IDLE) == 0).then_some(seq)
+}
+
+/// Publishes one message as the publisher whose record is `rec`, on the inline topic tagged
+/// `tag` whose ring is `ring`. `write(ring, seq)` writes the message into the claimed slot
+/// (`RawRing::write` or `write_bytes`). While the slot's previous lap `prev` is not complete,
+/// `wait(prev)` is called in a loop (it waits a little, may unstick `prev`, and returns `Err`
+/// to give up: the claimed sequence is then abandoned, and voided later by whoever finds it
+/// stuck). A claimed sequence at or above 2^62 (a counter a peer scribbled on) is abandoned
+/// and `corrupt(seq)` returned.
+///
+/// # Errors
+/// Whatever `wait` or `corrupt` returns.
+#[inline(always)]
+pub(crate) fn publish<E>(
+    ring: RawRing,
+    rec: Record<'_>,
+    tag: u64,
+    write: impl FnOnce(RawRing, u64),
+    wait: impl FnMut(u64) -> Result<(), E>,
+    corrupt: impl FnOnce(u64) -> E,
+) -> Result<u64, E> {
+    // Relaxed: our own words, only we write them.
+    let (topic, last) = (
+        rec.topic.load(Ordering::Relaxed),
+        rec.seq.load(Ordering::Relaxed),
+    );
+    let bound = if topic == tag && last & IDLE != 0 && last & CLAIMING == 0 {
+        last & LOW
+    } else {
+        if topic != tag {
+            // We are idle (every publish ends idle): switching topics is safe. Release: pairs
+            // with the Acquire load in `Record::load`.
+            rec.topic.store(tag, Ordering::Release);
+        }
+        0
+    };
+    // Release: pairs with the Acquire load in `Record::load`; also published by the claim's
+    // Release to whoever reads the counter past our sequence.
+    rec.seq.store(CLAIMING | bound, Ordering::Release);
+    let seq = ring.claim();
+    if seq >= LOW {
+        // Release: as below.
+        rec.seq.store(IDLE | bound, Ordering::Release);
+        return Err(corrupt(seq));
+    }
+    // Release: see above (a recoverer that reads this is told exactly what we hold).
+    rec.seq.store(seq, Ordering::Release);
+    if !ring.slot_free(seq) {
+        wait_free(ring, rec, seq, wait)?;
+    }
+    write(ring, seq);
+    // Release: ordered after the stamp's Release store in `write`, so a recoverer that sees
+    // us idle sees the sequence complete (and its void CAS fails).
+    rec.seq.store(IDLE | (seq + 1), Ordering::Release);
+    Ok(seq)
+}
+
+#[cold]
+fn wait_free<E>(
+    ring: RawRing,
+    rec: Record<'_>,
+    seq: u64,
+    mut wait: impl FnMut(u64) -> Result<(), E>,
+) -> Result<(), E> {
+    let prev = seq - ring.capacity();
+    while !ring.slot_free(seq) {
+        if let Err(e) = wait(prev) {
+            // Abandon `seq`: we hold it no more. Release: as in `publish`.
+            rec.seq.store(IDLE | (seq + 1), Ordering::Release);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// What [`unstick`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unstuck {
+    /// The sequence is complete, void or overwritten: nothing to do.
+    Done,
+    /// This call voided it.
+    Voided,
+    /// Not claimed yet, or a live publisher may hold it, or its previous lap is incomplete.
+    Stuck,
+}
+
+/// Tries to unstick sequence `x` of the inline topic tagged `tag`: if the counter passed it,
+/// its slot is not written, its previous lap is complete, and no live publisher's record may
+/// hold it, it is voided. `records(f)` calls `f(participant, topic, seq)` with every
+/// participant's record (stopping when `f` returns false); `alive(participant)` says whether
+/// its process lives (asked only of records that may hold `x`).
+pub(crate) fn unstick(
+    ring: RawRing,
+    tag: u64,
+    x: u64,
+    records: impl FnOnce(&mut dyn FnMut(u32, u64, u64) -> bool),
+    mut alive: impl FnMut(u32) -> bool,
+) -> Unstuck {
+    let st = ring.stamp_of(x);
+    if st >= done(x) {
+        return Unstuck::Done;
+    }
+    // Acquire pairs with the AcqRel claim (`RawRing::claim`): the record stores a claimant
+    // made before claiming `x` are visible to the scan below.
+    if ring.cursor().load(Ordering::Acquire) <= x {
+        return Unstuck::Stuck;
+    }
+    // The previous lap must be complete: a live writer of `x - capacity` could otherwise
+    // store its even stamp over our void after the next lap's producer started.
+    let cap = ring.capacity();
+    let prev_done = if x >= cap {
+        st == done(x - cap) || st == void(x - cap)
+    } else {
+        st == 0
+    };
+    if !prev_done && st != writing(x) {
+        return Unstuck::Stuck;
+    }
+    let mut held_live = false;
+    records(&mut |p, topic, seq| {
+        if may_hold(topic, seq, tag, x) && alive(p) {
+            held_live = true;
+            return false;
+        }
+        true
+    });
+    if held_live {
+        return Unstuck::Stuck;
+    }
+    if ring.try_void(x, st) {
+        Unstuck::Voided
+    } else if ring.stamp_of(x) >= done(x) {
+        Unstuck::Done
+    } else {
+        Unstuck::Stuck
+    }
+}

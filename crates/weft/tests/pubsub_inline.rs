@@ -1,0 +1,473 @@
+//! Inline topics: small fixed-size messages copied into a seqlock ring in the region. In one
+//! process (round trips, exact lag, several publishers, parking, history, limits), across
+//! processes (fan-out and two publisher processes, byte-exact), and after a publisher died
+//! holding a claimed sequence (voided, never taken from a live holder).
+
+mod common;
+
+use common::region::{Layout, get32, is_block, put64};
+use common::tick::Tick;
+use common::{Cleanup, Peer, unique};
+use std::time::Duration;
+use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
+use weft::{Error, ErrorKind, WaitStrategy};
+
+const PARTS: u64 = 8;
+const HELD: u64 = 16;
+const TOPICS: u64 = 4;
+const SLOTS: u64 = 8;
+const BLOCKS: u64 = 32;
+const INLINE: u64 = 2;
+
+fn small() -> Config {
+    Config::default()
+        .participants(PARTS as usize)
+        .max_held(HELD as usize)
+        .topics(TOPICS as usize)
+        .ring_slots(SLOTS as usize)
+        .blocks(BLOCKS as usize)
+        .block_size(256)
+        .inline_topics(INLINE as usize)
+        .claim_timeout(Duration::from_millis(200))
+}
+
+fn ticks() -> TopicSpec {
+    TopicSpec::new(TopicMode::Inline).typed::<Tick>()
+}
+
+/// The spec the test peer registers and subscribes with (a stable name: the peer's `Tick` has
+/// another Rust path).
+fn named_ticks() -> TopicSpec {
+    TopicSpec::new(TopicMode::Inline).typed_named::<Tick>(common::tick::TICK)
+}
+
+#[test]
+fn bytes_and_typed_values_round_trip() {
+    let name = unique("pi-rt");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let raw = p.register_spec("/raw", &TopicSpec::inline(5)).unwrap();
+    let typed = p.register_spec("/ticks", &ticks()).unwrap();
+    assert_eq!(
+        (raw.mode(), raw.message_size()),
+        (TopicMode::Inline, Some(5))
+    );
+    assert_eq!(typed.message_size(), Some(24));
+    let s = Subscriber::connect(&name).unwrap();
+    let mut r = s.subscribe("/raw").unwrap();
+    let mut t = s.subscribe_typed::<Tick>("/ticks").unwrap();
+    assert!(matches!(r.try_recv(), Err(Error::Empty)));
+    assert_eq!(p.publish(&raw, b"189.5").unwrap(), 0);
+    assert_eq!(p.publish(&raw, b"189.6").unwrap(), 1);
+    for i in 0..3 {
+        assert_eq!(p.publish_typed(&typed, &Tick::new(9, i)).unwrap(), i);
+    }
+    let a = r.try_recv().unwrap();
+    let b = r.try_recv().unwrap();
+    assert_eq!(
+        (&*a, a.seq(), &*b, b.seq()),
+        (&b"189.5"[..], 0, &b"189.6"[..], 1)
+    );
+    for i in 0..3 {
+        let m = t.try_recv().unwrap();
+        let v = *m.value::<Tick>().unwrap();
+        assert_eq!((v.id, v.n, m.seq()), (9, i, i));
+        assert!(v.whole());
+    }
+    assert!(matches!(t.try_recv(), Err(Error::Empty)));
+    // A sample is a copy: it holds nothing, and stays the same while the ring moves on.
+    for i in 0..3 * SLOTS {
+        p.publish(&raw, &[i as u8; 5]).unwrap();
+    }
+    assert_eq!(&*a, b"189.5");
+    assert_eq!(p.region_info().free_blocks, BLOCKS);
+    assert_eq!(p.stats(&raw).unwrap().published, 2 + 3 * SLOTS);
+    // Wrong sizes, loans, and types are refused.
+    assert_eq!(
+        p.publish(&raw, b"1234").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        p.publish(&raw, b"123456").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(p.loan(&raw).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        p.publish_typed(&raw, &0u32).unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    assert_eq!(
+        s.subscribe_typed::<u64>("/ticks").unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+}
+
+#[test]
+fn registration_is_checked() {
+    let name = unique("pi-reg");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    for bad in [TopicSpec::inline(0), TopicSpec::inline(57)] {
+        assert_eq!(
+            p.register_spec("/bad", &bad).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+    // An inline topic needs a size or a type.
+    assert_eq!(
+        p.register_with("/bad", TopicMode::Inline)
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    #[repr(C, align(32))]
+    struct Wide([u64; 4]);
+    assert_eq!(
+        p.register_spec("/bad", &TopicSpec::new(TopicMode::Inline).typed::<Wide>())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    let a = p.register_spec("/a", &TopicSpec::inline(56)).unwrap();
+    // The same registration again finds it; another size or mode does not.
+    assert_eq!(p.register_spec("/a", &TopicSpec::inline(56)).unwrap(), a);
+    assert_eq!(
+        p.register_spec("/a", &TopicSpec::inline(8))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        p.register("/a").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    p.register_spec("/b", &ticks()).unwrap();
+    // Two inline areas: the third inline topic finds none; other modes still register.
+    assert_eq!(
+        p.register_spec("/c", &TopicSpec::inline(8))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    p.register("/d").unwrap();
+    let q = Publisher::open(&name).unwrap();
+    assert_eq!(
+        q.register_spec("/a", &TopicSpec::inline(56))
+            .unwrap()
+            .message_size(),
+        Some(56)
+    );
+    assert_eq!(
+        q.register_spec("/b", &TopicSpec::new(TopicMode::Inline).typed::<[u32; 6]>())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::TypeMismatch
+    );
+}
+
+#[test]
+fn a_slow_subscriber_learns_exactly_how_many_it_missed() {
+    let name = unique("pi-lag");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register_spec("/lag", &TopicSpec::inline(8)).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/lag").unwrap();
+    for i in 0..20u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    match sub.try_recv() {
+        Err(Error::Lagged { skipped }) => assert_eq!(skipped, 12),
+        other => panic!("expected Lagged, got {other:?}"),
+    }
+    for i in 12..20u64 {
+        let m = sub.try_recv().unwrap();
+        assert_eq!((m.seq(), &*m), (i, &i.to_le_bytes()[..]));
+    }
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    let st = p.stats(&t).unwrap();
+    assert_eq!((st.published, st.lagged, st.subscribers), (20, 12, 1));
+}
+
+#[test]
+fn a_late_joiner_gets_the_history_still_in_the_ring() {
+    let name = unique("pi-hist");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register_spec("/h", &TopicSpec::inline(8)).unwrap();
+    for i in 0..5u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let s = Subscriber::connect(&name).unwrap();
+    let mut late = s.subscribe_with_history("/h", 2).unwrap();
+    assert_eq!(&*late.try_recv().unwrap(), &3u64.to_le_bytes());
+    assert_eq!(&*late.try_recv().unwrap(), &4u64.to_le_bytes());
+    assert!(matches!(late.try_recv(), Err(Error::Empty)));
+}
+
+#[test]
+fn publishers_on_threads_share_one_gap_free_sequence() {
+    let name = unique("pi-mp");
+    let _c = Cleanup(name.clone());
+    let cfg = small().ring_slots(8192);
+    let p1 = Publisher::create(&name, &cfg).unwrap();
+    let t1 = p1.register_spec("/m", &ticks()).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_typed::<Tick>("/m").unwrap();
+    let n: u64 = if cfg!(miri) { 10 } else { 1500 };
+    let threads: Vec<_> = (1..=2u64)
+        .map(|id| {
+            let p = Publisher::open(&name).unwrap();
+            std::thread::spawn(move || {
+                let t = p.register_spec("/m", &ticks()).unwrap();
+                for i in 0..n {
+                    p.publish_typed(&t, &Tick::new(id, i)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for i in 0..n {
+        p1.publish_typed(&t1, &Tick::new(0, i)).unwrap();
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut next = [0u64; 3];
+    for seq in 0..3 * n {
+        let m = sub.try_recv().unwrap();
+        assert_eq!(m.seq(), seq);
+        let v = *m.value::<Tick>().unwrap();
+        assert!(v.whole());
+        assert_eq!(v.n, next[v.id as usize]);
+        next[v.id as usize] += 1;
+    }
+    assert_eq!(next, [n; 3]);
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+}
+
+#[test]
+fn a_parked_subscriber_is_woken_by_a_publisher_thread() {
+    let name = unique("pi-park");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small().ring_slots(256)).unwrap();
+    let t = p.register_spec("/park", &TopicSpec::inline(8)).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/park").unwrap();
+    assert!(matches!(
+        sub.recv_timeout(Duration::from_millis(20)),
+        Err(Error::Timeout)
+    ));
+    let n = 200u64;
+    let h = std::thread::spawn(move || {
+        for i in 0..n {
+            std::thread::sleep(Duration::from_micros(300));
+            p.publish(&t, &i.to_le_bytes()).unwrap();
+        }
+        p
+    });
+    for i in 0..n {
+        let m = sub.recv_with(WaitStrategy::Park).unwrap();
+        assert_eq!(&*m, &i.to_le_bytes());
+    }
+    drop(h.join().unwrap());
+}
+
+/// The state a publisher leaves when it dies holding inline sequence `x`: its record names
+/// the topic and `x`, and the claim counter is past `x`. Written into the file, since no
+/// signal can be aimed between a claim and its write.
+fn dead_claim(name: &str, row: u64, topic: u64, area: u64, x: u64, mid_write: bool) {
+    let f = file(name);
+    let l = Layout::of_file(&f);
+    put64(&f, l.ext(row) + 40, topic + 1);
+    put64(&f, l.ext(row) + 48, x);
+    put64(&f, l.inline_area(area) + 64, x + 1);
+    if mid_write {
+        // The odd stamp of a write in progress (slot stride 16 for an 8-byte message).
+        put64(
+            &f,
+            l.inline_area(area) + 192 + 16 * (x % l.slots),
+            2 * x + 1,
+        );
+    }
+}
+
+fn file(name: &str) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(common::shm_path(name))
+        .unwrap()
+}
+
+/// The row of the only other publisher process (it holds `n` loans, so its holdings show).
+fn peer_row(name: &str) -> u64 {
+    let f = file(name);
+    let l = Layout::of_file(&f);
+    (0..l.participants)
+        .find(|&r| (0..l.held).any(|e| is_block(get32(&f, l.holding(r, e)))))
+        .expect("the peer's row")
+}
+
+fn killed_holding_a_sequence(mid_write: bool) {
+    let name = unique(if mid_write { "pi-dead-w" } else { "pi-dead" });
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register_spec("/d", &TopicSpec::inline(8)).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/d").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/other", "1"]);
+    peer.expect("ready 1");
+    let row = peer_row(&name);
+    assert_eq!(p.publish(&t, &0u64.to_le_bytes()).unwrap(), 0);
+    peer.kill9();
+    dead_claim(&name, row, 0, 0, 1, mid_write);
+    assert_eq!(p.publish(&t, &2u64.to_le_bytes()).unwrap(), 2);
+    assert_eq!(sub.try_recv().unwrap().seq(), 0);
+    // Sequence 1 is claimed and never written: a receive waits on it, finds its claimant
+    // dead, voids it and goes on.
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    let m = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!((m.seq(), &*m), (2, &2u64.to_le_bytes()[..]));
+    assert_eq!(s.topics().unwrap()[0].recovered, 1);
+    // A whole lap later the slot of the voided sequence is written as usual.
+    for i in 3..3 + SLOTS {
+        assert_eq!(p.publish(&t, &i.to_le_bytes()).unwrap(), i);
+        assert_eq!(sub.try_recv().unwrap().seq(), i);
+    }
+}
+
+#[test]
+fn a_sequence_claimed_by_a_dead_publisher_is_voided() {
+    killed_holding_a_sequence(false);
+}
+
+#[test]
+fn a_sequence_a_dead_publisher_was_writing_is_voided() {
+    killed_holding_a_sequence(true);
+}
+
+#[test]
+fn a_publisher_a_lap_ahead_voids_a_dead_claim_it_waits_for() {
+    let name = unique("pi-lap");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register_spec("/d", &TopicSpec::inline(8)).unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/other", "1"]);
+    peer.expect("ready 1");
+    let row = peer_row(&name);
+    peer.kill9();
+    dead_claim(&name, row, 0, 0, 0, false);
+    // Sequences 1..=8: the eighth needs the slot of sequence 0, claimed by the dead one.
+    for i in 1..=SLOTS {
+        assert_eq!(p.publish(&t, &i.to_le_bytes()).unwrap(), i);
+    }
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_with_history("/d", 7).unwrap();
+    for i in 2..=SLOTS {
+        assert_eq!(sub.try_recv().unwrap().seq(), i);
+    }
+}
+
+#[test]
+fn a_sequence_held_by_a_live_publisher_is_never_voided() {
+    let name = unique("pi-live");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register_spec("/d", &TopicSpec::inline(8)).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/d").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/other", "1"]);
+    peer.expect("ready 1");
+    let row = peer_row(&name);
+    // The live peer "claimed" sequence 0 and stalls (preempted, not dead).
+    dead_claim(&name, row, 0, 0, 0, false);
+    assert_eq!(p.publish(&t, &1u64.to_le_bytes()).unwrap(), 1);
+    assert!(matches!(
+        sub.recv_timeout(Duration::from_millis(300)),
+        Err(Error::Timeout)
+    ));
+    // A publisher that needs its slot a lap later gives up instead of taking it.
+    for i in 2..SLOTS {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert!(matches!(p.publish(&t, &[0; 8]), Err(Error::Timeout)));
+    // Once the holder is dead, the sequence is voided and everything flows again.
+    peer.kill9();
+    let m = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(m.seq(), 1);
+}
+
+#[test]
+fn one_publisher_process_to_two_subscriber_processes() {
+    let name = unique("pi-fan");
+    let _c = Cleanup(name.clone());
+    let count = 20_000u64;
+    let owner = Publisher::create(&name, &small().ring_slots(32768)).unwrap();
+    owner.register_spec("/fan", &named_ticks()).unwrap();
+    let mut subs: Vec<Peer> = ["park", "adaptive"]
+        .iter()
+        .map(|w| Peer::spawn(&["pubsub-inline-sub", &name, "/fan", &count.to_string(), w]))
+        .collect();
+    for s in &mut subs {
+        s.expect("ready");
+    }
+    let mut p = Peer::spawn(&[
+        "pubsub-inline-pub",
+        &name,
+        "/fan",
+        "1",
+        &count.to_string(),
+        "2",
+        "0",
+    ]);
+    p.expect("ready");
+    p.expect(&format!("sent {count}"));
+    for s in subs {
+        let (last, ok) = s.finish(Duration::from_secs(30));
+        assert!(ok, "subscriber failed: {last}");
+        assert_eq!(last, format!("got {count} lost 0"));
+    }
+}
+
+#[test]
+fn two_publisher_processes_and_a_parked_subscriber_process() {
+    let name = unique("pi-two");
+    let _c = Cleanup(name.clone());
+    let count = 2_000u64;
+    let owner = Publisher::create(&name, &small().ring_slots(8192)).unwrap();
+    owner.register_spec("/two", &named_ticks()).unwrap();
+    let mut sub = Peer::spawn(&[
+        "pubsub-inline-sub",
+        &name,
+        "/two",
+        &(2 * count).to_string(),
+        "park",
+    ]);
+    sub.expect("ready");
+    // Paced (50 us apart), so that the subscriber parks between messages and every message
+    // has to wake it from another process.
+    let mut pubs: Vec<Peer> = ["1", "2"]
+        .iter()
+        .map(|id| {
+            Peer::spawn(&[
+                "pubsub-inline-pub",
+                &name,
+                "/two",
+                id,
+                &count.to_string(),
+                "1",
+                "50",
+            ])
+        })
+        .collect();
+    for p in &mut pubs {
+        p.expect("ready");
+    }
+    for p in &mut pubs {
+        p.expect(&format!("sent {count}"));
+    }
+    let (last, ok) = sub.finish(Duration::from_secs(30));
+    assert!(ok, "subscriber failed: {last}");
+    assert_eq!(last, format!("got {} lost 0", 2 * count));
+}

@@ -1,0 +1,144 @@
+//! Typed topics: fingerprints that do not depend on the compiler (size and alignment, plus a
+//! stable name when one is given), mismatches refused with messages that name both types, and
+//! two binaries (this test and the test peer, whose `Tick` has another Rust path) agreeing on a
+//! named type.
+
+mod common;
+
+use common::tick::Tick;
+use common::{Cleanup, Peer, unique};
+use std::time::Duration;
+use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
+use weft::{Error, ErrorKind};
+
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Price {
+    cents: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Volume {
+    shares: u64,
+}
+
+#[test]
+fn unnamed_types_are_checked_by_size_and_alignment() {
+    let name = unique("pt-layout");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let t = p.register_typed::<Price>("/p").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    // Same size and alignment, another Rust type: accepted (documented: no name, no check).
+    let mut sub = s.subscribe_typed::<Volume>("/p").unwrap();
+    p.publish_typed(&t, &Price { cents: 7 }).unwrap();
+    assert_eq!(sub.try_recv().unwrap().value::<Volume>().unwrap().shares, 7);
+    // Another size, or another alignment of the same size: refused, both types named.
+    let e = s.subscribe_typed::<u32>("/p").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TypeMismatch);
+    let text = e.to_string();
+    assert!(text.contains("Price") && text.contains("u32"), "{text}");
+    assert_eq!(
+        s.subscribe_typed::<[u8; 8]>("/p").unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    assert_eq!(
+        p.register_typed::<[u32; 2]>("/p").unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    // An untyped topic is not a typed one.
+    p.register("/raw").unwrap();
+    assert_eq!(
+        s.subscribe_typed::<Price>("/raw").unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+}
+
+#[test]
+fn named_types_must_match_by_name_as_well() {
+    let name = unique("pt-named");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let t = p
+        .register_typed_named::<Price>("/p", "market.Price/v1")
+        .unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s
+        .subscribe_typed_named::<Price>("/p", "market.Price/v1")
+        .unwrap();
+    // The layout-compatible `Volume` under the same name is accepted: the name is the contract.
+    s.subscribe_typed_named::<Volume>("/p", "market.Price/v1")
+        .unwrap();
+    for (e, why) in [
+        (
+            s.subscribe_typed_named::<Price>("/p", "market.Price/v2"),
+            "another name",
+        ),
+        (s.subscribe_typed::<Price>("/p"), "no name"),
+        (
+            s.subscribe_typed_named::<u32>("/p", "market.Price/v1"),
+            "another size",
+        ),
+    ] {
+        let e = e.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TypeMismatch, "{why}");
+        assert!(e.to_string().contains("market.Price/v1"), "{why}: {e}");
+    }
+    assert_eq!(
+        p.register_typed::<Price>("/p").unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    assert_eq!(
+        p.register_typed_named::<Price>("/p", "market.Price/v1")
+            .unwrap(),
+        t
+    );
+    // A name is 1 to 64 bytes.
+    for bad in ["", &"x".repeat(65)] {
+        assert_eq!(
+            p.register_typed_named::<Price>("/q", bad)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidName
+        );
+        assert_eq!(
+            s.subscribe_typed_named::<Price>("/p", bad)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidName
+        );
+    }
+    p.publish_typed(&t, &Price { cents: 3 }).unwrap();
+    assert_eq!(sub.try_recv().unwrap().value::<Price>().unwrap().cents, 3);
+    // Publishing another layout through the handle is refused.
+    assert_eq!(
+        p.publish_typed(&t, &0u32).unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+}
+
+#[test]
+fn a_named_inline_type_is_the_same_type_in_another_binary() {
+    let name = unique("pt-peer");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let spec = TopicSpec::new(TopicMode::Inline).typed_named::<Tick>("weft.test.Tick/v1");
+    let t = p.register_spec("/ticks", &spec).unwrap();
+    // The peer's `Tick` is `weft_test_peer::tick::Tick`, ours `pubsub_typed::common::tick::Tick`:
+    // the name makes them one type.
+    let mut peer = Peer::spawn(&["pubsub-inline-sub", &name, "/ticks", "3", "adaptive"]);
+    peer.expect("ready");
+    for n in 0..3 {
+        p.publish_typed(&t, &Tick::new(7, n)).unwrap();
+    }
+    let (last, ok) = peer.finish(Duration::from_secs(10));
+    assert!(ok, "subscriber failed: {last}");
+    assert_eq!(last, "got 3 lost 0");
+    assert!(matches!(
+        Subscriber::connect(&name)
+            .unwrap()
+            .subscribe_typed::<Tick>("/ticks"),
+        Err(Error::TypeMismatch { .. })
+    ));
+}

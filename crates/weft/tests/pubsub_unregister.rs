@@ -1,0 +1,164 @@
+//! Unregistering topics: subscribers drain and then get `Closed`, publishes are refused, the
+//! entry (with its ring's blocks, or its inline area) comes back once nobody reads it, and the
+//! name can be registered again as a new topic.
+
+mod common;
+
+use common::{Cleanup, Peer, unique};
+use std::time::Duration;
+use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
+use weft::{Error, ErrorKind, WaitStrategy};
+
+fn two_topics() -> Config {
+    Config::default()
+        .topics(2)
+        .inline_topics(1)
+        .ring_slots(8)
+        .blocks(32)
+        .block_size(128)
+        .participants(8)
+}
+
+#[test]
+fn subscribers_drain_an_unregistered_topic_then_get_closed() {
+    for spec in [
+        TopicSpec::new(TopicMode::Blocks),
+        TopicSpec::new(TopicMode::Latest),
+        TopicSpec::inline(8),
+    ] {
+        let name = unique("pu-drain");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &two_topics()).unwrap();
+        let t = p.register_spec("/t", &spec).unwrap();
+        let s = Subscriber::connect(&name).unwrap();
+        let mut sub = s.subscribe("/t").unwrap();
+        for i in 0..3u64 {
+            p.publish(&t, &i.to_le_bytes()).unwrap();
+        }
+        p.unregister(&t).unwrap();
+        p.unregister(&t).unwrap(); // twice: nothing more happens
+        let mode = spec.mode();
+        assert!(
+            matches!(p.publish(&t, &[0; 8]), Err(Error::Closed)),
+            "{mode:?}"
+        );
+        if mode != TopicMode::Inline {
+            assert!(matches!(p.loan(&t), Err(Error::Closed)), "{mode:?}");
+        }
+        // Everything published before is delivered (a latest topic: the newest), then Closed.
+        let wanted: &[u64] = if mode == TopicMode::Latest {
+            &[2]
+        } else {
+            &[0, 1, 2]
+        };
+        for &i in wanted {
+            assert_eq!(&*sub.try_recv().unwrap(), &i.to_le_bytes(), "{mode:?}");
+        }
+        assert!(matches!(sub.try_recv(), Err(Error::Closed)), "{mode:?}");
+        assert!(matches!(
+            sub.recv_timeout(Duration::from_secs(1)),
+            Err(Error::Closed)
+        ));
+        // Gone from discovery; a new subscription does not find it.
+        assert!(s.topics().unwrap().is_empty());
+        assert_eq!(s.subscribe("/t").unwrap_err().kind(), ErrorKind::NotFound);
+    }
+}
+
+#[test]
+fn a_parked_subscriber_is_woken_by_the_unregister() {
+    for spec in [TopicSpec::new(TopicMode::Blocks), TopicSpec::inline(8)] {
+        let name = unique("pu-park");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &two_topics()).unwrap();
+        let t = p.register_spec("/t", &spec).unwrap();
+        let cfg = Config::default().wait(WaitStrategy::Park);
+        let s = Subscriber::connect_with(&name, &cfg).unwrap();
+        let mut sub = s.subscribe("/t").unwrap();
+        let waiter =
+            std::thread::spawn(move || sub.recv_timeout(Duration::from_secs(5)).map(|_| ()));
+        std::thread::sleep(Duration::from_millis(50));
+        p.unregister(&t).unwrap();
+        assert!(matches!(waiter.join().unwrap(), Err(Error::Closed)));
+    }
+}
+
+#[test]
+fn the_entry_comes_back_once_nobody_reads_the_topic() {
+    let name = unique("pu-reuse");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &two_topics()).unwrap();
+    let a = p.register("/a").unwrap();
+    let i = p.register_spec("/i", &TopicSpec::inline(8)).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/a").unwrap();
+    for k in 0..5u64 {
+        p.publish(&a, &k.to_le_bytes()).unwrap();
+    }
+    assert_eq!(p.region_info().free_blocks, 32 - 5);
+    // The inline topic has no subscriber: unregistered, its entry and area are free at once.
+    p.unregister(&i).unwrap();
+    p.register_spec("/j", &TopicSpec::inline(16)).unwrap();
+    // /a still has a subscriber: its entry stays taken, the table (two topics) is full.
+    p.unregister(&a).unwrap();
+    assert_eq!(
+        p.register("/b").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    // Its ring's blocks wait for the subscriber too.
+    assert_eq!(sub.try_recv().unwrap().seq(), 0);
+    drop(sub);
+    // Nobody reads /a now: the next registration gets its entry, and the blocks come back.
+    let b = p.register("/b").unwrap();
+    assert_eq!(p.region_info().free_blocks, 32);
+    // The old handle cannot publish into the entry's new topic.
+    assert!(matches!(p.publish(&a, b"stale"), Err(Error::Closed)));
+    let mut sb = s.subscribe("/b").unwrap();
+    p.publish(&b, b"fresh").unwrap();
+    assert_eq!(&*sb.try_recv().unwrap(), b"fresh");
+    assert_eq!(p.stats(&b).unwrap().published, 1);
+}
+
+#[test]
+fn registering_the_name_again_makes_a_new_topic() {
+    let name = unique("pu-again");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let old = p.register("/t").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut old_sub = s.subscribe("/t").unwrap();
+    p.publish(&old, b"old").unwrap();
+    p.unregister(&old).unwrap();
+    let new = p.register("/t").unwrap();
+    assert_ne!(new, old);
+    p.publish(&new, b"new").unwrap();
+    // The old subscription ends with the old topic; a new one sees only the new topic, even
+    // with history.
+    assert_eq!(&*old_sub.try_recv().unwrap(), b"old");
+    assert!(matches!(old_sub.try_recv(), Err(Error::Closed)));
+    let mut new_sub = s.subscribe_with_history("/t", 8).unwrap();
+    assert_eq!(&*new_sub.try_recv().unwrap(), b"new");
+    assert!(matches!(new_sub.try_recv(), Err(Error::Empty)));
+}
+
+#[test]
+fn a_killed_subscriber_does_not_keep_an_unregistered_topic() {
+    let name = unique("pu-dead");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &two_topics()).unwrap();
+    let a = p.register("/a").unwrap();
+    p.register("/other").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/a", "0"]);
+    peer.expect("ready");
+    peer.expect("holding 0");
+    p.unregister(&a).unwrap();
+    peer.kill9();
+    // Its subscription counts until it is reclaimed...
+    assert_eq!(
+        p.register("/b").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    p.reclaim().unwrap();
+    // ...and then the entry is free.
+    p.register("/b").unwrap();
+}
