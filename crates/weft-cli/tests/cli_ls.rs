@@ -120,7 +120,7 @@ fn a_sigkilled_creator_leaves_an_abandoned_region() {
 fn header(kind: u32, total: u64) -> Vec<u8> {
     let mut h = vec![0u8; 128];
     h[0..8].copy_from_slice(b"WEFT\x00OBJ");
-    h[8..12].copy_from_slice(&1u32.to_le_bytes());
+    h[8..12].copy_from_slice(&weft::shm::LAYOUT_VERSION.to_le_bytes());
     h[12..16].copy_from_slice(&kind.to_le_bytes());
     h[16..24].copy_from_slice(&total.to_le_bytes());
     h[28..32].copy_from_slice(&0x5245_4459u32.to_le_bytes());

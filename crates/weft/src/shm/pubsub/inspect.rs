@@ -3,7 +3,7 @@
 //! blocks it holds; and the reclaim of dead participants without joining.
 
 use super::layout::{
-    MODE_BLOCKS, MODE_LATEST, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER,
+    MODE_BLOCKS, MODE_INLINE, MODE_LATEST, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER,
 };
 use super::region::Region;
 use super::{Config, RegionInfo, TopicMode, TopicStats, open_region, region_info, topic_stats};
@@ -98,14 +98,27 @@ pub fn details(region: &str) -> Result<RegionDetails> {
         let mode = match mode {
             MODE_BLOCKS => TopicMode::Blocks,
             MODE_LATEST => TopicMode::Latest,
+            MODE_INLINE => TopicMode::Inline,
             // `topic_name` accepts only the modes this build implements.
-            _ => TopicMode::Inline,
+            other => {
+                return Err(Error::corrupt(
+                    r.obj.name(),
+                    "topic mode",
+                    other as u64,
+                    "Blocks, Latest or Inline",
+                ));
+            }
         };
         let ty = r.topic_type(i)?;
+        // An inline topic carries values of its type's size in ring slots, not blocks.
+        let max_len = match (mode, &ty) {
+            (TopicMode::Inline, Some(t)) => t.size,
+            _ => r.geo.block_size,
+        };
         topics.push(TopicDetails {
             stats: topic_stats(&r, i, name)?,
             mode,
-            max_len: r.geo.block_size,
+            max_len,
             type_size: ty.as_ref().map_or(0, |t| t.size),
             type_name: ty.map(|t| t.name),
         });
@@ -149,15 +162,25 @@ fn participants(r: &Region) -> Result<Vec<Participant>> {
         for h in r.holdings(i)? {
             // Relaxed: a snapshot for display; hostile input, checked against the pool.
             let v = h.load(Ordering::Relaxed);
-            if v as u64 > r.geo.blocks {
-                return Err(Error::corrupt(
-                    r.obj.name(),
-                    "holdings entry",
-                    v as u64,
-                    "0 or a block index + 1",
-                ));
+            // Entries that hold (or may hold) a block count as held; subscription records
+            // and reserved entries hold none.
+            let block = match crate::pubsub::pool::entry(v) {
+                crate::pubsub::pool::Entry::Held(b)
+                | crate::pubsub::pool::Entry::Taking(b)
+                | crate::pubsub::pool::Entry::Done(b) => Some(b),
+                _ => None,
+            };
+            if let Some(b) = block {
+                if b as u64 >= r.geo.blocks {
+                    return Err(Error::corrupt(
+                        r.obj.name(),
+                        "holdings entry",
+                        v as u64,
+                        "0, a subscription record or a block index + 1 with its state bits",
+                    ));
+                }
+                held += 1;
             }
-            held += (v != 0) as u64;
         }
         out.push(Participant {
             peer: Peer { role, ..peer },
