@@ -239,3 +239,84 @@ fn a_hostile_peer_scribbling_on_the_rendezvous_causes_errors_not_crashes() {
     let (last, ok) = scribbler.finish(WAIT);
     assert!(ok && last.starts_with("done"), "{last}");
 }
+
+/// A test peer whose stdin the test holds, to keep a paused handshake paused.
+fn spawn_told(args: &[&str]) -> (Peer, std::process::ChildStdin) {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weft-test-peer"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the test peer");
+    let stdin = child.stdin.take().unwrap();
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    (Peer { child, out }, stdin)
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < WAIT, "waited too long for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_client_killed_between_its_stream_and_its_request_is_cleaned_up_by_the_next_claimant() {
+    let name = unique("chc-prereq-next");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(1)).unwrap();
+    let (mut peer, _stdin) = spawn_told(&[
+        "channel-stop-client",
+        &name,
+        "client-stream-created",
+        "20000",
+    ]);
+    peer.expect("stopped");
+    // Its client-to-server stream exists and its request was never posted.
+    let left = streams_of(&name);
+    assert_eq!(left.len(), 1, "{left:?}");
+    peer.kill9();
+
+    // The next client takes the dead client's slot over, and removes the stream the dead
+    // claim left before it creates its own (the server has not looked at the slot yet).
+    let n = name.clone();
+    let next = std::thread::spawn(move || Server::connect(&n, WAIT).unwrap());
+    wait_until("the next client's stream", || {
+        streams_of(&name).iter().any(|f| !left.contains(f))
+    });
+    assert!(!left[0].exists(), "{:?} is left behind", left[0]);
+    let conn = server.accept_timeout(WAIT).unwrap();
+    let client = next.join().unwrap();
+    assert_eq!(streams_of(&name).len(), 2, "{:?}", streams_of(&name));
+    drop(client);
+    drop(conn);
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}
+
+#[test]
+fn a_client_killed_between_its_stream_and_its_request_is_cleaned_up_by_the_servers_scan() {
+    let name = unique("chc-prereq-scan");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(1)).unwrap();
+    let (mut peer, _stdin) = spawn_told(&[
+        "channel-stop-client",
+        &name,
+        "client-stream-created",
+        "20000",
+    ]);
+    peer.expect("stopped");
+    assert_eq!(streams_of(&name).len(), 1, "{:?}", streams_of(&name));
+    peer.kill9();
+    // No client comes after it: the server's own scan finds the dead claim and removes its
+    // stream, without a request to go by.
+    assert!(matches!(
+        server.accept_timeout(Duration::from_millis(200)),
+        Err(Error::Timeout)
+    ));
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+    assert_eq!(server.reclaimed(), 1);
+    assert_eq!(server.slots_in_use(), 0);
+}

@@ -14,3 +14,5 @@ pub(crate) mod server;
 pub(crate) mod stream;
 
 pub use object::{LAYOUT_VERSION, ObjectKind};
+#[doc(hidden)]
+pub use server::{HandshakeStep, pause_handshake_at};

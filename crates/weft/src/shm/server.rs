@@ -9,7 +9,7 @@
 use super::channel::{Channel, ChannelOptions, Slot, open_live_reader, validate_base_name};
 use super::liveness::{Claim, ParticipantRow, PeerStatus};
 use super::object::{HEADER_SIZE, Object, ObjectKind};
-use super::stream::StreamWriter;
+use super::stream::{StreamWriter, remove_if_abandoned};
 use crate::error::{Error, Result, Role};
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
 use crate::sys;
@@ -17,6 +17,7 @@ use crate::wait::Deadline;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
+use std::sync::OnceLock;
 
 /// Offset of the control line.
 const CONTROL_OFFSET: u64 = HEADER_SIZE;
@@ -83,6 +84,40 @@ const _: () = {
     assert!(core::mem::size_of::<Doorbell>() == 64);
     assert!(core::mem::size_of::<SlotLine>() == 64);
 };
+
+/// A step of the rendezvous handshake at which a process can be held, so that weft's own
+/// crash tests can SIGKILL a real process exactly there (see [`pause_handshake_at`]). Not part
+/// of weft's interface.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandshakeStep {
+    /// The client has created its stream and not yet posted its request.
+    ClientStreamCreated,
+    /// The client has seen the server's answer and not yet opened the server's stream.
+    ClientAnswered,
+    /// The server has created its stream and not yet answered.
+    ServerStreamCreated,
+}
+
+/// The step to hold at and what to run there, set at most once per process.
+static PAUSE: OnceLock<(HandshakeStep, fn())> = OnceLock::new();
+
+/// Makes every thread of this process that reaches `step` call `then` first (which typically
+/// reports and blocks, for a test to kill the process). Set once per process: false if a step
+/// was already set. For weft's own crash tests; not part of weft's interface.
+#[doc(hidden)]
+pub fn pause_handshake_at(step: HandshakeStep, then: fn()) -> bool {
+    PAUSE.set((step, then)).is_ok()
+}
+
+/// Runs the pause set for `step`, if any: one atomic load when none is set.
+fn reached(step: HandshakeStep) {
+    if let Some((at, then)) = PAUSE.get()
+        && *at == step
+    {
+        then();
+    }
+}
 
 fn slot_row_offset(i: u32) -> u64 {
     SLOTS_OFFSET + i as u64 * SLOT_SIZE
@@ -195,6 +230,8 @@ pub struct Server {
     slots: u32,
     /// Per slot, the last request generation this server answered or set aside.
     answered: Vec<u64>,
+    /// Per slot, the last claim generation this server found gone before it asked.
+    swept: Vec<u64>,
     /// Where the next scan starts (round robin between slots).
     next: u32,
     reclaimed: u64,
@@ -260,6 +297,7 @@ impl Server {
                         opts: opts.clone(),
                         slots,
                         answered: alloc::vec![0; slots as usize],
+                        swept: alloc::vec![0; slots as usize],
                         next: 0,
                         reclaimed: 0,
                         claim: Some(claim),
@@ -323,8 +361,8 @@ impl Server {
             .count()
     }
 
-    /// Connection requests set aside because their client had died (the stream it left is
-    /// removed).
+    /// Connections given up because their client died before it was accepted: after it asked,
+    /// or after it created its stream and before it asked (the stream it left is removed).
     pub fn reclaimed(&self) -> u64 {
         self.reclaimed
     }
@@ -390,6 +428,28 @@ impl Server {
             // client's stream was created before it.
             let req = line.request.load(Ordering::Acquire);
             if req == 0 || req == self.answered[i as usize] {
+                // Nothing asked, but the slot's current claim may have died before it asked.
+                // Relaxed: only compared and printed into a name; a stale value is read again
+                // at the next scan.
+                let epoch = client.epoch.load(Ordering::Relaxed);
+                if epoch != 0 && epoch != req && epoch != self.swept[i as usize] {
+                    match client.status(liveness) {
+                        // Still connecting: looked at again by the next scan.
+                        PeerStatus::Alive => {}
+                        PeerStatus::Dead { .. } => {
+                            self.swept[i as usize] = epoch;
+                            let c2s =
+                                stream_name(self.name(), i, instance(&self.obj), epoch, "c2s");
+                            if remove_if_abandoned(&c2s, liveness) {
+                                self.reclaimed += 1;
+                            }
+                        }
+                        // It gave up: its own drop removed its stream.
+                        PeerStatus::Closed | PeerStatus::Absent => {
+                            self.swept[i as usize] = epoch;
+                        }
+                    }
+                }
                 continue;
             }
             match client.status(liveness) {
@@ -442,6 +502,7 @@ impl Server {
         let rx = open_live_reader(&c2s, &sopts, Deadline::after(CLIENT_STREAM_TIMEOUT))?;
         let s2c = stream_name(self.name(), slot, instance(&self.obj), generation, "s2c");
         let tx = StreamWriter::create_with(&s2c, &sopts)?;
+        reached(HandshakeStep::ServerStreamCreated);
         Ok(Channel::from_parts(tx, rx, Role::Client, None))
     }
 
@@ -525,11 +586,20 @@ fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result
     // Relaxed: our own increment in Claim::take (this thread); the server reads it after
     // the Release store of `state` there.
     let generation = client.epoch.load(Ordering::Relaxed);
+    // The claim before ours (one generation back) may have died between creating its stream
+    // and posting its request. No request names that stream and every later name carries a
+    // later generation, so it is removed here (if the server's scan has not done so already);
+    // only a stream whose writer is dead and that no live reader holds.
+    if let Some(previous) = generation.checked_sub(1).filter(|&g| g != 0) {
+        let c2s = stream_name(name, slot, instance(&obj), previous, "c2s");
+        remove_if_abandoned(&c2s, liveness);
+    }
     let sopts = opts.stream();
     let tx = StreamWriter::create_with(
         &stream_name(name, slot, instance(&obj), generation, "c2s"),
         &sopts,
     )?;
+    reached(HandshakeStep::ClientStreamCreated);
     let line = line(&obj, slot)?;
     // SYNC POINT: Release pairs with the Acquire load of `request` in Server::scan: our
     // stream exists before the request is seen.
@@ -568,6 +638,7 @@ fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result
         };
         sys::futex_wait(&line.ack, seen, Some(slice));
     }
+    reached(HandshakeStep::ClientAnswered);
     // The server created its stream before answering; a short grace covers a slow mapping.
     let grace = Deadline::after(
         deadline

@@ -921,6 +921,40 @@ impl Drop for StreamReader {
     }
 }
 
+/// Removes the stream `name` if nobody can use it any more: its writer died (or its creator
+/// died before finishing it) and no live reader holds it. Never waits, never claims a row,
+/// and leaves alone a stream with a live or closed writer or with a live reader (a reader
+/// removes a dead writer's stream itself when it leaves). Returns whether it removed the
+/// stream; a missing name or any other object is `false`.
+///
+/// The request/response handshake calls it for streams whose names only a dead process can
+/// have created, which nothing else would ever remove.
+pub(crate) fn remove_if_abandoned(name: &str, liveness: Duration) -> bool {
+    let obj = match Object::open(name, ObjectKind::Stream, Duration::ZERO) {
+        Ok(obj) => obj,
+        Err(Error::NotReady { pid, .. }) => {
+            // A creator that died before finishing leaves an object nobody can use. Pid 0: the
+            // header is not even written yet, so the creator is at work (or unknown): keep it.
+            return pid != 0 && !sys::pid_alive(pid) && sys::ShmFile::unlink(name).is_ok();
+        }
+        Err(_) => return false,
+    };
+    // SAFETY: rows are all atomics; `at` checks bounds and alignment, so a hostile file too
+    // short to hold the rows is an error here (and is left alone).
+    let writer = unsafe { obj.at::<ParticipantRow>(WRITER_ROW) };
+    // SAFETY: as above.
+    let reader = unsafe { obj.at::<ParticipantRow>(READER_ROW) };
+    let (Ok(writer), Ok(reader)) = (writer, reader) else {
+        return false;
+    };
+    let abandoned = matches!(writer.status(liveness), PeerStatus::Dead { .. })
+        && reader.status(liveness) != PeerStatus::Alive;
+    if abandoned {
+        obj.unlink_if_same();
+    }
+    abandoned
+}
+
 /// One record, borrowed in place from shared memory. Derefs to its bytes; released to the
 /// writer when dropped.
 ///
