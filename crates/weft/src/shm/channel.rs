@@ -228,18 +228,32 @@ pub struct Channel {
     _slot: Option<alloc::boxed::Box<dyn Slot>>,
 }
 
-/// Opens the reader of `name`, waiting until `deadline` for it to exist and for a live writer.
-/// A stream whose writer already died or closed is stale (left by an earlier process): it is
-/// dropped (which removes it) and waited for anew.
+/// Opens the reader of `name`, waiting until `deadline` for it to exist and for its writer.
+///
+/// `peer` None: the name is used again by later connections (a one-to-one channel's), so a
+/// stream whose writer already died or closed is stale, left by an earlier process: it is
+/// dropped (which removes it) and waited for anew. `peer` Some(role): the name carries this
+/// connection's generation, so only this connection's peer can have made it: a closed writer's
+/// stream is accepted (what it sent is read, then `Closed`), and a dead writer is the peer's
+/// death, `PeerDead` with `role` (the stream is dropped, which removes it).
 pub(crate) fn open_live_reader(
     name: &str,
     opts: &StreamOptions,
     deadline: Deadline,
+    peer: Option<Role>,
 ) -> Result<StreamReader> {
     loop {
         match StreamReader::open_with(name, opts) {
-            Ok(r) => match r.writer_status() {
-                PeerStatus::Alive => return Ok(r),
+            Ok(r) => match (r.writer_status(), peer) {
+                (PeerStatus::Alive, _) | (PeerStatus::Closed, Some(_)) => return Ok(r),
+                (PeerStatus::Dead { pid }, Some(role)) => {
+                    drop(r);
+                    return Err(Error::PeerDead {
+                        name: name.into(),
+                        role,
+                        pid,
+                    });
+                }
                 _ => drop(r),
             },
             Err(Error::NotFound { .. }) => {}
@@ -292,7 +306,7 @@ impl Channel {
         let deadline = Deadline::after(timeout);
         let sopts = opts.stream();
         let tx = StreamWriter::create_with(&format!("{name}.s2c"), &sopts)?;
-        let rx = open_live_reader(&format!("{name}.c2s"), &sopts, deadline)?;
+        let rx = open_live_reader(&format!("{name}.c2s"), &sopts, deadline, None)?;
         Ok(Channel::from_parts(tx, rx, Role::Client, None))
     }
 
@@ -314,7 +328,7 @@ impl Channel {
         let deadline = Deadline::after(timeout);
         let sopts = opts.stream();
         let tx = StreamWriter::create_with(&format!("{name}.c2s"), &sopts)?;
-        let rx = open_live_reader(&format!("{name}.s2c"), &sopts, deadline)?;
+        let rx = open_live_reader(&format!("{name}.s2c"), &sopts, deadline, None)?;
         Ok(Channel::from_parts(tx, rx, Role::Server, None))
     }
 

@@ -327,7 +327,7 @@ impl Server {
             Err(Error::NotFound { .. }) => return Ok(()),
             Err(e) => return Err(e),
         };
-        slot_count(&obj)?;
+        let slots = slot_count(&obj)?;
         let server = row(&obj, SERVER_ROW)?;
         if server.status(opts.liveness_timeout) == PeerStatus::Alive {
             return Err(Error::InUse {
@@ -336,7 +336,33 @@ impl Server {
                 pid: server.pid(),
             });
         }
+        Server::sweep(&obj, slots, opts.liveness_timeout)?;
         obj.unlink_if_same();
+        Ok(())
+    }
+
+    /// Removes the abandoned streams of a rendezvous whose server is gone. Its names carry its
+    /// instance, which no later server uses, so what a process killed mid-handshake left there
+    /// (a dead server's stream its client never opened, a dead client's its server never
+    /// removed) would stay forever. Per slot, the generations that can still have streams are
+    /// the last request and the last claim; a stream is removed only when its writer is dead
+    /// and no live reader holds it, so a connection still in use is never touched.
+    fn sweep(obj: &Object, slots: u32, liveness: Duration) -> Result<()> {
+        let base = obj.name();
+        for i in 0..slots {
+            // Relaxed: only compared and printed into names (any value gives a valid name).
+            let request = line(obj, i)?.request.load(Ordering::Relaxed);
+            let epoch = row(obj, slot_row_offset(i))?.epoch.load(Ordering::Relaxed);
+            let distinct = if epoch == request { 0 } else { epoch };
+            for generation in [request, distinct].into_iter().filter(|&g| g != 0) {
+                for dir in ["c2s", "s2c"] {
+                    remove_if_abandoned(
+                        &stream_name(base, i, instance(obj), generation, dir),
+                        liveness,
+                    );
+                }
+            }
+        }
         Ok(())
     }
 
@@ -499,7 +525,7 @@ impl Server {
     fn open_connection(&self, slot: u32, generation: u64) -> Result<Channel> {
         let sopts = self.opts.stream();
         let c2s = stream_name(self.name(), slot, instance(&self.obj), generation, "c2s");
-        let rx = open_live_reader(&c2s, &sopts, Deadline::after(CLIENT_STREAM_TIMEOUT))?;
+        let rx = open_live_reader(&c2s, &sopts, Deadline::after(CLIENT_STREAM_TIMEOUT), None)?;
         let s2c = stream_name(self.name(), slot, instance(&self.obj), generation, "s2c");
         let tx = StreamWriter::create_with(&s2c, &sopts)?;
         reached(HandshakeStep::ServerStreamCreated);
@@ -600,6 +626,7 @@ fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result
         &sopts,
     )?;
     reached(HandshakeStep::ClientStreamCreated);
+    let s2c = stream_name(name, slot, instance(&obj), generation, "s2c");
     let line = line(&obj, slot)?;
     // SYNC POINT: Release pairs with the Acquire load of `request` in Server::scan: our
     // stream exists before the request is seen.
@@ -620,9 +647,22 @@ fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result
             }
             break;
         }
-        match server.status(liveness) {
+        let status = server.status(liveness);
+        if status != PeerStatus::Alive {
+            // A server that answered and then left has its answer visible now (`status`
+            // loaded its row with Acquire after the Release store that closed it): the answer
+            // still counts, and so does one a dead server stored in time.
+            // Acquire: pairs with the Release store of `answer` in Server::scan.
+            if line.answer.load(Ordering::Acquire) & !REFUSED == generation {
+                continue;
+            }
+        }
+        match status {
             PeerStatus::Alive => {}
             PeerStatus::Dead { pid } => {
+                // It may have died between creating its stream for us and answering. That
+                // name is ours alone and no request will name it again: remove it.
+                remove_if_abandoned(&s2c, liveness);
                 return Err(Error::PeerDead {
                     name: name.into(),
                     role: Role::Server,
@@ -646,11 +686,9 @@ fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result
             .unwrap_or(Duration::from_secs(1))
             .max(Duration::from_millis(500)),
     );
-    let rx = open_live_reader(
-        &stream_name(name, slot, instance(&obj), generation, "s2c"),
-        &sopts,
-        grace,
-    )?;
+    // The name carries our generation: a closed server stream is still ours to read, and a
+    // dead server's is its death, not a stale stream to wait past.
+    let rx = open_live_reader(&s2c, &sopts, grace, Some(Role::Server))?;
     Ok(Channel::from_parts(
         tx,
         rx,
