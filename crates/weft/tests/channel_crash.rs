@@ -407,3 +407,29 @@ fn a_connection_the_server_closed_before_the_client_opened_it_still_delivers() {
     assert!(ok);
     assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
 }
+
+#[test]
+fn a_client_killed_before_it_opened_the_servers_stream_leaves_nothing_behind() {
+    let name = unique("chc-preopen");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(1)).unwrap();
+    let (mut client, _stdin) =
+        spawn_told(&["channel-stop-client", &name, "client-answered", "20000"]);
+    let mut conn = server.accept_timeout(WAIT).unwrap();
+    client.expect("stopped");
+    // The server speaks first, to a client that dies before it opened the server's stream.
+    conn.send(b"hello").unwrap();
+    let pid = client.child.id();
+    client.kill9();
+    match conn.recv_timeout(WAIT) {
+        Err(Error::PeerDead {
+            role: Role::Client,
+            pid: p,
+            ..
+        }) => assert_eq!(p, pid),
+        other => panic!("expected PeerDead, got {:?}", other.map(|r| r.len())),
+    }
+    // Nobody can ever read what it sent: the stream goes with the channel, unread.
+    drop(conn);
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}

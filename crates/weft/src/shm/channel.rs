@@ -815,6 +815,17 @@ impl Channel {
     }
 }
 
+impl Drop for Channel {
+    fn drop(&mut self) {
+        // A peer that is gone (its stream's writer closed or died) never opens our stream if it
+        // has not yet: what we sent it goes with the stream instead of waiting for a reader.
+        if self.rx.writer_status() != PeerStatus::Alive {
+            self.tx.no_reader_will_come();
+        }
+        // The fields drop next: both streams, then the slot claim.
+    }
+}
+
 fn write_frame(
     tx: &mut StreamWriter,
     peer: Role,

@@ -297,6 +297,9 @@ pub struct StreamWriter {
     liveness: Duration,
     watch: Watch,
     stats: StreamStats,
+    /// Whether dropping the writer before any reader came keeps unread records for one (the
+    /// default); false once it is known that no reader can come.
+    keep_unread: bool,
     claim: Option<Claim>,
     obj: Arc<Object>,
 }
@@ -437,9 +440,16 @@ impl StreamWriter {
             liveness: opts.liveness_timeout,
             watch: Watch::new(),
             stats: StreamStats::default(),
+            keep_unread: true,
             claim: Some(claim),
             obj,
         })
+    }
+
+    /// No reader will ever come (a channel's peer is gone): dropping the writer removes the
+    /// stream even if it holds records nobody read.
+    pub(crate) fn no_reader_will_come(&mut self) {
+        self.keep_unread = false;
     }
 
     fn reader_row(&self) -> &ParticipantRow {
@@ -611,9 +621,9 @@ impl Drop for StreamWriter {
             PeerStatus::Alive => false,
             // The reader was here and left: nobody will read what is left.
             PeerStatus::Closed | PeerStatus::Dead { .. } => true,
-            // No reader yet: keep unread records for one that opens later; it removes the
-            // name when it leaves.
-            PeerStatus::Absent => self.core.is_drained(),
+            // No reader yet: keep unread records for one that opens later (it removes the
+            // name when it leaves), unless none can come.
+            PeerStatus::Absent => !self.keep_unread || self.core.is_drained(),
         };
         if remove {
             // The last one out removes the name.
