@@ -55,6 +55,8 @@ fn main() {
         "channel-listen" => channel_listen(&args),
         "channel-client" => channel_client(&args),
         "channel-hold-client" => channel_hold_client(&args),
+        "channel-stop-client" => channel_stop_client(&args),
+        "channel-stop-server" => channel_stop_server(&args),
         _ => {
             eprintln!("weft-test-peer: unknown command {args:?}");
             2
@@ -391,4 +393,93 @@ fn channel_hold_client(args: &[String]) -> i32 {
     drop(reply);
     say("ready");
     sleep_forever()
+}
+
+/// A handshake step by its name in the arguments; `none` for no pause.
+fn handshake_step(name: &str) -> Option<weft::shm::HandshakeStep> {
+    use weft::shm::HandshakeStep as S;
+    match name {
+        "none" => None,
+        "client-stream-created" => Some(S::ClientStreamCreated),
+        "client-answered" => Some(S::ClientAnswered),
+        "server-stream-created" => Some(S::ServerStreamCreated),
+        other => panic!("unknown handshake step {other}"),
+    }
+}
+
+/// The pause of `channel-stop-client`: says "stopped", then goes on when a line arrives on
+/// stdin (and never, if stdin ends), so that the test can kill it here or let it go on.
+fn stop_until_told() {
+    say("stopped");
+    let mut line = String::new();
+    match std::io::stdin().read_line(&mut line) {
+        Ok(n) if n > 0 => {}
+        _ => sleep_forever(),
+    }
+}
+
+/// The pause of `channel-stop-server`: says "stopped" and waits to be killed.
+fn stop_for_good() {
+    say("stopped");
+    sleep_forever()
+}
+
+/// An error as one word, for the test to match.
+fn error_word(e: &Error) -> String {
+    match e {
+        Error::PeerDead { .. } => "peer-dead".into(),
+        Error::Closed => "closed".into(),
+        Error::Timeout => "timeout".into(),
+        e => format!("other {e}"),
+    }
+}
+
+/// `channel-stop-client NAME STEP TIMEOUT_MS`: connects to the server NAME (waiting at most
+/// TIMEOUT_MS), pausing at handshake STEP (`stop_until_told`). Then says `error WORD`, or
+/// `connected got=N end=WORD` after reading every record the server sent until the end.
+fn channel_stop_client(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let step: String = arg(args, 2, "step");
+    let timeout: u64 = arg(args, 3, "timeout");
+    if let Some(step) = handshake_step(&step) {
+        weft::shm::pause_handshake_at(step, stop_until_told);
+    }
+    match weft::channel::Server::connect(&name, Duration::from_millis(timeout)) {
+        Ok(mut ch) => {
+            let mut got = 0u64;
+            let end = loop {
+                match ch.recv_timeout(Duration::from_secs(10)) {
+                    Ok(_) => got += 1,
+                    Err(e) => break error_word(&e),
+                }
+            };
+            say(&format!("connected got={got} end={end}"));
+        }
+        Err(e) => say(&format!("error {}", error_word(&e))),
+    }
+    0
+}
+
+/// `channel-stop-server NAME STEP`: binds a one-slot server, says "ready", and accepts,
+/// stopping for good at handshake STEP; without a step, says "accepted" and holds the
+/// connection until killed.
+fn channel_stop_server(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let step: String = arg(args, 2, "step");
+    let opts = weft::channel::ChannelOptions::new().slots(1);
+    let mut server = weft::channel::Server::bind_with(&name, &opts).expect("bind");
+    if let Some(step) = handshake_step(&step) {
+        weft::shm::pause_handshake_at(step, stop_for_good);
+    }
+    say("ready");
+    match server.accept_timeout(Duration::from_secs(60)) {
+        Ok(_ch) => {
+            say("accepted");
+            sleep_forever()
+        }
+        Err(e) => {
+            say(&format!("accept error {e}"));
+            1
+        }
+    }
 }

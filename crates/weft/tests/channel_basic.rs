@@ -106,6 +106,46 @@ fn several_calls_in_flight_answered_in_reverse_order() {
     let r = client.recv_reply_timeout(T).unwrap();
     assert_eq!((&*r, r.id()), (&b"ok"[..], id));
     drop(r);
+
+    // The try_ and _timeout forms of the in-place calls do the same when there is room.
+    let mut g = client.try_reserve_request(2).unwrap();
+    g.copy_from_slice(b"t1");
+    let a = g.commit(2).unwrap();
+    let mut g = client.reserve_request_timeout(2, T).unwrap();
+    g.copy_from_slice(b"t2");
+    let b = g.commit(2).unwrap();
+    for id in [a, b] {
+        let req = conn.recv_request_timeout(T).unwrap();
+        assert_eq!(req.id(), id);
+    }
+    let mut g = conn.try_reserve_reply(a, 2).unwrap();
+    g.copy_from_slice(b"r1");
+    g.commit(2).unwrap();
+    let mut g = conn.reserve_reply_timeout(b, 2, T).unwrap();
+    g.copy_from_slice(b"r2");
+    g.commit(2).unwrap();
+    assert_eq!(&*client.wait_reply_timeout(a, T).unwrap(), b"r1");
+    assert_eq!(&*client.wait_reply_timeout(b, T).unwrap(), b"r2");
+    let echo = |r: &[u8], out: &mut [u8]| {
+        out[..r.len()].copy_from_slice(r);
+        r.len()
+    };
+    let ids = [b"q3", b"q4", b"q5"].map(|q| client.send_request(q).unwrap());
+    conn.recv_request_timeout(T)
+        .unwrap()
+        .try_reply_with(8, echo)
+        .unwrap();
+    conn.recv_request_timeout(T)
+        .unwrap()
+        .reply_with_timeout(8, T, echo)
+        .unwrap();
+    conn.recv_request_timeout(T)
+        .unwrap()
+        .try_reply(b"r5")
+        .unwrap();
+    for (id, want) in ids.iter().zip([&b"q3"[..], b"q4", b"r5"]) {
+        assert_eq!(&*client.wait_reply_timeout(*id, T).unwrap(), want);
+    }
     // Waiting for an id nothing asked for is an error, not a hang.
     assert!(matches!(
         client.wait_reply(RequestId(999)),
@@ -227,6 +267,16 @@ fn every_timeout_form_returns_in_time() {
         Err(Error::Timeout)
     ));
     within(t);
+    assert!(matches!(
+        client.try_reserve_request(500).map(drop),
+        Err(Error::Full)
+    ));
+    let t = Instant::now();
+    assert!(matches!(
+        client.reserve_request_timeout(500, SHORT).map(drop),
+        Err(Error::Timeout)
+    ));
+    within(t);
     // And the other direction, for replies.
     while conn.try_reply(id, &msg).is_ok() {}
     assert!(matches!(conn.try_reply(id, &msg), Err(Error::Full)));
@@ -236,6 +286,18 @@ fn every_timeout_form_returns_in_time() {
         Err(Error::Timeout)
     ));
     within(t);
+    assert!(matches!(
+        conn.try_reserve_reply(id, 500).map(drop),
+        Err(Error::Full)
+    ));
+    let t = Instant::now();
+    assert!(matches!(
+        conn.reserve_reply_timeout(id, 500, SHORT).map(drop),
+        Err(Error::Timeout)
+    ));
+    within(t);
+    // A held request's own reply forms; `fill` is never called without room.
+    let no_room = |_: &[u8], _: &mut [u8]| -> usize { panic!("called without room") };
     let req = conn.recv_request_timeout(T).unwrap();
     let t = Instant::now();
     assert!(matches!(
@@ -243,6 +305,17 @@ fn every_timeout_form_returns_in_time() {
         Err(Error::Timeout)
     ));
     within(t);
+    let req = conn.recv_request_timeout(T).unwrap();
+    assert!(matches!(req.try_reply(&msg), Err(Error::Full)));
+    let req = conn.recv_request_timeout(T).unwrap();
+    let t = Instant::now();
+    assert!(matches!(
+        req.reply_with_timeout(500, SHORT, no_room),
+        Err(Error::Timeout)
+    ));
+    within(t);
+    let req = conn.recv_request_timeout(T).unwrap();
+    assert!(matches!(req.try_reply_with(500, no_room), Err(Error::Full)));
 }
 
 #[test]

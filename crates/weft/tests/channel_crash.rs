@@ -239,3 +239,197 @@ fn a_hostile_peer_scribbling_on_the_rendezvous_causes_errors_not_crashes() {
     let (last, ok) = scribbler.finish(WAIT);
     assert!(ok && last.starts_with("done"), "{last}");
 }
+
+/// A test peer whose stdin the test holds, to let a paused handshake go on (one line) or keep
+/// it paused (nothing, or closing it).
+fn spawn_told(args: &[&str]) -> (Peer, std::process::ChildStdin) {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weft-test-peer"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the test peer");
+    let stdin = child.stdin.take().unwrap();
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    (Peer { child, out }, stdin)
+}
+
+fn go_on(stdin: &mut std::process::ChildStdin) {
+    use std::io::Write;
+    writeln!(stdin, "go").expect("tell the peer to go on");
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < WAIT, "waited too long for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_client_killed_between_its_stream_and_its_request_is_cleaned_up_by_the_next_claimant() {
+    let name = unique("chc-prereq-next");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(1)).unwrap();
+    let (mut peer, _stdin) = spawn_told(&[
+        "channel-stop-client",
+        &name,
+        "client-stream-created",
+        "20000",
+    ]);
+    peer.expect("stopped");
+    // Its client-to-server stream exists and its request was never posted.
+    let left = streams_of(&name);
+    assert_eq!(left.len(), 1, "{left:?}");
+    peer.kill9();
+
+    // The next client takes the dead client's slot over, and removes the stream the dead
+    // claim left before it creates its own (the server has not looked at the slot yet).
+    let n = name.clone();
+    let next = std::thread::spawn(move || Server::connect(&n, WAIT).unwrap());
+    wait_until("the next client's stream", || {
+        streams_of(&name).iter().any(|f| !left.contains(f))
+    });
+    assert!(!left[0].exists(), "{:?} is left behind", left[0]);
+    let conn = server.accept_timeout(WAIT).unwrap();
+    let client = next.join().unwrap();
+    assert_eq!(streams_of(&name).len(), 2, "{:?}", streams_of(&name));
+    drop(client);
+    drop(conn);
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}
+
+#[test]
+fn a_client_killed_between_its_stream_and_its_request_is_cleaned_up_by_the_servers_scan() {
+    let name = unique("chc-prereq-scan");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(1)).unwrap();
+    let (mut peer, _stdin) = spawn_told(&[
+        "channel-stop-client",
+        &name,
+        "client-stream-created",
+        "20000",
+    ]);
+    peer.expect("stopped");
+    assert_eq!(streams_of(&name).len(), 1, "{:?}", streams_of(&name));
+    peer.kill9();
+    // No client comes after it: the server's own scan finds the dead claim and removes its
+    // stream, without a request to go by.
+    assert!(matches!(
+        server.accept_timeout(Duration::from_millis(200)),
+        Err(Error::Timeout)
+    ));
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+    assert_eq!(server.reclaimed(), 1);
+    assert_eq!(server.slots_in_use(), 0);
+}
+
+#[test]
+fn a_server_killed_between_its_stream_and_its_answer_leaves_no_stream() {
+    let name = unique("chc-preanswer");
+    let _c = Sweep(name.clone());
+    let mut srv = Peer::spawn(&["channel-stop-server", &name, "server-stream-created"]);
+    srv.expect("ready");
+    let n = name.clone();
+    let client =
+        std::thread::spawn(move || Server::connect(&n, Duration::from_secs(4)).map(|_| ()));
+    srv.expect("stopped");
+    // Both streams exist: the client's (opened by the server) and the server's.
+    assert_eq!(streams_of(&name).len(), 2, "{:?}", streams_of(&name));
+    let pid = srv.child.id();
+    srv.kill9();
+    match client.join().unwrap() {
+        Err(Error::PeerDead {
+            role: Role::Server,
+            pid: p,
+            ..
+        }) => assert_eq!(p, pid),
+        other => panic!("expected PeerDead, got {other:?}"),
+    }
+    // The client removed its own stream and the one the dead server made for it.
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}
+
+#[test]
+fn a_server_bound_again_removes_what_a_dead_server_and_its_dead_client_left() {
+    let name = unique("chc-rebind");
+    let _c = Sweep(name.clone());
+    let mut srv = Peer::spawn(&["channel-stop-server", &name, "server-stream-created"]);
+    srv.expect("ready");
+    let mut client = Peer::spawn(&["channel-stop-client", &name, "none", "20000"]);
+    srv.expect("stopped");
+    // Both die mid-handshake, the client first: nobody alive is left to clean up.
+    client.kill9();
+    srv.kill9();
+    assert_eq!(streams_of(&name).len(), 2, "{:?}", streams_of(&name));
+    // The next server under the name sweeps the dead instance's streams as it replaces it.
+    let _server = Server::bind(&name).unwrap();
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}
+
+#[test]
+fn a_server_killed_after_its_answer_is_peer_dead_for_the_client_not_a_timeout() {
+    let name = unique("chc-postanswer");
+    let _c = Sweep(name.clone());
+    let mut srv = Peer::spawn(&["channel-stop-server", &name, "none"]);
+    srv.expect("ready");
+    let (mut client, mut go) =
+        spawn_told(&["channel-stop-client", &name, "client-answered", "3000"]);
+    client.expect("stopped");
+    srv.expect("accepted");
+    srv.kill9();
+    // The client opens the dead server's stream only now.
+    go_on(&mut go);
+    assert_eq!(client.line(), "error peer-dead");
+    let (_, ok) = client.finish(WAIT);
+    assert!(ok);
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}
+
+#[test]
+fn a_connection_the_server_closed_before_the_client_opened_it_still_delivers() {
+    let name = unique("chc-closedfirst");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(1)).unwrap();
+    let (mut client, mut go) =
+        spawn_told(&["channel-stop-client", &name, "client-answered", "3000"]);
+    let mut conn = server.accept_timeout(WAIT).unwrap();
+    client.expect("stopped");
+    // The server says goodbye and leaves before the client has opened its stream.
+    conn.send(b"bye").unwrap();
+    drop(conn);
+    go_on(&mut go);
+    assert_eq!(client.line(), "connected got=1 end=closed");
+    let (_, ok) = client.finish(WAIT);
+    assert!(ok);
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}
+
+#[test]
+fn a_client_killed_before_it_opened_the_servers_stream_leaves_nothing_behind() {
+    let name = unique("chc-preopen");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(1)).unwrap();
+    let (mut client, _stdin) =
+        spawn_told(&["channel-stop-client", &name, "client-answered", "20000"]);
+    let mut conn = server.accept_timeout(WAIT).unwrap();
+    client.expect("stopped");
+    // The server speaks first, to a client that dies before it opened the server's stream.
+    conn.send(b"hello").unwrap();
+    let pid = client.child.id();
+    client.kill9();
+    match conn.recv_timeout(WAIT) {
+        Err(Error::PeerDead {
+            role: Role::Client,
+            pid: p,
+            ..
+        }) => assert_eq!(p, pid),
+        other => panic!("expected PeerDead, got {:?}", other.map(|r| r.len())),
+    }
+    // Nobody can ever read what it sent: the stream goes with the channel, unread.
+    drop(conn);
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}

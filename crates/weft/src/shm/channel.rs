@@ -228,18 +228,32 @@ pub struct Channel {
     _slot: Option<alloc::boxed::Box<dyn Slot>>,
 }
 
-/// Opens the reader of `name`, waiting until `deadline` for it to exist and for a live writer.
-/// A stream whose writer already died or closed is stale (left by an earlier process): it is
-/// dropped (which removes it) and waited for anew.
+/// Opens the reader of `name`, waiting until `deadline` for it to exist and for its writer.
+///
+/// `peer` None: the name is used again by later connections (a one-to-one channel's), so a
+/// stream whose writer already died or closed is stale, left by an earlier process: it is
+/// dropped (which removes it) and waited for anew. `peer` Some(role): the name carries this
+/// connection's generation, so only this connection's peer can have made it: a closed writer's
+/// stream is accepted (what it sent is read, then `Closed`), and a dead writer is the peer's
+/// death, `PeerDead` with `role` (the stream is dropped, which removes it).
 pub(crate) fn open_live_reader(
     name: &str,
     opts: &StreamOptions,
     deadline: Deadline,
+    peer: Option<Role>,
 ) -> Result<StreamReader> {
     loop {
         match StreamReader::open_with(name, opts) {
-            Ok(r) => match r.writer_status() {
-                PeerStatus::Alive => return Ok(r),
+            Ok(r) => match (r.writer_status(), peer) {
+                (PeerStatus::Alive, _) | (PeerStatus::Closed, Some(_)) => return Ok(r),
+                (PeerStatus::Dead { pid }, Some(role)) => {
+                    drop(r);
+                    return Err(Error::PeerDead {
+                        name: name.into(),
+                        role,
+                        pid,
+                    });
+                }
                 _ => drop(r),
             },
             Err(Error::NotFound { .. }) => {}
@@ -292,7 +306,7 @@ impl Channel {
         let deadline = Deadline::after(timeout);
         let sopts = opts.stream();
         let tx = StreamWriter::create_with(&format!("{name}.s2c"), &sopts)?;
-        let rx = open_live_reader(&format!("{name}.c2s"), &sopts, deadline)?;
+        let rx = open_live_reader(&format!("{name}.c2s"), &sopts, deadline, None)?;
         Ok(Channel::from_parts(tx, rx, Role::Client, None))
     }
 
@@ -314,7 +328,7 @@ impl Channel {
         let deadline = Deadline::after(timeout);
         let sopts = opts.stream();
         let tx = StreamWriter::create_with(&format!("{name}.c2s"), &sopts)?;
-        let rx = open_live_reader(&format!("{name}.s2c"), &sopts, deadline)?;
+        let rx = open_live_reader(&format!("{name}.s2c"), &sopts, deadline, None)?;
         Ok(Channel::from_parts(tx, rx, Role::Server, None))
     }
 
@@ -550,11 +564,102 @@ impl Channel {
     }
 
     /// Reserves room for a request of up to `len` bytes, written in place; commit sends it
-    /// and returns its id.
+    /// and returns its id. Waits for room.
     ///
     /// # Errors
     /// As [`Channel::reserve`].
     pub fn reserve_request(&mut self, len: usize) -> Result<FrameGrant<'_>> {
+        self.reserve_request_inner(len, Some(Deadline::never()))
+    }
+
+    /// As [`Channel::reserve_request`], but [`Error::Full`] instead of waiting for room.
+    ///
+    /// # Errors
+    /// As [`Channel::try_reserve`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use weft::channel::{Channel, ChannelOptions};
+    /// use weft::Error;
+    /// # let name = format!("doc-try-reserve-request-{}", std::process::id());
+    /// let t = Duration::from_secs(5);
+    /// // 4 KiB streams: two messages of 1500 bytes fill one.
+    /// let opts = ChannelOptions::new().capacity(4096);
+    /// let (n, o) = (name.clone(), opts.clone());
+    /// let listener = std::thread::spawn(move || Channel::listen_with(&n, t, &o));
+    /// let mut client = Channel::connect_with(&name, t, &opts)?;
+    /// let mut server = listener.join().unwrap()?;
+    /// // Nobody reads yet: the requests fill the client-to-server stream.
+    /// client.send_request(&[7; 1500])?;
+    /// client.send_request(&[7; 1500])?;
+    /// assert!(matches!(client.try_reserve_request(1500).map(drop), Err(Error::Full)));
+    /// // Once the server has read them there is room again.
+    /// for _ in 0..2 {
+    ///     drop(server.recv_request_timeout(t)?);
+    /// }
+    /// let mut g = client.try_reserve_request(2)?;
+    /// g.copy_from_slice(b"hi");
+    /// let id = g.commit(2)?;
+    /// let req = server.recv_request_timeout(t)?;
+    /// assert_eq!((&*req, req.id()), (&b"hi"[..], id));
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn try_reserve_request(&mut self, len: usize) -> Result<FrameGrant<'_>> {
+        self.reserve_request_inner(len, None)
+    }
+
+    /// As [`Channel::reserve_request`], waiting at most `timeout` for room.
+    ///
+    /// # Errors
+    /// As [`Channel::reserve_timeout`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use weft::channel::{Channel, ChannelOptions};
+    /// use weft::Error;
+    /// # let name = format!("doc-reserve-request-timeout-{}", std::process::id());
+    /// let t = Duration::from_secs(5);
+    /// // 4 KiB streams: two messages of 1500 bytes fill one.
+    /// let opts = ChannelOptions::new().capacity(4096);
+    /// let (n, o) = (name.clone(), opts.clone());
+    /// let listener = std::thread::spawn(move || Channel::listen_with(&n, t, &o));
+    /// let mut client = Channel::connect_with(&name, t, &opts)?;
+    /// let mut server = listener.join().unwrap()?;
+    /// client.send_request(&[7; 1500])?;
+    /// client.send_request(&[7; 1500])?;
+    /// // Nobody reads: no room comes within the timeout.
+    /// let ms = Duration::from_millis(10);
+    /// let full = client.reserve_request_timeout(1500, ms).map(drop);
+    /// assert!(matches!(full, Err(Error::Timeout)));
+    /// // The server reads on another thread: the wait ends when room comes.
+    /// let reader = std::thread::spawn(move || -> weft::Result<Vec<u8>> {
+    ///     for _ in 0..2 {
+    ///         drop(server.recv_request_timeout(t)?);
+    ///     }
+    ///     Ok(server.recv_request_timeout(t)?.to_vec())
+    /// });
+    /// let mut g = client.reserve_request_timeout(1500, t)?;
+    /// g[..2].copy_from_slice(b"hi");
+    /// g.commit(2)?;
+    /// assert_eq!(reader.join().unwrap()?, b"hi");
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn reserve_request_timeout(
+        &mut self,
+        len: usize,
+        timeout: Duration,
+    ) -> Result<FrameGrant<'_>> {
+        self.reserve_request_inner(len, Some(Deadline::after(timeout)))
+    }
+
+    /// `deadline`: None = try once.
+    fn reserve_request_inner(
+        &mut self,
+        len: usize,
+        deadline: Option<Deadline>,
+    ) -> Result<FrameGrant<'_>> {
         let id = self.next_id;
         let Channel {
             tx,
@@ -563,7 +668,7 @@ impl Channel {
             next_id,
             ..
         } = self;
-        let grant = Channel::reserve_frame(tx, *peer, len, Some(Deadline::never()))?;
+        let grant = Channel::reserve_frame(tx, *peer, len, deadline)?;
         *next_id += 1;
         Ok(FrameGrant {
             grant,
@@ -787,17 +892,129 @@ impl Channel {
         )
     }
 
-    /// Reserves room for a reply to `id` of up to `len` bytes, written in place.
+    /// Reserves room for a reply to `id` of up to `len` bytes, written in place. Waits for
+    /// room.
     ///
     /// # Errors
     /// As [`Channel::reserve`].
     pub fn reserve_reply(&mut self, id: RequestId, len: usize) -> Result<FrameGrant<'_>> {
-        let grant = Channel::reserve_frame(&mut self.tx, self.peer, len, Some(Deadline::never()))?;
+        self.reserve_reply_inner(id, len, Some(Deadline::never()))
+    }
+
+    /// As [`Channel::reserve_reply`], but [`Error::Full`] instead of waiting for room.
+    ///
+    /// # Errors
+    /// As [`Channel::try_reserve`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use weft::channel::{Channel, ChannelOptions};
+    /// use weft::Error;
+    /// # let name = format!("doc-try-reserve-reply-{}", std::process::id());
+    /// let t = Duration::from_secs(5);
+    /// // 4 KiB streams: two messages of 1500 bytes fill one.
+    /// let opts = ChannelOptions::new().capacity(4096);
+    /// let (n, o) = (name.clone(), opts.clone());
+    /// let listener = std::thread::spawn(move || Channel::listen_with(&n, t, &o));
+    /// let mut client = Channel::connect_with(&name, t, &opts)?;
+    /// let mut server = listener.join().unwrap()?;
+    /// let ids = [b"a", b"b", b"c"].map(|q| client.send_request(q));
+    /// let [a, b, c] = ids.map(|id| id.unwrap());
+    /// for _ in 0..3 {
+    ///     drop(server.recv_request_timeout(t)?);
+    /// }
+    /// // The client does not read yet: the replies fill the server-to-client stream.
+    /// server.reply(a, &[7; 1500])?;
+    /// server.reply(b, &[7; 1500])?;
+    /// assert!(matches!(server.try_reserve_reply(c, 1500).map(drop), Err(Error::Full)));
+    /// // Once the client has read them there is room again.
+    /// assert_eq!(client.wait_reply_timeout(a, t)?.len(), 1500);
+    /// assert_eq!(client.wait_reply_timeout(b, t)?.len(), 1500);
+    /// let mut g = server.try_reserve_reply(c, 2)?;
+    /// g.copy_from_slice(b"ok");
+    /// g.commit(2)?;
+    /// assert_eq!(&*client.wait_reply_timeout(c, t)?, b"ok");
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn try_reserve_reply(&mut self, id: RequestId, len: usize) -> Result<FrameGrant<'_>> {
+        self.reserve_reply_inner(id, len, None)
+    }
+
+    /// As [`Channel::reserve_reply`], waiting at most `timeout` for room.
+    ///
+    /// # Errors
+    /// As [`Channel::reserve_timeout`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use weft::channel::{Channel, ChannelOptions};
+    /// use weft::Error;
+    /// # let name = format!("doc-reserve-reply-timeout-{}", std::process::id());
+    /// let t = Duration::from_secs(5);
+    /// // 4 KiB streams: two messages of 1500 bytes fill one.
+    /// let opts = ChannelOptions::new().capacity(4096);
+    /// let (n, o) = (name.clone(), opts.clone());
+    /// let listener = std::thread::spawn(move || Channel::listen_with(&n, t, &o));
+    /// let mut client = Channel::connect_with(&name, t, &opts)?;
+    /// let mut server = listener.join().unwrap()?;
+    /// let ids = [b"a", b"b", b"c"].map(|q| client.send_request(q));
+    /// let [a, b, c] = ids.map(|id| id.unwrap());
+    /// for _ in 0..3 {
+    ///     drop(server.recv_request_timeout(t)?);
+    /// }
+    /// server.reply(a, &[7; 1500])?;
+    /// server.reply(b, &[7; 1500])?;
+    /// // The client does not read: no room comes within the timeout.
+    /// let ms = Duration::from_millis(10);
+    /// let full = server.reserve_reply_timeout(c, 1500, ms).map(drop);
+    /// assert!(matches!(full, Err(Error::Timeout)));
+    /// // The client reads on another thread: the wait ends when room comes.
+    /// let caller = std::thread::spawn(move || -> weft::Result<Vec<u8>> {
+    ///     drop(client.wait_reply_timeout(a, t)?);
+    ///     drop(client.wait_reply_timeout(b, t)?);
+    ///     Ok(client.wait_reply_timeout(c, t)?.to_vec())
+    /// });
+    /// let mut g = server.reserve_reply_timeout(c, 1500, t)?;
+    /// g[..2].copy_from_slice(b"ok");
+    /// g.commit(2)?;
+    /// assert_eq!(caller.join().unwrap()?, b"ok");
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn reserve_reply_timeout(
+        &mut self,
+        id: RequestId,
+        len: usize,
+        timeout: Duration,
+    ) -> Result<FrameGrant<'_>> {
+        self.reserve_reply_inner(id, len, Some(Deadline::after(timeout)))
+    }
+
+    /// `deadline`: None = try once.
+    fn reserve_reply_inner(
+        &mut self,
+        id: RequestId,
+        len: usize,
+        deadline: Option<Deadline>,
+    ) -> Result<FrameGrant<'_>> {
+        let grant = Channel::reserve_frame(&mut self.tx, self.peer, len, deadline)?;
         Ok(FrameGrant {
             grant,
             id: id.0,
             outstanding: None,
         })
+    }
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        // A peer that is gone (its stream's writer closed or died) never opens our stream if it
+        // has not yet: what we sent it goes with the stream instead of waiting for a reader.
+        if self.rx.writer_status() != PeerStatus::Alive {
+            self.tx.no_reader_will_come();
+        }
+        // The fields drop next: both streams, then the slot claim.
     }
 }
 
@@ -884,7 +1101,48 @@ impl Request<'_> {
         write_frame(self.tx, self.peer, self.id.0, data, Some(Deadline::never()))
     }
 
-    /// As [`Request::reply`], waiting at most `timeout` for room.
+    /// As [`Request::reply`], but [`Error::Full`] instead of waiting for room. The request is
+    /// released either way: note its [`id`](Request::id) first to reply later with
+    /// [`Channel::reply`].
+    ///
+    /// # Errors
+    /// As [`Channel::try_reply`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use weft::channel::{Channel, ChannelOptions};
+    /// use weft::Error;
+    /// # let name = format!("doc-request-try-reply-{}", std::process::id());
+    /// let t = Duration::from_secs(5);
+    /// // 4 KiB streams: two messages of 1500 bytes fill one.
+    /// let opts = ChannelOptions::new().capacity(4096);
+    /// let (n, o) = (name.clone(), opts.clone());
+    /// let listener = std::thread::spawn(move || Channel::listen_with(&n, t, &o));
+    /// let mut client = Channel::connect_with(&name, t, &opts)?;
+    /// let mut server = listener.join().unwrap()?;
+    /// let ids = [b"1", b"2", b"3"].map(|q| client.send_request(q));
+    /// let [one, two, three] = ids.map(|id| id.unwrap());
+    /// // The client does not read yet: two replies fill the server-to-client stream.
+    /// for _ in 0..2 {
+    ///     server.recv_request_timeout(t)?.reply(&[7; 1500])?;
+    /// }
+    /// let req = server.recv_request_timeout(t)?;
+    /// let id = req.id();
+    /// assert!(matches!(req.try_reply(&[7; 1500]), Err(Error::Full)));
+    /// // Once the client has read, the reply goes by id.
+    /// drop(client.wait_reply_timeout(one, t)?);
+    /// drop(client.wait_reply_timeout(two, t)?);
+    /// server.reply(id, b"later")?;
+    /// assert_eq!(&*client.wait_reply_timeout(three, t)?, b"later");
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn try_reply(self, data: &[u8]) -> Result<()> {
+        write_frame(self.tx, self.peer, self.id.0, data, None)
+    }
+
+    /// As [`Request::reply`], waiting at most `timeout` for room. The request is released
+    /// either way: note its [`id`](Request::id) first to reply later with [`Channel::reply`].
     ///
     /// # Errors
     /// As [`Channel::reply_timeout`].
@@ -900,6 +1158,7 @@ impl Request<'_> {
 
     /// Reserves up to `max_len` bytes for the reply and calls `fill(request, reply)` with the
     /// request and the reply room both in shared memory; `fill` returns the reply's length.
+    /// Waits for room.
     ///
     /// # Errors
     /// As [`Channel::reply`]; [`Error::InvalidArgument`] if `fill` returns more than
@@ -909,6 +1168,123 @@ impl Request<'_> {
         max_len: usize,
         fill: impl FnOnce(&[u8], &mut [u8]) -> usize,
     ) -> Result<()> {
+        self.reply_with_inner(max_len, Some(Deadline::never()), fill)
+    }
+
+    /// As [`Request::reply_with`], but [`Error::Full`] instead of waiting for room; `fill` is
+    /// called only once there is room. The request is released either way: note its
+    /// [`id`](Request::id) first to reply later with [`Channel::reply`].
+    ///
+    /// # Errors
+    /// As [`Channel::try_reply`]; [`Error::InvalidArgument`] as for [`Request::reply_with`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use weft::channel::{Channel, ChannelOptions};
+    /// use weft::Error;
+    /// # let name = format!("doc-request-try-reply-with-{}", std::process::id());
+    /// let t = Duration::from_secs(5);
+    /// // 4 KiB streams: two messages of 1500 bytes fill one.
+    /// let opts = ChannelOptions::new().capacity(4096);
+    /// let (n, o) = (name.clone(), opts.clone());
+    /// let listener = std::thread::spawn(move || Channel::listen_with(&n, t, &o));
+    /// let mut client = Channel::connect_with(&name, t, &opts)?;
+    /// let mut server = listener.join().unwrap()?;
+    /// let ids = [b"1", b"2", b"3"].map(|q| client.send_request(q));
+    /// let [one, two, _] = ids.map(|id| id.unwrap());
+    /// // The client does not read yet: two replies fill the server-to-client stream.
+    /// for _ in 0..2 {
+    ///     server.recv_request_timeout(t)?.reply(&[7; 1500])?;
+    /// }
+    /// let req = server.recv_request_timeout(t)?;
+    /// let full = req.try_reply_with(1500, |_, _| unreachable!("called only with room"));
+    /// assert!(matches!(full, Err(Error::Full)));
+    /// // Once the client has read, the next reply is built in place from its request in
+    /// // place: here, the request's bytes twice.
+    /// drop(client.wait_reply_timeout(one, t)?);
+    /// drop(client.wait_reply_timeout(two, t)?);
+    /// let four = client.send_request(b"4")?;
+    /// let req = server.recv_request_timeout(t)?;
+    /// req.try_reply_with(2, |r, out| {
+    ///     out[..1].copy_from_slice(r);
+    ///     out[1..].copy_from_slice(r);
+    ///     2
+    /// })?;
+    /// assert_eq!(&*client.wait_reply_timeout(four, t)?, b"44");
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn try_reply_with(
+        self,
+        max_len: usize,
+        fill: impl FnOnce(&[u8], &mut [u8]) -> usize,
+    ) -> Result<()> {
+        self.reply_with_inner(max_len, None, fill)
+    }
+
+    /// As [`Request::reply_with`], waiting at most `timeout` for room; `fill` is called only
+    /// once there is room. The request is released either way: note its
+    /// [`id`](Request::id) first to reply later with [`Channel::reply`].
+    ///
+    /// # Errors
+    /// As [`Channel::reply_timeout`]; [`Error::InvalidArgument`] as for
+    /// [`Request::reply_with`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use weft::channel::{Channel, ChannelOptions};
+    /// use weft::Error;
+    /// # let name = format!("doc-request-reply-with-timeout-{}", std::process::id());
+    /// let t = Duration::from_secs(5);
+    /// // 4 KiB streams: two messages of 1500 bytes fill one.
+    /// let opts = ChannelOptions::new().capacity(4096);
+    /// let (n, o) = (name.clone(), opts.clone());
+    /// let listener = std::thread::spawn(move || Channel::listen_with(&n, t, &o));
+    /// let mut client = Channel::connect_with(&name, t, &opts)?;
+    /// let mut server = listener.join().unwrap()?;
+    /// let ids = [b"1", b"2", b"3"].map(|q| client.send_request(q));
+    /// let [one, two, _] = ids.map(|id| id.unwrap());
+    /// // The client does not read yet: two replies fill the server-to-client stream.
+    /// for _ in 0..2 {
+    ///     server.recv_request_timeout(t)?.reply(&[7; 1500])?;
+    /// }
+    /// let req = server.recv_request_timeout(t)?;
+    /// let ms = Duration::from_millis(10);
+    /// let no_room = |_: &[u8], _: &mut [u8]| -> usize { unreachable!("called only with room") };
+    /// let full = req.reply_with_timeout(1500, ms, no_room);
+    /// assert!(matches!(full, Err(Error::Timeout)));
+    /// // The client reads on another thread: the wait ends when room comes.
+    /// let caller = std::thread::spawn(move || -> weft::Result<Vec<u8>> {
+    ///     drop(client.wait_reply_timeout(one, t)?);
+    ///     drop(client.wait_reply_timeout(two, t)?);
+    ///     let again = client.send_request(b"4")?;
+    ///     Ok(client.wait_reply_timeout(again, t)?.to_vec())
+    /// });
+    /// let req = server.recv_request_timeout(t)?;
+    /// req.reply_with_timeout(8, t, |r, out| {
+    ///     out[..r.len()].copy_from_slice(r);
+    ///     r.len()
+    /// })?;
+    /// assert_eq!(caller.join().unwrap()?, b"4");
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn reply_with_timeout(
+        self,
+        max_len: usize,
+        timeout: Duration,
+        fill: impl FnOnce(&[u8], &mut [u8]) -> usize,
+    ) -> Result<()> {
+        self.reply_with_inner(max_len, Some(Deadline::after(timeout)), fill)
+    }
+
+    /// `deadline`: None = try once.
+    fn reply_with_inner(
+        self,
+        max_len: usize,
+        deadline: Option<Deadline>,
+        fill: impl FnOnce(&[u8], &mut [u8]) -> usize,
+    ) -> Result<()> {
         let Request {
             grant,
             tx,
@@ -916,7 +1292,7 @@ impl Request<'_> {
             id,
             ..
         } = self;
-        let mut g = Channel::reserve_frame(tx, peer, max_len, Some(Deadline::never()))?;
+        let mut g = Channel::reserve_frame(tx, peer, max_len, deadline)?;
         g[..ID_LEN].copy_from_slice(&id.0.to_le_bytes());
         let n = fill(&grant[ID_LEN..], &mut g[ID_LEN..ID_LEN + max_len]);
         // The request is consumed: release it before the reply is published, so that the

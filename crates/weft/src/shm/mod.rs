@@ -20,3 +20,5 @@ pub(crate) mod stream;
 
 pub use inspect::{ObjectInfo, Peer, PeerState, object, objects, remove_abandoned};
 pub use object::{LAYOUT_VERSION, ObjectKind};
+#[doc(hidden)]
+pub use server::{HandshakeStep, pause_handshake_at};

@@ -10,7 +10,7 @@ use super::channel::{Channel, ChannelOptions, Slot, open_live_reader, validate_b
 use super::inspect::{Peer, PeerState};
 use super::liveness::{Claim, ParticipantRow, PeerStatus};
 use super::object::{HEADER_SIZE, Object, ObjectKind};
-use super::stream::StreamWriter;
+use super::stream::{StreamWriter, remove_if_abandoned};
 use crate::error::{Error, Result, Role};
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
 use crate::sys;
@@ -18,6 +18,7 @@ use crate::wait::Deadline;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
+use std::sync::OnceLock;
 
 /// Offset of the control line.
 const CONTROL_OFFSET: u64 = HEADER_SIZE;
@@ -84,6 +85,40 @@ const _: () = {
     assert!(core::mem::size_of::<Doorbell>() == 64);
     assert!(core::mem::size_of::<SlotLine>() == 64);
 };
+
+/// A step of the rendezvous handshake at which a process can be held, so that weft's own
+/// crash tests can SIGKILL a real process exactly there (see [`pause_handshake_at`]). Not part
+/// of weft's interface.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandshakeStep {
+    /// The client has created its stream and not yet posted its request.
+    ClientStreamCreated,
+    /// The client has seen the server's answer and not yet opened the server's stream.
+    ClientAnswered,
+    /// The server has created its stream and not yet answered.
+    ServerStreamCreated,
+}
+
+/// The step to hold at and what to run there, set at most once per process.
+static PAUSE: OnceLock<(HandshakeStep, fn())> = OnceLock::new();
+
+/// Makes every thread of this process that reaches `step` call `then` first (which typically
+/// reports and blocks, for a test to kill the process). Set once per process: false if a step
+/// was already set. For weft's own crash tests; not part of weft's interface.
+#[doc(hidden)]
+pub fn pause_handshake_at(step: HandshakeStep, then: fn()) -> bool {
+    PAUSE.set((step, then)).is_ok()
+}
+
+/// Runs the pause set for `step`, if any: one atomic load when none is set.
+fn reached(step: HandshakeStep) {
+    if let Some((at, then)) = PAUSE.get()
+        && *at == step
+    {
+        then();
+    }
+}
 
 fn slot_row_offset(i: u32) -> u64 {
     SLOTS_OFFSET + i as u64 * SLOT_SIZE
@@ -228,6 +263,8 @@ pub struct Server {
     slots: u32,
     /// Per slot, the last request generation this server answered or set aside.
     answered: Vec<u64>,
+    /// Per slot, the last claim generation this server found gone before it asked.
+    swept: Vec<u64>,
     /// Where the next scan starts (round robin between slots).
     next: u32,
     reclaimed: u64,
@@ -293,6 +330,7 @@ impl Server {
                         opts: opts.clone(),
                         slots,
                         answered: alloc::vec![0; slots as usize],
+                        swept: alloc::vec![0; slots as usize],
                         next: 0,
                         reclaimed: 0,
                         claim: Some(claim),
@@ -322,7 +360,7 @@ impl Server {
             Err(Error::NotFound { .. }) => return Ok(()),
             Err(e) => return Err(e),
         };
-        slot_count(&obj)?;
+        let slots = slot_count(&obj)?;
         let server = row(&obj, SERVER_ROW)?;
         if server.status(opts.liveness_timeout) == PeerStatus::Alive {
             return Err(Error::InUse {
@@ -331,6 +369,7 @@ impl Server {
                 pid: server.pid(),
             });
         }
+        Server::sweep(&obj, slots, opts.liveness_timeout)?;
         obj.unlink_if_same();
         Ok(())
     }
@@ -364,6 +403,31 @@ impl Server {
         )?)
     }
 
+    /// Removes the abandoned streams of a rendezvous whose server is gone. Its names carry its
+    /// instance, which no later server uses, so what a process killed mid-handshake left there
+    /// (a dead server's stream its client never opened, a dead client's its server never
+    /// removed) would stay forever. Per slot, the generations that can still have streams are
+    /// the last request and the last claim; a stream is removed only when its writer is dead
+    /// and no live reader holds it, so a connection still in use is never touched.
+    fn sweep(obj: &Object, slots: u32, liveness: Duration) -> Result<()> {
+        let base = obj.name();
+        for i in 0..slots {
+            // Relaxed: only compared and printed into names (any value gives a valid name).
+            let request = line(obj, i)?.request.load(Ordering::Relaxed);
+            let epoch = row(obj, slot_row_offset(i))?.epoch.load(Ordering::Relaxed);
+            let distinct = if epoch == request { 0 } else { epoch };
+            for generation in [request, distinct].into_iter().filter(|&g| g != 0) {
+                for dir in ["c2s", "s2c"] {
+                    remove_if_abandoned(
+                        &stream_name(base, i, instance(obj), generation, dir),
+                        liveness,
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The server's name.
     pub fn name(&self) -> &str {
         self.obj.name()
@@ -385,8 +449,8 @@ impl Server {
             .count()
     }
 
-    /// Connection requests set aside because their client had died (the stream it left is
-    /// removed).
+    /// Connections given up because their client died before it was accepted: after it asked,
+    /// or after it created its stream and before it asked (the stream it left is removed).
     pub fn reclaimed(&self) -> u64 {
         self.reclaimed
     }
@@ -452,6 +516,28 @@ impl Server {
             // client's stream was created before it.
             let req = line.request.load(Ordering::Acquire);
             if req == 0 || req == self.answered[i as usize] {
+                // Nothing asked, but the slot's current claim may have died before it asked.
+                // Relaxed: only compared and printed into a name; a stale value is read again
+                // at the next scan.
+                let epoch = client.epoch.load(Ordering::Relaxed);
+                if epoch != 0 && epoch != req && epoch != self.swept[i as usize] {
+                    match client.status(liveness) {
+                        // Still connecting: looked at again by the next scan.
+                        PeerStatus::Alive => {}
+                        PeerStatus::Dead { .. } => {
+                            self.swept[i as usize] = epoch;
+                            let c2s =
+                                stream_name(self.name(), i, instance(&self.obj), epoch, "c2s");
+                            if remove_if_abandoned(&c2s, liveness) {
+                                self.reclaimed += 1;
+                            }
+                        }
+                        // It gave up: its own drop removed its stream.
+                        PeerStatus::Closed | PeerStatus::Absent => {
+                            self.swept[i as usize] = epoch;
+                        }
+                    }
+                }
                 continue;
             }
             match client.status(liveness) {
@@ -501,9 +587,10 @@ impl Server {
     fn open_connection(&self, slot: u32, generation: u64) -> Result<Channel> {
         let sopts = self.opts.stream();
         let c2s = stream_name(self.name(), slot, instance(&self.obj), generation, "c2s");
-        let rx = open_live_reader(&c2s, &sopts, Deadline::after(CLIENT_STREAM_TIMEOUT))?;
+        let rx = open_live_reader(&c2s, &sopts, Deadline::after(CLIENT_STREAM_TIMEOUT), None)?;
         let s2c = stream_name(self.name(), slot, instance(&self.obj), generation, "s2c");
         let tx = StreamWriter::create_with(&s2c, &sopts)?;
+        reached(HandshakeStep::ServerStreamCreated);
         Ok(Channel::from_parts(tx, rx, Role::Client, None))
     }
 
@@ -587,11 +674,21 @@ fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result
     // Relaxed: our own increment in Claim::take (this thread); the server reads it after
     // the Release store of `state` there.
     let generation = client.epoch.load(Ordering::Relaxed);
+    // The claim before ours (one generation back) may have died between creating its stream
+    // and posting its request. No request names that stream and every later name carries a
+    // later generation, so it is removed here (if the server's scan has not done so already);
+    // only a stream whose writer is dead and that no live reader holds.
+    if let Some(previous) = generation.checked_sub(1).filter(|&g| g != 0) {
+        let c2s = stream_name(name, slot, instance(&obj), previous, "c2s");
+        remove_if_abandoned(&c2s, liveness);
+    }
     let sopts = opts.stream();
     let tx = StreamWriter::create_with(
         &stream_name(name, slot, instance(&obj), generation, "c2s"),
         &sopts,
     )?;
+    reached(HandshakeStep::ClientStreamCreated);
+    let s2c = stream_name(name, slot, instance(&obj), generation, "s2c");
     let line = line(&obj, slot)?;
     // SYNC POINT: Release pairs with the Acquire load of `request` in Server::scan: our
     // stream exists before the request is seen.
@@ -612,9 +709,22 @@ fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result
             }
             break;
         }
-        match server.status(liveness) {
+        let status = server.status(liveness);
+        if status != PeerStatus::Alive {
+            // A server that answered and then left has its answer visible now (`status`
+            // loaded its row with Acquire after the Release store that closed it): the answer
+            // still counts, and so does one a dead server stored in time.
+            // Acquire: pairs with the Release store of `answer` in Server::scan.
+            if line.answer.load(Ordering::Acquire) & !REFUSED == generation {
+                continue;
+            }
+        }
+        match status {
             PeerStatus::Alive => {}
             PeerStatus::Dead { pid } => {
+                // It may have died between creating its stream for us and answering. That
+                // name is ours alone and no request will name it again: remove it.
+                remove_if_abandoned(&s2c, liveness);
                 return Err(Error::PeerDead {
                     name: name.into(),
                     role: Role::Server,
@@ -630,6 +740,7 @@ fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result
         };
         sys::futex_wait(&line.ack, seen, Some(slice));
     }
+    reached(HandshakeStep::ClientAnswered);
     // The server created its stream before answering; a short grace covers a slow mapping.
     let grace = Deadline::after(
         deadline
@@ -637,11 +748,9 @@ fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result
             .unwrap_or(Duration::from_secs(1))
             .max(Duration::from_millis(500)),
     );
-    let rx = open_live_reader(
-        &stream_name(name, slot, instance(&obj), generation, "s2c"),
-        &sopts,
-        grace,
-    )?;
+    // The name carries our generation: a closed server stream is still ours to read, and a
+    // dead server's is its death, not a stale stream to wait past.
+    let rx = open_live_reader(&s2c, &sopts, grace, Some(Role::Server))?;
     Ok(Channel::from_parts(
         tx,
         rx,

@@ -417,6 +417,9 @@ pub struct StreamWriter {
     liveness: Duration,
     watch: Watch,
     stats: StreamStats,
+    /// Whether dropping the writer before any reader came keeps unread records for one (the
+    /// default); false once it is known that no reader can come.
+    keep_unread: bool,
     claim: Option<Claim>,
     obj: Arc<Object>,
 }
@@ -557,9 +560,16 @@ impl StreamWriter {
             liveness: opts.liveness_timeout,
             watch: Watch::new(),
             stats: StreamStats::default(),
+            keep_unread: true,
             claim: Some(claim),
             obj,
         })
+    }
+
+    /// No reader will ever come (a channel's peer is gone): dropping the writer removes the
+    /// stream even if it holds records nobody read.
+    pub(crate) fn no_reader_will_come(&mut self) {
+        self.keep_unread = false;
     }
 
     fn reader_row(&self) -> &ParticipantRow {
@@ -731,9 +741,9 @@ impl Drop for StreamWriter {
             PeerStatus::Alive => false,
             // The reader was here and left: nobody will read what is left.
             PeerStatus::Closed | PeerStatus::Dead { .. } => true,
-            // No reader yet: keep unread records for one that opens later; it removes the
-            // name when it leaves.
-            PeerStatus::Absent => self.core.is_drained(),
+            // No reader yet: keep unread records for one that opens later (it removes the
+            // name when it leaves), unless none can come.
+            PeerStatus::Absent => !self.keep_unread || self.core.is_drained(),
         };
         if remove {
             // The last one out removes the name.
@@ -1030,6 +1040,40 @@ impl Drop for StreamReader {
             self.obj.unlink_if_same();
         }
     }
+}
+
+/// Removes the stream `name` if nobody can use it any more: its writer died (or its creator
+/// died before finishing it) and no live reader holds it. Never waits, never claims a row,
+/// and leaves alone a stream with a live or closed writer or with a live reader (a reader
+/// removes a dead writer's stream itself when it leaves). Returns whether it removed the
+/// stream; a missing name or any other object is `false`.
+///
+/// The request/response handshake calls it for streams whose names only a dead process can
+/// have created, which nothing else would ever remove.
+pub(crate) fn remove_if_abandoned(name: &str, liveness: Duration) -> bool {
+    let obj = match Object::open(name, ObjectKind::Stream, Duration::ZERO) {
+        Ok(obj) => obj,
+        Err(Error::NotReady { pid, .. }) => {
+            // A creator that died before finishing leaves an object nobody can use. Pid 0: the
+            // header is not even written yet, so the creator is at work (or unknown): keep it.
+            return pid != 0 && !sys::pid_alive(pid) && sys::ShmFile::unlink(name).is_ok();
+        }
+        Err(_) => return false,
+    };
+    // SAFETY: rows are all atomics; `at` checks bounds and alignment, so a hostile file too
+    // short to hold the rows is an error here (and is left alone).
+    let writer = unsafe { obj.at::<ParticipantRow>(WRITER_ROW) };
+    // SAFETY: as above.
+    let reader = unsafe { obj.at::<ParticipantRow>(READER_ROW) };
+    let (Ok(writer), Ok(reader)) = (writer, reader) else {
+        return false;
+    };
+    let abandoned = matches!(writer.status(liveness), PeerStatus::Dead { .. })
+        && reader.status(liveness) != PeerStatus::Alive;
+    if abandoned {
+        obj.unlink_if_same();
+    }
+    abandoned
 }
 
 /// One record, borrowed in place from shared memory. Derefs to its bytes; released to the
