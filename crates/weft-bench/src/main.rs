@@ -11,6 +11,7 @@ mod channel;
 #[allow(dead_code)]
 mod harness;
 mod pool;
+mod pubsub;
 mod ring;
 mod stream;
 
@@ -44,6 +45,7 @@ fn scenarios() -> Vec<Scenario> {
     all.extend(ring::scenarios());
     all.extend(pool::scenarios());
     all.extend(channel::scenarios());
+    all.extend(pubsub::scenarios());
     all
 }
 
@@ -54,6 +56,7 @@ fn main() {
             .or_else(|| ring::child(&child))
             .or_else(|| pool::child(&child))
             .or_else(|| channel::child(&child))
+            .or_else(|| pubsub::child(&child))
             .unwrap_or_else(|| {
                 eprintln!("weft-bench: unknown child role {child:?}");
                 2
