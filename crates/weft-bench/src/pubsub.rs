@@ -3,7 +3,7 @@
 //!
 //! - `pubsub/same-process-SIZE/MODE`: one thread publishes a message (the full payload written
 //!   each time) and receives it at once; the figure is nanoseconds of *thread CPU time* per
-//!   publish + receive (from /proc/thread-self/schedstat, so that the time this thread spends
+//!   publish + receive (`CLOCK_THREAD_CPUTIME_ID`, so that the time this thread spends
 //!   preempted on a loaded machine is not counted). Each weft mode is compared with the peer
 //!   closest to it: Blocks with crossbar's pool and iceoryx2, Latest with crossbar's pinned
 //!   block, Inline with crossbar's PodBus (8 B only).
@@ -80,12 +80,18 @@ pub fn scenarios() -> Vec<Scenario> {
     all
 }
 
-/// Nanoseconds this thread has run on a CPU (the first field of /proc/thread-self/schedstat).
+/// Nanoseconds this thread has run on a CPU (`CLOCK_THREAD_CPUTIME_ID`, exact to the
+/// nanosecond, unlike /proc's tick-based accounting): on a machine shared with other work,
+/// time spent preempted is not counted.
 fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
-        .unwrap_or(0)
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant the kernel knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// One implementation of one side (or both) of a topic: publish the whole of `data`, and
@@ -214,7 +220,8 @@ fn make_local(key: &str, name: &str, size: usize) -> Box<dyn Side> {
             })
         }
         "crossbar-podbus" => {
-            let mut bus = crossbar::PodBus::<u64>::create(name, 4096).expect("crossbar podbus");
+            let mut bus =
+                crossbar::PodBus::<u64>::create(name, INLINE_RING).expect("crossbar podbus");
             let sub = bus.subscriber().expect("crossbar podbus subscriber");
             let _ = &mut bus;
             Box::new(PodBusLocal { bus, sub })
@@ -245,16 +252,27 @@ fn make_local(key: &str, name: &str, size: usize) -> Box<dyn Side> {
 
 // ---- weft ----------------------------------------------------------------------------------
 
-fn weft_config(size: usize) -> Config {
+/// Descriptor slots of a blocks topic's ring: crossbar's ring depth (8), so that both keep the
+/// same number of published blocks in flight.
+const RING: usize = 8;
+/// Slots of an inline topic's ring and of a PodBus.
+const INLINE_RING: usize = 4096;
+
+fn weft_config(size: usize, spec: &TopicSpec) -> Config {
+    let slots = if spec.mode() == TopicMode::Inline {
+        INLINE_RING
+    } else {
+        RING
+    };
     Config::default()
         .block_size(size.max(64).next_multiple_of(64))
-        .blocks(if size > 65536 { 64 } else { 1024 })
-        .ring_slots(if size > 65536 { 16 } else { 256 })
+        .blocks(if size > 65536 { 32 } else { 256 })
+        .ring_slots(slots)
         .wait(weft::WaitStrategy::BusySpin)
 }
 
 fn weft_publisher(name: &str, size: usize, spec: TopicSpec) -> (Publisher, weft::pubsub::Topic) {
-    let p = Publisher::create(name, &weft_config(size)).expect("weft create");
+    let p = Publisher::create(name, &weft_config(size, &spec)).expect("weft create");
     let topic = p.register_spec("/bench", &spec).expect("weft register");
     (p, topic)
 }
@@ -391,6 +409,7 @@ fn crossbar_config(size: usize) -> crossbar::Config {
     crossbar::Config {
         block_size: block,
         block_count: if size > 65536 { 32 } else { 256 },
+        ring_depth: RING as u32,
         ..crossbar::Config::default()
     }
 }
@@ -659,7 +678,7 @@ fn make_remote_pub(key: &str, name: &str, size: usize) -> Box<dyn Side> {
             Box::new(CrossbarPub { p, topic })
         }
         "crossbar-podbus" => Box::new(PodBusPub(
-            crossbar::PodBus::<u64>::create(name, 4096).expect("crossbar podbus"),
+            crossbar::PodBus::<u64>::create(name, INLINE_RING).expect("crossbar podbus"),
         )),
         _ => {
             let node = ice::NodeBuilder::new()

@@ -1626,8 +1626,13 @@ impl Publisher {
         wake::wake_machine(&hot.waiters, &hot.notify);
         // Release: as above.
         ext.pub_topic.store(0, Ordering::Release);
-        if let Some((ob, _)) = undesc(old) {
-            self.member.release_old(ob)?;
+        if let Some((ob, _)) = undesc(old)
+            && self.member.release_old(ob)?
+        {
+            // The block just freed is the one whose lines are still in this core's cache:
+            // the next loan starts there (the allocator otherwise walks the pool in order,
+            // and every loan would write a cold block).
+            self.cursor.set(ob);
         }
         Ok(seq)
     }

@@ -1036,9 +1036,10 @@ impl Member {
         .map(|_| ())
     }
 
-    /// Releases the reference on block `b` recorded in this member's publish record.
+    /// Releases the reference on block `b` recorded in this member's publish record; returns
+    /// whether that freed the block.
     #[inline]
-    pub(crate) fn release_old(&self, b: u32) -> Result<()> {
+    pub(crate) fn release_old(&self, b: u32) -> Result<bool> {
         let r = &self.region;
         let mut since = None;
         release_old(
@@ -1049,7 +1050,6 @@ impl Member {
             |w| r.wait_mark(w, self.index, &mut since),
             |c| corrupt(&r.obj, c),
         )
-        .map(|_| ())
     }
 }
 
