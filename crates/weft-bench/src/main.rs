@@ -16,6 +16,7 @@ mod channel;
 mod harness;
 mod plot;
 mod pool;
+mod pubsub;
 mod ring;
 mod stream;
 
@@ -55,6 +56,7 @@ fn scenarios() -> Vec<Scenario> {
     all.extend(ring::scenarios());
     all.extend(pool::scenarios());
     all.extend(channel::scenarios());
+    all.extend(pubsub::scenarios());
     all
 }
 
@@ -65,6 +67,7 @@ fn main() {
             .or_else(|| ring::child(&child))
             .or_else(|| pool::child(&child))
             .or_else(|| channel::child(&child))
+            .or_else(|| pubsub::child(&child))
             .unwrap_or_else(|| {
                 eprintln!("weft-bench: unknown child role {child:?}");
                 2

@@ -248,8 +248,9 @@ fn scribble(args: &[String]) -> i32 {
     0
 }
 
-/// `pubsub-inline-pub REGION TOPIC ID COUNT SUBS PERIOD_US`: joins as a publisher, registers
-/// the inline topic for `Tick`, waits for SUBS subscribers, publishes COUNT ticks PERIOD_US
+/// `pubsub-inline-pub REGION TOPIC ID COUNT SUBS PERIOD_US [single]`: joins as a publisher,
+/// registers the inline topic for `Tick` (as its single publisher with `single`), waits for
+/// SUBS subscribers, publishes COUNT ticks PERIOD_US
 /// apart (0: back to back), says "sent COUNT", and exits.
 fn inline_pub(args: &[String]) -> i32 {
     use weft::pubsub::{TopicMode, TopicSpec};
@@ -259,13 +260,15 @@ fn inline_pub(args: &[String]) -> i32 {
     let count: u64 = arg(args, 4, "count");
     let subs: u64 = arg(args, 5, "subscribers");
     let period: u64 = arg(args, 6, "period");
+    let single = args.get(7).is_some_and(|a| a == "single");
     let p = Publisher::open(&region).expect("open the region");
-    let t = p
-        .register_spec(
-            &topic,
-            &TopicSpec::new(TopicMode::Inline).typed_named::<Tick>(TICK),
-        )
-        .expect("register");
+    let spec = TopicSpec::new(TopicMode::Inline).typed_named::<Tick>(TICK);
+    let spec = if single {
+        spec.single_publisher()
+    } else {
+        spec
+    };
+    let t = p.register_spec(&topic, &spec).expect("register");
     say("ready");
     let until = Instant::now() + Duration::from_secs(20);
     while p.stats(&t).unwrap().subscribers < subs {

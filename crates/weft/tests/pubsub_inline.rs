@@ -471,3 +471,84 @@ fn two_publisher_processes_and_a_parked_subscriber_process() {
     assert!(ok, "subscriber failed: {last}");
     assert_eq!(last, format!("got {} lost 0", 2 * count));
 }
+
+#[test]
+fn a_single_publisher_topic_has_one_publisher_at_a_time() {
+    let name = unique("pi-single");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let spec = TopicSpec::inline(8).typed::<u64>().single_publisher();
+    let t = p.register_spec("/s", &spec).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_typed::<u64>("/s").unwrap();
+    // Another live publisher: refused; the same registration without the setting: refused.
+    let q = Publisher::open(&name).unwrap();
+    assert_eq!(
+        q.register_spec("/s", &spec).unwrap_err().kind(),
+        ErrorKind::InUse
+    );
+    assert_eq!(
+        q.register_spec("/s", &TopicSpec::inline(8).typed::<u64>())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        p.register_spec("/b", &TopicSpec::new(TopicMode::Blocks).single_publisher())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    // Publish through the writer (checked once) and the topic handle alike.
+    {
+        let mut w = p.inline_writer::<u64>(&t).unwrap();
+        for i in 0..3u64 {
+            assert_eq!(w.publish(&i).unwrap(), i);
+        }
+    }
+    assert_eq!(p.publish_typed(&t, &3u64).unwrap(), 3);
+    for i in 0..4u64 {
+        assert_eq!(sub.try_recv_value::<u64>().unwrap(), i);
+    }
+    assert_eq!(
+        p.inline_writer::<u32>(&t).unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    // The holder leaves: the next one takes the lease and continues the sequence.
+    drop(p);
+    let t2 = q.register_spec("/s", &spec).unwrap();
+    assert_eq!(q.publish_typed(&t2, &4u64).unwrap(), 4);
+    assert_eq!(sub.try_recv_value::<u64>().unwrap(), 4);
+}
+
+#[test]
+fn a_dead_single_publishers_lease_is_taken_over() {
+    let name = unique("pi-lease");
+    let _c = Cleanup(name.clone());
+    let owner = Publisher::create(&name, &small()).unwrap();
+    // The peer registers the single-publisher topic (holding its lease) and waits for a
+    // subscriber that never comes.
+    let mut peer = Peer::spawn(&[
+        "pubsub-inline-pub",
+        &name,
+        "/s",
+        "1",
+        "1",
+        "5",
+        "0",
+        "single",
+    ]);
+    peer.expect("ready");
+    let spec = named_ticks().single_publisher();
+    assert_eq!(
+        owner.register_spec("/s", &spec).unwrap_err().kind(),
+        ErrorKind::InUse
+    );
+    peer.kill9();
+    let t = owner.register_spec("/s", &spec).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/s").unwrap();
+    owner.publish_typed(&t, &Tick::new(2, 0)).unwrap();
+    let m = sub.try_recv().unwrap();
+    assert_eq!(m.value::<Tick>().unwrap().id, 2);
+}

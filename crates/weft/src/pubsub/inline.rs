@@ -76,25 +76,13 @@ pub(crate) fn held(topic: u64, seq: u64, tag: u64) -> Option<u64> {
     (topic == tag && seq & (CLAIMING | IDLE) == 0).then_some(seq)
 }
 
-/// Publishes one message as the publisher whose record is `rec`, on the inline topic tagged
-/// `tag` whose ring is `ring`. `write(ring, seq)` writes the message into the claimed slot
-/// (`RawRing::write` or `write_bytes`). While the slot's previous lap `prev` is not complete,
-/// `wait(prev)` is called in a loop (it waits a little, may unstick `prev`, and returns `Err`
-/// to give up: the claimed sequence is then abandoned, and voided later by whoever finds it
-/// stuck). A claimed sequence at or above 2^62 (a counter a peer scribbled on) is abandoned
-/// and `corrupt(seq)` returned.
-///
-/// # Errors
-/// Whatever `wait` or `corrupt` returns.
+/// Claims the next sequence as the publisher whose record is `rec`, on the inline topic tagged
+/// `tag`: records the claim in flight, claims, records the sequence. `Err(seq)` for a claimed
+/// sequence at or above 2^62 (a counter a peer scribbled on), which is abandoned at once.
+/// Then, once the slot is free ([`RawRing::slot_free`]), write it and call [`finish`] (or
+/// [`finish`] without writing, to abandon it).
 #[inline(always)]
-pub(crate) fn publish<E>(
-    ring: RawRing,
-    rec: Record<'_>,
-    tag: u64,
-    write: impl FnOnce(RawRing, u64),
-    wait: impl FnMut(u64) -> Result<(), E>,
-    corrupt: impl FnOnce(u64) -> E,
-) -> Result<u64, E> {
+pub(crate) fn claim(ring: &RawRing, rec: Record<'_>, tag: u64) -> Result<u64, u64> {
     // Relaxed: our own words, only we write them.
     let (topic, last) = (
         rec.topic.load(Ordering::Relaxed),
@@ -117,22 +105,71 @@ pub(crate) fn publish<E>(
     if seq >= LOW {
         // Release: as below.
         rec.seq.store(IDLE | bound, Ordering::Release);
-        return Err(corrupt(seq));
+        return Err(seq);
     }
     // Release: see above (a recoverer that reads this is told exactly what we hold).
     rec.seq.store(seq, Ordering::Release);
+    Ok(seq)
+}
+
+/// Ends the publish of `seq` (written, or abandoned): the record says idle.
+#[inline(always)]
+pub(crate) fn finish(rec: Record<'_>, seq: u64) {
+    // Release: ordered after the stamp's Release store of the write, so a recoverer that sees
+    // us idle sees the sequence complete (and its void CAS fails); an abandoned sequence is
+    // then one nobody holds.
+    rec.seq.store(IDLE | (seq + 1), Ordering::Release);
+}
+
+/// Publishes as the only publisher of an inline topic (the ring's SPMC path: the counter is
+/// ours, plain stores, no record needed: a successor continues at the counter, overwriting a
+/// write this publisher left half done). `Err(seq)` for a counter at or above 2^62.
+#[inline(always)]
+pub(crate) fn publish_exclusive(
+    ring: &RawRing,
+    write: impl FnOnce(&RawRing, u64),
+) -> Result<u64, u64> {
+    // Relaxed: the counter is written only by the lease holder, us.
+    let seq = ring.cursor().load(Ordering::Relaxed);
+    if seq >= LOW {
+        return Err(seq);
+    }
+    write(ring, seq);
+    // Release pairs with the Acquire loads of the counter (lag, stuck checks).
+    ring.cursor().store(seq + 1, Ordering::Release);
+    Ok(seq)
+}
+
+/// Publishes one message as the publisher whose record is `rec`, on the inline topic tagged
+/// `tag` whose ring is `ring`: [`claim`], wait for the slot, `write(ring, seq)`, [`finish`].
+/// While the slot's previous lap `prev` is not complete, `wait(prev)` is called in a loop (it
+/// waits a little, may unstick `prev`, and returns `Err` to give up: the claimed sequence is
+/// then abandoned, and voided later by whoever finds it stuck). A claimed sequence at or above
+/// 2^62 is abandoned and `corrupt(seq)` returned.
+///
+/// # Errors
+/// Whatever `wait` or `corrupt` returns.
+#[cfg_attr(not(test), allow(dead_code))] // the handles use the steps directly
+#[inline(always)]
+pub(crate) fn publish<E>(
+    ring: RawRing,
+    rec: Record<'_>,
+    tag: u64,
+    write: impl FnOnce(RawRing, u64),
+    wait: impl FnMut(u64) -> Result<(), E>,
+    corrupt: impl FnOnce(u64) -> E,
+) -> Result<u64, E> {
+    let seq = claim(&ring, rec, tag).map_err(corrupt)?;
     if !ring.slot_free(seq) {
         wait_free(ring, rec, seq, wait)?;
     }
     write(ring, seq);
-    // Release: ordered after the stamp's Release store in `write`, so a recoverer that sees
-    // us idle sees the sequence complete (and its void CAS fails).
-    rec.seq.store(IDLE | (seq + 1), Ordering::Release);
+    finish(rec, seq);
     Ok(seq)
 }
 
 #[cold]
-fn wait_free<E>(
+pub(crate) fn wait_free<E>(
     ring: RawRing,
     rec: Record<'_>,
     seq: u64,
@@ -141,8 +178,8 @@ fn wait_free<E>(
     let prev = seq - ring.capacity();
     while !ring.slot_free(seq) {
         if let Err(e) = wait(prev) {
-            // Abandon `seq`: we hold it no more. Release: as in `publish`.
-            rec.seq.store(IDLE | (seq + 1), Ordering::Release);
+            // Abandon `seq`: we hold it no more.
+            finish(rec, seq);
             return Err(e);
         }
     }

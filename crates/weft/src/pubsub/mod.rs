@@ -58,9 +58,9 @@ mod tests;
 
 #[cfg(all(feature = "std", not(loom)))]
 pub use crate::shm::pubsub::{
-    Config, INLINE_MAX, Loan, Publisher, RegionInfo, RegionReport, Sample, Subscriber,
-    Subscription, TOPIC_MAX, TYPE_NAME_MAX, Topic, TopicMode, TopicSpec, TopicStats, inspect,
-    regions, split_uri, validate_topic,
+    Config, INLINE_MAX, InlineWriter, Loan, Publisher, RegionInfo, RegionReport, Sample,
+    Subscriber, Subscription, TOPIC_MAX, TYPE_NAME_MAX, Topic, TopicMode, TopicSpec, TopicStats,
+    inspect, regions, split_uri, validate_topic,
 };
 
 // Read-only views for tools (`weft info`, `weft clean`).

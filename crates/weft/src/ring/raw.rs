@@ -342,6 +342,20 @@ impl RawRing {
         ring
     }
 
+    /// The header's `publishers` word of the ring whose memory starts at `base` (a ring in
+    /// shared memory with one publisher at a time uses it as that publisher's lease).
+    ///
+    /// # Safety
+    /// `base` is aligned to [`LINE`] and valid for reads and writes of a [`Header`] that is
+    /// only accessed through atomics, for `'a`.
+    pub(crate) unsafe fn publishers_word<'a>(base: NonNull<u8>) -> &'a AtomicU64 {
+        // SAFETY: the caller's contract; the header is all atomics.
+        &unsafe { base.cast::<Header>().as_ref() }
+            .signal
+            .0
+            .publishers
+    }
+
     /// The ring's flags (`FLAG_*`), as written in its geometry.
     pub(crate) fn flags(&self) -> u64 {
         // Relaxed: written before the ring was shared; callers only compare it.

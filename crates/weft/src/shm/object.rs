@@ -315,6 +315,11 @@ impl Object {
     }
 
     /// The object's name.
+    /// (device, inode) of the file (zeros if unknown).
+    pub(crate) fn identity(&self) -> (u64, u64) {
+        self.identity
+    }
+
     pub(crate) fn name(&self) -> &str {
         &self.name
     }

@@ -2,7 +2,6 @@
 //! description in docs/protocol.md ("Region").
 
 use crate::error::{Error, Result};
-use crate::stream::layout::WaitWord;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// Offset of the configuration line (right after the object header).
@@ -24,6 +23,10 @@ pub(crate) const MAX_BLOCK_SIZE: u64 = (1 << 32) - 64;
 /// The largest message of an inline topic: its slot stamp and the message share one 64-byte
 /// cache line.
 pub const INLINE_MAX: usize = 56;
+/// Inline flag: one publisher at a time (it holds the lease word of the area: the ring
+/// header's publishers word, participant + 1, 0 none).
+pub(crate) const INLINE_EXCLUSIVE: u32 = 1;
+
 /// Bytes of one inline area: the ring header (three lines: geometry, claim counter, wake
 /// words) and `ring_slots` slots of at most one line each (`ring::raw`, no gates).
 pub(crate) const fn inline_area_size(ring_slots: u64) -> u64 {
@@ -94,7 +97,9 @@ pub(crate) struct TopicEntry {
     /// [`TYPE_NAMED`] when the type's stable name is part of its fingerprint (then
     /// `type_name` holds it); otherwise `type_name` is the Rust path, for messages only.
     pub(crate) type_flags: AtomicU32,
-    _reserved: AtomicU32,
+    /// Inline topics: [`INLINE_EXCLUSIVE`] when one publisher at a time holds the topic's
+    /// lease (the ring's SPMC path).
+    pub(crate) inline_flags: AtomicU32,
     /// The name, little-endian bytes packed into words, zero-padded.
     pub(crate) name: [AtomicU64; 16],
 }
@@ -105,8 +110,11 @@ pub(crate) struct TopicEntry {
 pub(crate) struct TopicHot {
     /// Next sequence to claim; see `pubsub::ring`.
     pub(crate) tail: AtomicU64,
-    /// Subscribers announce and sleep here; publishers wake after a commit.
-    pub(crate) wait: WaitWord,
+    /// Subscribers about to park (a count, raised and lowered by each parker; the handshake
+    /// of `ring::wake` with the machine-wide barrier).
+    pub(crate) waiters: AtomicU32,
+    /// The futex word subscribers park on; bumped (wrapping) before every wake.
+    pub(crate) notify: AtomicU32,
 }
 
 /// A topic's statistics, on their own line so that reading them (another process, the CLI)

@@ -25,9 +25,9 @@ pub use layout::{INLINE_MAX, TYPE_NAME_MAX};
 pub use name::{TOPIC_MAX, split_uri, validate_topic};
 
 use self::layout::{
-    CONFIG_OFFSET, Geometry, MODE_BLOCKS, MODE_INLINE, MODE_LATEST, REGISTER_LOCK_OFFSET,
-    RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, TYPE_NAMED, fingerprint,
-    pack, pack_name,
+    CONFIG_OFFSET, Geometry, INLINE_EXCLUSIVE, MODE_BLOCKS, MODE_INLINE, MODE_LATEST,
+    REGISTER_LOCK_OFFSET, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY,
+    TYPE_NAMED, fingerprint, pack, pack_name,
 };
 use self::region::{Member, Region, TypeInfo, corrupt, inline_shape};
 use super::object::{Object, ObjectKind};
@@ -240,6 +240,8 @@ pub struct Topic {
     inline: Option<InlineTopic>,
     /// The registration the handle belongs to (`TopicEntry::generation`).
     generation: u32,
+    /// A typed topic's `(size, alignment)`, as registered.
+    layout: Option<(u64, u64)>,
 }
 
 /// An inline topic's ring, found and validated once.
@@ -248,6 +250,8 @@ struct InlineTopic {
     area: u32,
     place: Placement,
     size: u32,
+    /// One publisher at a time (we hold the lease): the ring's SPMC path.
+    exclusive: bool,
 }
 
 impl Topic {
@@ -293,6 +297,7 @@ pub struct TopicSpec {
     mode: TopicMode,
     ty: Option<TypeInfo>,
     size: Option<usize>,
+    exclusive: bool,
 }
 
 impl TopicSpec {
@@ -302,6 +307,7 @@ impl TopicSpec {
             mode,
             ty: None,
             size: None,
+            exclusive: false,
         }
     }
 
@@ -343,6 +349,17 @@ impl TopicSpec {
                 named: true,
             }),
         );
+        self
+    }
+
+    /// An inline topic with one publisher at a time: the publisher that registers it holds
+    /// the topic's lease until it leaves (or dies: the next registrant takes the lease over),
+    /// and publishes with plain stores (no claim, no record: the broadcast ring's
+    /// single-publisher path), the fastest path weft has. Another live publisher registering
+    /// the topic gets [`Error::InUse`]. Without it, any number of publishers share an inline
+    /// topic (each publish claims its sequence with one `fetch_add`).
+    pub fn single_publisher(mut self) -> TopicSpec {
+        self.exclusive = true;
         self
     }
 
@@ -611,7 +628,30 @@ pub fn inspect(region: &str) -> Result<RegionReport> {
 
 fn open_region(name: &str, config: &Config) -> Result<Arc<Region>> {
     let obj = Object::open(name, ObjectKind::Region, config.open_timeout)?;
-    Region::attach(Arc::new(obj), config.liveness_timeout)
+    Region::attach(share(obj), config.liveness_timeout)
+}
+
+/// The region objects this process has mapped: its publishers and subscribers of one region
+/// share one mapping, so a line written through one handle and read through another has one
+/// virtual address (two addresses of one line defeat store-to-load forwarding and cost a
+/// stall per message), and the region costs one set of page-table entries.
+static MAPPED: std::sync::Mutex<Vec<alloc::sync::Weak<Object>>> = std::sync::Mutex::new(Vec::new());
+
+/// `obj`, or the mapping of the same file (device and inode) this process already has.
+fn share(obj: Object) -> Arc<Object> {
+    let mut mapped = MAPPED.lock().unwrap_or_else(|p| p.into_inner());
+    mapped.retain(|w| w.strong_count() > 0);
+    if obj.identity() != (0, 0)
+        && let Some(same) = mapped
+            .iter()
+            .filter_map(alloc::sync::Weak::upgrade)
+            .find(|o| o.identity() == obj.identity() && o.name() == obj.name())
+    {
+        return same;
+    }
+    let obj = Arc::new(obj);
+    mapped.push(Arc::downgrade(&obj));
+    obj
 }
 
 /// Publishes on the topics of one region. `Send` but not `Sync`: a loan borrows the publisher,
@@ -667,7 +707,7 @@ impl Publisher {
             );
             match made {
                 Ok(obj) => {
-                    let obj = Arc::new(obj);
+                    let obj = share(obj);
                     let joined =
                         Region::attach(obj.clone(), config.liveness_timeout).and_then(|r| {
                             r.pool().init();
@@ -816,7 +856,20 @@ impl Publisher {
         } else {
             0
         };
-        self.register_inner(topic, spec.mode, spec.ty.clone(), inline_size)
+        if spec.exclusive && spec.mode != TopicMode::Inline {
+            return Err(Error::InvalidArgument {
+                what: "single-publisher topic mode",
+                value: 0,
+                expected: "an inline topic (TopicSpec::single_publisher is for inline topics)",
+            });
+        }
+        self.register_inner(
+            topic,
+            spec.mode,
+            spec.ty.clone(),
+            inline_size,
+            spec.exclusive,
+        )
     }
 
     /// Registers `topic` for values of type `T` ([`TopicMode::Blocks`]): the topic records
@@ -927,6 +980,7 @@ impl Publisher {
         mode: TopicMode,
         ty: Option<TypeInfo>,
         inline_size: u32,
+        exclusive: bool,
     ) -> Result<Topic> {
         validate_topic(topic)?;
         let raw_mode = match mode {
@@ -957,6 +1011,13 @@ impl Publisher {
                         what: "message size of an inline topic",
                         value: inline_size as u64,
                         expected: "the size the topic was registered with",
+                    });
+                }
+                if r.inline_exclusive(i)? != exclusive {
+                    return Err(Error::InvalidArgument {
+                        what: "single-publisher setting of an inline topic",
+                        value: exclusive as u64,
+                        expected: "the setting the topic was registered with",
                     });
                 }
             }
@@ -1011,6 +1072,10 @@ impl Publisher {
             t.generation.fetch_add(1, Ordering::Relaxed);
             // Relaxed: published by the Release store of READY below.
             t.msg_size.store(inline_size, Ordering::Relaxed);
+            t.inline_flags.store(
+                if exclusive { INLINE_EXCLUSIVE } else { 0 },
+                Ordering::Relaxed,
+            );
             t.mode.store(raw_mode, Ordering::Relaxed);
             t.name_len.store(topic.len() as u32, Ordering::Relaxed);
             for (w, v) in t.name.iter().zip(pack_name(topic)) {
@@ -1047,19 +1112,25 @@ impl Publisher {
 
     fn topic_handle(&self, index: u32, name: &str, fingerprint: Option<u64>) -> Result<Topic> {
         let r = self.region();
-        // From now on a subscriber of this topic that finds us dead reports it.
-        r.mark_publisher(index, self.member.index)?;
         let mode = topic_mode(r, index)?;
         let inline = if mode == TopicMode::Inline {
             let (ring, size) = r.inline_ring(index)?;
+            let exclusive = r.inline_exclusive(index)?;
+            if exclusive {
+                r.take_lease(&ring, self.member.index)?;
+            }
             Some(InlineTopic {
                 area: r.inline_fields(index)?.0,
                 place: ring.placement(),
                 size,
+                exclusive,
             })
         } else {
             None
         };
+        // From now on a subscriber of this topic that finds us dead reports it.
+        r.mark_publisher(index, self.member.index)?;
+        let layout = r.topic_type(index)?.map(|t| (t.size, t.align));
         Ok(Topic {
             index,
             name: name.into(),
@@ -1068,28 +1139,39 @@ impl Publisher {
             mode,
             inline,
             generation: r.topic_generation(index)?,
+            layout,
         })
     }
 
-    /// `T` must have the size and alignment of the topic's recorded type (the publisher that
-    /// holds the handle registered that type, name included).
+    /// `T` must have the size and alignment of the topic's type (the publisher that holds the
+    /// handle registered that type, name included).
+    #[inline]
     fn check_typed<T: bytemuck::Pod>(&self, topic: &Topic) -> Result<()> {
         self.check_topic(topic)?;
-        let r = self.region();
-        let found = r.topic_type(topic.index)?;
-        let mut want = type_info::<T>();
-        if let Some(f) = found.as_ref().filter(|f| f.named) {
-            want = type_info_named::<T>(&f.name)?;
-        }
-        check_type(r, &topic.name, found.as_ref(), &want)?;
-        if want.size > r.geo.block_size {
-            return Err(Error::TooLarge {
-                name: alloc::format!("{}{}", self.member.name(), topic.name),
-                len: want.size,
-                max: r.geo.block_size,
-            });
+        let want = (
+            core::mem::size_of::<T>() as u64,
+            core::mem::align_of::<T>() as u64,
+        );
+        if topic.layout != Some(want) {
+            return Err(self.type_mismatch::<T>(topic));
         }
         Ok(())
+    }
+
+    #[cold]
+    fn type_mismatch<T: bytemuck::Pod>(&self, topic: &Topic) -> Error {
+        let r = self.region();
+        let found = r.topic_type(topic.index).ok().flatten();
+        let want = type_info::<T>();
+        check_type(r, &topic.name, found.as_ref(), &want)
+            .err()
+            .unwrap_or(Error::TypeMismatch {
+                name: alloc::format!("{}{}", r.obj.name(), topic.name),
+                found: found.map_or_else(|| "untyped bytes".into(), |f| f.describe()),
+                found_size: topic.layout.map_or(0, |l| l.0),
+                expected: want.describe(),
+                expected_size: want.size,
+            })
     }
 
     /// Loans a block for a typed topic, its length set to `size_of::<T>()`: fill it through
@@ -1114,7 +1196,7 @@ impl Publisher {
     pub fn publish_typed<T: bytemuck::Pod>(&self, topic: &Topic, value: &T) -> Result<u64> {
         if let Some(inl) = &topic.inline {
             self.check_typed::<T>(topic)?;
-            return self.publish_inline(topic, inl, |ring, seq| ring.write(seq, value));
+            return self.publish_inline(topic, inl, |ring: &RawRing, seq| ring.write(seq, value));
         }
         let mut loan = self.loan_typed::<T>(topic)?;
         loan.copy_from_slice(bytemuck::bytes_of(value));
@@ -1219,7 +1301,7 @@ impl Publisher {
             let ring = unsafe { RawRing::at(base, inl.place) };
             wake::wake_always(&ring.signal().notify);
         } else {
-            r.hot(t)?.wait.wake();
+            wake::wake_always(&r.hot(t)?.notify);
         }
         if r.subscriptions(t) == 0 {
             let _lock = RegisterLock::take(r, self.member.index)?;
@@ -1251,15 +1333,77 @@ impl Publisher {
         Ok((c, settled))
     }
 
-    /// Publishes one message on an inline topic: claim, write the slot, wake parked
-    /// subscribers. A slot whose previous lap is still claimed by a live, stalled publisher
-    /// is waited for at most `claim_timeout`; a dead one's claim is voided.
+    /// A typed writer for the inline topic `topic`: it checks the topic and the type once, and
+    /// each [`InlineWriter::publish`] is then the ring's publish and a check that the topic is
+    /// still registered (for tight loops of small values; [`Publisher::publish_typed`] checks
+    /// everything on every call).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a topic that is not inline or of another publisher;
+    /// [`Error::TypeMismatch`] when the topic's messages are not `T`s (its registered type, or
+    /// for an untyped topic its message size, must match `T`).
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber, TopicSpec};
+    /// # let region = format!("doc-writer-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let t = publisher.register_spec("/n", &TopicSpec::inline(8).typed::<u64>().single_publisher())?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut sub = subscriber.subscribe_typed::<u64>("/n")?;
+    /// let mut w = publisher.inline_writer::<u64>(&t)?;
+    /// for i in 0..3 {
+    ///     w.publish(&i)?;
+    /// }
+    /// assert_eq!(sub.try_recv_value::<u64>()?, 0);
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn inline_writer<T: bytemuck::Pod>(&self, topic: &Topic) -> Result<InlineWriter<'_, T>> {
+        self.check_topic(topic)?;
+        let Some(inl) = topic.inline else {
+            return Err(Error::InvalidArgument {
+                what: "topic of an inline writer",
+                value: topic.index as u64,
+                expected: "an inline topic",
+            });
+        };
+        let size = core::mem::size_of::<T>() as u64;
+        if topic.layout.is_some() {
+            self.check_typed::<T>(topic)?;
+        } else if inl.size as u64 != size {
+            return Err(Error::TypeMismatch {
+                name: alloc::format!("{}{}", self.member.name(), topic.name),
+                found: "untyped inline messages".into(),
+                found_size: inl.size as u64,
+                expected: core::any::type_name::<T>().into(),
+                expected_size: size,
+            });
+        }
+        let r = self.region();
+        // SAFETY: as in `publish_inline`: a placement validated over this area of this region.
+        let ring = unsafe { RawRing::at(r.inline_base(inl.area)?, inl.place) };
+        Ok(InlineWriter {
+            publisher: self,
+            ring,
+            entry: r.topic(topic.index)?,
+            generation: topic.generation,
+            tag: topic.index as u64 + 1,
+            index: topic.index,
+            exclusive: inl.exclusive,
+            _t: PhantomData,
+        })
+    }
+
+    /// Publishes one message on an inline topic: claim (or, single publisher, take the next
+    /// sequence), write the slot, wake parked subscribers. A slot whose previous lap is still
+    /// claimed by a live, stalled publisher is waited for at most `claim_timeout`; a dead one's
+    /// claim is voided.
     #[inline]
     fn publish_inline(
         &self,
         topic: &Topic,
         inl: &InlineTopic,
-        write: impl FnOnce(RawRing, u64),
+        write: impl FnOnce(&RawRing, u64),
     ) -> Result<u64> {
         self.check_open(topic)?;
         let r = self.region();
@@ -1268,32 +1412,59 @@ impl Publisher {
         // (the handle's region id matches ours, checked above); the mapping lives as long as
         // `self`.
         let ring = unsafe { RawRing::at(base, inl.place) };
-        let rec = r.inline_record(self.member.index)?;
-        let mut deadline = None;
-        let mut waiter = Waiter::new(WaitStrategy::YieldSpin);
-        let mut rounds = 0u32;
-        let seq = inline::publish(
-            ring,
-            rec,
-            topic.index as u64 + 1,
-            write,
-            |prev| {
-                let d = *deadline.get_or_insert_with(|| Deadline::after(self.claim_timeout));
-                rounds = rounds.wrapping_add(1);
-                if rounds.is_multiple_of(64) {
-                    r.unstick_inline(topic.index, ring, prev);
-                }
-                if d.expired() {
-                    return Err(Error::Timeout);
-                }
-                let _ = waiter.next();
-                Ok(())
-            },
-            |seq| Error::corrupt(r.obj.name(), "inline claim counter", seq, "below 2^62"),
-        )?;
+        let seq = if inl.exclusive {
+            inline::publish_exclusive(&ring, write).map_err(|s| self.bad_counter(s))?
+        } else {
+            let rec = r.inline_record(self.member.index)?;
+            let seq = inline::claim(&ring, rec, topic.index as u64 + 1)
+                .map_err(|s| self.bad_counter(s))?;
+            if !ring.slot_free(seq) {
+                self.wait_inline_slot(topic, &ring, rec, seq)?;
+            }
+            write(&ring, seq);
+            inline::finish(rec, seq);
+            seq
+        };
         let s = ring.signal();
         wake::wake_machine(&s.waiters, &s.notify);
         Ok(seq)
+    }
+
+    #[cold]
+    fn bad_counter(&self, seq: u64) -> Error {
+        Error::corrupt(
+            self.member.name(),
+            "inline claim counter",
+            seq,
+            "below 2^62",
+        )
+    }
+
+    /// Waits until the slot of `seq` (claimed) has finished its previous lap; gives `seq` up
+    /// after `claim_timeout` (`Timeout`), voids a dead claimant's previous lap.
+    #[cold]
+    fn wait_inline_slot(
+        &self,
+        topic: &Topic,
+        ring: &RawRing,
+        rec: inline::Record<'_>,
+        seq: u64,
+    ) -> Result<()> {
+        let r = self.region();
+        let deadline = Deadline::after(self.claim_timeout);
+        let mut waiter = Waiter::new(WaitStrategy::YieldSpin);
+        let mut rounds = 0u32;
+        inline::wait_free(*ring, rec, seq, |prev| {
+            rounds = rounds.wrapping_add(1);
+            if rounds.is_multiple_of(64) {
+                r.unstick_inline(topic.index, *ring, prev);
+            }
+            if deadline.expired() {
+                return Err(Error::Timeout);
+            }
+            let _ = waiter.next();
+            Ok(())
+        })
     }
 
     /// The largest payload a loan holds (the block size).
@@ -1311,6 +1482,7 @@ impl Publisher {
     /// a ring, or held by a sample); [`Error::Closed`] when the topic was unregistered;
     /// [`Error::InvalidArgument`] for a topic of another publisher, for an inline topic (its messages are copied: [`Publisher::publish`]), or
     /// when this publisher already holds `max_held` loans; [`Error::Corrupt`].
+    #[inline]
     pub fn loan(&self, topic: &Topic) -> Result<Loan<'_>> {
         self.check_open(topic)?;
         if topic.inline.is_some() {
@@ -1362,7 +1534,9 @@ impl Publisher {
                     expected: "exactly the topic's message size",
                 });
             }
-            return self.publish_inline(topic, inl, |ring, seq| ring.write_bytes(seq, data));
+            return self.publish_inline(topic, inl, |ring: &RawRing, seq| {
+                ring.write_bytes(seq, data)
+            });
         }
         if data.len() as u64 > self.region().geo.block_size {
             return Err(Error::TooLarge {
@@ -1401,6 +1575,7 @@ impl Publisher {
     }
 
     /// Publishes block `b` (recorded in holdings entry `entry`) with `len` bytes on topic `t`.
+    #[inline]
     fn publish_block(&self, t: u32, generation: u32, b: u32, entry: u32, len: u32) -> Result<u64> {
         self.check_entry_open(t, generation)?;
         let r = self.region();
@@ -1450,12 +1625,87 @@ impl Publisher {
         // The slot owns the block's reference from here.
         self.member.unhold(entry);
         ring.commit(seq);
-        r.hot(t)?.wait.wake_if_waiting();
+        let hot = r.hot(t)?;
+        wake::wake_machine(&hot.waiters, &hot.notify);
         // Release: as above.
         ext.pub_topic.store(0, Ordering::Release);
-        if let Some((ob, _)) = undesc(old) {
-            self.member.release_old(ob)?;
+        if let Some((ob, _)) = undesc(old)
+            && self.member.release_old(ob)?
+        {
+            // The block just freed is the one whose lines are still in this core's cache:
+            // the next loan starts there (the allocator otherwise walks the pool in order,
+            // and every loan would write a cold block).
+            self.cursor.set(ob);
         }
+        Ok(seq)
+    }
+}
+
+/// A typed writer for one inline topic ([`Publisher::inline_writer`]): the topic and the type
+/// are checked once; each publish is the broadcast ring's publish (single publisher: plain
+/// stores; otherwise one `fetch_add` and the claim record) plus one load that says the topic is
+/// still registered. Borrows its publisher.
+pub struct InlineWriter<'a, T: bytemuck::Pod> {
+    publisher: &'a Publisher,
+    ring: RawRing,
+    entry: &'a layout::TopicEntry,
+    generation: u32,
+    tag: u64,
+    index: u32,
+    exclusive: bool,
+    _t: PhantomData<fn(&T)>,
+}
+
+impl<T: bytemuck::Pod> core::fmt::Debug for InlineWriter<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("InlineWriter")
+            .field("topic", &self.index)
+            .field("single_publisher", &self.exclusive)
+            .finish()
+    }
+}
+
+impl<T: bytemuck::Pod> InlineWriter<'_, T> {
+    /// Publishes `value`; returns its sequence.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] once the topic was unregistered; as [`Publisher::publish`] on an
+    /// inline topic ([`Error::Timeout`], [`Error::Corrupt`]).
+    #[inline]
+    pub fn publish(&mut self, value: &T) -> Result<u64> {
+        // Acquire: pairs with the Release stores of `state` (see `check_entry_open`).
+        if self.entry.state.load(Ordering::Acquire) != TOPIC_READY
+            || self.entry.generation.load(Ordering::Relaxed) != self.generation
+        {
+            return Err(Error::Closed);
+        }
+        let p = self.publisher;
+        let ring = &self.ring;
+        let seq = if self.exclusive {
+            inline::publish_exclusive(ring, |r, s| r.write(s, value))
+                .map_err(|s| p.bad_counter(s))?
+        } else {
+            let rec = p.region().inline_record(p.member.index)?;
+            let seq = inline::claim(ring, rec, self.tag).map_err(|s| p.bad_counter(s))?;
+            if !ring.slot_free(seq) {
+                let topic = Topic {
+                    index: self.index,
+                    name: String::new(),
+                    region: p.region().id,
+                    fingerprint: None,
+                    mode: TopicMode::Inline,
+                    inline: None,
+                    generation: self.generation,
+                    layout: None,
+                };
+                p.wait_inline_slot(&topic, ring, rec, seq)?;
+            }
+            ring.write(seq, value);
+            inline::finish(rec, seq);
+            seq
+        };
+        let s = ring.signal();
+        wake::wake_machine(&s.waiters, &s.notify);
         Ok(seq)
     }
 }
@@ -1573,6 +1823,7 @@ impl Loan<'_> {
     /// [`Error::Timeout`] when the slot it needs stays held by a live, stalled publisher
     /// for [`Config::claim_timeout`]; [`Error::Closed`] when the topic was unregistered;
     /// [`Error::Corrupt`] for a damaged ring.
+    #[inline]
     pub fn publish(mut self) -> Result<u64> {
         let seq = self.publisher.publish_block(
             self.topic,
@@ -1846,13 +2097,19 @@ unsafe impl Send for Subscription {}
 unsafe impl Sync for Subscription {}
 
 enum Step {
+    /// An inline message, copied.
     Got(Sample),
+    /// A block taken and recorded (the sample is made by the caller: a small value passes
+    /// through the step functions instead of a whole sample).
+    Block {
+        block: u32,
+        entry: u32,
+        len: u32,
+        seq: u64,
+    },
     /// Nothing to deliver now. `holder`: the participant that claimed the sequence we wait
     /// for (blocks topics); `stuck`: an inline sequence claimed but not written.
-    Nothing {
-        holder: Option<u32>,
-        stuck: bool,
-    },
+    Nothing { holder: Option<u32>, stuck: bool },
 }
 
 impl Subscription {
@@ -1874,9 +2131,76 @@ impl Subscription {
     /// one still there); [`Error::Closed`] once the topic was unregistered and everything
     /// published before was received; [`Error::InvalidArgument`] when this subscriber already
     /// holds `max_held` samples; [`Error::Corrupt`].
+    #[inline]
     pub fn try_recv(&mut self) -> Result<Sample> {
+        // Inline topics: the common case (the next slot holds the value) copies it straight
+        // into the sample that is returned.
+        if let Some((ring, size)) = self.inline {
+            let seq = self.next;
+            let mut sample = Sample {
+                payload: Payload::Inline(InlineBuf([0; INLINE_MAX])),
+                len: size,
+                seq,
+            };
+            if let Payload::Inline(buf) = &mut sample.payload
+                && ring.read_bytes(seq, &mut buf.0[..size as usize]) == raw::Read::Value(())
+            {
+                self.next = seq + 1;
+                return Ok(sample);
+            }
+        }
+        self.try_recv_slow()
+    }
+
+    /// The next message as a `T`, copied out (for small `Pod` values, inline topics above all:
+    /// no sample is built, the value comes straight from the slot). Blocks and latest topics:
+    /// the payload of [`Subscription::try_recv`], copied.
+    ///
+    /// # Errors
+    /// [`Error::TypeMismatch`] when the message is not `size_of::<T>()` bytes; as
+    /// [`Subscription::try_recv`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber, TopicSpec};
+    /// # let region = format!("doc-value-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let t = publisher.register_spec("/n", &TopicSpec::inline(8))?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut sub = subscriber.subscribe("/n")?;
+    /// publisher.publish(&t, &42u64.to_ne_bytes())?;
+    /// assert_eq!(sub.try_recv_value::<u64>()?, 42);
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    #[inline]
+    pub fn try_recv_value<T: bytemuck::Pod>(&mut self) -> Result<T> {
+        if let Some((ring, size)) = self.inline
+            && size as usize == core::mem::size_of::<T>()
+            && let raw::Read::Value(v) = ring.read::<T>(self.next)
+        {
+            self.next += 1;
+            return Ok(v);
+        }
+        let s = self.try_recv()?;
+        bytemuck::try_pod_read_unaligned(&s).map_err(|_| Error::TypeMismatch {
+            name: alloc::format!("{}{}", self.member.name(), self.name),
+            found: "a message of another length".into(),
+            found_size: s.len() as u64,
+            expected: core::any::type_name::<T>().into(),
+            expected_size: core::mem::size_of::<T>() as u64,
+        })
+    }
+
+    #[inline]
+    fn try_recv_slow(&mut self) -> Result<Sample> {
         match self.step()? {
             Step::Got(s) => Ok(s),
+            Step::Block {
+                block,
+                entry,
+                len,
+                seq,
+            } => Ok(self.sample(block, entry, len, seq)),
             Step::Nothing { .. } => Err(Error::Empty),
         }
     }
@@ -1918,6 +2242,12 @@ impl Subscription {
         loop {
             let (holder, stuck) = match self.step()? {
                 Step::Got(s) => return Ok(s),
+                Step::Block {
+                    block,
+                    entry,
+                    len,
+                    seq,
+                } => return Ok(self.sample(block, entry, len, seq)),
                 Step::Nothing { holder, stuck } => (holder, stuck),
             };
             rounds = rounds.wrapping_add(1);
@@ -1971,15 +2301,24 @@ impl Subscription {
             return Ok(None);
         }
         let member = self.member.clone();
-        let hot = member.region.hot(self.topic)?;
-        let seen = hot.wait.announce();
-        // Re-check after the announcement (the Dekker half in WaitWord).
-        if let Step::Got(s) = self.step()? {
-            return Ok(Some(s));
-        }
-        // No withdraw afterwards: other subscribers may be parked on the same word, and a
-        // stale announcement costs a publisher one needless wake, never a lost one.
-        hot.wait.sleep(seen, Some(slice));
+        let r = &member.region;
+        let hot = r.hot(self.topic)?;
+        let ring = r.ring(self.topic)?;
+        let next = self.next;
+        let latest = self.latest;
+        wake::park_reach(
+            wake::Reach::Machine,
+            &hot.waiters,
+            &hot.notify,
+            Some(slice),
+            // Anything at our position, or (latest) anything newer, ends the park; the
+            // caller's loop reads it.
+            || match ring.read(next) {
+                Ok(Read::Empty) => latest && ring.tail().is_ok_and(|t| t > next),
+                Ok(Read::Pending { .. }) => false,
+                _ => true,
+            },
+        );
         Ok(None)
     }
 
@@ -2072,6 +2411,29 @@ impl Subscription {
         Ok(step)
     }
 
+    /// The sample of a block `step_once` took (its index was checked against the pool there).
+    #[inline]
+    fn sample(&self, block: u32, entry: u32, len: u32, seq: u64) -> Sample {
+        let r = &self.member.region;
+        // SAFETY: `block < blocks` (checked in `step_once` before it was taken), so the block
+        // lies inside the data area, which attach checked against the mapping.
+        let ptr = unsafe {
+            r.obj
+                .base()
+                .add((r.geo.data + r.geo.block_size * block as u64) as usize)
+        };
+        Sample {
+            payload: Payload::Block {
+                member: self.member.clone(),
+                block,
+                entry,
+                ptr,
+            },
+            len,
+            seq,
+        }
+    }
+
     /// Whether the topic was unregistered and everything published on it was delivered (or
     /// its entry was reused by another registration).
     #[cold]
@@ -2089,6 +2451,7 @@ impl Subscription {
         Ok(self.next >= end)
     }
 
+    #[inline]
     fn step_once(&mut self) -> Result<Step> {
         if let Some((ring, size)) = self.inline {
             return self.step_inline(ring, size);
@@ -2154,16 +2517,12 @@ impl Subscription {
                     let seq = self.next;
                     self.next += 1;
                     self.floor = self.next;
-                    return Ok(Step::Got(Sample {
-                        payload: Payload::Block {
-                            ptr: r.block_ptr(b)?,
-                            member: self.member.clone(),
-                            block: b,
-                            entry,
-                        },
+                    return Ok(Step::Block {
+                        block: b,
+                        entry,
                         len,
                         seq,
-                    }));
+                    });
                 }
                 Read::Lagged { .. } if self.latest => continue,
                 Read::Lagged { skipped, next } => {

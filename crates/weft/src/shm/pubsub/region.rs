@@ -3,9 +3,9 @@
 //! a dead participant's blocks and unfinished publish.
 
 use super::layout::{
-    CONFIG_OFFSET, Geometry, INLINE_MAX, MODE_BLOCKS, MODE_INLINE, MODE_LATEST, MemberExt,
-    ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE,
-    TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine, inline_area_size,
+    CONFIG_OFFSET, Geometry, INLINE_EXCLUSIVE, INLINE_MAX, MODE_BLOCKS, MODE_INLINE, MODE_LATEST,
+    MemberExt, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING,
+    TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine, inline_area_size,
 };
 use super::name::TOPIC_MAX;
 use crate::error::{Error, Result, Role};
@@ -204,6 +204,75 @@ impl Region {
             ));
         }
         Ok((area, size))
+    }
+
+    /// Whether inline topic `i` has one publisher at a time (its lease).
+    pub(crate) fn inline_exclusive(&self, i: u32) -> Result<bool> {
+        // Relaxed: the caller loaded the entry's state with Acquire first; checked here.
+        let f = self.topic(i)?.inline_flags.load(Ordering::Relaxed);
+        if f > INLINE_EXCLUSIVE {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "inline topic flags",
+                f as u64,
+                "0 or 1",
+            ));
+        }
+        Ok(f == INLINE_EXCLUSIVE)
+    }
+
+    /// Takes the lease of a single-publisher inline topic's ring for participant `me` (kept if
+    /// we hold it; taken over from a dead holder).
+    ///
+    /// # Errors
+    /// [`Error::InUse`] while another live participant holds it.
+    pub(crate) fn take_lease(&self, ring: &RawRing, me: u32) -> Result<()> {
+        let lease = &ring.signal().publishers;
+        loop {
+            // Acquire pairs with the Release store in `release_leases`: the previous holder's
+            // counter is visible to us.
+            let cur = lease.load(Ordering::Acquire);
+            if cur == me as u64 + 1 {
+                return Ok(());
+            }
+            if cur != 0 {
+                // Another process may write this word: an index like any other.
+                let holder = u32::try_from(cur - 1).unwrap_or(u32::MAX);
+                if let Ok(row) = self.row(holder)
+                    && row.status(self.liveness) == PeerStatus::Alive
+                {
+                    return Err(Error::InUse {
+                        name: self.obj.name().into(),
+                        role: Role::Publisher,
+                        pid: row.pid(),
+                    });
+                }
+            }
+            // SYNC POINT: AcqRel: Acquire as above; Release pairs with the Acquire load of
+            // a later taker.
+            if lease
+                .compare_exchange(cur, me as u64 + 1, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                // The counter as the previous holder (dead or gone) left it. Acquire: pairs
+                // with its last Release store of the counter.
+                let _ = ring.cursor().load(Ordering::Acquire);
+                return Ok(());
+            }
+        }
+    }
+
+    /// Gives up every inline lease participant `i` holds.
+    fn release_leases(&self, i: u32) -> Result<()> {
+        for k in 0..self.geo.inline_topics as u32 {
+            // SAFETY: the area lies in the mapping (inline_base) and starts with a ring
+            // header of atomics; the mapping lives as long as `self`.
+            let lease = unsafe { RawRing::publishers_word(self.inline_base(k)?) };
+            // SYNC POINT: Release pairs with the Acquire load in `take_lease`. Only our own
+            // (or a dead holder's, whose row we hold) lease is cleared.
+            let _ = lease.compare_exchange(i as u64 + 1, 0, Ordering::Release, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// The ring of inline topic `i`, its header validated, and the message size.
@@ -595,13 +664,14 @@ impl Region {
                     ring.set_desc(seq, 0);
                 }
                 ring.commit(seq);
-                self.hot(t)?.wait.wake();
+                crate::ring::wake::wake_always(&self.hot(t)?.notify);
                 // Relaxed: a statistic.
                 self.stats(t)?.recovered.fetch_add(1, Ordering::Relaxed);
             }
             // Release: pairs with the Acquire load above, for a later reclaimer.
             ext.pub_topic.store(0, Ordering::Release);
         }
+        self.release_leases(i)?;
         // The inline claim in flight: cleared first (the row is ours now and would count as a
         // live holder), then the sequence it held is voided if it was never written.
         let rec = self.inline_record(i)?;
@@ -781,6 +851,10 @@ pub(crate) struct Member {
     pub(crate) index: u32,
     /// Where the next free holdings entry is likely to be. Relaxed: a hint.
     hint: AtomicU32,
+    /// A publisher's entries are claimed and released by one thread only (a `Publisher` is
+    /// not `Sync` and its loans do not leave its thread), so a plain store claims one; a
+    /// subscriber's samples may be received on several threads at once, which need a CAS.
+    one_thread: bool,
     claim: Option<Claim>,
 }
 
@@ -822,6 +896,7 @@ impl Member {
                 region: region.clone(),
                 index: i,
                 hint: AtomicU32::new(0),
+                one_thread: role == Role::Publisher,
                 claim: Some(claim),
             });
             region.reclaim_dead()?;
@@ -840,6 +915,7 @@ impl Member {
 
     /// Takes a reference on the published block `b` and records it: the holdings entry, or
     /// `None` when the block is free (it was recycled: the caller reads its slot again).
+    #[inline]
     pub(crate) fn take(&self, b: u32) -> Result<Option<u32>> {
         let e = self.claim_entry(TAKING | (b + 1))?;
         let r = &self.region;
@@ -859,6 +935,7 @@ impl Member {
 
     /// Allocates a free block (scanning from `*cursor`) and records it: `(block, entry)`, or
     /// `None` when every block is in use.
+    #[inline]
     pub(crate) fn alloc(&self, cursor: &mut u32) -> Result<Option<(u32, u32)>> {
         let e = self.claim_entry(TAKING)?;
         let r = &self.region;
@@ -879,15 +956,34 @@ impl Member {
     }
 
     /// Claims a free holdings entry for `v`.
+    #[inline]
     fn claim_entry(&self, v: u32) -> Result<u32> {
         let hs = self.region.holdings(self.index)?;
         let n = hs.len() as u32;
         // Relaxed: a hint.
         let start = self.hint.load(Ordering::Relaxed);
+        let start = if start < n { start } else { 0 };
         for k in 0..n {
-            let e = (start.wrapping_add(k)) % n;
+            // `start + k` wraps once at most (a compare, not a division per claim).
+            let e = if start + k < n {
+                start + k
+            } else {
+                start + k - n
+            };
+            let h = &hs[e as usize];
+            if self.one_thread {
+                // Relaxed: only this thread claims or clears our entries (see `one_thread`).
+                if h.load(Ordering::Relaxed) == 0 {
+                    // SYNC POINT: Release pairs with the Acquire loads in `settle_entry`.
+                    h.store(v, Ordering::Release);
+                    // Relaxed: a hint.
+                    self.hint.store(e + 1, Ordering::Relaxed);
+                    return Ok(e);
+                }
+                continue;
+            }
             // Relaxed: only a pre-check of the CAS below.
-            if hs[e as usize].load(Ordering::Relaxed) == 0
+            if h.load(Ordering::Relaxed) == 0
                 // SYNC POINT: Release pairs with the Acquire loads in `settle_entry`: a
                 // reclaimer sees the record. Entries are claimed by CAS so that samples
                 // received on several threads never share one.
@@ -920,6 +1016,7 @@ impl Member {
 
     /// Releases the reference on block `b` recorded in entry `e` (see `pool::release_entry`:
     /// a crash at any point leaves a state the reclaimer settles exactly).
+    #[inline]
     pub(crate) fn release(&self, e: u32, b: u32) -> Result<()> {
         let r = &self.region;
         let h = r
@@ -939,8 +1036,10 @@ impl Member {
         .map(|_| ())
     }
 
-    /// Releases the reference on block `b` recorded in this member's publish record.
-    pub(crate) fn release_old(&self, b: u32) -> Result<()> {
+    /// Releases the reference on block `b` recorded in this member's publish record; returns
+    /// whether that freed the block.
+    #[inline]
+    pub(crate) fn release_old(&self, b: u32) -> Result<bool> {
         let r = &self.region;
         let mut since = None;
         release_old(
@@ -951,7 +1050,6 @@ impl Member {
             |w| r.wait_mark(w, self.index, &mut since),
             |c| corrupt(&r.obj, c),
         )
-        .map(|_| ())
     }
 }
 
