@@ -1,0 +1,412 @@
+//! The bridge handle: one Zenoh session, the outbound forwarders (a discovery thread and one
+//! thread per topic) and the inbound subscribers (a Zenoh callback that publishes into the
+//! region), and the loop guard they share.
+
+use crate::config::BridgeConfig;
+use crate::error::{Error, Result};
+use crate::inbound::{self, Inbound};
+use crate::outbound;
+use crate::pattern::Pattern;
+use crate::stats::{BridgeStats, Registry};
+use crate::typeinfo::TypeRule;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use zenoh::Wait;
+use zenoh::sample::Locality;
+
+/// Locks `m`, ignoring poisoning: every structure behind these mutexes stays consistent
+/// between statements, and a panic in one topic's code must not stop the others.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// FNV-1a 64 of a string (the origin id).
+pub(crate) fn fnv1a(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The sequence numbers this bridge published into one topic of its region, oldest first,
+/// for the outbound forwarder of the same topic to skip (the loop guard).
+///
+/// Why sequences: a sample in the region does not say who published it, so the forwarder
+/// cannot skip the bridge's own samples by publisher; but `Loan::publish` returns the
+/// sample's sequence, and `Sample::seq` gives it back to every subscriber. The inbound side
+/// holds this lock from before its publish until it has pushed the sequence, and the
+/// forwarder takes it after receiving a sample, so a sample the forwarder sees is either in
+/// the queue already or not the bridge's own: no window in which an own sample slips out.
+#[derive(Debug)]
+pub(crate) struct OwnSeqs {
+    pub q: Mutex<VecDeque<u64>>,
+    /// Bound on the queue: sequences older than a ring lap can no longer be received, and a
+    /// lagged forwarder drops them, so the bound is only a guard against a forwarder that
+    /// never runs.
+    pub cap: usize,
+}
+
+impl OwnSeqs {
+    /// Records `seq` (the caller holds the guard across its publish).
+    pub fn push(&self, q: &mut VecDeque<u64>, seq: u64) {
+        q.push_back(seq);
+        while q.len() > self.cap {
+            q.pop_front();
+        }
+    }
+
+    /// Whether `seq` is the bridge's own; forgets everything up to it.
+    pub fn take(&self, seq: u64) -> bool {
+        let mut q = lock(&self.q);
+        while q.front().is_some_and(|&s| s < seq) {
+            q.pop_front();
+        }
+        if q.front() == Some(&seq) {
+            q.pop_front();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Forgets every sequence below `next` and returns how many there were (the own samples
+    /// among those a lagging forwarder skipped).
+    pub fn drop_below(&self, next: u64) -> u64 {
+        let mut q = lock(&self.q);
+        let mut n = 0;
+        while q.front().is_some_and(|&s| s < next) {
+            q.pop_front();
+            n += 1;
+        }
+        n
+    }
+}
+
+/// What the bridge's threads and callbacks share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: BridgeConfig,
+    pub prefix: String,
+    /// This bridge's random id, carried in every header it writes.
+    pub instance: u64,
+    /// The origin id (FNV-1a of the origin name), carried in every header it writes.
+    pub origin: u64,
+    pub types: Vec<TypeRule>,
+    pub session: zenoh::Session,
+    pub stop: AtomicBool,
+    pub stats: Registry,
+    /// Loop guard queues, by topic: only for topics both inbound and outbound.
+    pub own: Mutex<HashMap<String, Arc<OwnSeqs>>>,
+    /// The inbound side's region handles and topics; `None` without inbound patterns.
+    pub inbound: Option<Mutex<Inbound>>,
+    /// Errors that belong to no topic (the region could not be opened, discovery failed).
+    pub last_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    pub fn stopping(&self) -> bool {
+        // Relaxed: a flag polled by loops that also wake on their own every 50 ms; nothing
+        // is published through it.
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    pub fn rule(&self, topic: &str) -> Option<&TypeRule> {
+        self.types.iter().find(|r| r.pattern.matches(topic))
+    }
+
+    /// The loop guard of `topic`, if the bridge forwards it both ways.
+    pub fn own_for(&self, topic: &str, cap: usize) -> Option<Arc<OwnSeqs>> {
+        let both = self.config.inbound.iter().any(|p| p.matches(topic))
+            && self.config.outbound.iter().any(|p| p.matches(topic));
+        both.then(|| {
+            lock(&self.own)
+                .entry(topic.into())
+                .or_insert_with(|| {
+                    Arc::new(OwnSeqs {
+                        q: Mutex::new(VecDeque::new()),
+                        cap,
+                    })
+                })
+                .clone()
+        })
+    }
+
+    pub fn error(&self, e: impl core::fmt::Display) {
+        *lock(&self.last_error) = Some(e.to_string());
+    }
+}
+
+/// Builds a [`Bridge`]: the configuration, plus the Rust types of typed topics.
+#[derive(Debug)]
+pub struct BridgeBuilder {
+    config: BridgeConfig,
+    types: Vec<TypeRule>,
+}
+
+impl BridgeBuilder {
+    /// Says that topics matching `pattern` hold values of type `T`. Outbound, such a topic is
+    /// subscribed with `subscribe_typed::<T>` (a topic registered with another type, or
+    /// untyped, is refused) and `T`'s name, size and alignment travel with every sample.
+    /// Inbound, a sample is accepted only if it carries a type that agrees with `T`, and the
+    /// topic is registered with `register_typed::<T>`, so local typed subscribers of `T` see
+    /// the same typed topic as on the far side. The first rule that matches a topic applies.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a bad pattern.
+    pub fn typed<T: bytemuck::Pod>(mut self, pattern: &str) -> Result<BridgeBuilder> {
+        self.types.push(TypeRule::new::<T>(Pattern::new(pattern)?));
+        Ok(self)
+    }
+
+    /// Opens the Zenoh session and starts bridging.
+    ///
+    /// The region is opened (or, when there are inbound patterns and it does not exist,
+    /// created with [`BridgeConfig::region_shape`]); with outbound patterns only, a missing
+    /// region is waited for.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for a configuration [`BridgeConfig::validate`] refuses;
+    /// [`Error::Weft`] when the region cannot be opened or created; [`Error::Zenoh`] when the
+    /// session cannot be opened (a listen endpoint in use, say) or a key expression declared.
+    pub fn start(self) -> Result<Bridge> {
+        let config = self.config;
+        config.validate()?;
+        let zconf = config.zenoh_config()?;
+        let inbound = if config.inbound.is_empty() {
+            None
+        } else {
+            Some(Mutex::new(Inbound::open(&config)?))
+        };
+        let session = zenoh::open(zconf)
+            .wait()
+            .map_err(|e| Error::zenoh("opening the session", e))?;
+        let instance = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let shared = Arc::new(Shared {
+            prefix: config.key_prefix(),
+            origin: fnv1a(&config.origin_name()),
+            instance,
+            types: self.types,
+            session: session.clone(),
+            stop: AtomicBool::new(false),
+            stats: Registry::default(),
+            own: Mutex::new(HashMap::new()),
+            inbound,
+            last_error: Mutex::new(None),
+            config,
+        });
+        let mut bridge = Bridge {
+            shared: shared.clone(),
+            subscribers: Vec::new(),
+            discovery: None,
+        };
+        for p in &shared.config.inbound {
+            let key = p.key_expr(&shared.prefix);
+            let s = shared.clone();
+            let sub = session
+                .declare_subscriber(key.clone())
+                // Samples this session put itself never come back in (the outbound side of
+                // the same bridge and key): the first half of the loop guard.
+                .allowed_origin(Locality::Remote)
+                .callback(move |sample| inbound::on_sample(&s, sample))
+                .wait()
+                .map_err(|e| Error::zenoh(format!("subscribing to {key}"), e))?;
+            bridge.subscribers.push(sub);
+        }
+        if !shared.config.outbound.is_empty() {
+            let s = shared.clone();
+            bridge.discovery = Some(
+                std::thread::Builder::new()
+                    .name("weft-zenoh-discovery".into())
+                    .spawn(move || outbound::discover(s))
+                    .map_err(Error::Thread)?,
+            );
+        }
+        Ok(bridge)
+    }
+}
+
+/// Forwards topics of a weft region to Zenoh key expressions and back.
+///
+/// Outbound (`BridgeConfig::outbound`): every topic of the region that matches a pattern is
+/// subscribed (found within `discovery_interval_ms` of its registration) and each sample is
+/// put to `<key_prefix><topic>`, handed to Zenoh without a copy (the block is released when
+/// Zenoh has serialised it). Inbound (`BridgeConfig::inbound`): every Zenoh sample under
+/// `<key_prefix><pattern>` is published into the region as a weft publisher, registering the
+/// topic on first use.
+///
+/// Every sample carries a header ([`crate::wire::SampleHeader`]): its sequence number in its
+/// source topic (the far side counts a gap as `lagged`: a bridge restart, a lagging bridge, a
+/// Zenoh drop), its origin, and for a typed topic the type (the far side refuses a mismatch).
+/// A sample bridged in is never bridged back out (see `OwnSeqs` in the source and
+/// docs/architecture.md). Dropping the bridge stops it (within about 50 ms) and closes the
+/// session.
+///
+/// # Examples
+/// Two bridges on loopback, as on two hosts: region `a`'s `/prices/*` arrive in region `b`.
+/// ```
+/// use std::time::Duration;
+/// use weft::pubsub::{Config, Publisher, Subscriber};
+/// use weft_zenoh::{Bridge, BridgeConfig};
+/// # let (a, b) = (format!("doc-bridge-a-{}", std::process::id()), format!("doc-bridge-b-{}", std::process::id()));
+/// # let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+/// let publisher = Publisher::create(&a, &Config::default())?;
+/// let prices = publisher.register("/prices/AAPL")?;
+///
+/// let sender = Bridge::start(
+///     BridgeConfig::new(&a)
+///         .outbound("/prices/*")?
+///         .with_key_prefix("weft/market")
+///         .listen(&format!("tcp/127.0.0.1:{port}"))
+///         .multicast_scouting(false),
+/// )?;
+/// let receiver = Bridge::start(
+///     BridgeConfig::new(&b)                        // the bridge creates region b
+///         .inbound("/prices/*")?
+///         .with_key_prefix("weft/market")
+///         .connect(&format!("tcp/127.0.0.1:{port}"))
+///         .multicast_scouting(false),
+/// )?;
+/// assert!(sender.wait_matched("/prices/AAPL", Duration::from_secs(10)));
+/// publisher.publish(&prices, b"189.5")?;
+///
+/// // The receiving bridge registers /prices/AAPL in b when the first sample arrives.
+/// let deadline = std::time::Instant::now() + Duration::from_secs(10);
+/// while receiver.stats().inbound("/prices/AAPL").map_or(0, |t| t.samples) == 0 {
+///     assert!(std::time::Instant::now() < deadline, "nothing arrived");
+///     std::thread::sleep(Duration::from_millis(1));
+/// }
+/// let subscriber = Subscriber::connect(&b)?;
+/// let mut sub = subscriber.subscribe_with_history("/prices/AAPL", 1)?;
+/// assert_eq!(&*sub.try_recv()?, b"189.5");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Bridge {
+    shared: Arc<Shared>,
+    subscribers: Vec<zenoh::pubsub::Subscriber<()>>,
+    discovery: Option<JoinHandle<()>>,
+}
+
+impl Bridge {
+    /// Starts a bridge with no typed topics ([`BridgeBuilder::start`]).
+    ///
+    /// # Errors
+    /// As [`BridgeBuilder::start`].
+    pub fn start(config: BridgeConfig) -> Result<Bridge> {
+        Bridge::builder(config).start()
+    }
+
+    /// A builder, to add typed topics ([`BridgeBuilder::typed`]) before starting.
+    pub fn builder(config: BridgeConfig) -> BridgeBuilder {
+        BridgeBuilder {
+            config,
+            types: Vec::new(),
+        }
+    }
+
+    /// The configuration the bridge runs with.
+    pub fn config(&self) -> &BridgeConfig {
+        &self.shared.config
+    }
+
+    /// The Zenoh session's id (as `z_info` and Zenoh's admin space show it).
+    pub fn zenoh_id(&self) -> String {
+        self.shared.session.zid().to_string()
+    }
+
+    /// A snapshot of the counters of every bridged topic.
+    pub fn stats(&self) -> BridgeStats {
+        self.shared
+            .stats
+            .snapshot(|t| format!("{}{t}", self.shared.prefix))
+    }
+
+    /// The most recent error that belongs to no single topic (the region could not be
+    /// opened, the topic table could not be read).
+    pub fn last_error(&self) -> Option<String> {
+        lock(&self.shared.last_error).clone()
+    }
+
+    /// Waits up to `timeout` until the outbound topic `topic` is being forwarded and Zenoh
+    /// knows a subscriber for its key on another session: from then on, what is published
+    /// reaches that subscriber. Returns whether it happened in time.
+    pub fn wait_matched(&self, topic: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.stats().outbound(topic).is_some_and(|t| t.matched) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Stops the bridge and closes the Zenoh session, reporting a failure to close.
+    ///
+    /// # Errors
+    /// [`Error::Zenoh`] if the session does not close cleanly.
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        // Relaxed: see `Shared::stopping`.
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(d) = self.discovery.take() {
+            let _ = d.join();
+        }
+        for s in self.subscribers.drain(..) {
+            let _ = s.undeclare().wait();
+        }
+        if self.shared.session.is_closed() {
+            return Ok(());
+        }
+        self.shared
+            .session
+            .close()
+            .wait()
+            .map_err(|e| Error::zenoh("closing the session", e))
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_sequences_are_taken_once_and_in_order() {
+        let own = OwnSeqs {
+            q: Mutex::new(VecDeque::new()),
+            cap: 4,
+        };
+        {
+            let mut q = lock(&own.q);
+            for s in [3, 5, 6, 9, 10] {
+                own.push(&mut q, s);
+            }
+        }
+        // The cap dropped 3.
+        assert!(!own.take(3));
+        assert!(!own.take(4));
+        assert!(own.take(5));
+        assert!(!own.take(5));
+        assert_eq!(own.drop_below(10), 2); // 6 and 9
+        assert!(own.take(10));
+        assert!(lock(&own.q).is_empty());
+    }
+}

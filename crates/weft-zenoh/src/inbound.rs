@@ -1,0 +1,269 @@
+//! Zenoh to region: a Zenoh callback that publishes each sample into the region as a weft
+//! publisher, registering topics on demand, checking types and counting sequence gaps.
+
+use crate::bridge::{OwnSeqs, Shared, lock};
+use crate::config::BridgeConfig;
+use crate::error::Result;
+use crate::stats::{Counters, Dir};
+use crate::typeinfo::{TypeMeta, probe};
+use crate::wire::SampleHeader;
+use std::collections::HashMap;
+use std::sync::Arc;
+use weft::pubsub::{Publisher, Subscriber, Topic, TopicMode};
+use zenoh::sample::{Sample, SampleKind};
+
+/// The inbound side's handles, behind the bridge's inbound mutex (Zenoh may call the callback
+/// from several threads; `Publisher` is not `Sync`).
+#[derive(Debug)]
+pub(crate) struct Inbound {
+    publisher: Publisher,
+    /// A subscriber handle of the same region, joined on first need, to read topics' types.
+    reader: Option<Subscriber>,
+    topics: HashMap<String, InTopic>,
+    /// Bound of the loop-guard queues: two ring laps.
+    own_cap: usize,
+}
+
+/// One inbound topic, registered in the region.
+#[derive(Debug)]
+struct InTopic {
+    topic: Topic,
+    /// The type every sample must carry (the local topic's, or the first sample's when the
+    /// bridge registered the topic untyped); `None`: untyped, anything goes.
+    expect: Option<TypeMeta>,
+    own: Option<Arc<OwnSeqs>>,
+    /// The next sequence expected from each origin.
+    expected: HashMap<u64, u64>,
+    counters: Arc<Counters>,
+}
+
+/// Why a topic cannot take a sample.
+enum Refusal {
+    /// A type disagreement: counted as refused.
+    Type(String),
+    /// Anything else (the region refused): counted as dropped.
+    Error(String),
+}
+
+impl Inbound {
+    /// Opens the region as a publisher, creating it if it does not exist.
+    pub fn open(config: &BridgeConfig) -> Result<Inbound> {
+        let region = &config.region;
+        let publisher = match Publisher::open(region) {
+            Err(weft::Error::NotFound { .. }) => {
+                match Publisher::create(region, &config.region_shape.config()) {
+                    // Someone else created it in between.
+                    Err(weft::Error::AlreadyExists { .. }) => Publisher::open(region)?,
+                    other => other?,
+                }
+            }
+            other => other?,
+        };
+        let own_cap = (publisher.region_info().ring_slots as usize * 2).max(4096);
+        Ok(Inbound {
+            publisher,
+            reader: None,
+            topics: HashMap::new(),
+            own_cap,
+        })
+    }
+
+    /// The recorded type of a registered local topic; `Ok(None)` when it is untyped or absent.
+    fn local_type(&mut self, region: &str, topic: &str) -> weft::Result<Option<TypeMeta>> {
+        if self.reader.is_none() {
+            self.reader = Some(Subscriber::connect(region)?);
+        }
+        let reader = self.reader.as_ref().expect("joined above");
+        match probe(reader, topic) {
+            Err(weft::Error::NotFound { .. }) => Ok(None),
+            other => other,
+        }
+    }
+
+    /// Registers `topic` for the first sample, which carries `carried`.
+    fn resolve(
+        &mut self,
+        shared: &Shared,
+        topic: &str,
+        carried: Option<&TypeMeta>,
+    ) -> Result<InTopic, Refusal> {
+        let describe =
+            |t: Option<&TypeMeta>| t.map_or_else(|| "untyped bytes".into(), |m| m.to_string());
+        let (handle, expect) = if let Some(rule) = shared.rule(topic) {
+            if !carried.is_some_and(|c| c.agrees_with(&rule.meta)) {
+                return Err(Refusal::Type(format!(
+                    "the sample carries {}, the bridge maps {topic} to {}",
+                    describe(carried),
+                    rule.meta
+                )));
+            }
+            match (rule.register)(&self.publisher, topic) {
+                Ok(h) => (h, Some(rule.meta.clone())),
+                Err(e @ weft::Error::TypeMismatch { .. }) => {
+                    return Err(Refusal::Type(e.to_string()));
+                }
+                Err(e) => return Err(Refusal::Error(e.to_string())),
+            }
+        } else {
+            let local = self
+                .local_type(&shared.config.region, topic)
+                .map_err(|e| Refusal::Error(e.to_string()))?;
+            if let Some(l) = &local
+                && !carried.is_some_and(|c| c.agrees_with(l))
+            {
+                return Err(Refusal::Type(format!(
+                    "the sample carries {}, topic {topic} holds {l} here",
+                    describe(carried)
+                )));
+            }
+            // Untyped registration finds an existing topic of any type; a topic registered in
+            // another mode is found by asking for that mode.
+            let handle = match self.publisher.register(topic) {
+                Err(weft::Error::InvalidArgument {
+                    what: "topic mode", ..
+                }) => self.publisher.register_with(topic, TopicMode::Latest),
+                other => other,
+            }
+            .map_err(|e| Refusal::Error(e.to_string()))?;
+            (handle, local.or_else(|| carried.cloned()))
+        };
+        let counters = shared.stats.get(Dir::In, topic);
+        *lock(&counters.ty) = expect.clone();
+        Ok(InTopic {
+            topic: handle,
+            expect,
+            own: shared.own_for(topic, self.own_cap),
+            expected: HashMap::new(),
+            counters,
+        })
+    }
+}
+
+/// The inbound callback: one Zenoh sample under an inbound key expression.
+pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
+    if sample.kind() != SampleKind::Put || shared.stopping() {
+        return;
+    }
+    let Some(inbound) = &shared.inbound else {
+        return;
+    };
+    let Some(topic) = sample
+        .key_expr()
+        .as_str()
+        .strip_prefix(shared.prefix.as_str())
+    else {
+        return;
+    };
+    if weft::pubsub::validate_topic(topic).is_err()
+        || !shared.config.inbound.iter().any(|p| p.matches(topic))
+    {
+        return;
+    }
+    // Samples without an attachment come from plain Zenoh publishers: untyped, no sequence.
+    let header = match sample.attachment() {
+        None => None,
+        Some(a) => match SampleHeader::decode(&a.to_bytes()) {
+            Some(h) => Some(h),
+            None => {
+                let c = shared.stats.get(Dir::In, topic);
+                Counters::add(&c.refused, 1);
+                c.error("a sample with a malformed bridge header was refused");
+                return;
+            }
+        },
+    };
+    if let Some(h) = &header
+        && (h.instance == shared.instance || h.origin == shared.origin)
+    {
+        // Our own sample (or one from this same region by another path) came back.
+        Counters::add(&shared.stats.get(Dir::In, topic).looped, 1);
+        return;
+    }
+    let carried = header.as_ref().and_then(|h| h.ty.as_ref());
+
+    let mut guard = lock(inbound);
+    let inb = &mut *guard;
+    if !inb.topics.contains_key(topic) {
+        match inb.resolve(shared, topic, carried) {
+            Ok(t) => {
+                inb.topics.insert(topic.into(), t);
+            }
+            Err(r) => {
+                let c = shared.stats.get(Dir::In, topic);
+                match r {
+                    Refusal::Type(m) => {
+                        Counters::add(&c.refused, 1);
+                        c.error(m);
+                    }
+                    Refusal::Error(m) => {
+                        Counters::add(&c.dropped, 1);
+                        c.error(m);
+                    }
+                }
+                return;
+            }
+        }
+    }
+    let Inbound {
+        publisher, topics, ..
+    } = inb;
+    let t = topics.get_mut(topic).expect("resolved above");
+    let payload = sample.payload();
+    let len = payload.len();
+    if let Some(e) = &t.expect {
+        let agrees = carried.is_some_and(|c| c.agrees_with(e));
+        if !agrees || len != e.size as usize {
+            Counters::add(&t.counters.refused, 1);
+            t.counters.error(format!(
+                "a sample of {len} bytes carrying {} was refused: topic {topic} holds {e}",
+                carried.map_or_else(|| "no type".into(), |c| c.to_string())
+            ));
+            return;
+        }
+    }
+    // Gaps in the source's sequence are what was lost on the way (minus what the far bridge
+    // skipped on purpose). A sequence that goes back means the source topic started over.
+    if let Some(h) = &header {
+        if let Some(&next) = t.expected.get(&h.origin)
+            && h.seq >= next
+        {
+            let lost = (h.seq - next).saturating_sub(h.excluded);
+            if lost > 0 {
+                Counters::add(&t.counters.lagged, lost);
+            }
+        }
+        t.expected.insert(h.origin, h.seq.wrapping_add(1));
+    }
+    if len > publisher.max_len() {
+        Counters::add(&t.counters.dropped, 1);
+        t.counters.error(format!(
+            "a sample of {len} bytes does not fit the region's {}-byte blocks",
+            publisher.max_len()
+        ));
+        return;
+    }
+    // The loop guard: hold the topic's queue from before the publish until its sequence is in.
+    let mut own = t.own.as_ref().map(|o| (o, lock(&o.q)));
+    let published = publisher.loan(&t.topic).and_then(|mut loan| {
+        loan.set_len(len)?;
+        let mut at = 0;
+        for s in payload.slices() {
+            loan[at..at + s.len()].copy_from_slice(s);
+            at += s.len();
+        }
+        loan.publish()
+    });
+    match published {
+        Ok(seq) => {
+            if let Some((o, q)) = own.as_mut() {
+                o.push(q, seq);
+            }
+            Counters::add(&t.counters.samples, 1);
+            Counters::add(&t.counters.bytes, len as u64);
+        }
+        Err(e) => {
+            Counters::add(&t.counters.dropped, 1);
+            t.counters.error(e);
+        }
+    }
+}
