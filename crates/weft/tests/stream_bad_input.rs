@@ -67,9 +67,9 @@ fn wrong_version() {
             err,
             Error::VersionMismatch {
                 found: 99,
-                expected: 1,
+                expected,
                 ..
-            }
+            } if expected == weft::shm::LAYOUT_VERSION
         ),
         "{err}"
     );

@@ -6,8 +6,8 @@
 //! at worst a wrong number, never a data race; stamps are only compared and slot indices are
 //! always `seq & mask`, so no value read from the memory ever indexes anything.
 
-// The shared-memory side (inline topics) is not compiled under loom.
-#![cfg_attr(loom, allow(dead_code))]
+// The shared-memory side (inline topics) is not compiled under loom or without std.
+#![cfg_attr(any(loom, not(feature = "std")), allow(dead_code))]
 
 use crate::sync::{AtomicU32, AtomicU64, Ordering, fence};
 use core::mem::{MaybeUninit, size_of};

@@ -19,8 +19,8 @@
 //! SeqCst fence before it looks for waiters (then the pair is the symmetric Dekker handshake),
 //! and a parker whose barrier call fails sleeps at most [`DEGRADED_RECHECK`] at a time.
 
-// The shared-memory side (inline topics) is not compiled under loom.
-#![cfg_attr(loom, allow(dead_code))]
+// The shared-memory side (inline topics) is not compiled under loom or without std.
+#![cfg_attr(any(loom, not(feature = "std")), allow(dead_code))]
 
 use crate::sync::{AtomicU32, Ordering};
 

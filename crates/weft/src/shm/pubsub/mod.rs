@@ -1250,9 +1250,9 @@ impl Publisher {
     /// use weft::Error;
     /// # let region = format!("doc-unregister-{}", std::process::id());
     /// let publisher = Publisher::create(&region, &Config::default())?;
-    /// let topic = publisher.register("/session")?;
+    /// let topic = publisher.register("/orders/42")?;
     /// let subscriber = Subscriber::connect(&region)?;
-    /// let mut sub = subscriber.subscribe("/session")?;
+    /// let mut sub = subscriber.subscribe("/orders/42")?;
     /// publisher.publish(&topic, b"last words")?;
     /// publisher.unregister(&topic)?;
     /// assert!(matches!(publisher.publish(&topic, b"more"), Err(Error::Closed)));
