@@ -137,6 +137,10 @@ impl TypeRule {
     }
 }
 
+/// What weft appends to the name of a type registered without a stable name when it reports
+/// a mismatch.
+const UNNAMED_NOTE: &str = " (unnamed: checked by size and alignment)";
+
 /// A type no topic is registered with: a typed subscription with it fails with the recorded
 /// type in the error.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -154,7 +158,12 @@ pub(crate) fn probe(sub: &Subscriber, topic: &str) -> weft::Result<Option<TypeMe
         // An untyped topic is reported with size 0 (a typed one has at least 1 byte).
         Err(weft::Error::TypeMismatch {
             found, found_size, ..
-        }) => Ok((found_size != 0).then(|| TypeMeta::new(&found, found_size as u32, 0))),
+        }) => {
+            // A type registered without a stable name is described with a note saying that
+            // only its size and alignment are checked; the name carried is the type's own.
+            let name = found.strip_suffix(UNNAMED_NOTE).unwrap_or(&found);
+            Ok((found_size != 0).then(|| TypeMeta::new(name, found_size as u32, 0)))
+        }
         Err(e) => Err(e),
     }
 }

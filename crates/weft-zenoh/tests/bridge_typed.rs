@@ -10,13 +10,15 @@ use weft::ErrorKind;
 use weft::pubsub::{Config, Publisher, Subscriber};
 use weft_zenoh::{Bridge, TypeMeta};
 
-/// The same size as `Tick`, another type.
+/// Another type, of another size: a topic registered without a stable type name is checked by
+/// size and alignment, so a type of `Tick`'s layout would be accepted.
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 struct Quote {
     bid: f64,
     ask: f64,
     venue: u64,
+    time: u64,
 }
 
 fn tick(i: u32) -> Tick {
