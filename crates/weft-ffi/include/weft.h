@@ -563,8 +563,8 @@ weft_status weft_publisher_max_len(weft_publisher_t *publisher, size_t *len);
 // is valid until then.
 //
 // Errors: `WEFT_ERROR_FULL` when the pool has no free block; `WEFT_ERROR_INVALID_ARGUMENT`
-// for a topic of another region or when this publisher holds its maximum of loans;
-// `WEFT_ERROR_CORRUPT`.
+// for a topic registered through another publisher handle (of this region or another, open
+// or closed) or when this publisher holds its maximum of loans; `WEFT_ERROR_CORRUPT`.
 //
 // # Safety
 // `publisher` and `topic` are NULL or live handles; `loan`, `data` and `capacity` are valid

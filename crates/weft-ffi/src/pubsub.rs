@@ -5,6 +5,11 @@
 //! have several loans out at once. Each loan handle therefore shares ownership of its
 //! publisher (an `Rc`): closing the publisher handle while loans are out leaves it alive
 //! until the last loan is published or released, so no loan ever outlives what it borrows.
+//!
+//! A topic handle outlives the publisher it was registered through, and C may give it to any
+//! publisher. weft tells a topic's publisher by the address of its mapping, which a publisher
+//! made after that one was closed may reuse; so every publisher handle gets a number never
+//! given again, its topics carry it, and a loan or a publish compares the two first.
 
 use crate::error::{
     Failure, Out, Res, WeftStatus, c_bytes, c_name, guard, handle_mut, handle_ref, into_handle,
@@ -12,6 +17,7 @@ use crate::error::{
 };
 use std::ffi::{CString, c_char};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use weft::pubsub::{Config, Loan, Publisher, Sample, Subscriber, Subscription, Topic, TopicMode};
 
 /// Topic mode: loaned blocks, any payload up to the block size (the default).
@@ -100,6 +106,20 @@ impl WeftPubsubConfig {
 #[derive(Debug)]
 pub struct WeftPublisher {
     publisher: Rc<Publisher>,
+    /// This handle's number, from [`NEXT_PUBLISHER`]: the topics registered through it carry it.
+    id: u64,
+}
+
+/// The number of the next publisher handle; never reused in a process.
+static NEXT_PUBLISHER: AtomicU64 = AtomicU64::new(1);
+
+fn publisher_handle(p: Publisher) -> *mut WeftPublisher {
+    // Relaxed: only uniqueness matters, which the read-modify-write gives by itself.
+    let id = NEXT_PUBLISHER.fetch_add(1, Ordering::Relaxed);
+    into_handle(WeftPublisher {
+        publisher: Rc::new(p),
+        id,
+    })
 }
 
 /// A registered topic: pass it to `weft_publisher_loan` and `weft_publisher_publish`.
@@ -109,6 +129,21 @@ pub struct WeftPublisher {
 pub struct WeftTopic {
     topic: Topic,
     name: CString,
+    /// The number of the publisher handle it was registered through.
+    publisher: u64,
+}
+
+impl WeftTopic {
+    /// Refuses a topic registered through another publisher handle than `p`.
+    fn check(&self, p: &WeftPublisher) -> Res {
+        if self.publisher != p.id {
+            return Err(Failure::arg(format!(
+                "topic '{}' was registered through another publisher handle",
+                self.topic.name()
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// A block loaned from the pool, written in place, then published or released.
@@ -181,9 +216,7 @@ pub unsafe extern "C" fn weft_publisher_create(
             )
         };
         let p = Publisher::create(region, &config)?;
-        out.set(into_handle(WeftPublisher {
-            publisher: Rc::new(p),
-        }));
+        out.set(publisher_handle(p));
         Ok(())
     })
 }
@@ -213,9 +246,7 @@ pub unsafe extern "C" fn weft_publisher_open(
             )
         };
         let p = Publisher::open_with(region, &config)?;
-        out.set(into_handle(WeftPublisher {
-            publisher: Rc::new(p),
-        }));
+        out.set(publisher_handle(p));
         Ok(())
     })
 }
@@ -296,7 +327,11 @@ pub unsafe extern "C" fn weft_publisher_register_with(
         };
         let topic = p.publisher.register_with(name, mode)?;
         let name = CString::new(topic.name()).map_err(|_| Failure::name("topic holds NUL"))?;
-        out.set(into_handle(WeftTopic { topic, name }));
+        out.set(into_handle(WeftTopic {
+            topic,
+            name,
+            publisher: p.id,
+        }));
         Ok(())
     })
 }
@@ -357,8 +392,8 @@ pub unsafe extern "C" fn weft_publisher_max_len(
 /// is valid until then.
 ///
 /// Errors: `WEFT_ERROR_FULL` when the pool has no free block; `WEFT_ERROR_INVALID_ARGUMENT`
-/// for a topic of another region or when this publisher holds its maximum of loans;
-/// `WEFT_ERROR_CORRUPT`.
+/// for a topic registered through another publisher handle (of this region or another, open
+/// or closed) or when this publisher holds its maximum of loans; `WEFT_ERROR_CORRUPT`.
 ///
 /// # Safety
 /// `publisher` and `topic` are NULL or live handles; `loan`, `data` and `capacity` are valid
@@ -383,6 +418,7 @@ pub unsafe extern "C" fn weft_publisher_loan(
                 Out::new(capacity, "capacity")?,
             )
         };
+        t.check(p)?;
         let owner = p.publisher.clone();
         // SAFETY: `owner` keeps the publisher alive at this address (an Rc allocation never
         // moves) for as long as the loan handle, which holds both and drops the loan first
@@ -487,6 +523,7 @@ pub unsafe extern "C" fn weft_publisher_publish(
                 optional_out(seq, "seq")?,
             )
         };
+        t.check(p)?;
         let s = p.publisher.publish(&t.topic, data)?;
         if let Some(out) = seq {
             out.set(s);
