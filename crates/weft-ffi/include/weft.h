@@ -69,8 +69,8 @@
 // Topic mode: the newest value only; a receive skips to the newest message.
 #define WEFT_TOPIC_LATEST 1
 
-// Topic mode: small values copied into ring slots. Refused with
-// `WEFT_ERROR_INVALID_ARGUMENT` by a build that does not implement it.
+// Topic mode: small fixed-size values (1 to 56 bytes) copied into ring slots under a
+// seqlock. Registered with `weft_publisher_register_inline`, which takes the size.
 #define WEFT_TOPIC_INLINE 2
 
 // One end of a request/response channel, with the message it may be lending.
@@ -525,11 +525,12 @@ weft_status weft_publisher_register(weft_publisher_t *publisher,
                                     const char *topic,
                                     weft_topic_t **out);
 
-// Registers `topic` with `mode` (a `WEFT_TOPIC_*` code), or finds it if it is registered
-// already with that mode.
+// Registers `topic` with `mode` (`WEFT_TOPIC_BLOCKS` or `WEFT_TOPIC_LATEST`), or finds it if
+// it is registered already with that mode.
 //
 // Errors: `WEFT_ERROR_INVALID_NAME` for a bad path; `WEFT_ERROR_INVALID_ARGUMENT` for an
-// unknown or unimplemented mode, a topic registered with another mode, or a full topic
+// unknown mode, for `WEFT_TOPIC_INLINE` (which needs a size:
+// `weft_publisher_register_inline`), a topic registered with another mode, or a full topic
 // table; `WEFT_ERROR_TIMEOUT`; `WEFT_ERROR_CORRUPT`.
 //
 // # Safety
@@ -538,6 +539,21 @@ weft_status weft_publisher_register_with(weft_publisher_t *publisher,
                                          const char *topic,
                                          int32_t mode,
                                          weft_topic_t **out);
+
+// Registers `topic` as an inline topic of `size`-byte messages (1 to 56), or finds it if it
+// is registered already as one of that size. Its messages are published with
+// `weft_publisher_publish` (exactly `size` bytes) and received as samples like any other.
+//
+// Errors: `WEFT_ERROR_INVALID_NAME` for a bad path; `WEFT_ERROR_INVALID_ARGUMENT` for a size
+// out of range, a topic registered with another mode or size, or when every inline area of
+// the region is taken; `WEFT_ERROR_TIMEOUT`; `WEFT_ERROR_CORRUPT`.
+//
+// # Safety
+// As `weft_publisher_register`.
+weft_status weft_publisher_register_inline(weft_publisher_t *publisher,
+                                           const char *topic,
+                                           size_t size,
+                                           weft_topic_t **out);
 
 // Frees a topic handle and sets `*topic` to NULL (the topic stays registered).
 //

@@ -404,6 +404,12 @@ class publisher {
         detail::check(weft_publisher_register_with(h_.get(), name.c_str(), mode, &t));
         return weft::topic(t);
     }
+    // Registers an inline topic of `size`-byte messages (1 to 56).
+    weft::topic register_inline(const std::string &name, std::size_t size) {
+        weft_topic_t *t = nullptr;
+        detail::check(weft_publisher_register_inline(h_.get(), name.c_str(), size, &t));
+        return weft::topic(t);
+    }
     weft::loan loan(const weft::topic &t) {
         weft_loan_t *l = nullptr;
         std::uint8_t *p = nullptr;

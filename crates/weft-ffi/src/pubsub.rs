@@ -18,14 +18,16 @@ use crate::error::{
 use std::ffi::{CString, c_char};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use weft::pubsub::{Config, Loan, Publisher, Sample, Subscriber, Subscription, Topic, TopicMode};
+use weft::pubsub::{
+    Config, Loan, Publisher, Sample, Subscriber, Subscription, Topic, TopicMode, TopicSpec,
+};
 
 /// Topic mode: loaned blocks, any payload up to the block size (the default).
 pub const WEFT_TOPIC_BLOCKS: i32 = 0;
 /// Topic mode: the newest value only; a receive skips to the newest message.
 pub const WEFT_TOPIC_LATEST: i32 = 1;
-/// Topic mode: small values copied into ring slots. Refused with
-/// `WEFT_ERROR_INVALID_ARGUMENT` by a build that does not implement it.
+/// Topic mode: small fixed-size values (1 to 56 bytes) copied into ring slots under a
+/// seqlock. Registered with `weft_publisher_register_inline`, which takes the size.
 pub const WEFT_TOPIC_INLINE: i32 = 2;
 
 /// The shape of a region and how its handles behave. Zero in any field means the default;
@@ -289,11 +291,12 @@ pub unsafe extern "C" fn weft_publisher_register(
     unsafe { weft_publisher_register_with(publisher, topic, WEFT_TOPIC_BLOCKS, out) }
 }
 
-/// Registers `topic` with `mode` (a `WEFT_TOPIC_*` code), or finds it if it is registered
-/// already with that mode.
+/// Registers `topic` with `mode` (`WEFT_TOPIC_BLOCKS` or `WEFT_TOPIC_LATEST`), or finds it if
+/// it is registered already with that mode.
 ///
 /// Errors: `WEFT_ERROR_INVALID_NAME` for a bad path; `WEFT_ERROR_INVALID_ARGUMENT` for an
-/// unknown or unimplemented mode, a topic registered with another mode, or a full topic
+/// unknown mode, for `WEFT_TOPIC_INLINE` (which needs a size:
+/// `weft_publisher_register_inline`), a topic registered with another mode, or a full topic
 /// table; `WEFT_ERROR_TIMEOUT`; `WEFT_ERROR_CORRUPT`.
 ///
 /// # Safety
@@ -325,15 +328,58 @@ pub unsafe extern "C" fn weft_publisher_register_with(
                 )));
             }
         };
+        if mode == TopicMode::Inline {
+            return Err(Failure::arg(
+                "an inline topic needs its message size: weft_publisher_register_inline",
+            ));
+        }
         let topic = p.publisher.register_with(name, mode)?;
-        let name = CString::new(topic.name()).map_err(|_| Failure::name("topic holds NUL"))?;
-        out.set(into_handle(WeftTopic {
-            topic,
-            name,
-            publisher: p.id,
-        }));
+        out.set(topic_handle(p, topic)?);
         Ok(())
     })
+}
+
+/// Registers `topic` as an inline topic of `size`-byte messages (1 to 56), or finds it if it
+/// is registered already as one of that size. Its messages are published with
+/// `weft_publisher_publish` (exactly `size` bytes) and received as samples like any other.
+///
+/// Errors: `WEFT_ERROR_INVALID_NAME` for a bad path; `WEFT_ERROR_INVALID_ARGUMENT` for a size
+/// out of range, a topic registered with another mode or size, or when every inline area of
+/// the region is taken; `WEFT_ERROR_TIMEOUT`; `WEFT_ERROR_CORRUPT`.
+///
+/// # Safety
+/// As `weft_publisher_register`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_publisher_register_inline(
+    publisher: *mut WeftPublisher,
+    topic: *const c_char,
+    size: usize,
+    out: *mut *mut WeftTopic,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (p, name, out) = unsafe {
+            (
+                handle_mut(publisher, "publisher")?,
+                c_name(topic, "topic")?,
+                Out::new(out, "out")?,
+            )
+        };
+        let topic = p.publisher.register_spec(name, &TopicSpec::inline(size))?;
+        out.set(topic_handle(p, topic)?);
+        Ok(())
+    })
+}
+
+/// A topic handle for `topic`, registered through `p`.
+fn topic_handle(p: &WeftPublisher, topic: Topic) -> Res<*mut WeftTopic> {
+    let name = CString::new(topic.name()).map_err(|_| Failure::name("topic holds NUL"))?;
+    Ok(into_handle(WeftTopic {
+        topic,
+        name,
+        publisher: p.id,
+    }))
 }
 
 /// Frees a topic handle and sets `*topic` to NULL (the topic stays registered).

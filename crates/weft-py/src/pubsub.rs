@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use std::sync::{Arc, Mutex};
 use weft::pubsub::{
     Config, Publisher as RsPublisher, Sample as RsSample, Subscriber as RsSubscriber,
-    Subscription as RsSubscription, Topic as RsTopic, TopicMode as RsMode,
+    Subscription as RsSubscription, Topic as RsTopic, TopicMode as RsMode, TopicSpec,
 };
 
 /// How a topic carries its messages, chosen when it is registered.
@@ -26,8 +26,8 @@ pub(crate) enum TopicMode {
     /// The newest value only: a receive skips to the newest message, never lags.
     #[pyo3(name = "LATEST")]
     Latest,
-    /// Small values copied into ring slots (refused by builds that do not implement it yet:
-    /// `weft.InvalidArgumentError`).
+    /// Small fixed-size values (1 to 56 bytes, given by `register(..., size=n)`) copied into
+    /// the ring's slots under a seqlock: no pool, no reference counts.
     #[pyo3(name = "INLINE")]
     Inline,
 }
@@ -106,6 +106,25 @@ impl Topic {
     #[getter]
     fn name(&self) -> &str {
         self.topic.name()
+    }
+
+    /// How the topic carries its messages.
+    #[getter]
+    fn mode(&self) -> PyResult<TopicMode> {
+        match self.topic.mode() {
+            RsMode::Blocks => Ok(TopicMode::Blocks),
+            RsMode::Latest => Ok(TopicMode::Latest),
+            RsMode::Inline => Ok(TopicMode::Inline),
+            other => Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+                "topic mode {other:?} has no Python name in this build"
+            ))),
+        }
+    }
+
+    /// The fixed message size of an inline topic, `None` for the others.
+    #[getter]
+    fn message_size(&self) -> Option<usize> {
+        self.topic.message_size()
     }
 
     fn __repr__(&self) -> String {
@@ -205,12 +224,37 @@ impl Publisher {
     }
 
     /// Registers `topic` (a path such as "/prices/AAPL") with `mode`, or returns the topic
-    /// registered already under that name.
-    #[pyo3(signature = (topic, mode = TopicMode::Blocks))]
-    fn register(&self, topic: &str, mode: TopicMode) -> PyResult<Topic> {
+    /// registered already under that name. An `INLINE` topic needs `size`, its fixed message
+    /// size in bytes (1 to 56); the other modes refuse it.
+    ///
+    /// Raises `weft.InvalidArgumentError` for a topic registered already with another mode
+    /// or size, for a missing or bad inline size, or when the region's table is full.
+    #[pyo3(signature = (topic, mode = TopicMode::Blocks, size = None))]
+    fn register(&self, topic: &str, mode: TopicMode, size: Option<usize>) -> PyResult<Topic> {
+        let mut spec = TopicSpec::new(mode.into());
+        match (mode, size) {
+            (TopicMode::Inline, Some(n)) => spec = spec.size(n),
+            (TopicMode::Inline, None) => {
+                return Err(weft::Error::InvalidArgument {
+                    what: "size of an INLINE topic",
+                    value: 0,
+                    expected: "register(topic, TopicMode.INLINE, size=n) with n in 1 ..= 56",
+                })
+                .py();
+            }
+            (_, Some(n)) => {
+                return Err(weft::Error::InvalidArgument {
+                    what: "size of a BLOCKS or LATEST topic",
+                    value: n as u64,
+                    expected: "no size: only INLINE topics have a fixed message size",
+                })
+                .py();
+            }
+            (_, None) => {}
+        }
         let t = self
             .shared()?
-            .with(|p| p.register_with(topic, mode.into()))
+            .with(|p| p.register_spec(topic, &spec))
             .py()?;
         Ok(Topic { topic: t })
     }
@@ -241,11 +285,22 @@ impl Publisher {
         Ok(Loan { view })
     }
 
-    /// Copies `data` (any contiguous bytes-like object) into a block and publishes it on
-    /// `topic`. Returns the message's sequence number.
+    /// Copies `data` (any contiguous bytes-like object) into a block (or, on an inline topic,
+    /// into the ring's slot: exactly the topic's message size) and publishes it on `topic`.
+    /// Returns the message's sequence number.
     fn publish(&self, topic: &Topic, data: &Bound<'_, PyAny>) -> PyResult<u64> {
         let input = Input::new(data)?;
         let (src, len) = input.raw();
+        if topic.topic.mode() == RsMode::Inline {
+            let bytes: &[u8] = if len == 0 {
+                &[]
+            } else {
+                // SAFETY: `src` is `len` readable bytes of a Python object `input` holds,
+                // read while attached (nothing changes them meanwhile).
+                unsafe { std::slice::from_raw_parts(src, len) }
+            };
+            return self.shared()?.with(|p| p.publish(&topic.topic, bytes)).py();
+        }
         self.shared()?
             .with(|p| {
                 let mut loan = p.loan(&topic.topic)?;
@@ -363,15 +418,19 @@ grant_methods!(
 /// stays out of the pool until the sample is released.
 #[pyclass(frozen, module = "weft")]
 pub(crate) struct Sample {
-    view: View<RsSample>,
+    /// Boxed: an inline sample carries its bytes inside itself, so the view's pointer must
+    /// not move with it.
+    view: View<Box<RsSample>>,
     seq: u64,
 }
 
 impl Sample {
     fn new(s: RsSample) -> Sample {
+        let s = Box::new(s);
         let (ptr, len, seq) = (s.as_ptr().cast_mut(), s.len(), s.seq());
-        // SAFETY: the payload's `len` bytes lie in the region's mapping, which the sample keeps
-        // alive, and no weft writer touches a block while a sample references it.
+        // SAFETY: a block sample's `len` bytes lie in the region's mapping, which the sample
+        // keeps alive, and no weft writer touches a block while a sample references it; an
+        // inline sample's bytes are in the box, which does not move while the view holds it.
         let view = unsafe { View::new(s, ptr, len, len, false, "Sample") };
         Sample { view, seq }
     }

@@ -168,14 +168,31 @@ def test_latest_topic_skips_to_the_newest(region):
         pub.register("/pose", weft.TopicMode.BLOCKS)
 
 
-def test_inline_mode_is_passed_through(region):
-    pub, _ = region
-    try:
-        topic = pub.register("/ticks", weft.TopicMode.INLINE)
-    except weft.InvalidArgumentError as e:
-        assert "Inline" in str(e)  # this build does not implement it yet
-    else:
-        assert topic.name == "/ticks"
+def test_inline_topic_round_trip(region):
+    pub, sub = region
+    with pytest.raises(weft.InvalidArgumentError, match="size"):
+        pub.register("/ticks", weft.TopicMode.INLINE)  # an inline topic needs its size
+    with pytest.raises(weft.InvalidArgumentError, match="size"):
+        pub.register("/blocks", weft.TopicMode.BLOCKS, size=8)
+    with pytest.raises(weft.InvalidArgumentError):
+        pub.register("/big", weft.TopicMode.INLINE, size=57)
+    topic = pub.register("/ticks", weft.TopicMode.INLINE, size=16)
+    assert topic.mode == weft.TopicMode.INLINE and topic.message_size == 16
+    assert pub.register("/blocks").message_size is None
+    with pytest.raises(weft.InvalidArgumentError):
+        pub.register("/ticks", weft.TopicMode.INLINE, size=8)  # another size
+    s = sub.subscribe("/ticks")
+    with pytest.raises(weft.InvalidArgumentError):
+        pub.publish(topic, b"short")  # exactly the message size, or nothing
+    payloads = [bytes(range(i, i + 16)) for i in range(3)]
+    for p in payloads:
+        pub.publish(topic, p)
+    got = [s.recv(timeout=5) for _ in payloads]
+    # Each sample owns its copy: the bytes stay put however the samples are held.
+    assert [bytes(m) for m in got] == payloads
+    assert [m.seq for m in got] == [0, 1, 2]
+    arr = np.frombuffer(got[1], dtype=np.uint8)
+    assert arr.tolist() == list(range(1, 17))
 
 
 def test_history_and_exact_lag(region):

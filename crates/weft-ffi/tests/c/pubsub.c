@@ -189,20 +189,31 @@ static void latest_and_history(void) {
     expect_sample(late, "100.3", 5, 2);
     EXPECT(weft_subscription_try_recv(late, &none), WEFT_ERROR_EMPTY);
 
-    /* Inline topics: refused by a build without them; otherwise they carry bytes. */
-    weft_topic_t *inl = NULL;
-    weft_status rc = weft_publisher_register_with(p, "/inline", WEFT_TOPIC_INLINE, &inl);
-    if (rc == WEFT_OK) {
-        weft_subscription_t *is = NULL;
-        OK(weft_subscriber_subscribe(sub, "/inline", &is));
-        OK(weft_publisher_publish(p, inl, (const uint8_t *)"12345678", 8, NULL));
-        expect_sample(is, "12345678", 8, 0);
-        OK(weft_subscription_close(&is));
-        OK(weft_topic_free(&inl));
-    } else {
-        EXPECT(rc, WEFT_ERROR_INVALID_ARGUMENT);
-        CHECK(inl == NULL);
-    }
+    /* Inline topics: registered with their message size, exactly that many bytes each. */
+    weft_topic_t *inl = NULL, *inl_again = NULL;
+    EXPECT(weft_publisher_register_with(p, "/inline", WEFT_TOPIC_INLINE, &inl),
+           WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE("weft_publisher_register_inline");
+    CHECK(inl == NULL);
+    EXPECT(weft_publisher_register_inline(p, "/inline", 0, &inl), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_publisher_register_inline(p, "/inline", 57, &inl), WEFT_ERROR_INVALID_ARGUMENT);
+    OK(weft_publisher_register_inline(p, "/inline", 8, &inl));
+    OK(weft_publisher_register_inline(p, "/inline", 8, &inl_again)); /* found */
+    OK(weft_topic_free(&inl_again));
+    EXPECT(weft_publisher_register_inline(p, "/inline", 16, &inl_again),
+           WEFT_ERROR_INVALID_ARGUMENT); /* registered with another size */
+    EXPECT(weft_publisher_register_inline(p, "/log", 8, &inl_again),
+           WEFT_ERROR_INVALID_ARGUMENT); /* registered with another mode */
+    weft_subscription_t *is = NULL;
+    OK(weft_subscriber_subscribe(sub, "/inline", &is));
+    EXPECT(weft_publisher_publish(p, inl, (const uint8_t *)"1234", 4, NULL),
+           WEFT_ERROR_INVALID_ARGUMENT); /* not the topic's size */
+    OK(weft_publisher_publish(p, inl, (const uint8_t *)"12345678", 8, NULL));
+    OK(weft_publisher_publish(p, inl, (const uint8_t *)"abcdefgh", 8, NULL));
+    expect_sample(is, "12345678", 8, 0);
+    expect_sample(is, "abcdefgh", 8, 1);
+    OK(weft_subscription_close(&is));
+    OK(weft_topic_free(&inl));
     EXPECT(weft_publisher_register_with(p, "/m", 3, &inl), WEFT_ERROR_INVALID_ARGUMENT);
     EXPECT_MESSAGE("topic mode 3");
     EXPECT(weft_publisher_register_with(p, "/m", -1, &inl), WEFT_ERROR_INVALID_ARGUMENT);

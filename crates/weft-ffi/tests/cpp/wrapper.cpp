@@ -182,6 +182,13 @@ static void pubsub() {
     pub.publish(latest, std::string_view("2"));
     CHECK(l.recv_for(1s)->str() == "2");
 
+    // Inline topics: a fixed message size, the bytes copied through the ring's slots.
+    auto ticks = pub.register_inline("/ticks", 8);
+    auto t = sub.subscribe("/ticks");
+    EXPECT_ERROR(WEFT_ERROR_INVALID_ARGUMENT, pub.publish(ticks, std::string_view("short")));
+    CHECK(pub.publish(ticks, std::string_view("12345678")) == 0);
+    CHECK(t.recv_for(1s)->str() == "12345678");
+
     // Lag: the exception says how many messages were missed.
     for (int i = 0; i < 30; i++) pub.publish(prices, std::string_view("tick"));
     auto lag = EXPECT_ERROR(WEFT_ERROR_LAGGED, (void)s.try_recv());
@@ -218,7 +225,7 @@ static void pubsub() {
     for (auto &r : listed) found = found || r == region;
     CHECK(found);
     auto names = weft::topics(region);
-    CHECK(names.size() == 2);
+    CHECK(names.size() == 3);
     EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, weft::subscriber::connect(name("absent")));
     EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, sub.subscribe("/absent"));
     EXPECT_ERROR(WEFT_ERROR_TIMEOUT, sub.subscribe_for("/absent", 10ms));
