@@ -18,6 +18,8 @@ mod plot;
 mod pool;
 mod ring;
 mod stream;
+#[cfg(feature = "zenoh")]
+mod zenoh;
 
 use clap::Parser;
 use harness::{Report, Scenario};
@@ -55,6 +57,8 @@ fn scenarios() -> Vec<Scenario> {
     all.extend(ring::scenarios());
     all.extend(pool::scenarios());
     all.extend(channel::scenarios());
+    #[cfg(feature = "zenoh")]
+    all.extend(zenoh::scenarios());
     all
 }
 
@@ -65,6 +69,7 @@ fn main() {
             .or_else(|| ring::child(&child))
             .or_else(|| pool::child(&child))
             .or_else(|| channel::child(&child))
+            .or_else(|| zenoh_child(&child))
             .unwrap_or_else(|| {
                 eprintln!("weft-bench: unknown child role {child:?}");
                 2
@@ -130,6 +135,17 @@ fn main() {
             "weft-bench: rewrote the generated section of {}",
             doc.display()
         );
+    }
+}
+
+/// The Zenoh area's child side, when built with it.
+fn zenoh_child(args: &[String]) -> Option<i32> {
+    #[cfg(feature = "zenoh")]
+    return zenoh::child(args);
+    #[cfg(not(feature = "zenoh"))]
+    {
+        let _ = args;
+        None
     }
 }
 
