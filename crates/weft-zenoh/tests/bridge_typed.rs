@@ -4,11 +4,20 @@
 
 mod common;
 
-use common::{Cleanup, Tick, config, eventually, free_port, unique};
+use common::{Cleanup, config, eventually, free_port, unique};
 use std::time::Duration;
 use weft::ErrorKind;
 use weft::pubsub::{Config, Publisher, Subscriber};
 use weft_zenoh::{Bridge, TypeMeta};
+
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Tick {
+    price: f64,
+    size: u64,
+    seq: u32,
+    venue: u32,
+}
 
 /// The same size as `Tick`, another type.
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
