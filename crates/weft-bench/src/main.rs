@@ -57,19 +57,17 @@ fn scenarios() -> Vec<Scenario> {
     all.extend(ring::scenarios());
     all.extend(pool::scenarios());
     all.extend(channel::scenarios());
-    #[cfg(feature = "zenoh")]
-    all.extend(zenoh::scenarios());
     all
 }
 
 fn main() {
     let args = Args::parse();
     if let Some(child) = args.child {
-        let code = stream::child(&child)
+        let code = zenoh_child(&child)
+            .or_else(|| stream::child(&child))
             .or_else(|| ring::child(&child))
             .or_else(|| pool::child(&child))
             .or_else(|| channel::child(&child))
-            .or_else(|| zenoh_child(&child))
             .unwrap_or_else(|| {
                 eprintln!("weft-bench: unknown child role {child:?}");
                 2
@@ -78,6 +76,7 @@ fn main() {
     }
     let selected: Vec<Scenario> = scenarios()
         .into_iter()
+        .chain(zenoh_scenarios())
         .filter(|s| args.filter.as_deref().is_none_or(|f| s.name.contains(f)))
         .collect();
     if args.list {
@@ -136,6 +135,14 @@ fn main() {
             doc.display()
         );
     }
+}
+
+/// The Zenoh area's scenarios, when built with it (`--features zenoh`).
+fn zenoh_scenarios() -> Vec<Scenario> {
+    #[cfg(feature = "zenoh")]
+    return zenoh::scenarios();
+    #[cfg(not(feature = "zenoh"))]
+    Vec::new()
 }
 
 /// The Zenoh area's child side, when built with it.

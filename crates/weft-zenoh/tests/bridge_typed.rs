@@ -10,15 +10,6 @@ use weft::ErrorKind;
 use weft::pubsub::{Config, Publisher, Subscriber};
 use weft_zenoh::{Bridge, TypeMeta};
 
-#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C)]
-struct Tick {
-    price: f64,
-    size: u64,
-    seq: u32,
-    venue: u32,
-}
-
 /// The same size as `Tick`, another type.
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
@@ -38,6 +29,16 @@ fn tick(i: u32) -> Tick {
 }
 
 const N: u32 = 100;
+
+/// The value type of the typed topics.
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Tick {
+    price: f64,
+    size: u64,
+    seq: u32,
+    venue: u32,
+}
 
 #[test]
 fn a_typed_topic_arrives_typed() {
