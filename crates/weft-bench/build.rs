@@ -4,7 +4,7 @@
 use std::path::Path;
 
 /// The peers whose versions every report prints.
-const PEERS: [&str; 9] = [
+const PEERS: [&str; 10] = [
     "photon-ring",
     "disruptor",
     "crossbeam-channel",
@@ -14,6 +14,7 @@ const PEERS: [&str; 9] = [
     "ipmpsc",
     "crossbar",
     "iceoryx2",
+    "zenoh",
 ];
 
 fn main() {

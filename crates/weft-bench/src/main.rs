@@ -19,6 +19,8 @@ mod pool;
 mod pubsub;
 mod ring;
 mod stream;
+#[cfg(feature = "zenoh")]
+mod zenoh;
 
 use clap::Parser;
 use harness::{Report, Scenario};
@@ -63,7 +65,8 @@ fn scenarios() -> Vec<Scenario> {
 fn main() {
     let args = Args::parse();
     if let Some(child) = args.child {
-        let code = stream::child(&child)
+        let code = zenoh_child(&child)
+            .or_else(|| stream::child(&child))
             .or_else(|| ring::child(&child))
             .or_else(|| pool::child(&child))
             .or_else(|| channel::child(&child))
@@ -76,6 +79,7 @@ fn main() {
     }
     let selected: Vec<Scenario> = scenarios()
         .into_iter()
+        .chain(zenoh_scenarios())
         .filter(|s| args.filter.as_deref().is_none_or(|f| s.name.contains(f)))
         .collect();
     if args.list {
@@ -133,6 +137,25 @@ fn main() {
             "weft-bench: rewrote the generated section of {}",
             doc.display()
         );
+    }
+}
+
+/// The Zenoh area's scenarios, when built with it (`--features zenoh`).
+fn zenoh_scenarios() -> Vec<Scenario> {
+    #[cfg(feature = "zenoh")]
+    return zenoh::scenarios();
+    #[cfg(not(feature = "zenoh"))]
+    Vec::new()
+}
+
+/// The Zenoh area's child side, when built with it.
+fn zenoh_child(args: &[String]) -> Option<i32> {
+    #[cfg(feature = "zenoh")]
+    return zenoh::child(args);
+    #[cfg(not(feature = "zenoh"))]
+    {
+        let _ = args;
+        None
     }
 }
 

@@ -208,6 +208,20 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
         publisher, topics, ..
     } = inb;
     let t = topics.get_mut(topic).expect("resolved above");
+    // Gaps in the source's sequence are what was lost on the way, less what the far bridge
+    // skipped on purpose (a sample refused or dropped below did arrive: it is not a gap). A
+    // sequence that goes back means the source topic started over.
+    if let Some(h) = &header {
+        if let Some(&next) = t.expected.get(&h.origin)
+            && h.seq >= next
+        {
+            let lost = (h.seq - next).saturating_sub(h.excluded);
+            if lost > 0 {
+                Counters::add(&t.counters.lagged, lost);
+            }
+        }
+        t.expected.insert(h.origin, h.seq.wrapping_add(1));
+    }
     let payload = sample.payload();
     let len = payload.len();
     if let Some(e) = &t.expect {
@@ -220,19 +234,6 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
             ));
             return;
         }
-    }
-    // Gaps in the source's sequence are what was lost on the way (minus what the far bridge
-    // skipped on purpose). A sequence that goes back means the source topic started over.
-    if let Some(h) = &header {
-        if let Some(&next) = t.expected.get(&h.origin)
-            && h.seq >= next
-        {
-            let lost = (h.seq - next).saturating_sub(h.excluded);
-            if lost > 0 {
-                Counters::add(&t.counters.lagged, lost);
-            }
-        }
-        t.expected.insert(h.origin, h.seq.wrapping_add(1));
     }
     if len > publisher.max_len() {
         Counters::add(&t.counters.dropped, 1);

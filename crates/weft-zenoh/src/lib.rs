@@ -54,3 +54,9 @@ pub use error::{Error, Result};
 pub use pattern::Pattern;
 pub use stats::{BridgeStats, BridgedTopic};
 pub use typeinfo::TypeMeta;
+
+/// The README's Zenoh examples (extracted by build.rs), run as doc tests so that they stay
+/// true.
+#[cfg(doctest)]
+#[doc = include_str!(concat!(env!("OUT_DIR"), "/readme.md"))]
+pub struct ReadmeExamples;

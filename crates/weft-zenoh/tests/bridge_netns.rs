@@ -121,7 +121,7 @@ fn a_bridge_in_another_network_namespace() {
         .outbound("/scan/**")
         .unwrap()
         .connect(&format!("tcp/{}:{port}", ns.host_ip));
-    let mut sender = ChildBridge::spawn(&sender_config, &[], Some(&ns.name));
+    let mut sender = ChildBridge::spawn(&sender_config, Some(&ns.name));
     sender.expect("matched /scan/front", Duration::from_secs(20));
 
     // It really is in another network namespace.

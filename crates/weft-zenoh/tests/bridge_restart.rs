@@ -44,7 +44,7 @@ fn restart_of_the_sending_bridge_is_counted_as_lag_and_the_stream_continues() {
         .outbound("/feed/**")
         .unwrap()
         .connect(&format!("tcp/127.0.0.1:{port}"));
-    let mut sender = ChildBridge::spawn(&sender_config, &[], None);
+    let mut sender = ChildBridge::spawn(&sender_config, None);
     sender.expect(&format!("matched {TOPIC}"), Duration::from_secs(20));
 
     // Sample i is payload(i) and, the topic being new, has sequence i in region A.
@@ -91,7 +91,7 @@ fn restart_of_the_sending_bridge_is_counted_as_lag_and_the_stream_continues() {
         published.load(Ordering::Relaxed) >= at_kill + 300
     });
     let before_restart = got.len();
-    let mut sender = ChildBridge::spawn(&sender_config, &[], None);
+    let mut sender = ChildBridge::spawn(&sender_config, None);
     sender.expect(&format!("matched {TOPIC}"), Duration::from_secs(20));
     receive_until(&mut got, before_restart + 300);
     stop.store(true, Ordering::Relaxed);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Cleanup, Tick, config, eventually, free_port, unique};
+use common::{Cleanup, config, eventually, free_port, unique};
 use std::time::Duration;
 use weft::ErrorKind;
 use weft::pubsub::{Config, Publisher, Subscriber};
@@ -31,6 +31,16 @@ fn tick(i: u32) -> Tick {
 }
 
 const N: u32 = 100;
+
+/// The value type of the typed topics.
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Tick {
+    price: f64,
+    size: u64,
+    seq: u32,
+    venue: u32,
+}
 
 #[test]
 fn a_typed_topic_arrives_typed() {

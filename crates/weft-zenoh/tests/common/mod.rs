@@ -8,16 +8,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 use weft_zenoh::{BridgeConfig, BridgeStats};
 
-/// The typed-topic tests' value type (the fixture defines the same).
-#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C)]
-pub struct Tick {
-    pub price: f64,
-    pub size: u64,
-    pub seq: u32,
-    pub venue: u32,
-}
-
 /// A region or key name unique to this test process.
 pub fn unique(tag: &str) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -93,7 +83,7 @@ impl ChildBridge {
     /// Starts the fixture with `config` (written to a file the fixture reads with
     /// `BridgeConfig::from_file`), optionally inside network namespace `netns`, and waits
     /// for it to say `ready`.
-    pub fn spawn(config: &BridgeConfig, extra: &[&str], netns: Option<&str>) -> ChildBridge {
+    pub fn spawn(config: &BridgeConfig, netns: Option<&str>) -> ChildBridge {
         let path = std::env::temp_dir().join(format!("{}.json5", unique("config")));
         std::fs::write(&path, config.to_json()).expect("write the configuration");
         let exe = env!("CARGO_BIN_EXE_weft-zenoh-test-bridge");
@@ -107,7 +97,6 @@ impl ChildBridge {
         };
         let mut child = cmd
             .arg(&path)
-            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
