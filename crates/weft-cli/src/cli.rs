@@ -12,7 +12,7 @@ Exit status:
   4  timeout: --timeout ran out first
   5  unusable object: not weft's, another kind, another layout version, corrupt or never made ready
   6  the other side is gone: every publisher died
-Ctrl-C ends echo, pub and bench cleanly (status 0): their rows are left closed, not dead.";
+Ctrl-C ends echo, pub, bench and bridge cleanly (status 0): their rows are left closed, not dead.";
 
 /// weft: look at, talk to and clean up weft's shared memory on this machine.
 ///
@@ -46,8 +46,10 @@ pub enum Command {
     Bench(BenchArgs),
     /// Reclaim what dead processes held, and remove objects in which nobody is alive.
     Clean(CleanArgs),
-    // `weft bridge` (shared-memory topics to Zenoh key expressions) goes here, behind the
-    // crate's `bridge` feature: `#[cfg(feature = "bridge")] Bridge(bridge::BridgeArgs)`.
+    /// Forward a region's topics to Zenoh key expressions and back, until interrupted
+    /// (built with the `bridge` feature).
+    #[cfg(feature = "bridge")]
+    Bridge(BridgeArgs),
     /// The other process of `weft bench` (not for direct use).
     #[command(hide = true)]
     BenchChild(BenchChildArgs),
@@ -97,6 +99,64 @@ pub struct EchoArgs {
     /// Start with up to this many of the messages published before (late joiner).
     #[arg(long, default_value_t = 0)]
     pub history: usize,
+}
+
+/// How a bridge's Zenoh session joins the network.
+#[cfg(feature = "bridge")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ZenohMode {
+    /// A peer: connects to --connect, accepts on --listen, finds peers by scouting.
+    Peer,
+    /// A client of the Zenoh router given in --connect.
+    Client,
+}
+
+/// `weft bridge`.
+#[cfg(feature = "bridge")]
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  weft bridge --region market --out '/prices/**' --listen tcp/0.0.0.0:7447
+  weft bridge --region market --in '/prices/**' --connect tcp/10.0.0.1:7447
+  weft bridge bridge.json5 --json
+
+Topic /prices/AAPL of region market is the Zenoh key weft/market/prices/AAPL (see
+--key-prefix); a pattern's * is one path segment, ** any number. Flags add to (or, for single
+values, replace) what CONFIG says. Statistics are printed when they change, at most once per
+--every; Ctrl-C stops the bridge and prints the final ones.")]
+pub struct BridgeArgs {
+    /// A JSON5 configuration file (the format of weft_zenoh::BridgeConfig).
+    pub config: Option<std::path::PathBuf>,
+    /// The region whose topics are bridged (required without CONFIG).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// Forward topics matching this pattern from the region to Zenoh (repeatable).
+    #[arg(long = "out", value_name = "PATTERN")]
+    pub outbound: Vec<String>,
+    /// Publish what Zenoh carries under this pattern into the region (repeatable).
+    #[arg(long = "in", value_name = "PATTERN")]
+    pub inbound: Vec<String>,
+    /// Peer (default) or client of a Zenoh router.
+    #[arg(long, value_enum)]
+    pub mode: Option<ZenohMode>,
+    /// Accept Zenoh connections on this endpoint, tcp/HOST:PORT (repeatable).
+    #[arg(long, value_name = "ENDPOINT")]
+    pub listen: Vec<String>,
+    /// Connect to this Zenoh endpoint, tcp/HOST:PORT (repeatable).
+    #[arg(long, value_name = "ENDPOINT")]
+    pub connect: Vec<String>,
+    /// Do not look for peers by multicast scouting: talk only to --connect and --listen.
+    #[arg(long)]
+    pub no_scouting: bool,
+    /// The Zenoh key topic paths are appended to (default: weft/REGION).
+    #[arg(long, value_name = "KEY")]
+    pub key_prefix: Option<String>,
+    /// Print statistics at most this often (e.g. 1s, 250ms).
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub every: Duration,
+    /// Stop by itself after this long (e.g. 30s) instead of running until interrupted.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
 }
 
 /// A topic mode `weft pub` registers with.

@@ -6,6 +6,8 @@
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 
 mod bench;
+#[cfg(feature = "bridge")]
+mod bridge;
 mod clean;
 mod cli;
 mod echo;
@@ -30,6 +32,8 @@ fn main() -> ExitCode {
         Command::Pub(args) => publish::run(&args, json),
         Command::Bench(args) => bench::run(&args, json),
         Command::Clean(args) => clean::run(&args, json),
+        #[cfg(feature = "bridge")]
+        Command::Bridge(args) => bridge::run(&args, json),
         Command::BenchChild(args) => bench::child(&args),
     };
     match done {
