@@ -125,6 +125,11 @@ fn impls(mode: &str, size: usize) -> Vec<(&'static str, &'static str)> {
 // ---- same process ------------------------------------------------------------------------
 
 fn same_process(report: &mut Report, scenario: &str, mode: &str, size: usize) {
+    if mode != "inline" {
+        // Blocks and Latest at 8 B to 1 MiB: one chart each, time by payload size.
+        let family = format!("pubsub/same-process/{mode}");
+        report.axis(scenario, &family, "payload (bytes)", size as f64);
+    }
     let list = impls(mode, size);
     let data: Vec<u8> = (0..size).map(|i| i as u8).collect();
     let n = same_process_count(size);
@@ -554,6 +559,19 @@ fn now_ns() -> u64 {
 }
 
 fn cross_process(report: &mut Report, scenario: &str, mode: &str, size: usize, kind: Kind) {
+    if mode == "blocks" {
+        // One chart per measure, by payload size (the rows are named as `report.add` below).
+        let x = ("payload (bytes)", size as f64);
+        match kind {
+            Kind::Latency => {
+                for p in ["p50", "p99"] {
+                    let family = format!("pubsub/latency-{p}/blocks");
+                    report.axis(&format!("{scenario}-{p}"), &family, x.0, x.1);
+                }
+            }
+            Kind::Throughput => report.axis(scenario, "pubsub/throughput/blocks", x.0, x.1),
+        }
+    }
     let list = impls(mode, size);
     let mut a: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
     let mut b: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
