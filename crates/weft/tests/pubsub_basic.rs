@@ -341,3 +341,28 @@ fn a_latest_reader_on_another_thread_sees_only_whole_values_in_order() {
     }
     h.join().unwrap();
 }
+
+#[test]
+fn the_last_participants_leaving_together_remove_the_name() {
+    // Two participants that leave at the same moment are each other's "someone else alive"
+    // unless each checks after its own row is released: then the later one sees nobody.
+    for round in 0..300 {
+        let name = unique("ps-leave");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &small()).unwrap();
+        let s = Subscriber::connect(&name).unwrap();
+        let go = std::sync::Barrier::new(2);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                go.wait();
+                drop(s);
+            });
+            go.wait();
+            drop(p);
+        });
+        assert!(
+            !std::path::Path::new(&common::shm_path(&name)).exists(),
+            "round {round}: both participants left and the region's name stayed"
+        );
+    }
+}

@@ -1058,10 +1058,11 @@ impl Drop for Member {
         // Every sample and loan holds the member: nothing is recorded any more, unless a
         // peer scribbled on the table. Release what is left, then leave the row.
         let _ = self.region.recover(self.index);
-        let last = !self.region.anyone_else_alive(self.index);
         drop(self.claim.take());
-        if last {
-            // The last participant out removes the name (if it still names this region).
+        // The last participant out removes the name (if it still names this region). Asked
+        // after our row is released: of two last participants leaving at once, the later one
+        // then sees nobody (asked before, each could see the other and both leave the name).
+        if !self.region.anyone_else_alive(self.index) {
             self.region.obj.unlink_if_same();
         }
     }
