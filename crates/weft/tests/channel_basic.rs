@@ -476,7 +476,8 @@ fn stray_and_hostile_files_under_the_name_are_errors() {
     let _c = Sweep(name.clone());
     let mut b = fake_rendezvous(2, 768);
     let pid = 0x7fff_fff0u32;
-    b[256..264].copy_from_slice(&(pid as u64 | 1 << 32).to_le_bytes());
+    // Held (bit 31 of the owner word) by a pid that does not exist.
+    b[256..264].copy_from_slice(&(pid as u64 | 1 << 31 | 1 << 32).to_le_bytes());
     b[264..268].copy_from_slice(&1u32.to_le_bytes());
     write_file(&name, &b);
     match Server::connect(&name, SHORT) {

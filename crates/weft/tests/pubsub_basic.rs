@@ -366,3 +366,44 @@ fn the_last_participants_leaving_together_remove_the_name() {
         );
     }
 }
+
+#[test]
+fn participants_joining_at_once_each_get_a_row_of_their_own() {
+    // Threads released together claim rows at the same moment (processes do the same; threads
+    // collide far more often). Each must end up with a row of its own: a row claimed a moment
+    // ago, its state not yet written, was once taken for a free one and claimed a second time.
+    const N: usize = 6;
+    for round in 0..1000 {
+        let name = unique("ps-join");
+        let _c = Cleanup(name.clone());
+        let owner = Publisher::create(&name, &small().participants(N + 1)).unwrap();
+        let topic = owner.register("/join").unwrap();
+        let go = std::sync::Barrier::new(N);
+        let subs: Vec<_> = std::thread::scope(|scope| {
+            let joins: Vec<_> = (0..N)
+                .map(|_| {
+                    scope.spawn(|| {
+                        go.wait();
+                        let s = Subscriber::connect(&name).unwrap();
+                        let sub = s.subscribe("/join").unwrap();
+                        (s, sub)
+                    })
+                })
+                .collect();
+            joins.into_iter().map(|j| j.join().unwrap()).collect()
+        });
+        let alive = weft::pubsub::details(&name)
+            .unwrap()
+            .participants
+            .iter()
+            .filter(|p| p.peer.state == weft::shm::PeerState::Alive)
+            .count();
+        assert_eq!(alive, N + 1, "round {round}: rows held");
+        assert_eq!(
+            owner.stats(&topic).unwrap().subscribers,
+            N as u64,
+            "round {round}"
+        );
+        drop(subs);
+    }
+}

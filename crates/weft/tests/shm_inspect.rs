@@ -133,12 +133,18 @@ fn nobody_alive_is_abandoned_but_a_closed_writers_records_are_kept() {
     let _c = (Cleanup(r.clone()), Cleanup(s.clone()));
     let publisher = Publisher::create(&r, &Config::default()).unwrap();
     assert!(!weft::shm::object(&r).unwrap().is_abandoned());
-    // As two last participants leaving at the same moment leave it: every row closed, the
-    // name still there. Row 0's `state` is at 512 + 8.
+    // As a region is left when its last participants are gone but the name stayed (a crash
+    // of the unlink, or a name re-created meanwhile): every row let go. Row 0's `owner` word
+    // is at 512 (bit 31: held), its `state` at 512 + 8.
+    let bytes = std::fs::read(shm_path(&r)).unwrap();
+    let owner = u64::from_le_bytes(bytes[512..520].try_into().unwrap());
+    assert_ne!(owner & 1 << 31, 0, "a held row has bit 31 of its owner word set");
+    scribble(&r, 512, &(owner & !(1 << 31)).to_le_bytes());
     scribble(&r, 512 + 8, &2u32.to_le_bytes());
     let o = weft::shm::object(&r).unwrap();
     assert_eq!((o.alive(), o.dead()), (0, 0));
     assert!(o.is_abandoned(), "nobody alive: stale");
+    scribble(&r, 512, &owner.to_le_bytes());
     scribble(&r, 512 + 8, &1u32.to_le_bytes());
     drop(publisher);
 

@@ -127,7 +127,11 @@ pub fn build(name: &str, sources: &[&str], lang: Lang, link: Link) -> PathBuf {
             cmd.arg("-L")
                 .arg(&lib)
                 .arg("-lweft_ffi")
-                .arg(format!("-Wl,-rpath,{}", lib.display()));
+                .arg(format!("-Wl,-rpath,{}", lib.display()))
+                // DT_RPATH, searched before LD_LIBRARY_PATH (a DT_RUNPATH is searched after):
+                // under `cargo test` LD_LIBRARY_PATH also names target/<profile>, where an
+                // older libweft_ffi.so from `cargo build` may lie.
+                .arg("-Wl,--disable-new-dtags");
         }
     }
     let out = cmd

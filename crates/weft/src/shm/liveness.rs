@@ -24,12 +24,20 @@ pub(crate) const STATE_ACTIVE: u32 = 1;
 /// The owner let go cleanly (a writer closed; a reader detached).
 pub(crate) const STATE_CLOSED: u32 = 2;
 
+/// Bit 31 of `owner`: the recorded process holds the role. Set by the claim's CAS itself and
+/// cleared when the owner lets go, so that "who" and "holds it" change in one atomic step: a
+/// row claimed a moment ago is never mistaken for its previous owner's closed row (a second
+/// claimant then took it over, and two processes held one row). Linux pids are below 2^22
+/// (`PID_MAX_LIMIT`), so the bit is never part of a pid.
+pub(crate) const OWNER_HOLDS: u64 = 1 << 31;
+
 /// One participant, on its own cache line. Every field is written by the row's owner only,
 /// except `owner`, which a claimant CASes.
 #[derive(Debug, Default)]
 #[repr(C, align(64))]
 pub(crate) struct ParticipantRow {
-    /// 0 when never claimed; else `pid | (start_time as u32) << 32`.
+    /// 0 when never claimed; else `pid | (start_time as u32) << 32`, with [`OWNER_HOLDS`]
+    /// while that process holds the role.
     pub(crate) owner: AtomicU64,
     /// STATE_FREE, STATE_ACTIVE or STATE_CLOSED.
     pub(crate) state: AtomicU32,
@@ -70,18 +78,21 @@ impl ParticipantRow {
     /// Reads the row and decides about its owner. `timeout` bounds the heartbeat's age when
     /// /proc cannot tell.
     pub(crate) fn status(&self, timeout: Duration) -> PeerStatus {
-        // Acquire: pairs with the Release store of `state` in `claim` / `release`: the fields the
-        // owner wrote before are visible.
-        let state = self.state.load(Ordering::Acquire);
+        // Acquire: pairs with the AcqRel claim CAS and the Release clear of OWNER_HOLDS in
+        // `Claim::drop`: the fields the owner wrote before are visible.
         let owner = self.owner.load(Ordering::Acquire);
         if owner == 0 {
             return PeerStatus::Absent;
         }
-        match state {
-            STATE_CLOSED => return PeerStatus::Closed,
-            STATE_FREE => return PeerStatus::Absent,
-            _ => {}
+        if owner & OWNER_HOLDS == 0 {
+            // Let go. Acquire: pairs with the Release store of `state` in `Claim::drop`.
+            return match self.state.load(Ordering::Acquire) {
+                STATE_FREE => PeerStatus::Absent,
+                _ => PeerStatus::Closed,
+            };
         }
+        // Held (whatever `state` says yet: a fresh claimant stores ACTIVE just after its CAS).
+        let owner = owner & !OWNER_HOLDS;
         let pid = owner as u32;
         if owner_alive(self, owner, timeout) {
             PeerStatus::Alive
@@ -93,7 +104,7 @@ impl ParticipantRow {
     /// The recorded owner's pid (0 if none).
     pub(crate) fn pid(&self) -> u32 {
         // Relaxed: display only.
-        self.owner.load(Ordering::Relaxed) as u32
+        (self.owner.load(Ordering::Relaxed) & !OWNER_HOLDS) as u32
     }
 }
 
@@ -129,6 +140,8 @@ pub(crate) struct Claim {
     obj: Arc<Object>,
     offset: u64,
     beat_id: u64,
+    /// The `owner` word this claim wrote (with [`OWNER_HOLDS`]).
+    word: u64,
 }
 
 impl Claim {
@@ -145,15 +158,9 @@ impl Claim {
         let me = ProcessId::current();
         let mine = owner_word(me);
         for _ in 0..16 {
+            // Acquire: pairs with the AcqRel claim CAS of whoever holds the row.
             let cur = row.owner.load(Ordering::Acquire);
-            if cur != 0 && cur != mine && row.status(timeout) == PeerStatus::Alive {
-                return Err(Error::InUse {
-                    name: obj.name().into(),
-                    role,
-                    pid: cur as u32,
-                });
-            }
-            if cur == mine && row.state.load(Ordering::Acquire) == STATE_ACTIVE {
+            if cur == mine | OWNER_HOLDS {
                 // This process already holds the role through another handle.
                 return Err(Error::InUse {
                     name: obj.name().into(),
@@ -161,11 +168,19 @@ impl Claim {
                     pid: me.pid,
                 });
             }
+            if cur & OWNER_HOLDS != 0 && owner_alive(row, cur & !OWNER_HOLDS, timeout) {
+                return Err(Error::InUse {
+                    name: obj.name().into(),
+                    role,
+                    pid: (cur & !OWNER_HOLDS) as u32,
+                });
+            }
+            // Free, let go, or held by a dead process: take it, holder and "holds" at once.
             // AcqRel: Acquire so that the previous owner's last writes (its cursor) are visible
-            // to us; Release pairs with the Acquire load of `owner` in `status`.
+            // to us; Release pairs with the Acquire load of `owner` in `status` and above.
             if row
                 .owner
-                .compare_exchange(cur, mine, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(cur, mine | OWNER_HOLDS, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
                 // Relaxed: published by the Release store of `state` below.
@@ -179,6 +194,7 @@ impl Claim {
                     obj: obj.clone(),
                     offset,
                     beat_id,
+                    word: mine | OWNER_HOLDS,
                 });
             }
         }
@@ -199,9 +215,24 @@ impl Drop for Claim {
     fn drop(&mut self) {
         heartbeat::unregister(self.beat_id);
         let row = self.row();
+        // Acquire: pairs with the claim CAS of a process that took the row over (it judged us
+        // dead: a heartbeat that went stale across pid namespaces). Then the row is not ours
+        // to close.
+        if row.owner.load(Ordering::Acquire) != self.word {
+            return;
+        }
         // SYNC POINT: Release pairs with the Acquire load of `state` in `status`: everything
         // this side published (a writer's last commit) happens before a peer sees CLOSED.
         row.state.store(STATE_CLOSED, Ordering::Release);
+        // Release: pairs with the Acquire loads of `owner` in `status` and `take`: whoever
+        // takes the row over sees everything above. A CAS, so that a takeover in between
+        // keeps its word.
+        let _ = row.owner.compare_exchange(
+            self.word,
+            self.word & !OWNER_HOLDS,
+            Ordering::Release,
+            Ordering::Relaxed,
+        );
     }
 }
 
