@@ -138,7 +138,11 @@ fn nobody_alive_is_abandoned_but_a_closed_writers_records_are_kept() {
     // is at 512 (bit 31: held), its `state` at 512 + 8.
     let bytes = std::fs::read(shm_path(&r)).unwrap();
     let owner = u64::from_le_bytes(bytes[512..520].try_into().unwrap());
-    assert_ne!(owner & 1 << 31, 0, "a held row has bit 31 of its owner word set");
+    assert_ne!(
+        owner & 1 << 31,
+        0,
+        "a held row has bit 31 of its owner word set"
+    );
     scribble(&r, 512, &(owner & !(1 << 31)).to_le_bytes());
     scribble(&r, 512 + 8, &2u32.to_le_bytes());
     let o = weft::shm::object(&r).unwrap();
