@@ -583,17 +583,21 @@ fn mpmc_two_producers<T: Msg, P: MpPeer<T>>(r: &mut Report, scenario: &str) {
                 let (start, finished) = (&start, &finished);
                 s.spawn(move || {
                     pin(core);
+                    // Acquire: pairs with the Release store of `start` below.
                     while !start.load(Ordering::Acquire) {
                         std::hint::spin_loop();
                     }
                     for i in 0..n / 2 {
                         P::send_mp(&mut tx, T::make(i));
                     }
+                    // Release: pairs with the Acquire load of `finished` below (every send
+                    // happened before).
                     finished.fetch_add(1, Ordering::Release);
                 });
             }
             drop(tx);
             let t0 = Instant::now();
+            // Release: pairs with the producers' Acquire loads (the clock starts first).
             start.store(true, Ordering::Release);
             let (mut got, mut lost) = (0u64, 0u64);
             let mut idle_after_end = 0u32;
@@ -606,6 +610,7 @@ fn mpmc_two_producers<T: Msg, P: MpPeer<T>>(r: &mut Report, scenario: &str) {
                 got += g;
                 lost += l;
                 if g == 0 && l == 0 {
+                    // Acquire: pairs with the producers' Release increments.
                     if finished.load(Ordering::Acquire) == 2 {
                         idle_after_end += 1;
                         if idle_after_end > 10_000 {

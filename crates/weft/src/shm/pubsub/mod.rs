@@ -1584,12 +1584,13 @@ impl Publisher {
         let ring = r.ring(t)?;
         let new = desc(b, len);
         // The record of the publish in flight, for a survivor if this process dies in it.
-        // Release: pairs with the Acquire loads in `Region::recover`.
+        // Release (both): pairs with the Acquire loads in `Region::recover`.
         ext.pub_new.store(new, Ordering::Release);
         ext.pub_topic.store(t as u64 + 1, Ordering::Release);
         let mut deadline = None;
         let mut waiter = Waiter::new(WaitStrategy::YieldSpin);
         let seq = loop {
+            // Release: pairs with the Acquire load of `pub_seq` in `Region::recover`.
             let claimed = ring
                 .try_claim(me, |seq| ext.pub_seq.store(seq, Ordering::Release))
                 .map_err(|c| corrupt(&r.obj, c));
@@ -1605,12 +1606,14 @@ impl Publisher {
                     }
                     let d = *deadline.get_or_insert_with(|| Deadline::after(self.claim_timeout));
                     if d.expired() {
+                        // Release: as above; nothing is in flight any more.
                         ext.pub_topic.store(0, Ordering::Release);
                         return Err(Error::Timeout);
                     }
                     let _ = waiter.next();
                 }
                 Err(e) => {
+                    // Release: as above; nothing is in flight any more.
                     ext.pub_topic.store(0, Ordering::Release);
                     return Err(e);
                 }
