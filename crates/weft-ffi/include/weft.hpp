@@ -182,6 +182,25 @@ class lent {
     T *owner_ = nullptr;
 };
 
+// Bytes lent by a handle and read in place (a stream record, a channel message or request);
+// released by the destructor or release(). The lending handle's class makes them.
+template <typename T, weft_status (*Release)(T *)>
+class lent_bytes {
+  public:
+    lent_bytes() noexcept = default;
+    bytes_view bytes() const noexcept { return bytes_; }
+    const std::uint8_t *data() const noexcept { return bytes_.data(); }
+    std::size_t size() const noexcept { return bytes_.size(); }
+    std::string_view str() const noexcept { return bytes_.str(); }
+    void release() noexcept { grant_.reset(); }
+
+  protected:
+    lent_bytes(T *owner, const std::uint8_t *data, std::size_t size) noexcept
+        : grant_(owner), bytes_(data, size) {}
+    lent<T, Release> grant_;
+    bytes_view bytes_;
+};
+
 }  // namespace detail
 
 // ---- byte stream -------------------------------------------------------------------------
@@ -273,21 +292,14 @@ class stream_writer {
 
 // A record borrowed in place from a stream; released by the destructor. Must not outlive
 // its reader.
-class read_grant {
+class read_grant : public detail::lent_bytes<weft_stream_reader_t, weft_stream_reader_release> {
   public:
     read_grant() noexcept = default;
-    bytes_view bytes() const noexcept { return bytes_; }
-    const std::uint8_t *data() const noexcept { return bytes_.data(); }
-    std::size_t size() const noexcept { return bytes_.size(); }
-    std::string_view str() const noexcept { return bytes_.str(); }
-    void release() noexcept { grant_.reset(); }
 
   private:
     friend class stream_reader;
     read_grant(weft_stream_reader_t *r, const std::uint8_t *data, std::size_t size) noexcept
-        : grant_(r), bytes_(data, size) {}
-    detail::lent<weft_stream_reader_t, weft_stream_reader_release> grant_;
-    bytes_view bytes_;
+        : lent_bytes(r, data, size) {}
 };
 
 // The reading end of a stream.
@@ -564,32 +576,21 @@ inline std::vector<std::string> topics(const std::string &region) {
 
 // A record or a reply lent by a channel; released by the destructor. Must not outlive its
 // channel.
-class message {
+class message : public detail::lent_bytes<weft_channel_t, weft_channel_release> {
   public:
     message() noexcept = default;
-    bytes_view bytes() const noexcept { return bytes_; }
-    const std::uint8_t *data() const noexcept { return bytes_.data(); }
-    std::size_t size() const noexcept { return bytes_.size(); }
-    std::string_view str() const noexcept { return bytes_.str(); }
-    void release() noexcept { grant_.reset(); }
 
   private:
     friend class channel;
     message(weft_channel_t *c, const std::uint8_t *p, std::size_t n) noexcept
-        : grant_(c), bytes_(p, n) {}
-    detail::lent<weft_channel_t, weft_channel_release> grant_;
-    bytes_view bytes_;
+        : lent_bytes(c, p, n) {}
 };
 
 // A request lent by a channel: reply() answers and releases it; the destructor releases it
 // unanswered. Must not outlive its channel.
-class request {
+class request : public detail::lent_bytes<weft_channel_t, weft_channel_release> {
   public:
     request() noexcept = default;
-    bytes_view bytes() const noexcept { return bytes_; }
-    const std::uint8_t *data() const noexcept { return bytes_.data(); }
-    std::size_t size() const noexcept { return bytes_.size(); }
-    std::string_view str() const noexcept { return bytes_.str(); }
     std::uint64_t id() const noexcept { return id_; }
     void reply(bytes_view data) {
         detail::check(weft_channel_reply(grant_.consume(), data.data(), data.size()));
@@ -598,9 +599,7 @@ class request {
   private:
     friend class channel;
     request(weft_channel_t *c, const std::uint8_t *p, std::size_t n, std::uint64_t id) noexcept
-        : grant_(c), bytes_(p, n), id_(id) {}
-    detail::lent<weft_channel_t, weft_channel_release> grant_;
-    bytes_view bytes_;
+        : lent_bytes(c, p, n), id_(id) {}
     std::uint64_t id_ = 0;
 };
 
