@@ -5,7 +5,7 @@
 
 use crate::error::{
     Failure, Out, Res, WeftStatus, c_bytes, c_name, guard, handle_mut, into_handle, millis,
-    take_handle, wait_strategy,
+    options, take_handle, wait_strategy,
 };
 use crate::lend::Lent;
 use std::ffi::c_char;
@@ -33,8 +33,8 @@ impl WeftChannelOptions {
     /// # Safety
     /// `p` is NULL or valid for reading.
     unsafe fn from_ptr(p: *const WeftChannelOptions) -> Res<ChannelOptions> {
-        // SAFETY: NULL or readable (contract); only integer fields, any bit pattern is valid.
-        let o = unsafe { p.as_ref() }.copied().unwrap_or_default();
+        // SAFETY: NULL or readable (contract); only integer fields.
+        let o = unsafe { options(p, "options")? };
         let mut c = ChannelOptions::new();
         if o.capacity != 0 {
             c = c.capacity(o.capacity);
@@ -291,14 +291,18 @@ pub unsafe extern "C" fn weft_channel_send_timeout(
 }
 
 /// Lends a message made by `make` and writes out its bytes.
-fn lend_bytes(
+///
+/// # Safety
+/// As `Lent::lend`: `make` only builds the message from the channel it is given and keeps
+/// no reference to it.
+unsafe fn lend_bytes(
     c: &mut WeftChannel,
     what: &str,
     data: Out<*const u8>,
     len: Out<usize>,
     make: impl FnOnce(&'static mut Channel) -> Res<Held>,
 ) -> Res<()> {
-    // SAFETY: every caller's `make` only builds the message from the channel.
+    // SAFETY: `make` is as `Lent::lend` requires (this function's contract).
     let held = unsafe { c.cell.lend(what, make)? };
     let bytes = held.bytes();
     data.set(bytes.as_ptr());
@@ -324,13 +328,16 @@ unsafe fn recv(
                 Out::new(len, "len")?,
             )
         };
-        lend_bytes(c, "recv", data, len, |c| {
-            Ok(Held::Record(match how {
-                Wait::Forever => c.recv()?,
-                Wait::Never => c.try_recv()?,
-                Wait::Ms(ms) => c.recv_timeout(millis(ms))?,
-            }))
-        })
+        // SAFETY: the closure only builds the message from the channel.
+        unsafe {
+            lend_bytes(c, "recv", data, len, |c| {
+                Ok(Held::Record(match how {
+                    Wait::Forever => c.recv()?,
+                    Wait::Never => c.try_recv()?,
+                    Wait::Ms(ms) => c.recv_timeout(millis(ms))?,
+                }))
+            })
+        }
     })
 }
 
@@ -426,12 +433,15 @@ unsafe fn call(
                 Out::new(len, "len")?,
             )
         };
-        lend_bytes(c, "call", data, len, |c| {
-            Ok(Held::Reply(match timeout {
-                None => c.call(request)?,
-                Some(ms) => c.call_timeout(request, millis(ms))?,
-            }))
-        })
+        // SAFETY: the closure only builds the message from the channel.
+        unsafe {
+            lend_bytes(c, "call", data, len, |c| {
+                Ok(Held::Reply(match timeout {
+                    None => c.call(request)?,
+                    Some(ms) => c.call_timeout(request, millis(ms))?,
+                }))
+            })
+        }
     })
 }
 
@@ -496,13 +506,16 @@ unsafe fn recv_request(
                 Out::new(id, "id")?,
             )
         };
-        lend_bytes(c, "recv_request", data, len, |c| {
-            Ok(Held::Request(match how {
-                Wait::Forever => c.recv_request()?,
-                Wait::Never => c.try_recv_request()?,
-                Wait::Ms(ms) => c.recv_request_timeout(millis(ms))?,
-            }))
-        })?;
+        // SAFETY: the closure only builds the message from the channel.
+        unsafe {
+            lend_bytes(c, "recv_request", data, len, |c| {
+                Ok(Held::Request(match how {
+                    Wait::Forever => c.recv_request()?,
+                    Wait::Never => c.try_recv_request()?,
+                    Wait::Ms(ms) => c.recv_request_timeout(millis(ms))?,
+                }))
+            })
+        }?;
         match c.cell.held() {
             Some(Held::Request(r)) => id.set(r.id().0),
             _ => unreachable!("a request was lent just above"),

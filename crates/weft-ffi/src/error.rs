@@ -143,6 +143,11 @@ impl Failure {
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a panic with a non-string payload".into());
+        // The payload is dropped under `catch_unwind` too: a payload whose drop panics would
+        // otherwise unwind into C from here. One that does is leaked.
+        if let Err(again) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            std::mem::forget(again);
+        }
         Failure {
             code: WEFT_ERROR_PANIC,
             message: format!("a panic was caught at the C boundary: {what}"),
@@ -279,6 +284,21 @@ fn non_null<T>(p: *const T, what: &str) -> Res<NonNull<T>> {
         )));
     }
     Ok(nn)
+}
+
+/// An optional options struct: its value, or the default for NULL. A misaligned pointer is
+/// refused like any other.
+///
+/// # Safety
+/// `p` is NULL or valid for reading a `T`; `T` holds only integers (any bit pattern is a
+/// valid value).
+pub(crate) unsafe fn options<T: Copy + Default>(p: *const T, what: &str) -> Res<T> {
+    if p.is_null() {
+        return Ok(T::default());
+    }
+    let nn = non_null(p, what)?;
+    // SAFETY: non-NULL and aligned (checked), readable (contract); any bit pattern is a `T`.
+    Ok(unsafe { nn.read() })
 }
 
 /// A handle argument, for shared use.
@@ -450,6 +470,31 @@ mod tests {
         // SAFETY: last_message returns a valid NUL-terminated string of this thread.
         let msg = unsafe { CStr::from_ptr(last_message()) };
         (last_code(), msg.to_string_lossy().into_owned())
+    }
+
+    #[test]
+    fn options_behind_a_misaligned_pointer_are_refused() {
+        #[derive(Clone, Copy, Default)]
+        #[repr(C)]
+        struct Opts {
+            a: u64,
+        }
+        let words = [0u64; 4];
+        let misaligned = words.as_ptr().cast::<u8>().wrapping_add(1).cast::<Opts>();
+        // SAFETY: NULL is allowed; the misaligned pointer is refused before any read.
+        let (null, bad) = unsafe {
+            (
+                options(std::ptr::null::<Opts>(), "opts"),
+                options(misaligned, "opts"),
+            )
+        };
+        assert_eq!(null.unwrap().a, 0);
+        let bad = bad.err().expect("a misaligned pointer is refused");
+        assert_eq!(bad.code, WEFT_ERROR_INVALID_ARGUMENT);
+        assert!(bad.message.contains("not aligned"), "{}", bad.message);
+        let aligned = Opts { a: 7 };
+        // SAFETY: a valid, aligned pointer.
+        assert_eq!(unsafe { options(&aligned, "opts") }.unwrap().a, 7);
     }
 
     #[test]

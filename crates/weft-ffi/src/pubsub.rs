@@ -13,7 +13,7 @@
 
 use crate::error::{
     Failure, Out, Res, WeftStatus, c_bytes, c_name, guard, handle_mut, handle_ref, into_handle,
-    millis, optional_out, take_handle, wait_strategy,
+    millis, optional_out, options, take_handle, wait_strategy,
 };
 use std::ffi::{CString, c_char};
 use std::rc::Rc;
@@ -96,8 +96,8 @@ impl WeftPubsubConfig {
     /// # Safety
     /// `p` is NULL or valid for reading.
     unsafe fn from_ptr(p: *const WeftPubsubConfig) -> Res<Config> {
-        // SAFETY: NULL or readable (contract); only integer fields, any bit pattern is valid.
-        unsafe { p.as_ref() }.copied().unwrap_or_default().apply()
+        // SAFETY: NULL or readable (contract); only integer fields.
+        unsafe { options(p, "config")? }.apply()
     }
 }
 

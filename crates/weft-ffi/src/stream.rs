@@ -5,7 +5,7 @@
 
 use crate::error::{
     Failure, Out, Res, WeftStatus, c_bytes, c_name, guard, handle_mut, into_handle, millis,
-    take_handle, wait_strategy,
+    options, take_handle, wait_strategy,
 };
 use crate::lend::Lent;
 use std::ffi::c_char;
@@ -86,9 +86,8 @@ pub unsafe extern "C" fn weft_stream_writer_create(
     guard(|| {
         // SAFETY: the pointers' contract is this function's.
         let (name, out) = unsafe { (c_name(name, "name")?, Out::new(writer, "writer")?) };
-        // SAFETY: opts is NULL or readable (contract); the struct holds only integers, so
-        // any bit pattern is a valid value.
-        let opts = unsafe { opts.as_ref() }.copied().unwrap_or_default();
+        // SAFETY: opts is NULL or readable (contract); the struct holds only integers.
+        let opts = unsafe { options(opts, "opts")? };
         let w = StreamWriter::create_with(name, &opts.apply(capacity)?)?;
         out.set(into_handle(WeftStreamWriter { cell: Lent::new(w) }));
         Ok(())
