@@ -136,12 +136,16 @@ impl<T> Access<T> {
 
     /// Drops the handle and marks it closed.
     fn close(self) {
+        // Not dropped: its drop would mark the handle FREE again.
+        let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: as in `get`: the guard gives exclusive access.
-        let value = unsafe { &mut *self.owner.value.get() }.take();
+        let value = unsafe { &mut *this.owner.value.get() }.take();
         drop(value);
         // Release: pairs with the Acquire loads in `acquire` and `is_closed`.
-        self.owner.state.store(CLOSED, Ordering::Release);
-        std::mem::forget(self);
+        this.owner.state.store(CLOSED, Ordering::Release);
+        // SAFETY: the Arc is moved out once, and `this` is never used or dropped again, so
+        // its count is released exactly once (forgetting the guard leaked it).
+        drop(unsafe { std::ptr::read(&this.owner) });
     }
 }
 

@@ -381,7 +381,12 @@ grant_methods!(
         fn set_len(&self, length: usize) -> PyResult<()> {
             self.view.set_len(length)?;
             self.view
-                .with(|h| h.loan.as_mut().map_or(Ok(()), |l| l.set_len(length)))?
+                .with(|h| {
+                    // Under the publisher's lock, as every use of the loan (its error path
+                    // reads the publisher).
+                    let LoanHolder { loan, shared } = h;
+                    shared.with(|_| loan.as_mut().map_or(Ok(()), |l| l.set_len(length)))
+                })?
                 .py()
         }
 
