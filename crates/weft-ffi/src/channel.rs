@@ -4,8 +4,8 @@
 //! request), kept in the handle ([`Lent`]) until released or replied to.
 
 use crate::error::{
-    Failure, Out, Res, WeftStatus, c_bytes, c_name, guard, handle_mut, into_handle, millis,
-    options, take_handle, wait_strategy,
+    Failure, Out, Res, WeftStatus, c_bytes, c_name, free_handle, guard, handle_mut, into_handle,
+    millis, options, wait_strategy,
 };
 use crate::lend::Lent;
 use std::ffi::c_char;
@@ -190,12 +190,8 @@ pub unsafe extern "C" fn weft_server_connect(
 /// `channel` is NULL or points to NULL or to a live channel handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_channel_close(channel: *mut *mut WeftChannel) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        drop(unsafe { take_handle(channel, "channel")? });
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { free_handle(channel, "channel") }
 }
 
 /// The largest raw record this side can send (a request or reply is 8 bytes less).
@@ -670,12 +666,8 @@ pub unsafe extern "C" fn weft_server_bind(
 /// `server` is NULL or points to NULL or to a live server handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_server_close(server: *mut *mut WeftServer) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        drop(unsafe { take_handle(server, "server")? });
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { free_handle(server, "server") }
 }
 
 /// # Safety

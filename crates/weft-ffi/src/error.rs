@@ -301,6 +301,20 @@ pub(crate) unsafe fn options<T: Copy + Default>(p: *const T, what: &str) -> Res<
     Ok(unsafe { nn.read() })
 }
 
+/// The body of every `weft_*_close`, `_free` and `_release` of a handle: frees `*pp` and sets
+/// it to NULL (dropping the handle releases whatever it owns or lends).
+///
+/// # Safety
+/// As [`take_handle`].
+pub(crate) unsafe fn free_handle<T>(pp: *mut *mut T, what: &str) -> WeftStatus {
+    guard(|| {
+        // SAFETY: the caller's contract, as `take_handle` requires; NULL and misaligned
+        // pointers are refused before any use.
+        drop(unsafe { take_handle(pp, what)? });
+        Ok(())
+    })
+}
+
 /// A handle argument, for shared use.
 ///
 /// # Safety

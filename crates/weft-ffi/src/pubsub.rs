@@ -12,8 +12,8 @@
 //! given again, its topics carry it, and a loan or a publish compares the two first.
 
 use crate::error::{
-    Failure, Out, Res, WeftStatus, c_bytes, c_name, guard, handle_mut, handle_ref, into_handle,
-    millis, optional_out, options, take_handle, wait_strategy,
+    Failure, Out, Res, WeftStatus, c_bytes, c_name, free_handle, guard, handle_mut, handle_ref,
+    into_handle, millis, optional_out, options, take_handle, wait_strategy,
 };
 use std::ffi::{CString, c_char};
 use std::rc::Rc;
@@ -263,12 +263,8 @@ pub unsafe extern "C" fn weft_publisher_open(
 /// `publisher` is NULL or points to NULL or to a live publisher handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_publisher_close(publisher: *mut *mut WeftPublisher) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        drop(unsafe { take_handle(publisher, "publisher")? });
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { free_handle(publisher, "publisher") }
 }
 
 /// Registers `topic` (a path such as "/prices/AAPL") in blocks mode, or finds it if it is
@@ -388,12 +384,8 @@ fn topic_handle(p: &WeftPublisher, topic: Topic) -> Res<*mut WeftTopic> {
 /// `topic` is NULL or points to NULL or to a live topic handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_topic_free(topic: *mut *mut WeftTopic) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        drop(unsafe { take_handle(topic, "topic")? });
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { free_handle(topic, "topic") }
 }
 
 /// The topic's path ("/prices/AAPL"), valid as long as the topic handle.
@@ -534,12 +526,8 @@ pub unsafe extern "C" fn weft_loan_publish(loan: *mut *mut WeftLoan, seq: *mut u
 /// `loan` is NULL or points to NULL or to a live loan handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_loan_release(loan: *mut *mut WeftLoan) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        drop(unsafe { take_handle(loan, "loan")? });
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { free_handle(loan, "loan") }
 }
 
 /// Copies `len` bytes at `data` into a loaned block and publishes it. `seq` may be NULL.
@@ -641,12 +629,8 @@ pub unsafe extern "C" fn weft_subscriber_connect_timeout(
 /// `subscriber` is NULL or points to NULL or to a live subscriber handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_subscriber_close(subscriber: *mut *mut WeftSubscriber) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        drop(unsafe { take_handle(subscriber, "subscriber")? });
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { free_handle(subscriber, "subscriber") }
 }
 
 /// How a subscription starts.
@@ -748,12 +732,8 @@ pub unsafe extern "C" fn weft_subscriber_subscribe_timeout(
 pub unsafe extern "C" fn weft_subscription_close(
     subscription: *mut *mut WeftSubscription,
 ) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        drop(unsafe { take_handle(subscription, "subscription")? });
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { free_handle(subscription, "subscription") }
 }
 
 /// How a receive waits.
@@ -893,12 +873,8 @@ pub unsafe extern "C" fn weft_sample_seq(sample: *const WeftSample, seq: *mut u6
 /// `sample` is NULL or points to NULL or to a live sample handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_sample_release(sample: *mut *mut WeftSample) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        drop(unsafe { take_handle(sample, "sample")? });
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { free_handle(sample, "sample") }
 }
 
 fn name_list(names: impl IntoIterator<Item = String>) -> Res<*mut WeftNameList> {
@@ -997,10 +973,6 @@ pub unsafe extern "C" fn weft_name_list_get(
 /// `list` is NULL or points to NULL or to a live list handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_name_list_free(list: *mut *mut WeftNameList) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        drop(unsafe { take_handle(list, "list")? });
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { free_handle(list, "list") }
 }

@@ -4,8 +4,8 @@
 //! the handle ([`Lent`]) until committed, abandoned or released.
 
 use crate::error::{
-    Failure, Out, Res, WeftStatus, c_bytes, c_name, guard, handle_mut, into_handle, millis,
-    options, take_handle, wait_strategy,
+    Failure, Out, Res, WeftStatus, c_bytes, c_name, free_handle, guard, handle_mut, into_handle,
+    millis, options, wait_strategy,
 };
 use crate::lend::Lent;
 use std::ffi::c_char;
@@ -106,12 +106,8 @@ pub unsafe extern "C" fn weft_stream_writer_create(
 pub unsafe extern "C" fn weft_stream_writer_close(
     writer: *mut *mut WeftStreamWriter,
 ) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        drop(unsafe { take_handle(writer, "writer")? });
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { free_handle(writer, "writer") }
 }
 
 /// The largest record this writer can ever write (half the capacity, less framing).
@@ -419,12 +415,8 @@ pub unsafe extern "C" fn weft_stream_reader_open_timeout(
 pub unsafe extern "C" fn weft_stream_reader_close(
     reader: *mut *mut WeftStreamReader,
 ) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        drop(unsafe { take_handle(reader, "reader")? });
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { free_handle(reader, "reader") }
 }
 
 /// Changes how this reader's blocking calls wait (a `WEFT_WAIT_*` code).
