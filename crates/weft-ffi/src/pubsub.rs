@@ -207,8 +207,22 @@ pub unsafe extern "C" fn weft_publisher_create(
     config: *const WeftPubsubConfig,
     publisher: *mut *mut WeftPublisher,
 ) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { join_as_publisher(region, config, publisher, Publisher::create) }
+}
+
+/// The body of `weft_publisher_create` and `weft_publisher_open`: `make` makes the publisher.
+///
+/// # Safety
+/// As `weft_publisher_create`.
+unsafe fn join_as_publisher(
+    region: *const c_char,
+    config: *const WeftPubsubConfig,
+    publisher: *mut *mut WeftPublisher,
+    make: fn(&str, &Config) -> weft::Result<Publisher>,
+) -> WeftStatus {
     guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // SAFETY: every pointer is NULL or as the entry point's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
         let (region, config, out) = unsafe {
             (
@@ -217,8 +231,7 @@ pub unsafe extern "C" fn weft_publisher_create(
                 Out::new(publisher, "publisher")?,
             )
         };
-        let p = Publisher::create(region, &config)?;
-        out.set(publisher_handle(p));
+        out.set(publisher_handle(make(region, &config)?));
         Ok(())
     })
 }
@@ -237,20 +250,8 @@ pub unsafe extern "C" fn weft_publisher_open(
     config: *const WeftPubsubConfig,
     publisher: *mut *mut WeftPublisher,
 ) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        let (region, config, out) = unsafe {
-            (
-                c_name(region, "region")?,
-                WeftPubsubConfig::from_ptr(config)?,
-                Out::new(publisher, "publisher")?,
-            )
-        };
-        let p = Publisher::open_with(region, &config)?;
-        out.set(publisher_handle(p));
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`.
+    unsafe { join_as_publisher(region, config, publisher, Publisher::open_with) }
 }
 
 /// Closes the publisher handle and sets `*publisher` to NULL. Loans still out keep the
