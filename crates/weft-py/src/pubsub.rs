@@ -2,8 +2,8 @@
 //! `weft.Topic`, `weft.Loan` (a block of the region's pool, written in place) and
 //! `weft.Sample` (a received message, read in place).
 
-use crate::blocking::{Until, sliced};
-use crate::errors::{IntoPy, to_py};
+use crate::blocking::{Until, sliced, sliced_retry};
+use crate::errors::IntoPy;
 use crate::input::Input;
 use crate::owned::{Owned, closed};
 use crate::view::{View, grant_methods};
@@ -129,6 +129,20 @@ impl Topic {
 
     fn __repr__(&self) -> String {
         format!("<weft.Topic {:?}>", self.topic.name())
+    }
+}
+
+/// Whether a connect or subscribe is retried while its timeout lasts: the region or topic is
+/// not there yet.
+fn not_found(e: &weft::Error) -> bool {
+    matches!(e, weft::Error::NotFound { .. })
+}
+
+/// Between two attempts of a connect or subscribe that found nothing: a short pause (neither
+/// waits by itself), within the slice.
+fn poll_pause(e: &weft::Error, slice: std::time::Duration) {
+    if not_found(e) {
+        std::thread::sleep(slice.min(std::time::Duration::from_millis(1)));
     }
 }
 
@@ -494,24 +508,9 @@ impl Subscriber {
     ) -> PyResult<Subscriber> {
         let config = Config::default().wait(wait_strategy(wait)?);
         let until = Until::from_secs(timeout)?;
-        let s = sliced(py, until, |slice| {
-            match RsSubscriber::connect_with(region, &config) {
-                Err(weft::Error::NotFound { .. }) if !slice.is_zero() => {
-                    std::thread::sleep(slice.min(std::time::Duration::from_millis(2)));
-                    Err(weft::Error::Timeout)
-                }
-                other => other,
-            }
-        });
-        let s = match s {
-            // Waited long enough: say what was missing.
-            Err(e) if e.is_instance_of::<crate::errors::TimeoutError>(py) => {
-                return Err(to_py(weft::Error::NotFound {
-                    name: region.into(),
-                }));
-            }
-            other => other?,
-        };
+        let s = sliced_retry(py, until, not_found, |slice| {
+            RsSubscriber::connect_with(region, &config).inspect_err(|e| poll_pause(e, slice))
+        })?;
         Ok(Subscriber {
             inner: Mutex::new(Some(Arc::new(s))),
             region: region.into(),
@@ -537,23 +536,10 @@ impl Subscriber {
     ) -> PyResult<Subscription> {
         let s = self.get()?;
         let until = Until::from_secs(timeout)?;
-        let sub = sliced(py, until, |slice| {
-            match s.subscribe_with_history(topic, history) {
-                Err(weft::Error::NotFound { .. }) if !slice.is_zero() => {
-                    std::thread::sleep(slice.min(std::time::Duration::from_millis(1)));
-                    Err(weft::Error::Timeout)
-                }
-                other => other,
-            }
-        });
-        let sub = match sub {
-            Err(e) if e.is_instance_of::<crate::errors::TimeoutError>(py) => {
-                return Err(to_py(weft::Error::NotFound {
-                    name: format!("{}{}", self.region, topic),
-                }));
-            }
-            other => other?,
-        };
+        let sub = sliced_retry(py, until, not_found, |slice| {
+            s.subscribe_with_history(topic, history)
+                .inspect_err(|e| poll_pause(e, slice))
+        })?;
         Ok(Subscription {
             topic: sub.topic().into(),
             inner: Owned::new(sub, "Subscription"),
