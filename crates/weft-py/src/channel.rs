@@ -503,6 +503,12 @@ impl Server {
         self.accept_inner(py, None)
     }
 
+    /// Whether it is closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
     /// Stops serving (channels already accepted go on).
     fn close(&self) -> PyResult<()> {
         self.inner.close()

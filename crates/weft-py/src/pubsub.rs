@@ -557,6 +557,15 @@ impl Subscriber {
             .collect())
     }
 
+    /// Whether it is closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+
     /// Leaves the region (once the subscriptions made from it are closed too).
     fn close(&self) {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -618,6 +627,12 @@ impl Subscription {
         let sub = access.get();
         let s = sliced(py, until, |slice| sub.recv_timeout(slice))?;
         Ok(Sample::new(s))
+    }
+
+    /// Whether it is closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
     }
 
     /// Ends the subscription.

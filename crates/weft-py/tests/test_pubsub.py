@@ -279,3 +279,15 @@ def test_subscribe_by_uri(region, name):
     s = weft.subscribe(f"{name}/prices/AAPL", history=1)
     pub.publish(topic, b"189.5")
     assert bytes(s.recv(timeout=5)) == b"189.5"
+
+
+def test_every_handle_says_whether_it_is_closed(region, name):
+    pub, sub = region
+    pub.register("/c")
+    s = sub.subscribe("/c")
+    server = weft.Server.bind(name + "-server")
+    handles = [s, sub, server, pub]
+    assert [h.closed for h in handles] == [False] * 4
+    for h in handles:
+        h.close()
+    assert [h.closed for h in handles] == [True] * 4
