@@ -340,11 +340,12 @@ trait Side {
 /// The blocking loop of both ends: `attempt` until it yields a value, waiting between tries
 /// as the side's strategy says; a parked wait sleeps at most `PARK_SLICE` at a time (through
 /// `park`) and checks the peer between sleeps. `deadline` None tries once and reports
-/// `not_now` (after a liveness check).
+/// `not_now()` (after a liveness check): built only then, so that the common path never builds
+/// and drops an error.
 fn block<S: Side, T>(
     side: &mut S,
     deadline: Option<Deadline>,
-    not_now: Error,
+    not_now: fn() -> Error,
     mut attempt: impl FnMut(&mut S) -> Result<Option<T>>,
     mut park: impl FnMut(&mut S, Duration) -> Result<()>,
 ) -> Result<T> {
@@ -355,7 +356,7 @@ fn block<S: Side, T>(
         }
         let Some(deadline) = deadline else {
             side.check_peer()?;
-            return Err(not_now);
+            return Err(not_now());
         };
         match waiter.next() {
             Next::Retry => {
@@ -688,7 +689,7 @@ impl StreamWriter {
         block(
             self,
             deadline,
-            Error::Full,
+            || Error::Full,
             |w| match w.core.try_reserve(len) {
                 Ok(res) => Ok(Some(res)),
                 Err(ReserveError::Full) => Ok(None),
@@ -988,7 +989,7 @@ impl StreamReader {
         block(
             self,
             deadline,
-            Error::Empty,
+            || Error::Empty,
             |r| r.core.try_next().map_err(|c| corrupt(&r.obj, c)),
             |r, slice| {
                 let parked = r
