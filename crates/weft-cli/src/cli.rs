@@ -195,7 +195,7 @@ pub struct PubArgs {
     #[arg(long, value_name = "N")]
     pub wait_subscribers: Option<u64>,
     /// Give up waiting for subscribers after this long (e.g. 5, 2.5s, 500ms): exit status 4.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_duration, requires = "wait_subscribers")]
     pub timeout: Option<Duration>,
 }
 

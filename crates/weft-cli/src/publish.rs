@@ -30,18 +30,28 @@ struct Published {
     created: bool,
 }
 
+/// The longest time between two messages that `--rate` may ask for.
+const MAX_PERIOD: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Runs `weft pub`.
 pub fn run(args: &PubArgs, json: bool) -> Outcome {
     interrupt::install();
     let (region, topic) = weft::pubsub::split_uri(&args.target)?;
     let payload = payload(args)?;
-    if let Some(hz) = args.rate
-        && !(hz.is_finite() && hz > 0.0)
-    {
-        return Err(Failure::usage(format!(
-            "--rate must be a positive number of messages per second, not {hz}"
-        )));
-    }
+    // The time between two messages: at most a year, so that the schedule below never
+    // overflows (a rate of 1e-30 would otherwise panic in the conversion).
+    let period = match args.rate {
+        None => None,
+        Some(hz) => match Duration::try_from_secs_f64(1.0 / hz) {
+            Ok(p) if hz.is_finite() && hz > 0.0 && p <= MAX_PERIOD => Some(p),
+            _ => {
+                return Err(Failure::usage(format!(
+                    "--rate must be a positive number of messages per second, at least one a \
+                     year, not {hz}"
+                )));
+            }
+        },
+    };
     let (publisher, created) = open_or_create(region, payload.len())?;
     if payload.len() > publisher.max_len() {
         return Err(Failure::new(
@@ -87,7 +97,6 @@ pub fn run(args: &PubArgs, json: bool) -> Outcome {
     let count = args
         .count
         .unwrap_or(if args.rate.is_some() { u64::MAX } else { 1 });
-    let period = args.rate.map(|hz| Duration::from_secs_f64(1.0 / hz));
     let start = Instant::now();
     let (mut first, mut last, mut sent) = (None, None, 0u64);
     while sent < count {

@@ -88,3 +88,49 @@ fn bench_human_output_and_bad_arguments() {
     assert_eq!(weft(&["bench", "--size", "0"]).code, 2);
     assert_eq!(weft(&["bench", "--duration", "x"]).code, 2);
 }
+
+/// The pid of a `weft bench-child` process whose parent is `parent`, if one runs.
+fn bench_child_of(parent: u32) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        // The fields after the command's closing parenthesis: state, then the parent's pid.
+        let ppid: u32 = stat
+            .rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+        (ppid == parent && cmd.windows(11).any(|w| w == b"bench-child")).then_some(pid)
+    })
+}
+
+/// The pub/sub measurement waits on a topic this process also publishes on, so the library
+/// cannot report the child's death there: the command checks on the child itself and fails
+/// with "peer gone" instead of waiting forever.
+#[test]
+fn bench_pubsub_fails_when_its_child_dies() {
+    let run = Proc::weft(&["bench", "pubsub", "--duration", "60s"]);
+    let pid = run.pid();
+    let region = format!("weft-bench-{pid}-pubsub");
+    // Echoes on `/pong` mean the child has said "ready" and the measurement runs.
+    eventually("the child's first echoes", || {
+        let r = weft(&["info", "--json", &region]);
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap_or_default();
+        doc["region"]["topics"].as_array().is_some_and(|ts| {
+            ts.iter()
+                .any(|t| t["name"] == "/pong" && t["published"] != 0)
+        })
+    });
+    let child = bench_child_of(pid);
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &child.expect("the child runs").to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let run = run.finish(std::time::Duration::from_secs(20));
+    assert_eq!(run.code, 6, "{run:?}");
+    assert!(run.stderr.contains("child"), "{run:?}");
+}

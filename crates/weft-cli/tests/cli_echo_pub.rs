@@ -222,6 +222,15 @@ fn echo_and_pub_refuse_missing_and_bad_targets() {
         assert_eq!(weft(&["pub", bad, "x"]).code, 2, "{bad:?}");
     }
     assert_eq!(weft(&["pub", &format!("{region}/t")]).code, 2, "no data");
+    // Rates that are no number of messages per second, or fewer than one a year (1e-30 once
+    // made the conversion to a period panic, exit status 101).
+    for rate in ["0", "-1", "nan", "inf", "1e-30", "1e-320"] {
+        let r = weft(&["pub", &format!("{region}/t"), "x", "--rate", rate]);
+        assert_eq!(r.code, 2, "--rate {rate}: {r:?}");
+    }
+    // A timeout for a wait that was not asked for.
+    let r = weft(&["pub", &format!("{region}/t"), "x", "--timeout", "1s"]);
+    assert_eq!(r.code, 2, "--timeout without --wait-subscribers: {r:?}");
     assert_eq!(
         weft(&["echo", &format!("{region}/t"), "--format", "xml"]).code,
         2

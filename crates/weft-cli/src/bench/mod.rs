@@ -12,7 +12,7 @@ mod ring;
 mod stream;
 
 use crate::cli::{BenchArgs, BenchCase, BenchChildArgs, BenchWait};
-use crate::exit::{ERROR, Failure, Outcome, from_io};
+use crate::exit::{ERROR, Failure, Outcome, PEER_GONE, from_io};
 use crate::interrupt;
 use crate::out::{self, DIM, NAME, Table, cell};
 use hdrhistogram::Histogram;
@@ -376,6 +376,21 @@ impl Peer {
             _ => Err(Failure::new(
                 ERROR,
                 "the benchmark's child ended early (see its message above)",
+            )),
+        }
+    }
+
+    /// An error once the child has exited: for waits that the library cannot end by itself
+    /// (this process also publishes on the topic it waits on, so it never sees the child as
+    /// the topic's dead publisher).
+    pub fn check_running(&mut self) -> Outcome {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            status => Err(Failure::new(
+                PEER_GONE,
+                format!(
+                    "the benchmark's child exited in the middle of the measurement ({status:?})"
+                ),
             )),
         }
     }

@@ -5,8 +5,8 @@
 
 use super::{Counted, Hist, Peer, Setup, histogram, object_name, record, say};
 use crate::exit::{ERROR, Failure, Outcome};
-use std::time::Instant;
-use weft::pubsub::{Config, Publisher, Subscriber};
+use std::time::{Duration, Instant};
+use weft::pubsub::{Config, Publisher, Sample, Subscriber, Subscription};
 use weft::{Error, WaitStrategy};
 
 /// A region for `topics` topics of `ring_slots` each. Every ring slot keeps its block until it
@@ -29,14 +29,14 @@ pub fn latency(setup: Setup) -> Result<Hist, Failure> {
     publisher.register("/pong")?;
     let subscriber = Subscriber::connect_with(&region, &cfg)?;
     let mut pong = subscriber.subscribe("/pong")?;
-    let peer = Peer::spawn("pubsub-echo", &region, setup.wait)?;
+    let mut peer = Peer::spawn("pubsub-echo", &region, setup.wait)?;
     let msg = vec![0x5a; setup.size];
     let mut h = histogram();
     let end = Instant::now() + setup.duration;
     while Instant::now() < end && !crate::interrupt::requested() {
         let t0 = Instant::now();
         publisher.publish(&ping, &msg)?;
-        let back = pong.recv()?;
+        let back = recv_from(&mut pong, &mut peer)??;
         if back.len() != msg.len() {
             return Err(Failure::new(
                 ERROR,
@@ -70,7 +70,7 @@ pub fn throughput(setup: Setup) -> Result<Counted, Failure> {
     publisher.register("/ack")?;
     let subscriber = Subscriber::connect_with(&region, &cfg)?;
     let mut acks = subscriber.subscribe("/ack")?;
-    let peer = Peer::spawn("pubsub-sink", &region, setup.wait)?;
+    let mut peer = Peer::spawn("pubsub-sink", &region, setup.wait)?;
     let msg = vec![0x5a; setup.size];
     let start = Instant::now();
     let end = start + setup.duration;
@@ -78,7 +78,7 @@ pub fn throughput(setup: Setup) -> Result<Counted, Failure> {
     while Instant::now() < end && !crate::interrupt::requested() {
         for _ in 0..64 {
             while sent - acked >= WINDOW {
-                match acks.recv() {
+                match recv_from(&mut acks, &mut peer)? {
                     Ok(a) => acked = count(&a).max(acked),
                     Err(Error::Lagged { .. }) => {}
                     Err(e) => return Err(e.into()),
@@ -95,6 +95,19 @@ pub fn throughput(setup: Setup) -> Result<Counted, Failure> {
         lost,
         elapsed: start.elapsed(),
     })
+}
+
+/// How long one wait for the child lasts before checking that it still runs.
+const CHECK_EVERY: Duration = Duration::from_millis(100);
+
+/// What `recv` on `sub` gives, or a failure once the child has exited.
+fn recv_from(sub: &mut Subscription, peer: &mut Peer) -> Result<weft::Result<Sample>, Failure> {
+    loop {
+        match sub.recv_timeout(CHECK_EVERY) {
+            Err(Error::Timeout) => peer.check_running()?,
+            other => return Ok(other),
+        }
+    }
 }
 
 /// The count an acknowledgement carries (8 bytes, little-endian; 0 if malformed).
