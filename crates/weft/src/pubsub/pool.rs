@@ -371,15 +371,15 @@ pub(crate) fn entry(v: u32) -> Entry {
         Entry::Empty
     } else if v & SUB_TAG != 0 {
         Entry::Sub(v & !SUB_TAG)
-    } else if v & TAKING != 0 {
-        match v & LINK {
-            0 => Entry::Reserved,
-            l => Entry::Taking(l - 1),
-        }
-    } else if v & DONE != 0 {
-        Entry::Done((v & LINK).saturating_sub(1))
     } else {
-        Entry::Held((v & LINK) - 1)
+        match v & LINK {
+            // Claimed, but naming no block: a take that has not picked one yet, or (without
+            // the TAKING bit) a value no participant writes. Settled by clearing it.
+            0 => Entry::Reserved,
+            l if v & TAKING != 0 => Entry::Taking(l - 1),
+            l if v & DONE != 0 => Entry::Done(l - 1),
+            l => Entry::Held(l - 1),
+        }
     }
 }
 

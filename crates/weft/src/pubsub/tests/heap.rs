@@ -334,3 +334,35 @@ fn a_dead_mark_is_waited_for_and_then_cleared() {
     assert_eq!(m.count(0), 1);
     let _ = (HELD, yield_to);
 }
+
+/// A holdings entry is hostile input: every bit pattern decodes (a claimed entry naming no
+/// block once underflowed to a panic), and a dead participant's forged entries are cleared
+/// without touching any block.
+#[test]
+fn forged_holdings_entries_decode_and_are_cleared() {
+    let forged = [
+        1 << 25,
+        DONE,
+        DONE | (1 << 27),
+        1 << 28,
+        (1 << 25) | (1 << 26),
+    ];
+    for v in forged {
+        assert_eq!(entry(v), Entry::Reserved, "{v:#x}");
+    }
+    for v in (0..=u32::MAX).step_by(65_521) {
+        let _ = entry(v);
+    }
+    let m = Mem::new(2, 1);
+    for (e, v) in forged.iter().take(super::mem::HELD).enumerate() {
+        m.entry(3, e as u32).store(*v, Ordering::Release);
+    }
+    assert_eq!(m.reclaim(3), 0);
+    for e in 0..forged.len().min(super::mem::HELD) {
+        assert_eq!(
+            entry(m.entry(3, e as u32).load(Ordering::Relaxed)),
+            Entry::Empty
+        );
+    }
+    assert_eq!(m.pool().free_estimate(), 2, "no block was touched");
+}
