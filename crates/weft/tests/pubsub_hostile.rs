@@ -263,3 +263,21 @@ fn bad_inline_counters_and_stamps_are_errors() {
         Err(Error::Timeout)
     ));
 }
+
+/// A mark naming a participant row that nobody holds and whose reclaim cannot clear it (no
+/// record names the block): the waiter gives up after the liveness timeout instead of
+/// reclaiming that row again forever.
+#[test]
+fn a_mark_no_reclaim_can_clear_is_a_timeout() {
+    let name = unique("ph-mark");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register("/m").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/m").unwrap();
+    p.publish(&t, b"x").unwrap();
+    // Block 0, count 1, marked by participant 5 (a row never claimed), record 0.
+    write_u64(&name, layout(&name).1.meta, (1 << 63) | (5 << 49) | 1);
+    let err = sub.try_recv().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+}

@@ -352,15 +352,17 @@ impl Region {
 
     /// Waits while another participant (`w`) has an operation on a block in flight: a dead
     /// one's row is reclaimed (which finishes or undoes it), a live one is given the CPU. A mark
-    /// that stays on a live participant for longer than the liveness timeout (a hostile peer)
-    /// is `Timeout`.
+    /// that stays for longer than the liveness timeout is `Timeout`: a live participant that
+    /// never finishes, or a mark that no reclaim clears because no record names the block (a
+    /// hostile peer wrote it).
     pub(crate) fn wait_mark(&self, w: Who, me: u32, since: &mut Option<Deadline>) -> Result<()> {
         let row = self.row(w.participant)?;
         let d = *since.get_or_insert_with(|| Deadline::after(self.liveness));
+        if d.expired() {
+            return Err(Error::Timeout);
+        }
         if w.participant != me && !matches!(row.status(self.liveness), PeerStatus::Alive) {
             self.reclaim_row(w.participant)?;
-        } else if d.expired() {
-            return Err(Error::Timeout);
         }
         crate::sync::yield_now();
         Ok(())
