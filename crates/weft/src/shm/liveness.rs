@@ -85,10 +85,10 @@ impl ParticipantRow {
             return PeerStatus::Absent;
         }
         if owner & OWNER_HOLDS == 0 {
-            // Let go. Acquire: pairs with the Release store of `state` in `Claim::drop`.
-            return match self.state.load(Ordering::Acquire) {
-                STATE_FREE => PeerStatus::Absent,
-                _ => PeerStatus::Closed,
+            return if self.closed_after(owner) {
+                PeerStatus::Closed
+            } else {
+                PeerStatus::Absent
             };
         }
         // Held (whatever `state` says yet: a fresh claimant stores ACTIVE just after its CAS).
@@ -99,6 +99,24 @@ impl ParticipantRow {
         } else {
             PeerStatus::Dead { pid }
         }
+    }
+
+    /// Whether the row's last owner let go cleanly, from two loads of the row's line and no
+    /// /proc read: the check a blocked side makes on every round.
+    pub(crate) fn closed(&self) -> bool {
+        // Acquire: pairs with the AcqRel claim CAS and the Release clear of OWNER_HOLDS in
+        // `Claim::drop`.
+        let owner = self.owner.load(Ordering::Acquire);
+        owner != 0 && owner & OWNER_HOLDS == 0 && self.closed_after(owner)
+    }
+
+    /// With `owner` read and let go: whether the owner left through `Claim::drop`. `state` is
+    /// only read for a row nobody holds: a claimant stores ACTIVE just after its CAS, so
+    /// a held row may still show its previous owner's CLOSED.
+    fn closed_after(&self, owner: u64) -> bool {
+        debug_assert!(owner & OWNER_HOLDS == 0);
+        // Acquire: pairs with the Release store of `state` in `Claim::drop`.
+        self.state.load(Ordering::Acquire) != STATE_FREE
     }
 
     /// The recorded owner's pid (0 if none).
@@ -285,5 +303,28 @@ mod heartbeat {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row that a new claimant has just taken still shows its previous owner's CLOSED until
+    /// the claimant stores ACTIVE: judged by `owner`, it is held, not closed.
+    #[test]
+    fn a_freshly_claimed_row_is_not_its_previous_owners_close() {
+        let row = ParticipantRow::default();
+        let me = owner_word(crate::sys::ProcessId::current());
+        assert!(!row.closed());
+        // The previous owner let go cleanly.
+        row.state.store(STATE_CLOSED, Ordering::Relaxed);
+        row.owner.store(me, Ordering::Relaxed);
+        assert!(row.closed());
+        assert_eq!(row.status(Duration::from_secs(1)), PeerStatus::Closed);
+        // A claimant's CAS landed; its ACTIVE store has not yet.
+        row.owner.store(me | OWNER_HOLDS, Ordering::Relaxed);
+        assert!(!row.closed());
+        assert_eq!(row.status(Duration::from_secs(1)), PeerStatus::Alive);
     }
 }

@@ -128,10 +128,10 @@ impl Watch {
     }
 
     /// The peer's status, read from /proc at most every CHECK_INTERVAL_NS; a clean close is
-    /// seen at once (one atomic load).
+    /// seen at once (two loads of the row's line). Judged by `owner` first: a row taken by a
+    /// new claimant still shows its previous owner's CLOSED for a moment.
     fn check(&mut self, row: &ParticipantRow, timeout: Duration) -> PeerStatus {
-        // Acquire: pairs with the Release store of CLOSED in Claim::drop.
-        if row.state.load(Ordering::Acquire) == super::liveness::STATE_CLOSED {
+        if row.closed() {
             return PeerStatus::Closed;
         }
         let now = sys::monotonic_ns();
