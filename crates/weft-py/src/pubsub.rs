@@ -373,8 +373,11 @@ pub(crate) struct Loan {
 }
 
 impl Loan {
-    fn publish_inner(&self) -> PyResult<u64> {
-        self.view.take()?.publish().py()
+    fn publish_inner(&self, py: Python<'_>) -> PyResult<u64> {
+        let holder = self.view.take()?;
+        // Without the GIL: a publish may wait (up to the claim timeout) for a ring slot that a
+        // stalled publisher holds.
+        py.detach(move || holder.publish()).py()
     }
 }
 
@@ -385,7 +388,7 @@ grant_methods!(
             if failed {
                 slf.view.release()?;
             } else {
-                slf.publish_inner()?;
+                Python::attach(|py| slf.publish_inner(py))?;
             }
         }
     },
@@ -415,8 +418,8 @@ grant_methods!(
         /// Publishes the block (an 8-byte descriptor goes into the topic's ring). Returns the
         /// message's sequence number. Raises BufferError while buffers exported from the loan are
         /// alive.
-        fn publish(&self) -> PyResult<u64> {
-            self.publish_inner()
+        fn publish(&self, py: Python<'_>) -> PyResult<u64> {
+            self.publish_inner(py)
         }
 
         /// Returns the block to the pool unpublished.

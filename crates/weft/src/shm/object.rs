@@ -314,12 +314,12 @@ impl Object {
         self.map.len() as u64
     }
 
-    /// The object's name.
     /// (device, inode) of the file (zeros if unknown).
     pub(crate) fn identity(&self) -> (u64, u64) {
         self.identity
     }
 
+    /// The object's name.
     pub(crate) fn name(&self) -> &str {
         &self.name
     }
