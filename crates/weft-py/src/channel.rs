@@ -111,14 +111,27 @@ grant_methods!(
             timeout: Option<f64>,
         ) -> PyResult<()> {
             let until = Until::from_secs(timeout)?;
-            let input = Input::new(data)?;
+            // A buffer holds an export of its object, which may be this very request
+            // (`req.reply(req)`, an echo) and would make its release below fail:
+            // such input is copied and its export let go first (`detached` copies it anyway).
+            let input = match Input::new(data)? {
+                buffer @ Input::Buffer(_) => Err(buffer.detached().into_owned()),
+                bytes => Ok(bytes),
+            };
             let lent = self.view.take()?;
             // The request is released here; the channel stays ours for the reply.
             let mut access = lent.finish();
             let ch = access.get();
-            let body = input.detached();
+            let borrowed;
+            let body: &[u8] = match &input {
+                Ok(bytes) => {
+                    borrowed = bytes.detached();
+                    &borrowed
+                }
+                Err(copy) => copy,
+            };
             let id = RequestId(self.id);
-            sliced(py, until, |slice| ch.reply_timeout(id, &body, slice))
+            sliced(py, until, |slice| ch.reply_timeout(id, body, slice))
         }
 
         fn __repr__(&self) -> String {

@@ -93,6 +93,24 @@ def test_request_and_reply_are_read_in_place(name):
     reply.release()
 
 
+def test_a_reply_made_from_its_own_request(name):
+    server = weft.Server.bind(name)
+
+    def server_side():
+        ch = server.accept(timeout=10)
+        req = ch.recv_request(timeout=10)
+        # The request itself as the reply (an echo): copied before it is released.
+        req.reply(req)
+
+    t = Checked(target=server_side)
+    t.start()
+    ch = weft.Server.connect(name, 10)
+    reply = ch.call(b"abc", timeout=10)
+    t.join()
+    assert bytes(reply) == b"abc"
+    reply.release()
+
+
 def test_several_requests_in_flight(name):
     server = weft.Server.bind(name)
 
