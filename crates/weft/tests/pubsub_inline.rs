@@ -552,3 +552,21 @@ fn a_dead_single_publishers_lease_is_taken_over() {
     let m = sub.try_recv().unwrap();
     assert_eq!(m.value::<Tick>().unwrap().id, 2);
 }
+
+/// `details` reports an inline topic's message size as its largest message, typed or not
+/// (an untyped one was reported with the block size).
+#[test]
+fn details_report_an_inline_topics_message_size() {
+    let name = unique("pi-details");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    p.register_spec("/raw", &TopicSpec::inline(12)).unwrap();
+    p.register_spec("/ticks", &TopicSpec::new(TopicMode::Inline).typed::<Tick>())
+        .unwrap();
+    p.register("/blocks").unwrap();
+    let d = weft::pubsub::details(&name).unwrap();
+    let max = |n: &str| d.topics.iter().find(|t| t.stats.name == n).unwrap().max_len;
+    assert_eq!(max("/raw"), 12);
+    assert_eq!(max("/ticks"), std::mem::size_of::<Tick>() as u64);
+    assert_eq!(max("/blocks"), small().block_size_bytes() as u64);
+}

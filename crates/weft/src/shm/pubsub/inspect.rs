@@ -2,9 +2,7 @@
 //! their mode, type and statistics, and every participant with its role, liveness and the
 //! blocks it holds; and the reclaim of dead participants without joining.
 
-use super::layout::{
-    MODE_BLOCKS, MODE_INLINE, MODE_LATEST, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER,
-};
+use super::layout::{ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER};
 use super::region::Region;
 use super::{Config, RegionInfo, TopicMode, TopicStats, open_region, region_info, topic_stats};
 use crate::error::{Error, Result, Role};
@@ -95,24 +93,12 @@ pub fn details(region: &str) -> Result<RegionDetails> {
         let Some((name, mode)) = r.topic_name(i)? else {
             continue;
         };
-        let mode = match mode {
-            MODE_BLOCKS => TopicMode::Blocks,
-            MODE_LATEST => TopicMode::Latest,
-            MODE_INLINE => TopicMode::Inline,
-            // `topic_name` accepts only the modes this build implements.
-            other => {
-                return Err(Error::corrupt(
-                    r.obj.name(),
-                    "topic mode",
-                    other as u64,
-                    "Blocks, Latest or Inline",
-                ));
-            }
-        };
+        let mode = super::mode_of(mode);
         let ty = r.topic_type(i)?;
-        // An inline topic carries values of its type's size in ring slots, not blocks.
-        let max_len = match (mode, &ty) {
-            (TopicMode::Inline, Some(t)) => t.size,
+        // An inline topic carries messages of its size in ring slots, not blocks (typed or
+        // not: the entry records the size either way).
+        let max_len = match mode {
+            TopicMode::Inline => r.inline_fields(i)?.1 as u64,
             _ => r.geo.block_size,
         };
         topics.push(TopicDetails {

@@ -425,11 +425,18 @@ fn region_info(r: &Region) -> RegionInfo {
 
 /// The mode of registered topic `i`.
 fn topic_mode(r: &Region, i: u32) -> Result<TopicMode> {
-    Ok(match r.topic_name(i)?.map(|(_, m)| m) {
-        Some(MODE_LATEST) => TopicMode::Latest,
-        Some(MODE_INLINE) => TopicMode::Inline,
+    Ok(r.topic_name(i)?
+        .map_or(TopicMode::Blocks, |(_, m)| mode_of(m)))
+}
+
+/// The mode a topic entry records (`Region::topic_name` accepts only the modes this build
+/// implements).
+pub(super) fn mode_of(mode: u32) -> TopicMode {
+    match mode {
+        MODE_LATEST => TopicMode::Latest,
+        MODE_INLINE => TopicMode::Inline,
         _ => TopicMode::Blocks,
-    })
+    }
 }
 
 /// An inline area that no registered topic uses (the caller holds the registration lock).
