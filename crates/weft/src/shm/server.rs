@@ -449,8 +449,8 @@ impl Server {
             .count()
     }
 
-    /// Connections given up because their client died before it was accepted: after it asked,
-    /// or after it created its stream and before it asked (the stream it left is removed).
+    /// Streams removed that a client left when it died before it was accepted (after it
+    /// asked, or after it created its stream and before it asked).
     pub fn reclaimed(&self) -> u64 {
         self.reclaimed
     }
@@ -526,11 +526,7 @@ impl Server {
                         PeerStatus::Alive => {}
                         PeerStatus::Dead { .. } => {
                             self.swept[i as usize] = epoch;
-                            let c2s =
-                                stream_name(self.name(), i, instance(&self.obj), epoch, "c2s");
-                            if remove_if_abandoned(&c2s, liveness) {
-                                self.reclaimed += 1;
-                            }
+                            self.reclaim_dead_client(i, epoch);
                         }
                         // It gave up: its own drop removed its stream.
                         PeerStatus::Closed | PeerStatus::Absent => {
@@ -564,16 +560,9 @@ impl Server {
                     }
                 }
                 PeerStatus::Dead { .. } => {
-                    // The client died before it was accepted: remove the stream it left.
+                    // The client died before it was accepted.
                     self.answered[i as usize] = req;
-                    let _ = sys::ShmFile::unlink(&stream_name(
-                        self.name(),
-                        i,
-                        instance(&self.obj),
-                        req,
-                        "c2s",
-                    ));
-                    self.reclaimed += 1;
+                    self.reclaim_dead_client(i, req);
                 }
                 PeerStatus::Closed | PeerStatus::Absent => {
                     // The client gave up (its own drop removed its stream).
@@ -582,6 +571,15 @@ impl Server {
             }
         }
         Ok(None)
+    }
+
+    /// Removes the client-to-server stream that generation `generation` of slot `i` left when
+    /// its client died (only if that stream's writer is gone indeed), and counts it.
+    fn reclaim_dead_client(&mut self, i: u32, generation: u64) {
+        let c2s = stream_name(self.name(), i, instance(&self.obj), generation, "c2s");
+        if remove_if_abandoned(&c2s, self.opts.liveness_timeout) {
+            self.reclaimed += 1;
+        }
     }
 
     fn open_connection(&self, slot: u32, generation: u64) -> Result<Channel> {
