@@ -281,3 +281,36 @@ fn a_mark_no_reclaim_can_clear_is_a_timeout() {
     let err = sub.try_recv().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
 }
+
+/// A publish whose release of the previous lap's block gives up (here on a mark no reclaim
+/// clears) is still a publish: it succeeds (once, an error there made the loan give back the
+/// block the ring slot had just taken), and the reference stays in its publish record. The
+/// next publish finishes the release instead of overwriting the record, so the block is not
+/// lost once the mark is gone.
+#[test]
+fn a_release_that_gave_up_is_finished_by_the_next_publish() {
+    let name = unique("ph-old");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register("/o").unwrap();
+    // Fill the ring (16 slots): the first publish's block is block 0, held by slot 0.
+    for _ in 0..16 {
+        p.publish(&t, b"x").unwrap();
+    }
+    let free = || weft::pubsub::details(&name).unwrap().info.free_blocks;
+    let before = free();
+    let meta = layout(&name).1.meta;
+    // Block 0, count 1, marked by participant 5 (a row never claimed), record 0.
+    write_u64(&name, meta, (1 << 63) | (5 << 49) | 1);
+    // The 17th publish overwrites slot 0 (with a new block) and gives up releasing block 0.
+    p.publish(&t, b"x").unwrap();
+    assert_eq!(
+        free(),
+        before - 1,
+        "the new block is the ring's, block 0 still held"
+    );
+    // The mark goes away (count 1: the publish record's reference).
+    write_u64(&name, meta, 1);
+    p.publish(&t, b"x").unwrap();
+    assert_eq!(free(), before, "block 0 came back to the pool");
+}

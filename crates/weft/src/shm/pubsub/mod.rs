@@ -1585,6 +1585,9 @@ impl Publisher {
     #[inline]
     fn publish_block(&self, t: u32, generation: u32, b: u32, entry: u32, len: u32) -> Result<u64> {
         self.check_entry_open(t, generation)?;
+        // An earlier publish whose release of the previous lap's block gave up left that
+        // reference in the publish record, which this publish is about to reuse.
+        self.member.finish_old()?;
         let r = self.region();
         let me = self.member.index;
         let ext = r.ext(me)?;
@@ -1635,17 +1638,25 @@ impl Publisher {
         // The slot owns the block's reference from here.
         self.member.unhold(entry);
         ring.commit(seq);
-        let hot = r.hot(t)?;
-        wake::wake_machine(&hot.waiters, &hot.notify);
+        // Published: from here on nothing fails the publish. An error would make the loan give
+        // back a block that the slot now owns.
+        if let Ok(hot) = r.hot(t) {
+            wake::wake_machine(&hot.waiters, &hot.notify);
+        }
         // Release: as above.
         ext.pub_topic.store(0, Ordering::Release);
-        if let Some((ob, _)) = undesc(old)
-            && self.member.release_old(ob)?
-        {
-            // The block just freed is the one whose lines are still in this core's cache:
-            // the next loan starts there (the allocator otherwise walks the pool in order,
-            // and every loan would write a cold block).
-            self.cursor.set(ob);
+        if let Some((ob, _)) = undesc(old) {
+            match self.member.release_old(ob) {
+                // The block just freed is the one whose lines are still in this core's
+                // cache: the next loan starts there (the allocator otherwise walks the pool
+                // in order, and every loan would write a cold block).
+                Ok(true) => self.cursor.set(ob),
+                Ok(false) => {}
+                // The release gave up (a mark that stayed past the liveness timeout, or a
+                // corrupt word): the reference stays in the publish record, and the next
+                // publish finishes it (`finish_old`).
+                Err(_) => {}
+            }
         }
         Ok(seq)
     }

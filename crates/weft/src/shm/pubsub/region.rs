@@ -1038,6 +1038,24 @@ impl Member {
         .map(|_| ())
     }
 
+    /// Finishes a release of the reference in this member's publish record that gave up
+    /// (its wait for another participant's mark timed out, or met a corrupt word): the record
+    /// is settled as a reclaimer would settle it, and what it still holds is released. Called
+    /// before a publish reuses the record, which would otherwise overwrite (and leak) it.
+    #[inline]
+    pub(crate) fn finish_old(&self) -> Result<()> {
+        let r = &self.region;
+        let rec = &r.ext(self.index)?.pub_old;
+        // Relaxed: our own record, which only this member writes while it lives.
+        if rec.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        if let Some(b) = settle_old(&r.pool(), rec, self.index).map_err(|c| corrupt(&r.obj, c))? {
+            self.release_old(b)?;
+        }
+        Ok(())
+    }
+
     /// Releases the reference on block `b` recorded in this member's publish record; returns
     /// whether that freed the block.
     #[inline]
