@@ -135,16 +135,12 @@ fn subscribe(
                     .topics()
                     .map(|ts| ts.into_iter().map(|t| t.name).collect())
                     .unwrap_or_default();
-                let has = if names.is_empty() {
-                    "it has no topics".into()
-                } else {
-                    format!("it has {}", names.join(", "))
-                };
-                return Err(Failure::new(
-                    NOT_FOUND,
-                    format!(
-                        "region '{region}' has no topic '{topic}' ({has}; --wait waits for it)"
-                    ),
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                return Err(crate::info::missing_topic(
+                    region,
+                    topic,
+                    &names,
+                    "; --wait waits for it",
                 ));
             }
             Err(e) => return Err(e.into()),

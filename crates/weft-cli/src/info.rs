@@ -212,7 +212,8 @@ fn topic(target: &str, json: bool) -> Outcome {
     let (region, topic) = weft::pubsub::split_uri(target)?;
     let d = weft::pubsub::details(region)?;
     let Some(t) = d.topics.iter().find(|t| t.stats.name == topic) else {
-        return Err(missing_topic(region, topic, &d));
+        let names: Vec<&str> = d.topics.iter().map(|t| t.stats.name.as_str()).collect();
+        return Err(missing_topic(region, topic, &names, ""));
     };
     if json {
         return out::json(&TopicInfoView {
@@ -228,9 +229,9 @@ fn topic(target: &str, json: bool) -> Outcome {
     .map_err(from_io)
 }
 
-/// The failure for a topic a region does not have, listing the topics it has.
-pub fn missing_topic(region: &str, topic: &str, d: &RegionDetails) -> Failure {
-    let names: Vec<&str> = d.topics.iter().map(|t| t.stats.name.as_str()).collect();
+/// The failure for a topic a region does not have, listing the topics it has (`names`),
+/// with `hint` after them.
+pub fn missing_topic(region: &str, topic: &str, names: &[&str], hint: &str) -> Failure {
     let has = if names.is_empty() {
         "it has no topics".to_string()
     } else {
@@ -238,7 +239,7 @@ pub fn missing_topic(region: &str, topic: &str, d: &RegionDetails) -> Failure {
     };
     Failure::new(
         NOT_FOUND,
-        format!("region '{region}' has no topic '{topic}' ({has})"),
+        format!("region '{region}' has no topic '{topic}' ({has}{hint})"),
     )
 }
 
