@@ -535,6 +535,9 @@ impl Region {
                 self.reclaim_row(holder)?;
             }
         }
+        // Our publish record carries each slot's reference below: first finish what an
+        // earlier release left in it.
+        self.finish_old(me)?;
         let ext = self.ext(me)?;
         let pool = self.pool();
         let mut since = None;
@@ -570,6 +573,32 @@ impl Region {
         // SYNC POINT: Release pairs with the Acquire load in `topic_state`.
         self.topic(t)?.state.store(TOPIC_FREE, Ordering::Release);
         Ok(true)
+    }
+
+    /// Finishes a release of the reference in live participant `me`'s publish record that gave
+    /// up (its wait for another participant's mark timed out, or met a corrupt word): the
+    /// record is settled as a reclaimer would settle it, and what it still holds is released.
+    /// Called before `me` reuses the record, which would otherwise overwrite (and leak) it.
+    #[inline]
+    pub(crate) fn finish_old(&self, me: u32) -> Result<()> {
+        let rec = &self.ext(me)?.pub_old;
+        // Relaxed: `me`'s own record, which only `me` writes while it lives.
+        if rec.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        let pool = self.pool();
+        if let Some(b) = settle_old(&pool, rec, me).map_err(|c| corrupt(&self.obj, c))? {
+            let mut since = None;
+            release_old(
+                &pool,
+                rec,
+                me,
+                b,
+                |w| self.wait_mark(w, me, &mut since),
+                |c| corrupt(&self.obj, c),
+            )?;
+        }
+        Ok(())
     }
 
     /// Reclaims every participant whose process died: their unfinished publish is completed
@@ -1038,22 +1067,10 @@ impl Member {
         .map(|_| ())
     }
 
-    /// Finishes a release of the reference in this member's publish record that gave up
-    /// (its wait for another participant's mark timed out, or met a corrupt word): the record
-    /// is settled as a reclaimer would settle it, and what it still holds is released. Called
-    /// before a publish reuses the record, which would otherwise overwrite (and leak) it.
+    /// As [`Region::finish_old`], for this member.
     #[inline]
     pub(crate) fn finish_old(&self) -> Result<()> {
-        let r = &self.region;
-        let rec = &r.ext(self.index)?.pub_old;
-        // Relaxed: our own record, which only this member writes while it lives.
-        if rec.load(Ordering::Relaxed) == 0 {
-            return Ok(());
-        }
-        if let Some(b) = settle_old(&r.pool(), rec, self.index).map_err(|c| corrupt(&r.obj, c))? {
-            self.release_old(b)?;
-        }
-        Ok(())
+        self.region.finish_old(self.index)
     }
 
     /// Releases the reference on block `b` recorded in this member's publish record; returns
