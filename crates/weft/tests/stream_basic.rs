@@ -175,6 +175,45 @@ fn blocking_calls_cross_threads_with_every_strategy() {
     }
 }
 
+/// A writer parked on a full stream is woken once the reader has freed an eighth of the
+/// capacity (or has caught up), not once per record: waking it for every record read made
+/// each futex round trip move one record (the hysteresis of a socket's write space).
+#[test]
+fn a_parked_writer_is_woken_once_an_eighth_of_the_stream_is_free() {
+    let name = unique("hysteresis");
+    let _c = Cleanup(name.clone());
+    let cap = 64 << 10;
+    // The writer parks as soon as the stream is full; the reader is slower than it.
+    let mut w = StreamWriter::create_with(&name, &StreamOptions::new(cap).wait(WaitStrategy::Park))
+        .unwrap();
+    let mut r = StreamReader::open(&name).unwrap();
+    let n = 20_000u32;
+    let t = std::thread::spawn(move || {
+        let mut msg = [0u8; 256];
+        for i in 0..n {
+            msg[..4].copy_from_slice(&i.to_le_bytes());
+            w.write(&msg).unwrap();
+        }
+        w.stats()
+    });
+    for i in 0..n {
+        let g = r.read().unwrap();
+        assert_eq!(u32::from_le_bytes(g[..4].try_into().unwrap()), i);
+        for _ in 0..200 {
+            std::hint::spin_loop();
+        }
+    }
+    let stats = t.join().unwrap();
+    // Each record is 8 header bytes and 256 payload bytes; a wake frees at least cap / 8.
+    let bound = u64::from(n) * 264 / (cap as u64 / 8) + 2;
+    let wakes = r.stats().wakes;
+    assert!(
+        wakes <= bound,
+        "the reader woke the writer {wakes} times for {n} records (at most {bound} expected)"
+    );
+    assert_eq!(stats.missed_wakeups, 0);
+}
+
 #[test]
 fn one_writer_and_one_reader_per_stream() {
     let name = unique("roles");

@@ -157,6 +157,8 @@ pub struct StreamStats {
     /// Parks that ran out their time slice although what they waited for had already
     /// happened: a wakeup that never arrived. Zero unless the wake handshake is broken.
     pub missed_wakeups: u64,
+    /// Times this side made the wake syscall for its parked peer.
+    pub wakes: u64,
 }
 
 impl StreamStats {
@@ -600,9 +602,12 @@ impl StreamWriter {
         self.wait = wait;
     }
 
-    /// What this writer has done while blocking.
+    /// What this writer has done to wait for its reader, and to wake it.
     pub fn stats(&self) -> StreamStats {
-        self.stats
+        StreamStats {
+            wakes: self.core.wakes,
+            ..self.stats
+        }
     }
 
     /// Whether a reader is attached and alive (checked now).
@@ -901,9 +906,12 @@ impl StreamReader {
         self.wait = wait;
     }
 
-    /// What this reader has done while blocking.
+    /// What this reader has done to wait for its writer, and to wake it.
     pub fn stats(&self) -> StreamStats {
-        self.stats
+        StreamStats {
+            wakes: self.core.wakes,
+            ..self.stats
+        }
     }
 
     /// The next record, borrowed in place; waits for one. Released when the grant drops.
@@ -1082,9 +1090,10 @@ pub(crate) fn remove_if_abandoned(name: &str, liveness: Duration) -> bool {
 ///
 /// While the reader drains a backlog, releases reach the writer in chunks of an eighth of the
 /// capacity; a release is passed on at once when the reader has caught up with the writer,
-/// when the writer is waiting for room, when the reader finds the stream empty, and when the
-/// reader is dropped. (Passing on every record made the two sides trade a cache line per
-/// message on a full stream.)
+/// when the reader finds the stream empty, and when the reader is dropped. A writer parked
+/// for room is woken by those same moments, not by every record. (Passing on every record
+/// made the two sides trade a cache line per message on a full stream, and waking a parked
+/// writer for every record made each of its parks move a few records.)
 ///
 /// The grant borrows the reader, so a second grant at the same time does not compile:
 /// ```compile_fail

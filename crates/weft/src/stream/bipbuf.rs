@@ -178,6 +178,8 @@ pub(crate) struct WriterCore {
     /// The last `R` we loaded; `R` only moves forward (mod wrap), so a stale value only
     /// understates the room.
     cached_read: u64,
+    /// Wake syscalls made for a parked reader (diagnostics).
+    pub(crate) wakes: u64,
 }
 
 // SAFETY: the core is a set of pointers into memory that outlives it (see `new`) and is only
@@ -200,6 +202,7 @@ impl WriterCore {
             geo,
             write: 0,
             cached_read: 0,
+            wakes: 0,
         };
         // Acquire: pairs with the reader's release of `R` (its reads are done) and, on a
         // takeover, with nothing else: `W` is ours from here on.
@@ -339,7 +342,9 @@ impl WriterCore {
         // orders this store before the load of the reader's `waiting` flag.
         self.ctl().write.0.store(w, Ordering::Release);
         self.write = w;
-        self.ctl().reader_wait.0.wake_if_waiting()
+        let woke = self.ctl().reader_wait.0.wake_if_waiting();
+        self.wakes += u64::from(woke);
+        woke
     }
 }
 
@@ -363,8 +368,10 @@ pub(crate) struct ReaderCore {
     /// Framed bytes handed out since `R` was last published.
     unreleased: u64,
     /// `release` publishes `R` once this many bytes are unreleased (an eighth of the
-    /// capacity), or at once when the writer is parked; [`ReaderCore::publish`] always does.
+    /// capacity) or when the reader has caught up; [`ReaderCore::publish`] always does.
     release_every: u64,
+    /// Wake syscalls made for a parked writer (diagnostics).
+    pub(crate) wakes: u64,
 }
 
 // SAFETY: as for WriterCore.
@@ -388,6 +395,7 @@ impl ReaderCore {
             cached_write: 0,
             unreleased: 0,
             release_every: (geo.capacity / 8).max(1),
+            wakes: 0,
         };
         // Acquire: on a takeover, the previous reader's `R` (its last release) is where we go on.
         let r = core.ctl().read.0.load(Ordering::Acquire);
@@ -532,20 +540,19 @@ impl ReaderCore {
 
     /// Gives every record handed out so far back to the writer, lazily while a backlog lasts:
     /// the cursor store is made at once when this reader has caught up with the last `W` it
-    /// saw, when the writer is parked waiting for room, or once an eighth of the capacity is
-    /// unreleased; otherwise it waits for a later release or for [`ReaderCore::publish`],
-    /// which runs whenever the reader finds the stream empty and when it leaves. Storing
-    /// `R` for every record made the writer (which polls `R` while the stream is full) and the
-    /// reader trade its cache line on every message. Returns whether the writer was woken.
+    /// saw, or once an eighth of the capacity is unreleased; otherwise it waits for a later
+    /// release or for [`ReaderCore::publish`], which runs whenever the reader finds the stream
+    /// empty and when it leaves. Returns whether the writer was woken.
+    ///
+    /// Storing `R` for every record made the writer (which polls `R` while the stream is
+    /// full) and the reader trade its cache line on every message. A *parked* writer waits
+    /// for the same threshold (the hysteresis of a socket's write space): waking it as soon
+    /// as one record was released made every futex round trip, and the machine barrier of
+    /// every park, move one record once the stream ran full.
     #[inline]
     pub(crate) fn release(&mut self) -> bool {
         self.released = self.pos;
-        // Relaxed: a hint only. A stale 0 delays the writer until the threshold or until this
-        // reader runs dry, both of which publish and wake it through the fenced handshake.
-        if self.unreleased < self.release_every
-            && self.pos != self.cached_write
-            && self.ctl().writer_wait.0.waiting.load(Ordering::Relaxed) == 0
-        {
+        if self.unreleased < self.release_every && self.pos != self.cached_write {
             return false;
         }
         self.publish()
@@ -564,6 +571,8 @@ impl ReaderCore {
         self.ctl().read.0.store(self.released, Ordering::Release);
         self.read = self.released;
         self.unreleased = 0;
-        self.ctl().writer_wait.0.wake_if_waiting()
+        let woke = self.ctl().writer_wait.0.wake_if_waiting();
+        self.wakes += u64::from(woke);
+        woke
     }
 }
