@@ -144,24 +144,29 @@ pub(crate) fn publish_exclusive(
 /// `tag` whose ring is `ring`: [`claim`], wait for the slot, `write(ring, seq)`, [`finish`].
 /// While the slot's previous lap `prev` is not complete, `wait(prev)` is called in a loop (it
 /// waits a little, may unstick `prev`, and returns `Err` to give up: the claimed sequence is
-/// then abandoned, and voided later by whoever finds it stuck). A claimed sequence at or above
-/// 2^62 is abandoned and `corrupt(seq)` returned.
+/// then abandoned, and voided later by whoever finds it stuck); `wait` is made by `waiter()`
+/// only then, so that a publish that does not wait never builds its state. A claimed sequence
+/// at or above 2^62 is abandoned and `corrupt(seq)` returned.
+///
+/// The handles publish through this function, and the loom models check it.
 ///
 /// # Errors
 /// Whatever `wait` or `corrupt` returns.
-#[cfg_attr(not(test), allow(dead_code))] // the handles use the steps directly
 #[inline(always)]
-pub(crate) fn publish<E>(
-    ring: RawRing,
+pub(crate) fn publish<E, W>(
+    ring: &RawRing,
     rec: Record<'_>,
     tag: u64,
-    write: impl FnOnce(RawRing, u64),
-    wait: impl FnMut(u64) -> Result<(), E>,
+    write: impl FnOnce(&RawRing, u64),
+    waiter: impl FnOnce() -> W,
     corrupt: impl FnOnce(u64) -> E,
-) -> Result<u64, E> {
-    let seq = claim(&ring, rec, tag).map_err(corrupt)?;
+) -> Result<u64, E>
+where
+    W: FnMut(u64) -> Result<(), E>,
+{
+    let seq = claim(ring, rec, tag).map_err(corrupt)?;
     if !ring.slot_free(seq) {
-        wait_free(ring, rec, seq, wait)?;
+        wait_free(ring, rec, seq, waiter())?;
     }
     write(ring, seq);
     finish(rec, seq);
@@ -169,8 +174,8 @@ pub(crate) fn publish<E>(
 }
 
 #[cold]
-pub(crate) fn wait_free<E>(
-    ring: RawRing,
+fn wait_free<E>(
+    ring: &RawRing,
     rec: Record<'_>,
     seq: u64,
     mut wait: impl FnMut(u64) -> Result<(), E>,

@@ -52,13 +52,15 @@ impl Rec {
 
 fn publish(raw: RawRing, rec: &Rec, v: Msg) -> u64 {
     inline::publish(
-        raw,
+        &raw,
         rec.view(),
         1,
         |r, s| r.write(s, &v),
-        |_| -> Result<(), ()> {
-            std::thread::yield_now();
-            Ok(())
+        || {
+            |_| -> Result<(), ()> {
+                std::thread::yield_now();
+                Ok(())
+            }
         },
         |_| (),
     )
@@ -200,13 +202,15 @@ fn inline_a_claim_given_up_is_voided_by_the_next_one_who_needs_it() {
     publish(raw, &giver, [1, 3]);
     // Sequence 2 waits for 0 (held by a live, stalled publisher) and gives up.
     let r = inline::publish(
-        raw,
+        &raw,
         giver.view(),
         1,
         |r, s| r.write(s, &[9u64, 27]),
-        |prev| {
-            assert_eq!(prev, x0);
-            Err("timeout")
+        || {
+            |prev| {
+                assert_eq!(prev, x0);
+                Err("timeout")
+            }
         },
         |_| "corrupt",
     );

@@ -46,14 +46,16 @@ impl Rec {
 
 fn publish(raw: RawRing, rec: &Rec, v: Msg, mut on_wait: impl FnMut(u64)) -> u64 {
     let seq = inline::publish(
-        raw,
+        &raw,
         rec.view(),
         1,
         |r, s| r.write(s, &v),
-        |prev| -> Result<(), ()> {
-            on_wait(prev);
-            thread::yield_now();
-            Ok(())
+        || {
+            |prev| -> Result<(), ()> {
+                on_wait(prev);
+                thread::yield_now();
+                Ok(())
+            }
         },
         |_| (),
     )

@@ -1423,14 +1423,14 @@ impl Publisher {
             inline::publish_exclusive(&ring, write).map_err(|s| self.bad_counter(s))?
         } else {
             let rec = r.inline_record(self.member.index)?;
-            let seq = inline::claim(&ring, rec, topic.index as u64 + 1)
-                .map_err(|s| self.bad_counter(s))?;
-            if !ring.slot_free(seq) {
-                self.wait_inline_slot(topic, &ring, rec, seq)?;
-            }
-            write(&ring, seq);
-            inline::finish(rec, seq);
-            seq
+            inline::publish(
+                &ring,
+                rec,
+                topic.index as u64 + 1,
+                write,
+                || self.inline_slot_wait(topic.index, &ring),
+                |s| self.bad_counter(s),
+            )?
         };
         let s = ring.signal();
         wake::wake_machine(&s.waiters, &s.notify);
@@ -1447,31 +1447,30 @@ impl Publisher {
         )
     }
 
-    /// Waits until the slot of `seq` (claimed) has finished its previous lap; gives `seq` up
-    /// after `claim_timeout` (`Timeout`), voids a dead claimant's previous lap.
+    /// The wait for a claimed inline slot whose previous lap `prev` is not complete (the
+    /// `wait` of [`inline::publish`], made only then), one call per round: yields, voids a
+    /// dead claimant's `prev` every 64 rounds, and gives the claim up with `Timeout` after
+    /// `claim_timeout` (a live, stalled publisher's slot is never taken from it).
     #[cold]
-    fn wait_inline_slot(
-        &self,
-        topic: &Topic,
-        ring: &RawRing,
-        rec: inline::Record<'_>,
-        seq: u64,
-    ) -> Result<()> {
-        let r = self.region();
+    fn inline_slot_wait<'a>(
+        &'a self,
+        index: u32,
+        ring: &'a RawRing,
+    ) -> impl FnMut(u64) -> Result<()> + 'a {
         let deadline = Deadline::after(self.claim_timeout);
         let mut waiter = Waiter::new(WaitStrategy::YieldSpin);
         let mut rounds = 0u32;
-        inline::wait_free(*ring, rec, seq, |prev| {
+        move |prev| {
             rounds = rounds.wrapping_add(1);
             if rounds.is_multiple_of(64) {
-                r.unstick_inline(topic.index, *ring, prev);
+                self.region().unstick_inline(index, *ring, prev);
             }
             if deadline.expired() {
                 return Err(Error::Timeout);
             }
             let _ = waiter.next();
             Ok(())
-        })
+        }
     }
 
     /// The largest payload a loan holds (the block size).
@@ -1707,23 +1706,14 @@ impl<T: bytemuck::Pod> InlineWriter<'_, T> {
                 .map_err(|s| p.bad_counter(s))?
         } else {
             let rec = p.region().inline_record(p.member.index)?;
-            let seq = inline::claim(ring, rec, self.tag).map_err(|s| p.bad_counter(s))?;
-            if !ring.slot_free(seq) {
-                let topic = Topic {
-                    index: self.index,
-                    name: String::new(),
-                    region: p.region().id,
-                    fingerprint: None,
-                    mode: TopicMode::Inline,
-                    inline: None,
-                    generation: self.generation,
-                    layout: None,
-                };
-                p.wait_inline_slot(&topic, ring, rec, seq)?;
-            }
-            ring.write(seq, value);
-            inline::finish(rec, seq);
-            seq
+            inline::publish(
+                ring,
+                rec,
+                self.tag,
+                |ring, seq| ring.write(seq, value),
+                || p.inline_slot_wait(self.index, ring),
+                |s| p.bad_counter(s),
+            )?
         };
         let s = ring.signal();
         wake::wake_machine(&s.waiters, &s.notify);
