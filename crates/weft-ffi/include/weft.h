@@ -252,7 +252,8 @@ typedef struct {
 #define WEFT_ERROR_PEER_DEAD 17
 
 // A subscriber fell behind and messages were overwritten: `weft_last_error_skipped()` says
-// exactly how many. The subscription goes on with the oldest message still there.
+// exactly how many. The subscription goes on with the oldest message still there (half a
+// ring further if it is lapped again before it got through half a ring).
 #define WEFT_ERROR_LAGGED 18
 
 // A name holds a value of another type than the one asked for.
@@ -704,7 +705,8 @@ weft_status weft_subscription_close(weft_subscription_t **subscription);
 //
 // Errors: `WEFT_ERROR_EMPTY` when nothing new is published; `WEFT_ERROR_LAGGED` when
 // messages were overwritten before they were read (`weft_last_error_skipped()` gives the
-// exact count; the next call returns the oldest message still there);
+// exact count; the next call returns the oldest message still there, or one half a ring
+// further if this subscriber was lapped again before it got through half a ring);
 // `WEFT_ERROR_INVALID_ARGUMENT` when this subscriber already holds its maximum of samples;
 // `WEFT_ERROR_CORRUPT`.
 //

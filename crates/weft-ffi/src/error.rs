@@ -53,7 +53,8 @@ pub const WEFT_ERROR_CLOSED: WeftStatus = 16;
 /// The peer process died; what it sent before dying has been received.
 pub const WEFT_ERROR_PEER_DEAD: WeftStatus = 17;
 /// A subscriber fell behind and messages were overwritten: `weft_last_error_skipped()` says
-/// exactly how many. The subscription goes on with the oldest message still there.
+/// exactly how many. The subscription goes on with the oldest message still there (half a
+/// ring further if it is lapped again before it got through half a ring).
 pub const WEFT_ERROR_LAGGED: WeftStatus = 18;
 /// A name holds a value of another type than the one asked for.
 pub const WEFT_ERROR_TYPE_MISMATCH: WeftStatus = 19;

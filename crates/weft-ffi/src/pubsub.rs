@@ -775,7 +775,8 @@ unsafe fn recv(
 ///
 /// Errors: `WEFT_ERROR_EMPTY` when nothing new is published; `WEFT_ERROR_LAGGED` when
 /// messages were overwritten before they were read (`weft_last_error_skipped()` gives the
-/// exact count; the next call returns the oldest message still there);
+/// exact count; the next call returns the oldest message still there, or one half a ring
+/// further if this subscriber was lapped again before it got through half a ring);
 /// `WEFT_ERROR_INVALID_ARGUMENT` when this subscriber already holds its maximum of samples;
 /// `WEFT_ERROR_CORRUPT`.
 ///

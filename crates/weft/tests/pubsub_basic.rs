@@ -5,7 +5,7 @@ mod common;
 
 use common::{Cleanup, unique};
 use std::time::Duration;
-use weft::pubsub::{Config, Publisher, Subscriber, TopicMode};
+use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
 use weft::{Error, ErrorKind, WaitStrategy};
 
 fn small() -> Config {
@@ -45,6 +45,54 @@ fn loan_and_copy_round_trip_byte_exact() {
     );
     let mut loan = p.loan(&t).unwrap();
     assert_eq!(loan.set_len(257).unwrap_err().kind(), ErrorKind::TooLarge);
+}
+
+/// A subscriber lapped again before it got through half a ring since its last lap goes on
+/// half a ring further than the oldest message: at the oldest it would be lapped again at
+/// once by any faster publisher, and receive almost nothing. A single lap keeps the whole
+/// ring. Blocks and inline topics alike; every count exact.
+#[test]
+fn a_subscriber_lapped_again_soon_goes_on_half_a_ring_further() {
+    for spec in [TopicSpec::new(TopicMode::Blocks), TopicSpec::inline(8)] {
+        let name = unique("ps-relap");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &small()).unwrap();
+        let t = p.register_spec("/relap", &spec).unwrap();
+        let s = Subscriber::connect(&name).unwrap();
+        let mut sub = s.subscribe("/relap").unwrap();
+        let mode = t.mode();
+        let publish = |range: std::ops::Range<u64>| {
+            for i in range {
+                p.publish(&t, &i.to_le_bytes()).unwrap();
+            }
+        };
+        let expect = |sub: &mut weft::pubsub::Subscription, seqs: std::ops::Range<u64>| {
+            for i in seqs {
+                let m = sub.try_recv().unwrap();
+                assert_eq!((m.seq(), &*m), (i, &i.to_le_bytes()[..]), "{mode:?}");
+            }
+        };
+        let lagged = |sub: &mut weft::pubsub::Subscription| match sub.try_recv() {
+            Err(Error::Lagged { skipped }) => skipped,
+            other => panic!("{mode:?}: expected Lagged, got {other:?}"),
+        };
+        // 20 on a ring of 8: the first lap goes on at the oldest, 12.
+        publish(0..20);
+        assert_eq!(lagged(&mut sub), 12, "{mode:?}");
+        expect(&mut sub, 12..13);
+        // Lapped again one message later: the oldest is 32, half a ring further is 36.
+        publish(20..40);
+        assert_eq!(lagged(&mut sub), 23, "{mode:?}");
+        expect(&mut sub, 36..40);
+        // Eight read since that lap: the next one goes on at the oldest again (56).
+        publish(40..44);
+        expect(&mut sub, 40..44);
+        publish(44..64);
+        assert_eq!(lagged(&mut sub), 12, "{mode:?}");
+        expect(&mut sub, 56..64);
+        assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+        assert_eq!(p.stats(&t).unwrap().lagged, 12 + 23 + 12, "{mode:?}");
+    }
 }
 
 #[test]

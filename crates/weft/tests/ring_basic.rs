@@ -268,3 +268,31 @@ fn hugepage_and_locked_memory() {
         Err(e) => assert_eq!(e.kind(), weft::ErrorKind::Io),
     }
 }
+
+/// A subscriber lapped again before it got through half a ring since its last lap goes on
+/// half a ring further than the oldest message (at the oldest, a faster publisher laps it
+/// again at once); a single lap keeps the whole ring. Every count exact.
+#[test]
+fn a_subscriber_lapped_again_soon_goes_on_half_a_ring_further() {
+    let (mut tx, ring) = weft::ring::channel::<u64>(8);
+    let mut rx = ring.subscribe();
+    let mut publish = |range: std::ops::Range<u64>| range.for_each(|i| tx.publish(i));
+    // 20 on a ring of 8: the first lap goes on at the oldest the ring still holds whole, 13.
+    publish(0..20);
+    assert_eq!(rx.try_recv(), Err(RecvError::Lagged { skipped: 13 }));
+    assert_eq!(rx.try_recv(), Ok(13));
+    // Lapped again one message later: the oldest is 33, half a ring further is 37.
+    publish(20..40);
+    assert_eq!(rx.try_recv(), Err(RecvError::Lagged { skipped: 23 }));
+    assert_eq!(
+        (0..3).map(|_| rx.try_recv()).collect::<Vec<_>>(),
+        [Ok(37), Ok(38), Ok(39)]
+    );
+    // Eight read since that lap: the next one goes on at the oldest again (57).
+    publish(40..45);
+    (40..45).for_each(|i| assert_eq!(rx.try_recv(), Ok(i)));
+    publish(45..64);
+    assert_eq!(rx.try_recv(), Err(RecvError::Lagged { skipped: 12 }));
+    assert_eq!(rx.try_recv(), Ok(57));
+    assert_eq!(rx.lagged(), 13 + 23 + 12);
+}

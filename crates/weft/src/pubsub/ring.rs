@@ -107,7 +107,7 @@ impl<'a> Ring<'a> {
         }
     }
 
-    fn cap(&self) -> u64 {
+    pub(crate) fn cap(&self) -> u64 {
         self.mask + 1
     }
 

@@ -46,8 +46,10 @@
 //! then the cursor. A reader at `s` loads the stamp with Acquire: equal to `2s + 2`, it copies
 //! the words (relaxed atomic loads), issues an Acquire fence and re-loads the stamp; unchanged,
 //! the copy is whole. A stamp below `2s + 2` means "not yet"; above it, the slot has moved on
-//! a lap: the reader reads the cursor, jumps to the oldest sequence still in the ring and
-//! reports `Lagged { skipped }` with the exact count. Because every payload access is atomic,
+//! a lap: the reader reads the cursor, jumps to the oldest sequence still in the ring (half a
+//! ring further when it is lapped again before it got through half a ring: at the oldest, a
+//! faster publisher would lap it again at once) and reports `Lagged { skipped }` with the exact
+//! count. Because every payload access is atomic,
 //! a torn copy is detected and discarded, never a data race (the ring is clean under miri).
 //! Values read from the block are only compared or used in saturating arithmetic; indices are
 //! always `seq & mask`, so a hostile writer of shared memory can produce wrong values, never
@@ -121,7 +123,8 @@ pub enum RecvError {
     /// Nothing new yet.
     Empty,
     /// The publisher overwrote `skipped` messages this subscriber had not read; it now
-    /// stands at the oldest message still in the ring.
+    /// stands at the oldest message still in the ring, or half a ring further if it was
+    /// lapped again before it got through half a ring since its previous lap.
     Lagged {
         /// Exactly how many messages were missed.
         skipped: u64,

@@ -3,7 +3,7 @@
 //! A subscriber group serves N logical consumers with one read per message.
 
 use super::publisher::{Deadline, deadline_expired, park_timeout};
-use super::raw::{GATE_FREE, RawRing, Read};
+use super::raw::{self, GATE_FREE, RawRing, Read};
 use super::shared::Shared;
 use super::{RecvError, wake};
 use crate::WaitStrategy;
@@ -149,6 +149,8 @@ pub struct Subscriber<T: bytemuck::Pod> {
     /// path only moves `pos`.
     start: u64,
     lagged: u64,
+    /// Where the last lap left us ([`raw::NEVER_LAPPED`] before the first).
+    lap_mark: u64,
     /// Messages skipped on purpose by `latest`.
     skipped: u64,
     /// Our gate entry on a bounded ring.
@@ -229,6 +231,7 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             pos,
             start: pos,
             lagged: 0,
+            lap_mark: raw::NEVER_LAPPED,
             skipped: 0,
             gate,
             wake_shift,
@@ -343,7 +346,8 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         }
     }
 
-    /// Skips to the oldest message still in the ring and counts what was lost.
+    /// Skips to the oldest message still in the ring (half a ring further if lapped again
+    /// soon, see [`raw::resume_after_lap`]) and counts what was lost.
     #[cold]
     fn lag(&mut self) -> RecvError {
         // Acquire pairs with the Release cursor store in `Publisher::commit`. The cursor may
@@ -351,7 +355,8 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         // index, and the position always moves forward.
         let head = self.raw.cursor().load(Ordering::Acquire);
         let oldest = head.saturating_sub(self.raw.capacity()).saturating_add(1);
-        let new = oldest.max(self.pos + 1);
+        let new = raw::resume_after_lap(oldest, self.raw.capacity(), self.pos, self.lap_mark);
+        self.lap_mark = new;
         let skipped = new - self.pos;
         self.pos = new;
         self.lagged += skipped;

@@ -2001,6 +2001,7 @@ impl Subscriber {
             wait: self.wait,
             latest: mode == TopicMode::Latest,
             floor: next,
+            lap_mark: raw::NEVER_LAPPED,
             inline,
         })
     }
@@ -2096,6 +2097,8 @@ pub struct Subscription {
     latest: bool,
     /// Sequences below this were delivered (or skipped) already.
     floor: u64,
+    /// Where the last lap left us ([`raw::NEVER_LAPPED`] before the first).
+    lap_mark: u64,
     /// An inline topic's ring (validated at subscribe) and message size.
     inline: Option<(RawRing, u32)>,
 }
@@ -2139,7 +2142,8 @@ impl Subscription {
     /// # Errors
     /// [`Error::Empty`] when nothing new is published; [`Error::Lagged`] with the exact count
     /// of messages overwritten before this subscriber read them (it continues with the oldest
-    /// one still there); [`Error::Closed`] once the topic was unregistered and everything
+    /// one still there, or half a ring further if it was lapped again before it got through
+    /// half a ring since its previous lap); [`Error::Closed`] once the topic was unregistered and everything
     /// published before was received; [`Error::InvalidArgument`] when this subscriber already
     /// holds `max_held` samples; [`Error::Corrupt`].
     #[inline]
@@ -2386,8 +2390,9 @@ impl Subscription {
         })
     }
 
-    /// Overrun on an inline topic: jump to the oldest sequence still in the ring and report
-    /// exactly how many were skipped.
+    /// Overrun on an inline topic: jump to the oldest sequence still in the ring (half a ring
+    /// further if lapped again soon, see [`raw::resume_after_lap`]) and report exactly how
+    /// many were skipped.
     #[cold]
     fn lag_inline(&mut self, ring: RawRing) -> Error {
         let r = &self.member.region;
@@ -2399,7 +2404,8 @@ impl Subscription {
         }
         // The oldest sequence that may still be in the ring (its slot is the next claim's).
         let oldest = head.saturating_sub(ring.capacity());
-        let new = oldest.max(self.next + 1);
+        let new = raw::resume_after_lap(oldest, ring.capacity(), self.next, self.lap_mark);
+        self.lap_mark = new;
         let skipped = new - self.next;
         self.next = new;
         if let Ok(s) = r.stats(self.topic) {
@@ -2536,8 +2542,12 @@ impl Subscription {
                     });
                 }
                 Read::Lagged { .. } if self.latest => continue,
-                Read::Lagged { skipped, next } => {
+                Read::Lagged { next, .. } => {
+                    // `next` is the oldest sequence the ring may still hold.
+                    let next = raw::resume_after_lap(next, ring.cap(), self.next, self.lap_mark);
+                    let skipped = next - self.next;
                     self.next = next;
+                    self.lap_mark = next;
                     // Relaxed: a statistic.
                     r.stats(self.topic)?
                         .lagged
