@@ -2143,9 +2143,9 @@ impl Subscription {
     /// [`Error::Empty`] when nothing new is published; [`Error::Lagged`] with the exact count
     /// of messages overwritten before this subscriber read them (it continues with the oldest
     /// one still there, or half a ring further if it was lapped again before it got through
-    /// half a ring since its previous lap); [`Error::Closed`] once the topic was unregistered and everything
-    /// published before was received; [`Error::InvalidArgument`] when this subscriber already
-    /// holds `max_held` samples; [`Error::Corrupt`].
+    /// half a ring since its previous lap); [`Error::Closed`] once the topic was unregistered
+    /// and everything published before was received; [`Error::InvalidArgument`] when this
+    /// subscriber already holds `max_held` samples; [`Error::Corrupt`].
     #[inline]
     pub fn try_recv(&mut self) -> Result<Sample> {
         // Inline topics: the common case (the next slot holds the value) copies it straight
