@@ -19,6 +19,7 @@ pub fn main(args: &[String]) -> i32 {
         "pubsub-scribble" => scribble(args),
         "pubsub-inline-pub" => inline_pub(args),
         "pubsub-inline-sub" => inline_sub(args),
+        "pubsub-trickle" => trickle(args),
         other => {
             eprintln!("weft-test-peer: unknown command {other}");
             2
@@ -347,5 +348,40 @@ fn inline_sub(args: &[String]) -> i32 {
         }
     }
     say(&format!("got {got} lost {lost}"));
+    0
+}
+
+/// `pubsub-trickle REGION TOPIC MODE COUNT`: joins the region as a publisher, registers TOPIC
+/// (MODE `blocks`, or `inline` for 8-byte messages), waits for one subscriber, then publishes
+/// the sequence numbers 0..COUNT with a random pause of up to 20 µs before each, so that a
+/// parked subscriber is woken for most of them, and says "sent".
+fn trickle(args: &[String]) -> i32 {
+    use weft::pubsub::{TopicMode, TopicSpec};
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let mode: String = arg(args, 3, "mode");
+    let count: u64 = arg(args, 4, "count");
+    let spec = match mode.as_str() {
+        "inline" => TopicSpec::inline(8),
+        _ => TopicSpec::new(TopicMode::Blocks),
+    };
+    let p = Publisher::open(&region).expect("open the region");
+    let t = p.register_spec(&topic, &spec).expect("register");
+    say("ready");
+    let until = Instant::now() + Duration::from_secs(20);
+    while p.stats(&t).unwrap().subscribers < 1 {
+        assert!(Instant::now() < until, "no subscriber came");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut rng = Rng(count);
+    for seq in 0..count {
+        let pause = Duration::from_nanos(rng.next() % 20_000);
+        let t0 = Instant::now();
+        while t0.elapsed() < pause {
+            std::hint::spin_loop();
+        }
+        p.publish(&t, &seq.to_le_bytes()).expect("publish");
+    }
+    say("sent");
     0
 }

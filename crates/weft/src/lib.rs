@@ -102,7 +102,7 @@ pub mod affinity {
 }
 
 pub use error::{Error, ErrorKind, Result, Role};
-pub use wait::WaitStrategy;
+pub use wait::{WaitStats, WaitStrategy};
 
 /// The README's examples, compiled and run as doc tests so that they stay true.
 #[cfg(all(doctest, feature = "std"))]

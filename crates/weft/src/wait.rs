@@ -39,6 +39,59 @@ pub enum WaitStrategy {
     Adaptive,
 }
 
+/// What a side has done while blocking, for diagnostics and tests: how often it slept in
+/// the kernel, how often a sleep ran out its slice although what it waited for had happened
+/// (a wakeup that never came), and how often it woke a parked peer. Streams
+/// ([`StreamStats`](crate::stream::StreamStats)) and subscribers (`wait_stats()` on the ring's
+/// and pub/sub's) keep one each.
+///
+/// # Examples
+/// ```
+/// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+/// let rx = ring.subscribe();
+/// tx.publish(1);
+/// assert_eq!(rx.wait_stats(), weft::WaitStats::default());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitStats {
+    /// Times this side slept in the kernel waiting for its peer.
+    pub parks: u64,
+    /// Parks that ran out their time slice although what they waited for had already
+    /// happened: a wakeup that never arrived. Zero unless the wake handshake is broken.
+    pub missed_wakeups: u64,
+    /// Times this side made the wake syscall for a parked peer (counted by streams only).
+    pub wakes: u64,
+}
+
+impl WaitStats {
+    /// Counts one park.
+    pub(crate) fn count(&mut self, parked: Parked) {
+        match parked {
+            Parked::NotNeeded => {}
+            Parked::Woken => self.parks += 1,
+            Parked::TimedOut { missed } => {
+                self.parks += 1;
+                self.missed_wakeups += u64::from(missed);
+            }
+        }
+    }
+}
+
+/// What one park of a blocking call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parked {
+    /// The re-check after announcing found the condition met: no sleep.
+    NotNeeded,
+    /// Slept and was woken (or the word had already changed).
+    Woken,
+    /// Slept until the timeout. `missed` tells whether the condition was met by then: a wake
+    /// that never came (always false while the handshake is right).
+    TimedOut {
+        /// The condition held when the timeout ran out.
+        missed: bool,
+    },
+}
+
 /// What a blocking loop should do after a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Next {

@@ -225,12 +225,17 @@ fn many_parked_handoffs_lose_no_wakeup() {
                 .expect("a lost wakeup");
             back_tx.publish(v + 1);
         }
+        rx.wait_stats()
     });
     for i in 0..rounds {
         tx.publish(i);
         assert_eq!(back_rx.recv_timeout(Duration::from_secs(10)), Ok(i + 1));
     }
-    t.join().unwrap();
+    // A lost wakeup would cost a 100 ms park slice, not an error: the statistics tell.
+    for stats in [t.join().unwrap(), back_rx.wait_stats()] {
+        assert_eq!(stats.missed_wakeups, 0, "{stats:?}");
+        assert!(stats.parks > 0, "nobody parked: {stats:?}");
+    }
 }
 
 #[test]

@@ -151,6 +151,8 @@ pub struct Subscriber<T: bytemuck::Pod> {
     lagged: u64,
     /// Where the last lap left us ([`raw::NEVER_LAPPED`] before the first).
     lap_mark: u64,
+    /// What blocking receives did.
+    waits: crate::WaitStats,
     /// Messages skipped on purpose by `latest`.
     skipped: u64,
     /// Our gate entry on a bounded ring.
@@ -232,6 +234,7 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             start: pos,
             lagged: 0,
             lap_mark: raw::NEVER_LAPPED,
+            waits: crate::WaitStats::default(),
             skipped: 0,
             gate,
             wake_shift,
@@ -256,6 +259,12 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     /// Messages missed so far (the sum of every `Lagged { skipped }`).
     pub fn lagged(&self) -> u64 {
         self.lagged
+    }
+
+    /// How often blocking receives slept in the kernel, and whether a wakeup ever failed to
+    /// come (see [`WaitStats`](crate::WaitStats)).
+    pub fn wait_stats(&self) -> crate::WaitStats {
+        self.waits
     }
 
     /// The next sequence this subscriber will read.
@@ -439,10 +448,11 @@ impl<T: bytemuck::Pod> Subscriber<T> {
                 let s = self.raw.signal();
                 let raw = self.raw;
                 let pos = self.pos;
-                wake::park(&s.waiters, &s.notify, park_timeout(&deadline), || {
+                let parked = wake::park(&s.waiters, &s.notify, park_timeout(&deadline), || {
                     // Acquire pairs with the AcqRel decrement in `drop_publisher`.
                     raw.ready(pos) || raw.signal().publishers.load(Ordering::Acquire) == 0
                 });
+                self.waits.count(parked);
             }
         }
     }

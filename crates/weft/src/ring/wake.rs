@@ -23,6 +23,7 @@
 #![cfg_attr(any(loom, not(feature = "std")), allow(dead_code))]
 
 use crate::sync::{AtomicU32, Ordering};
+use crate::wait::Parked;
 
 /// How far a parker's heavy barrier must reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,14 +205,15 @@ pub(crate) fn wake_always(notify: &AtomicU32) {
 }
 
 /// Parks on `notify` until woken or `timeout`, unless `ready()` says the condition already
-/// holds once the handshake is done. Callers loop and re-check.
+/// holds once the handshake is done. Callers loop and re-check; the outcome is for their
+/// statistics ([`crate::WaitStats`]).
 #[cold]
 pub(crate) fn park(
     waiters: &AtomicU32,
     notify: &AtomicU32,
     timeout: Option<core::time::Duration>,
-    ready: impl FnOnce() -> bool,
-) {
+    ready: impl FnMut() -> bool,
+) -> Parked {
     park_reach(Reach::Process, waiters, notify, timeout, ready)
 }
 
@@ -222,21 +224,32 @@ pub(crate) fn park_reach(
     waiters: &AtomicU32,
     notify: &AtomicU32,
     timeout: Option<core::time::Duration>,
-    ready: impl FnOnce() -> bool,
-) {
+    mut ready: impl FnMut() -> bool,
+) -> Parked {
     // Acquire pairs with the Release bump in `wake_always`.
     let seen = notify.load(Ordering::Acquire);
     // SeqCst: the announcement of the Dekker handshake with `anyone_waiting` (and
     // `anyone_waiting_machine`).
     waiters.fetch_add(1, Ordering::SeqCst);
-    let timeout = if heavy(reach) {
+    let sure = heavy(reach);
+    let timeout = if sure {
         timeout
     } else {
         Some(timeout.map_or(DEGRADED_RECHECK, |t| t.min(DEGRADED_RECHECK)))
     };
-    if !ready() {
-        crate::sync::futex::wait(notify, seen, timeout);
-    }
+    let parked = if ready() {
+        Parked::NotNeeded
+    } else if crate::sync::futex::wait(notify, seen, timeout) {
+        Parked::Woken
+    } else {
+        // With the barrier, every waker saw our announcement: a slice that ran out while
+        // the condition held is a wake that never came. Without it, wakes may be late by
+        // design (the sleep is cut to DEGRADED_RECHECK), so nothing counts as missed.
+        Parked::TimedOut {
+            missed: sure && ready(),
+        }
+    };
     // Relaxed: only a hint for wakers (a stale non-zero costs one spurious wake syscall).
     waiters.fetch_sub(1, Ordering::Relaxed);
+    parked
 }

@@ -11,7 +11,7 @@ use super::object::{HEADER_SIZE, Object, ObjectKind};
 use crate::WaitStrategy;
 use crate::error::{Error, Result, Role};
 use crate::stream::bipbuf::{
-    Corrupt, Geometry, Parked, ReaderCore, Record, Reservation, ReserveError, WriterCore,
+    Corrupt, Geometry, ReaderCore, Record, Reservation, ReserveError, WriterCore,
 };
 use crate::stream::layout::{CONTROL_SIZE, StreamControl, round_up};
 use crate::sync::{Arc, Ordering};
@@ -149,30 +149,8 @@ impl Watch {
     }
 }
 
-/// What one side of a stream has done while blocking, for diagnostics and the CLI.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StreamStats {
-    /// Times this side slept in the kernel waiting for its peer.
-    pub parks: u64,
-    /// Parks that ran out their time slice although what they waited for had already
-    /// happened: a wakeup that never arrived. Zero unless the wake handshake is broken.
-    pub missed_wakeups: u64,
-    /// Times this side made the wake syscall for its parked peer.
-    pub wakes: u64,
-}
-
-impl StreamStats {
-    fn count(&mut self, parked: Parked) {
-        match parked {
-            Parked::NotNeeded => {}
-            Parked::Woken => self.parks += 1,
-            Parked::TimedOut { missed } => {
-                self.parks += 1;
-                self.missed_wakeups += missed as u64;
-            }
-        }
-    }
-}
+/// What one side of a stream has done while blocking, and how often it woke its peer.
+pub type StreamStats = crate::WaitStats;
 
 fn corrupt(obj: &Object, c: Corrupt) -> Error {
     Error::corrupt(obj.name(), c.what, c.value, c.expected)

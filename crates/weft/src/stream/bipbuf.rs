@@ -18,23 +18,9 @@
 
 use super::layout::{StreamControl, WaitWord, header_len, round_up};
 use crate::sync::Ordering;
+use crate::wait::Parked;
 use core::ptr::NonNull;
 use core::time::Duration;
-
-/// What one park of a blocking call did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Parked {
-    /// The re-check after announcing found the condition met: no sleep.
-    NotNeeded,
-    /// Slept and was woken (or the word had already changed).
-    Woken,
-    /// Slept until the timeout. `missed` tells whether the condition was met by then: a wake
-    /// that never came (always false while the handshake is right).
-    TimedOut {
-        /// The condition held when the timeout ran out.
-        missed: bool,
-    },
-}
 
 /// Announce on `word`, re-check with `ready`, sleep at most `timeout` if still not ready.
 fn park(

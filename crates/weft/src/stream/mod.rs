@@ -35,8 +35,8 @@ mod tests;
 
 #[cfg(all(feature = "std", not(loom)))]
 pub use crate::shm::stream::{
-    ReadBatch, ReadGrant, StreamInfo, StreamOptions, StreamReader, StreamWriter, WriteGrant,
-    inspect,
+    ReadBatch, ReadGrant, StreamInfo, StreamOptions, StreamReader, StreamStats, StreamWriter,
+    WriteGrant, inspect,
 };
 
 /// A stream in ordinary heap memory for the algorithm's tests and models.

@@ -2002,6 +2002,7 @@ impl Subscriber {
             latest: mode == TopicMode::Latest,
             floor: next,
             lap_mark: raw::NEVER_LAPPED,
+            waits: crate::WaitStats::default(),
             inline,
         })
     }
@@ -2099,6 +2100,8 @@ pub struct Subscription {
     floor: u64,
     /// Where the last lap left us ([`raw::NEVER_LAPPED`] before the first).
     lap_mark: u64,
+    /// What blocking receives did.
+    waits: crate::WaitStats,
     /// An inline topic's ring (validated at subscribe) and message size.
     inline: Option<(RawRing, u32)>,
 }
@@ -2130,6 +2133,13 @@ impl Subscription {
     /// The topic's path.
     pub fn topic(&self) -> &str {
         &self.name
+    }
+
+    /// How often blocking receives slept in the kernel, and whether a wakeup ever failed to
+    /// come (see [`WaitStats`](crate::WaitStats)): `missed_wakeups` stays 0 unless the wake
+    /// handshake between publishers and parked subscribers is broken.
+    pub fn wait_stats(&self) -> crate::WaitStats {
+        self.waits
     }
 
     /// The sequence number the next sample will carry (unless it lags).
@@ -2306,13 +2316,14 @@ impl Subscription {
         if let Some((ring, _)) = self.inline {
             let s = ring.signal();
             let next = self.next;
-            wake::park_reach(
+            let parked = wake::park_reach(
                 wake::Reach::Machine,
                 &s.waiters,
                 &s.notify,
                 Some(slice),
                 || ring.stamp_of(next) >= raw::done(next),
             );
+            self.waits.count(parked);
             return Ok(None);
         }
         let member = self.member.clone();
@@ -2321,7 +2332,7 @@ impl Subscription {
         let ring = r.ring(self.topic)?;
         let next = self.next;
         let latest = self.latest;
-        wake::park_reach(
+        let parked = wake::park_reach(
             wake::Reach::Machine,
             &hot.waiters,
             &hot.notify,
@@ -2334,6 +2345,7 @@ impl Subscription {
                 _ => true,
             },
         );
+        self.waits.count(parked);
         Ok(None)
     }
 
