@@ -369,6 +369,41 @@ fn a_publisher_a_lap_ahead_voids_a_dead_claim_it_waits_for() {
     }
 }
 
+/// An unregistered inline topic keeps its ring while a live publisher has a claim in flight
+/// on it (preempted between its claim and its write, it would write into whatever topic got
+/// the ring next); once that publisher is dead, the next registration settles its claim and
+/// the ring goes to a new topic, which starts afresh.
+#[test]
+fn an_unregistered_inline_topic_keeps_its_ring_while_a_live_claim_is_in_flight() {
+    let name = unique("pi-free");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    // Both inline areas taken: /a (topic 0, area 0) and /b.
+    let a = p.register_spec("/a", &TopicSpec::inline(8)).unwrap();
+    p.register_spec("/b", &TopicSpec::inline(8)).unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/other", "1"]);
+    peer.expect("ready 1");
+    let row = peer_row(&name);
+    // The live peer claimed sequence 0 of /a and stalls there.
+    dead_claim(&name, row, 0, 0, 0, false);
+    // Nobody reads /a: unregistering it would free it at once, but for the claim.
+    p.unregister(&a).unwrap();
+    assert_eq!(
+        p.register_spec("/c", &TopicSpec::inline(8))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument,
+        "the ring of /a went to another topic under a live claim"
+    );
+    peer.kill9();
+    let c = p.register_spec("/c", &TopicSpec::inline(8)).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/c").unwrap();
+    assert_eq!(p.publish(&c, &9u64.to_le_bytes()).unwrap(), 0);
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.seq(), &*m), (0, &9u64.to_le_bytes()[..]));
+}
+
 #[test]
 fn a_sequence_held_by_a_live_publisher_is_never_voided() {
     let name = unique("pi-live");

@@ -141,7 +141,15 @@ pub(crate) fn publish_exclusive(
 }
 
 /// Publishes one message as the publisher whose record is `rec`, on the inline topic tagged
-/// `tag` whose ring is `ring`: [`claim`], wait for the slot, `write(ring, seq)`, [`finish`].
+/// `tag` whose ring is `ring`: [`claim`], check that the topic is still `open`, wait for the
+/// slot, `write(ring, seq)`, [`finish`].
+///
+/// `open` runs after the claim is recorded, behind the light half of a barrier, and says
+/// whether the topic is still registered: whoever frees a topic runs the heavy half and then
+/// looks at every record, so either it sees our claim (and leaves the ring alone) or we see
+/// the topic closed (and abandon the sequence, which nobody will read: it lies past the
+/// topic's end). Without it, a publisher preempted between its first check and its claim
+/// could write into a ring already handed to another topic.
 /// While the slot's previous lap `prev` is not complete, `wait(prev)` is called in a loop (it
 /// waits a little, may unstick `prev`, and returns `Err` to give up: the claimed sequence is
 /// then abandoned, and voided later by whoever finds it stuck); `wait` is made by `waiter()`
@@ -151,12 +159,13 @@ pub(crate) fn publish_exclusive(
 /// The handles publish through this function, and the loom models check it.
 ///
 /// # Errors
-/// Whatever `wait` or `corrupt` returns.
+/// Whatever `open`, `wait` or `corrupt` returns.
 #[inline(always)]
 pub(crate) fn publish<E, W>(
     ring: &RawRing,
     rec: Record<'_>,
     tag: u64,
+    open: impl FnOnce() -> Result<(), E>,
     write: impl FnOnce(&RawRing, u64),
     waiter: impl FnOnce() -> W,
     corrupt: impl FnOnce(u64) -> E,
@@ -165,6 +174,10 @@ where
     W: FnMut(u64) -> Result<(), E>,
 {
     let seq = claim(ring, rec, tag).map_err(corrupt)?;
+    if let Err(e) = open() {
+        finish(rec, seq);
+        return Err(e);
+    }
     if !ring.slot_free(seq) {
         wait_free(ring, rec, seq, waiter())?;
     }

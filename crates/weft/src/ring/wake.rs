@@ -135,20 +135,34 @@ pub(crate) fn anyone_waiting(waiters: &AtomicU32) -> bool {
 pub(crate) fn anyone_waiting_machine(waiters: &AtomicU32) -> bool {
     #[cfg(all(feature = "std", not(loom)))]
     {
-        if machine::registered() {
-            // Pairs with the GLOBAL_EXPEDITED membarrier of a parker in any process: the
-            // compiler keeps our stores before the load, the kernel's barrier does the rest.
-            core::sync::atomic::compiler_fence(Ordering::SeqCst);
-        } else {
-            // Not registered: no parker can force our barrier, so we issue it (pairs with the
-            // parker's own full barrier: the symmetric Dekker handshake).
-            crate::sync::fence(Ordering::SeqCst);
-        }
+        light_machine();
         // Relaxed: ordered by the barrier above.
         waiters.load(Ordering::Relaxed) != 0
     }
     #[cfg(any(loom, not(feature = "std")))]
     anyone_waiting(waiters)
+}
+
+/// The light half of a Dekker handshake between processes, after our stores and before our
+/// load: the other half runs [`heavy`] with [`Reach::Machine`] (or its own full fence).
+#[inline(always)]
+pub(crate) fn light_machine() {
+    #[cfg(all(feature = "std", not(loom)))]
+    {
+        if machine::registered() {
+            // Pairs with the GLOBAL_EXPEDITED membarrier of the heavy side in any process:
+            // the compiler keeps our stores before the load, the kernel's barrier does the
+            // rest.
+            core::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            // Not registered: nobody can force our barrier, so we issue it (pairs with the
+            // heavy side's own full barrier: the symmetric Dekker handshake).
+            crate::sync::fence(Ordering::SeqCst);
+        }
+    }
+    #[cfg(any(loom, not(feature = "std")))]
+    // Pairs with the SeqCst fence of `heavy` (the model checks the symmetric handshake).
+    crate::sync::fence(Ordering::SeqCst);
 }
 
 /// Wakes everyone parked on `notify` of a ring in shared memory if anyone announced a park.
@@ -162,7 +176,7 @@ pub(crate) fn wake_machine(waiters: &AtomicU32, notify: &AtomicU32) {
 /// The heavy side, run by a parker between its announcement and its re-check. Returns false
 /// when it could not make the publishers' side a full barrier (no membarrier): the parker then
 /// re-checks at least every [`DEGRADED_RECHECK`].
-fn heavy(reach: Reach) -> bool {
+pub(crate) fn heavy(reach: Reach) -> bool {
     #[cfg(all(feature = "std", not(loom)))]
     {
         let forced = match reach {

@@ -55,6 +55,7 @@ fn publish(raw: RawRing, rec: &Rec, v: Msg) -> u64 {
         &raw,
         rec.view(),
         1,
+        || Ok(()),
         |r, s| r.write(s, &v),
         || {
             |_| -> Result<(), ()> {
@@ -205,6 +206,7 @@ fn inline_a_claim_given_up_is_voided_by_the_next_one_who_needs_it() {
         &raw,
         giver.view(),
         1,
+        || Ok(()),
         |r, s| r.write(s, &[9u64, 27]),
         || {
             |prev| {

@@ -1,7 +1,8 @@
 //! Loom models of inline topics on the real ring (`ring::raw`, capacity 2) and the real
 //! publish/void code (`pubsub::inline`): a live claimant's sequence is never voided whatever
 //! the interleaving, a void races the next lap's publisher and a second recoverer without
-//! tearing anything, and a parked subscriber is woken through the machine-wide handshake.
+//! tearing anything, a parked subscriber is woken through the machine-wide handshake, and a
+//! claim racing the free of its unregistered topic never writes into a ring handed on.
 
 use super::super::inline::{self, CLAIMING, IDLE, Record, Unstuck};
 use crate::ring::raw::{FLAG_MPMC, RawRing, Read, Shape, done};
@@ -49,6 +50,7 @@ fn publish(raw: RawRing, rec: &Rec, v: Msg, mut on_wait: impl FnMut(u64)) -> u64
         &raw,
         rec.view(),
         1,
+        || Ok(()),
         |r, s| r.write(s, &v),
         || {
             |prev| -> Result<(), ()> {
@@ -180,5 +182,59 @@ fn loom_inline_a_parked_subscriber_is_woken() {
             });
         }
         p.join().unwrap();
+    });
+}
+
+/// A publisher passed its first check of an inline topic (still open) and claims, while
+/// another participant unregisters the topic and frees it: closes it, runs the heavy half of
+/// the barrier, and hands the ring on unless some record shows a claim in flight (as
+/// `Region::inline_writers` does). Handing the ring on is modelled as a plain write to the
+/// payload the publisher writes too: loom reports a data race if the publisher's write can
+/// run concurrently with it, that is, if the claim was missed and the publisher still saw
+/// the topic open. A publish that completed before the close is ordered by its record.
+#[test]
+fn loom_inline_a_claim_racing_the_free_of_its_topic_never_writes_into_a_ring_handed_on() {
+    use loom::cell::UnsafeCell;
+    use loom::sync::atomic::AtomicBool;
+    builder().check(|| {
+        let shared = ring();
+        let rec = Arc::new(Rec::new());
+        let open = Arc::new(AtomicBool::new(true));
+        let payload = Arc::new(UnsafeCell::new(0u64));
+        let (s2, r2, o2, p2) = (shared.clone(), rec.clone(), open.clone(), payload.clone());
+        let publisher = thread::spawn(move || {
+            inline::publish(
+                &s2.raw,
+                r2.view(),
+                1,
+                || {
+                    wake::light_machine();
+                    // Relaxed: ordered by the barrier above (the handshake with the freer).
+                    if o2.load(Ordering::Relaxed) {
+                        Ok(())
+                    } else {
+                        Err(())
+                    }
+                },
+                |r, s| {
+                    // SAFETY: loom checks that no other access to the cell is concurrent.
+                    p2.with_mut(|v| unsafe { *v = 7 });
+                    r.write(s, &[7u64, 21]);
+                },
+                || |_| -> Result<(), ()> { Ok(()) },
+                |_| (),
+            )
+            .is_ok()
+        });
+        // The unregister, then the free: the heavy half, then every record.
+        open.store(false, Ordering::Relaxed);
+        crate::sync::fence(Ordering::SeqCst);
+        let (topic, seq) = rec.view().load();
+        let claim_in_flight = topic == 1 && seq & IDLE == 0;
+        if !claim_in_flight {
+            // SAFETY: loom checks that no other access to the cell is concurrent.
+            payload.with_mut(|v| unsafe { *v = 0 });
+        }
+        let _ = publisher.join().unwrap();
     });
 }

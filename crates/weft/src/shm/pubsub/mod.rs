@@ -1427,6 +1427,10 @@ impl Publisher {
                 &ring,
                 rec,
                 topic.index as u64 + 1,
+                || {
+                    wake::light_machine();
+                    self.check_entry_open(topic.index, topic.generation)
+                },
                 write,
                 || self.inline_slot_wait(topic.index, &ring),
                 |s| self.bad_counter(s),
@@ -1710,6 +1714,10 @@ impl<T: bytemuck::Pod> InlineWriter<'_, T> {
                 ring,
                 rec,
                 self.tag,
+                || {
+                    wake::light_machine();
+                    p.check_entry_open(self.index, self.generation)
+                },
                 |ring, seq| ring.write(seq, value),
                 || p.inline_slot_wait(self.index, ring),
                 |s| p.bad_counter(s),

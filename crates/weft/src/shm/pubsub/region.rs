@@ -16,6 +16,7 @@ use crate::pubsub::pool::{
 };
 use crate::pubsub::ring::{Ring, Slot, undesc, writing};
 use crate::ring::raw::{FLAG_MPMC, RawRing, Shape};
+use crate::ring::wake;
 use crate::shm::liveness::{Claim, ParticipantRow, PeerStatus};
 use crate::shm::object::Object;
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
@@ -260,6 +261,34 @@ impl Region {
                 return Ok(());
             }
         }
+    }
+
+    /// Whether a live participant other than `me` may still write into inline topic `t`'s
+    /// ring (`tag = t + 1`): one whose inline record names it with a claim in flight. A dead
+    /// one's claim is settled here (its row reclaimed). Run by `free_topic` with the heavy
+    /// half of the barrier whose light half a claimant runs between its claim and its check
+    /// that the topic is still open (`inline::publish`): either we see its claim, or it sees
+    /// the topic closed and abandons the sequence. A single-publisher topic needs no look:
+    /// only its lease holder has a handle to it, so only the lease holder unregisters it, and
+    /// not in the middle of its own publish.
+    fn inline_writers(&self, tag: u64, me: u32) -> Result<bool> {
+        if !wake::heavy(wake::Reach::Machine) {
+            // No machine barrier here: a claimant in another process may have skipped its
+            // fence, so its claim may not be visible yet. Keep the ring.
+            return Ok(true);
+        }
+        for p in 0..self.geo.participants as u32 {
+            let (topic, seq) = self.inline_record(p)?.load();
+            if p == me || topic != tag || seq & inline::IDLE != 0 {
+                continue;
+            }
+            if self.row(p)?.status(self.liveness) == PeerStatus::Alive {
+                return Ok(true);
+            }
+            // A dead claimant: settle its claim (void it) with the rest of its row.
+            self.reclaim_row(p)?;
+        }
+        Ok(false)
     }
 
     /// Gives up every inline lease participant `i` holds.
@@ -520,6 +549,13 @@ impl Region {
     /// reference while it is released).
     pub(crate) fn free_topic(&self, t: u32, me: u32) -> Result<bool> {
         if self.topic_state(t)? != TOPIC_CLOSED || self.subscriptions(t) != 0 {
+            return Ok(false);
+        }
+        // An inline topic's ring goes to the next inline registration: not while a live
+        // publisher may still write to it.
+        if self.topic_name(t)?.is_some_and(|(_, m)| m == MODE_INLINE)
+            && self.inline_writers(t as u64 + 1, me)?
+        {
             return Ok(false);
         }
         let ring = self.ring(t)?;
