@@ -614,7 +614,8 @@ impl Subscription {
     ///
     /// Raises `weft.LaggedError` (with `skipped`, the exact count) when messages were
     /// overwritten before this subscriber read them; the next receive goes on with the oldest
-    /// one still there.
+    /// one still there, or half a ring further if it was lapped again before it got through
+    /// half a ring since its previous lap.
     fn try_recv(&self) -> PyResult<Sample> {
         let s = self.inner.acquire()?.get().try_recv().py()?;
         Ok(Sample::new(s))
