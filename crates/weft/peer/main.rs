@@ -238,15 +238,21 @@ fn stream_trickle(args: &[String]) -> i32 {
     say("ready");
     let mut rng = Rng(count);
     for seq in 0..count {
-        let pause = Duration::from_nanos(rng.next() % 20_000);
-        let t = Instant::now();
-        while t.elapsed() < pause {
-            std::hint::spin_loop();
-        }
+        trickle_pause(&mut rng);
         w.write(&seq.to_le_bytes()).expect("write");
     }
     say(&format!("sent {count} missed={}", w.stats().missed_wakeups));
     0
+}
+
+/// Spins for a random pause of up to 20 µs: long enough that a parked reader falls asleep
+/// before most messages of a trickle, short enough to send many.
+fn trickle_pause(rng: &mut Rng) {
+    let pause = Duration::from_nanos(rng.next() % 20_000);
+    let t = Instant::now();
+    while t.elapsed() < pause {
+        std::hint::spin_loop();
+    }
 }
 
 /// `stream-slow-writer NAME PERIOD_MS COUNT`: creates the stream, writes COUNT records one

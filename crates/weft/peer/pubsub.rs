@@ -375,11 +375,7 @@ fn trickle(args: &[String]) -> i32 {
     }
     let mut rng = Rng(count);
     for seq in 0..count {
-        let pause = Duration::from_nanos(rng.next() % 20_000);
-        let t0 = Instant::now();
-        while t0.elapsed() < pause {
-            std::hint::spin_loop();
-        }
+        super::trickle_pause(&mut rng);
         p.publish(&t, &seq.to_le_bytes()).expect("publish");
     }
     say("sent");
