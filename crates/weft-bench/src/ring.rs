@@ -5,8 +5,9 @@
 //! Flavours: the latency rows use each crate's plain channel (weft and photon-ring lossy, with
 //! rings large enough that nothing is overwritten); the sustained-throughput and fan-out rows
 //! use lossless flavours everywhere (weft `bounded`, photon-ring `channel_bounded`), so that
-//! "messages per second" counts delivered messages. MPMC: weft and photon-ring have only
-//! lossy MPMC rings; the row counts delivered messages only, and the number lost is printed.
+//! "messages per second" counts delivered messages. MPMC: weft `mpmc_bounded` (lossless);
+//! photon-ring has only a lossy MPMC ring, so the row counts delivered messages only, and the
+//! number lost is printed.
 
 use crate::harness::{Better, Report, Scenario};
 
@@ -156,7 +157,9 @@ impl<T: Msg> Peer<T> for Weft {
 impl<T: Msg> MpPeer<T> for Weft {
     type MTx = weft::ring::MpPublisher<T>;
     fn open_mp(cap: usize) -> (Self::MTx, Self::Rx) {
-        let (tx, ring) = weft::ring::mpmc::<T>(cap as u64);
+        // Lossless, as crossbeam-channel's bounded queue and disruptor: the producers wait
+        // for the (gated) subscriber instead of overwriting what it has not read.
+        let (tx, ring) = weft::ring::mpmc_bounded::<T>(cap as u64, 0);
         let rx = ring.subscribe();
         (tx, rx)
     }

@@ -388,6 +388,14 @@ pub(super) fn park_timeout(d: &Option<Deadline>) -> Option<core::time::Duration>
 pub struct MpPublisher<T: bytemuck::Pod> {
     shared: Arc<Shared>,
     raw: RawRing,
+    /// Sequences below it may be written without looking at the gates: `u64::MAX` on a lossy
+    /// ring; on a bounded one, the slowest gate plus `ahead` as this handle last saw it. A
+    /// hint private to the handle (an atomic only because `publish` takes `&self`): any value
+    /// it ever held stays a valid bound, because the slowest gate only moves forward (a new
+    /// gate starts past every sequence claimed before its scan was missed, see `min_gate`).
+    limit: core::sync::atomic::AtomicU64,
+    /// `capacity - watermark`: how far ahead of the slowest gated subscriber we may claim.
+    ahead: u64,
     strategy: WaitStrategy,
     _t: PhantomData<fn(T) -> T>,
 }
@@ -412,6 +420,9 @@ impl<T: bytemuck::Pod> Clone for MpPublisher<T> {
         MpPublisher {
             shared: self.shared.clone(),
             raw: self.raw,
+            // Relaxed: a hint (see the field).
+            limit: core::sync::atomic::AtomicU64::new(self.limit.load(Ordering::Relaxed)),
+            ahead: self.ahead,
             strategy: self.strategy,
             _t: PhantomData,
         }
@@ -422,20 +433,107 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
     pub(super) fn new(shared: Arc<Shared>) -> MpPublisher<T> {
         add_publisher(&shared);
         let raw = shared.raw;
+        let g = &raw.header().geometry.0;
+        // Relaxed: geometry written before the ring was shared.
+        let bounded = g.flags.load(Ordering::Relaxed) & FLAG_BOUNDED != 0;
+        let watermark = g.watermark.load(Ordering::Relaxed);
         MpPublisher {
             shared,
             raw,
-            strategy: WaitStrategy::BusySpin,
+            limit: core::sync::atomic::AtomicU64::new(if bounded { 0 } else { u64::MAX }),
+            ahead: raw.capacity().saturating_sub(watermark).max(1),
+            strategy: if bounded {
+                WaitStrategy::Adaptive
+            } else {
+                WaitStrategy::BusySpin
+            },
             _t: PhantomData,
         }
     }
 
-    /// Sets how this handle waits for a slot still being written one lap earlier by a stalled
-    /// producer (default [`WaitStrategy::BusySpin`]; `Park` and `Adaptive` yield instead, as
-    /// the wait is always short unless a producer was preempted).
+    /// Sets how this handle waits: on a bounded ring for room (default
+    /// [`WaitStrategy::Adaptive`], as a bounded [`Publisher`]); on a lossy ring only for a
+    /// slot still being written one lap earlier by a stalled producer (default
+    /// [`WaitStrategy::BusySpin`]; `Park` and `Adaptive` yield instead, as that wait is always
+    /// short unless a producer was preempted).
     pub fn with_wait_strategy(mut self, strategy: WaitStrategy) -> Self {
         self.strategy = strategy;
         self
+    }
+
+    /// Whether this publisher waits for gated subscribers ([`mpmc_bounded`](super::mpmc_bounded)).
+    fn bounded(&self) -> bool {
+        // Relaxed: a hint only this handle writes; `u64::MAX` only on lossy rings.
+        self.limit.load(Ordering::Relaxed) != u64::MAX
+    }
+
+    /// The bound on sequences that fit now, from a fresh scan of the gates at or below
+    /// `upto`, which must be a value of the claim counter that this thread wrote or read with
+    /// a read-modify-write (so that `min_gate`'s handshake with a joining subscriber covers
+    /// it); stored as the handle's hint.
+    #[cold]
+    fn refresh_limit(&self, upto: u64) -> u64 {
+        let limit = self.raw.min_gate(upto).saturating_add(self.ahead);
+        // Relaxed: a hint (see the field).
+        self.limit.store(limit, Ordering::Relaxed);
+        limit
+    }
+
+    /// Waits until the claimed sequence `seq` fits ahead of the slowest gated subscriber
+    /// (bounded rings). `seq` is claimed: the wait cannot be abandoned, so it has no deadline
+    /// (a subscriber that stops reading holds it, as it holds a bounded [`Publisher`]; drop it
+    /// to free the ring, or use [`publish_timeout`](MpPublisher::publish_timeout), which
+    /// claims only once there is room).
+    #[cold]
+    fn wait_room_claimed(&self, seq: u64) {
+        // Sequences of a batch written before this one wait for the batch's wake at its end:
+        // wake parked subscribers now, so that they read them and make room.
+        let s = self.raw.signal();
+        wake::wake(&s.waiters, &s.notify);
+        let mut waiter = Waiter::new(self.strategy);
+        while seq >= self.refresh_limit(seq) {
+            if waiter.next() == Next::Park {
+                let s = self.raw.signal();
+                let (raw, ahead) = (self.raw, self.ahead);
+                wake::park(&s.pub_waiters, &s.pub_notify, park_timeout(&None), || {
+                    raw.min_gate(seq).saturating_add(ahead) > seq
+                });
+            }
+        }
+    }
+
+    /// Claims the next sequence if it fits now (bounded rings: a compare-and-swap, so that a
+    /// sequence is claimed only with room for it).
+    fn try_claim(&self) -> Option<u64> {
+        let cursor = self.raw.cursor();
+        // Relaxed: as the claim in `publish`.
+        let mut c = cursor.load(Ordering::Relaxed);
+        loop {
+            // Relaxed: a hint (see the field).
+            if c >= self.limit.load(Ordering::Relaxed) {
+                // An RMW reads the latest claim, which `refresh_limit` requires (a plain load
+                // could return an older one).
+                // Relaxed: ordered by the fence in `min_gate`.
+                c = cursor.fetch_add(0, Ordering::Relaxed);
+                if c >= self.refresh_limit(c) {
+                    return None;
+                }
+            }
+            // Relaxed: as the claim in `publish`.
+            match cursor.compare_exchange_weak(c, c + 1, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some(c),
+                Err(now) => c = now,
+            }
+        }
+    }
+
+    /// Writes the claimed `seq` once its slot is free and wakes parked subscribers.
+    #[inline(always)]
+    fn write_claimed(&self, seq: u64, value: &T) {
+        self.wait_slot(seq);
+        self.raw.write(seq, value);
+        let s = self.raw.signal();
+        wake::wake(&s.waiters, &s.notify);
     }
 
     /// The ring's capacity in slots.
@@ -460,16 +558,106 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
         }
     }
 
-    /// Publishes `value` (claims the next sequence and writes it).
+    /// Publishes `value`: claims the next sequence and writes it. On a lossy ring this never
+    /// waits for subscribers; on a bounded ring ([`mpmc_bounded`](super::mpmc_bounded)) it
+    /// waits with the handle's wait strategy until the slowest gated subscriber has made room
+    /// for the sequence it claimed.
     #[inline]
     pub fn publish(&self, value: T) {
         // Relaxed: the claim only hands out distinct numbers; ordering with the previous lap
-        // comes from `slot_free`'s Acquire, and publication from the stamp's Release.
+        // comes from `slot_free`'s Acquire, publication from the stamp's Release, and the
+        // handshake with joining subscribers from the fence in `min_gate` (after this RMW).
         let seq = self.raw.cursor().fetch_add(1, Ordering::Relaxed);
-        self.wait_slot(seq);
-        self.raw.write(seq, &value);
-        let s = self.raw.signal();
-        wake::wake(&s.waiters, &s.notify);
+        // Relaxed: a hint (see the field); always false on a lossy ring.
+        if seq >= self.limit.load(Ordering::Relaxed) {
+            self.wait_room_claimed(seq);
+        }
+        self.write_claimed(seq, &value);
+    }
+
+    /// Publishes `value` if there is room now (always, on a lossy ring).
+    ///
+    /// # Errors
+    /// [`PublishError::Full`] with the value when a gated subscriber has not made room.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::ring::PublishError;
+    /// let (tx, ring) = weft::ring::mpmc_bounded::<u64>(2, 0);
+    /// let mut rx = ring.subscribe();
+    /// tx.try_publish(1).unwrap();
+    /// tx.clone().try_publish(2).unwrap();
+    /// assert_eq!(tx.try_publish(3), Err(PublishError::Full(3)));
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// tx.try_publish(3).unwrap();
+    /// ```
+    #[inline]
+    pub fn try_publish(&self, value: T) -> Result<(), PublishError<T>> {
+        if !self.bounded() {
+            self.publish(value);
+            return Ok(());
+        }
+        match self.try_claim() {
+            Some(seq) => {
+                self.write_claimed(seq, &value);
+                Ok(())
+            }
+            None => Err(PublishError::Full(value)),
+        }
+    }
+
+    /// Publishes `value`, waiting at most `timeout` for room (a lossy ring never waits).
+    /// Nothing is claimed until there is room, so a timed-out call leaves no hole in the
+    /// ring.
+    ///
+    /// # Errors
+    /// [`PublishError::Timeout`] with the value when no room came in time.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let (tx, ring) = weft::ring::mpmc_bounded::<u64>(2, 0);
+    /// let _rx = ring.subscribe();
+    /// tx.publish(1);
+    /// tx.publish(2);
+    /// let e = tx.publish_timeout(3, Duration::from_millis(1)).unwrap_err();
+    /// assert_eq!(e.into_inner(), 3);
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn publish_timeout(
+        &self,
+        value: T,
+        timeout: core::time::Duration,
+    ) -> Result<(), PublishError<T>> {
+        if !self.bounded() {
+            self.publish(value);
+            return Ok(());
+        }
+        let deadline = Some(crate::wait::Deadline::after(timeout));
+        let mut waiter = Waiter::new(self.strategy);
+        loop {
+            if let Some(seq) = self.try_claim() {
+                self.write_claimed(seq, &value);
+                return Ok(());
+            }
+            if deadline_expired(&deadline) {
+                return Err(PublishError::Timeout(value));
+            }
+            if waiter.next() == Next::Park {
+                let s = self.raw.signal();
+                let (raw, ahead) = (self.raw, self.ahead);
+                wake::park(
+                    &s.pub_waiters,
+                    &s.pub_notify,
+                    park_timeout(&deadline),
+                    || {
+                        // Relaxed: only decides whether to sleep; the loop claims with a CAS.
+                        let c = raw.cursor().load(Ordering::Relaxed);
+                        raw.min_gate(c).saturating_add(ahead) > c
+                    },
+                );
+            }
+        }
     }
 
     /// Publishes `values` as consecutive sequences with one claim.
@@ -491,6 +679,11 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
                 .fetch_add(chunk.len() as u64, Ordering::Relaxed);
             for (i, v) in chunk.iter().enumerate() {
                 let seq = first + i as u64;
+                // Relaxed: a hint (see the field). Each sequence waits for its own room, so
+                // a batch longer than the window still completes as subscribers read.
+                if seq >= self.limit.load(Ordering::Relaxed) {
+                    self.wait_room_claimed(seq);
+                }
                 self.wait_slot(seq);
                 self.raw.write(seq, v);
             }

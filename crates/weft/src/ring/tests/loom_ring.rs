@@ -2,7 +2,7 @@
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p weft --release --lib ring::tests`.
 
 use crate::WaitStrategy;
-use crate::ring::{PublishError, RecvError, bounded, channel, mpmc};
+use crate::ring::{PublishError, RecvError, bounded, channel, mpmc, mpmc_bounded};
 use loom::thread;
 
 /// A three-word payload: a torn read would mix words of different messages.
@@ -93,6 +93,68 @@ fn bounded_publisher_never_overwrites_an_unread_message() {
                 Err(e) => panic!("a gated subscriber saw {e:?}"),
             }
         }
+        t.join().unwrap();
+    });
+}
+
+#[test]
+fn mpmc_bounded_producers_never_overwrite_an_unread_message() {
+    loom::model(|| {
+        let (tx, ring) = mpmc_bounded::<Wide>(2, 0);
+        let mut rx = ring.subscribe();
+        let tx2 = tx.clone();
+        let a = thread::spawn(move || {
+            for i in 1..=2u64 {
+                let mut v = [i, i, i];
+                while let Err(e) = tx2.try_publish(v) {
+                    assert!(matches!(e, PublishError::Full(_)), "{e:?}");
+                    v = e.into_inner();
+                    loom::thread::yield_now();
+                }
+            }
+        });
+        // This thread is both the second producer (one message, which may find the ring
+        // full) and the subscriber: three messages through two slots.
+        let mut mine = Some([10, 10, 10]);
+        let mut got = Vec::new();
+        while got.len() < 3 {
+            if let Some(v) = mine.take() {
+                if let Err(e) = tx.try_publish(v) {
+                    assert!(matches!(e, PublishError::Full(_)), "{e:?}");
+                    mine = Some(e.into_inner());
+                }
+            }
+            match rx.try_recv() {
+                Ok(v) => {
+                    assert!(v[0] == v[1] && v[1] == v[2], "torn write: {v:?}");
+                    got.push(v[0]);
+                }
+                Err(RecvError::Empty) => loom::thread::yield_now(),
+                Err(e) => panic!("a gated subscriber saw {e:?}"),
+            }
+        }
+        a.join().unwrap();
+        got.retain(|&v| v != 10);
+        assert_eq!(got, [1, 2]);
+    });
+}
+
+#[test]
+fn a_parked_mpmc_producer_is_woken_by_the_read_that_makes_room() {
+    loom::model(|| {
+        let (tx, ring) = mpmc_bounded::<u64>(2, 0);
+        let tx = tx.with_wait_strategy(WaitStrategy::Park);
+        let mut rx = ring.subscribe().with_wait_strategy(WaitStrategy::Park);
+        let t = thread::spawn(move || {
+            // The third claim waits for room: only the subscriber's reads can wake it.
+            for i in 1..=3u64 {
+                tx.publish(i);
+            }
+        });
+        for i in 1..=3u64 {
+            assert_eq!(rx.recv(), Ok(i));
+        }
+        assert_eq!(rx.recv(), Err(RecvError::Closed));
         t.join().unwrap();
     });
 }
