@@ -278,6 +278,13 @@ impl WriterCore {
         })
     }
 
+    /// Whether the reader announced that it sleeps (it may be on its way in or out).
+    #[inline]
+    pub(crate) fn reader_parked(&self) -> bool {
+        // Relaxed: a hint for how to wait, never for correctness.
+        self.ctl().reader_wait.0.waiting.load(Ordering::Relaxed) != 0
+    }
+
     /// Whether the reader has released everything committed (reads `R` afresh).
     pub(crate) fn is_drained(&self) -> bool {
         self.load_read().is_ok_and(|r| r == self.write)
