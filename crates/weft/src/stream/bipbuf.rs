@@ -22,6 +22,18 @@ use crate::wait::Parked;
 use core::ptr::NonNull;
 use core::time::Duration;
 
+/// A cache line, for the reader's prefetch.
+const LINE: u64 = 64;
+
+/// How far ahead of the record it hands out the reader prefetches the committed data: each
+/// record prefetches as many bytes as it occupies, this far on, so the prefetches cover the
+/// stream once. The lines a reader reads were just written by the writer on another core and
+/// sit modified in that core's cache, a slow transfer that the hardware prefetcher does not
+/// start early; asking for them a kilobyte ahead overlaps the transfers. 256-byte records
+/// between two processes (one core each): 24 to 52-55 Mmsg/s at 1 MiB, 16 to 40-48 at 8 MiB
+/// (alternating builds).
+const READ_AHEAD: u64 = 1024;
+
 /// Announce on `word`, re-check with `ready`, sleep at most `timeout` if still not ready.
 fn park(
     word: &WaitWord,
@@ -519,9 +531,32 @@ impl ReaderCore {
             payload: self.pos + self.geo.header,
             len,
         };
+        self.prefetch(self.pos + READ_AHEAD, framed, end);
         self.pos += framed;
         self.unreleased += framed;
         Ok(Some(rec))
+    }
+
+    /// Asks the CPU to start loading the `len` bytes at `from`, as far as they lie in whole
+    /// cache lines of committed data (below `end`, rounded down to a line, so that the line
+    /// the writer is still filling is never pulled from it). A hint: no memory is accessed.
+    #[inline(always)]
+    fn prefetch(&self, from: u64, len: u64, end: u64) {
+        let stop = (from + len).min(end & !(LINE - 1));
+        let mut line = from & !(LINE - 1);
+        while line < stop {
+            // Only an address is computed (`wrapping_add`; `line < end <= capacity` anyway).
+            let p = self.data.as_ptr().wrapping_add(line as usize);
+            // SAFETY: `prefetcht0` needs SSE, which every x86-64 CPU has; it reads no memory
+            // and never faults, whatever the address.
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+            };
+            #[cfg(any(not(target_arch = "x86_64"), miri))]
+            let _ = p;
+            line += LINE;
+        }
     }
 
     /// The payload bytes of a record returned by [`ReaderCore::try_next`].
