@@ -175,6 +175,22 @@ fn blocking_calls_cross_threads_with_every_strategy() {
     }
 }
 
+/// Writes `n` records of 256 bytes numbered in their first four, on a thread of its own;
+/// the thread returns the writer's statistics.
+fn write_numbered(
+    mut w: StreamWriter,
+    n: u32,
+) -> std::thread::JoinHandle<weft::stream::StreamStats> {
+    std::thread::spawn(move || {
+        let mut msg = [0u8; 256];
+        for i in 0..n {
+            msg[..4].copy_from_slice(&i.to_le_bytes());
+            w.write(&msg).unwrap();
+        }
+        w.stats()
+    })
+}
+
 /// An `Adaptive` writer waiting on a full stream yields instead of parking while its reader is
 /// awake: the reader reads an eighth of the stream, then stays busy (awake, not reading) for
 /// 50 µs, over and over. A writer that parked after its short spin (as before) parked about
@@ -184,17 +200,10 @@ fn an_adaptive_writer_yields_instead_of_parking_while_its_reader_is_awake() {
     let name = unique("awake");
     let _c = Cleanup(name.clone());
     let cap = 64 << 10;
-    let mut w = StreamWriter::create(&name, cap).unwrap();
+    let w = StreamWriter::create(&name, cap).unwrap();
     let mut r = StreamReader::open(&name).unwrap();
     let n = 20_000u32;
-    let t = std::thread::spawn(move || {
-        let mut msg = [0u8; 256];
-        for i in 0..n {
-            msg[..4].copy_from_slice(&i.to_le_bytes());
-            w.write(&msg).unwrap();
-        }
-        w.stats()
-    });
+    let t = write_numbered(w, n);
     // Each record is 8 header bytes and 256 payload bytes.
     let per_eighth = (cap / 8 / 264) as u32;
     for i in 0..n {
@@ -229,18 +238,11 @@ fn a_parked_writer_is_woken_once_an_eighth_of_the_stream_is_free() {
     let _c = Cleanup(name.clone());
     let cap = 64 << 10;
     // The writer parks as soon as the stream is full; the reader is slower than it.
-    let mut w = StreamWriter::create_with(&name, &StreamOptions::new(cap).wait(WaitStrategy::Park))
+    let w = StreamWriter::create_with(&name, &StreamOptions::new(cap).wait(WaitStrategy::Park))
         .unwrap();
     let mut r = StreamReader::open(&name).unwrap();
     let n = 20_000u32;
-    let t = std::thread::spawn(move || {
-        let mut msg = [0u8; 256];
-        for i in 0..n {
-            msg[..4].copy_from_slice(&i.to_le_bytes());
-            w.write(&msg).unwrap();
-        }
-        w.stats()
-    });
+    let t = write_numbered(w, n);
     for i in 0..n {
         let g = r.read().unwrap();
         assert_eq!(u32::from_le_bytes(g[..4].try_into().unwrap()), i);
