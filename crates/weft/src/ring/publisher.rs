@@ -463,8 +463,24 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
 
     /// Whether this publisher waits for gated subscribers ([`mpmc_bounded`](super::mpmc_bounded)).
     fn bounded(&self) -> bool {
-        // Relaxed: a hint only this handle writes; `u64::MAX` only on lossy rings.
-        self.limit.load(Ordering::Relaxed) != u64::MAX
+        self.raw.flags() & FLAG_BOUNDED != 0
+    }
+
+    /// Parks until `seq()` (re-read after the park's announcement) fits ahead of the slowest
+    /// gated subscriber, or the deadline or the re-check bound passes.
+    #[cold]
+    fn park_for_room(&self, deadline: &Option<Deadline>, seq: impl Fn() -> u64) {
+        let s = self.raw.signal();
+        let (raw, ahead) = (self.raw, self.ahead);
+        wake::park(
+            &s.pub_waiters,
+            &s.pub_notify,
+            park_timeout(deadline),
+            || {
+                let seq = seq();
+                raw.min_gate(seq).saturating_add(ahead) > seq
+            },
+        );
     }
 
     /// The bound on sequences that fit now, from a fresh scan of the gates at or below
@@ -493,11 +509,7 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
         let mut waiter = Waiter::new(self.strategy);
         while seq >= self.refresh_limit(seq) {
             if waiter.next() == Next::Park {
-                let s = self.raw.signal();
-                let (raw, ahead) = (self.raw, self.ahead);
-                wake::park(&s.pub_waiters, &s.pub_notify, park_timeout(&None), || {
-                    raw.min_gate(seq).saturating_add(ahead) > seq
-                });
+                self.park_for_room(&None, || seq);
             }
         }
     }
@@ -644,18 +656,8 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
                 return Err(PublishError::Timeout(value));
             }
             if waiter.next() == Next::Park {
-                let s = self.raw.signal();
-                let (raw, ahead) = (self.raw, self.ahead);
-                wake::park(
-                    &s.pub_waiters,
-                    &s.pub_notify,
-                    park_timeout(&deadline),
-                    || {
-                        // Relaxed: only decides whether to sleep; the loop claims with a CAS.
-                        let c = raw.cursor().load(Ordering::Relaxed);
-                        raw.min_gate(c).saturating_add(ahead) > c
-                    },
-                );
+                // Relaxed: only decides whether to sleep; the loop claims with a CAS.
+                self.park_for_room(&deadline, || self.raw.cursor().load(Ordering::Relaxed));
             }
         }
     }

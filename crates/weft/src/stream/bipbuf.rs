@@ -23,17 +23,18 @@ use core::ptr::NonNull;
 use core::time::Duration;
 
 /// A cache line, for the reader's prefetch.
-const LINE: u64 = 64;
+const LINE: u64 = crate::ring::raw::LINE as u64;
 
-/// How far ahead of the record it hands out the reader prefetches the committed data: each
-/// record of at most this size prefetches as many bytes as it occupies, this far on, so the
-/// prefetches cover a stream of small records once. Larger records prefetch nothing: the
-/// time to the first byte of a large record is what matters, the hardware prefetcher follows
-/// a reader walking through one, and prefetching a 50 MB record whole took 255 µs. The lines a reader reads were just written by the writer on another core and
-/// sit modified in that core's cache, a slow transfer that the hardware prefetcher does not
-/// start early; asking for them a kilobyte ahead overlaps the transfers. 256-byte records
-/// between two processes (one core each): 24 to 52-55 Mmsg/s at 1 MiB, 16 to 40-48 at 8 MiB
-/// (alternating builds).
+/// How far ahead of the record it hands out the reader prefetches committed data. The lines a
+/// reader reads were just written by the writer on another core and sit modified in that
+/// core's cache, a slow transfer that the hardware prefetcher does not start early; asking for
+/// them a kilobyte ahead overlaps the transfers. Each record of at most this size prefetches as
+/// many bytes as it occupies, this far on, so the prefetches cover a stream of small records
+/// once: 256-byte records between two processes (one core each) went from 23.7 and 23.8 to
+/// 52.7 and 54.1 Mmsg/s at 1 MiB, from 15.8 and 16.9 to 33.6 and 25.9 at 8 MiB (alternating
+/// builds). Larger records prefetch nothing: for them the time to the first byte is what
+/// matters, the hardware prefetcher follows a reader through one, and prefetching a 50 MB
+/// record whole took 255 µs.
 const READ_AHEAD: u64 = 1024;
 
 /// Announce on `word`, re-check with `ready`, sleep at most `timeout` if still not ready.
