@@ -369,6 +369,52 @@ fn records_are_aligned_as_asked() {
     ));
 }
 
+/// Writes and reads `n` numbered 256-byte records in lockstep through a stream made with
+/// `opts`; returns the span of the addresses the reader saw them at.
+fn lockstep_span(tag: &str, opts: &StreamOptions, n: u32) -> usize {
+    let name = unique(tag);
+    let _c = Cleanup(name.clone());
+    let mut w = StreamWriter::create_with(&name, opts).unwrap();
+    let mut r = StreamReader::open(&name).unwrap();
+    let (mut lo, mut hi) = (usize::MAX, 0);
+    let mut msg = [0u8; 256];
+    for i in 0..n {
+        msg[..4].copy_from_slice(&i.to_le_bytes());
+        w.write(&msg).unwrap();
+        let g = r.read().unwrap();
+        assert_eq!(g[..4], i.to_le_bytes(), "record {i}");
+        lo = lo.min(g.as_ptr() as usize);
+        hi = hi.max(g.as_ptr() as usize + g.len());
+    }
+    hi - lo
+}
+
+/// While the reader keeps up, a writer past its hot window goes back to the start: the
+/// records stay inside the window; without one they sweep the whole capacity.
+#[test]
+fn a_hot_window_keeps_a_reader_that_keeps_up_inside_it() {
+    let n = 70_000; // 70k x 264 bytes: more than 16 MiB
+    let small = StreamOptions::new(1 << 20).hot_window(Some(16 << 10));
+    assert!(lockstep_span("hw-small", &small, n) <= 16 << 10);
+    let default = StreamOptions::new(16 << 20);
+    assert!(lockstep_span("hw-default", &default, n) <= 4 << 20);
+    let off = StreamOptions::new(16 << 20).hot_window(None);
+    assert!(lockstep_span("hw-off", &off, n) > 15 << 20);
+    let below = StreamOptions::new(8 << 20);
+    assert!(
+        lockstep_span("hw-below", &below, n) > 7 << 20,
+        "streams under 16 MiB have no window by default"
+    );
+    let zero = StreamOptions::new(1 << 20).hot_window(Some(0));
+    assert!(matches!(
+        StreamWriter::create_with(&unique("hw-zero"), &zero),
+        Err(Error::InvalidArgument {
+            what: "hot_window",
+            ..
+        })
+    ));
+}
+
 #[test]
 fn capacity_is_checked() {
     let name = unique("cap");

@@ -1,5 +1,5 @@
 //! The stream between two real processes: a gibibyte byte-exact, a wrap-heavy run at a tight
-//! capacity, and a trickle through park/wake that must lose no wakeup.
+//! capacity, a large stream whose writer wraps early, and a trickle through park/wake that must lose no wakeup.
 
 mod common;
 
@@ -63,6 +63,20 @@ fn a_tight_stream_wraps_constantly_and_stays_exact() {
         );
     }
     assert!(field(&r, "records").parse::<u64>().unwrap() > 40_000);
+}
+
+#[test]
+fn a_large_stream_wrapping_early_stays_exact() {
+    // 32 MiB takes the default 4 MiB hot window: with the reader keeping up, the writer goes
+    // back to 0 early on most laps, and the reader follows its watermark.
+    let (w, r) = run_pair("early", 4242, 256 << 20, 64 << 10, 32 << 20);
+    for key in ["records", "bytes", "digest"] {
+        assert_eq!(
+            field(&w, key),
+            field(&r, key),
+            "{key}: writer {w:?}, reader {r:?}"
+        );
+    }
 }
 
 #[test]

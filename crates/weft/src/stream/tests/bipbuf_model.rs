@@ -66,9 +66,10 @@ struct Model {
     next_seq: u64,
 }
 
-fn run(capacity: u64, align: u64, ops: &[Op]) {
+fn run(capacity: u64, align: u64, window: Option<u64>, ops: &[Op]) {
     let s = HeapStream::new(capacity, align);
     let mut w = s.writer();
+    w.set_window(window);
     let mut r = s.reader();
     let max = s.geo.max_payload();
     let mut m = Model {
@@ -186,20 +187,122 @@ proptest! {
     /// Tiny capacities: nearly every write wraps or finds the stream full.
     #[test]
     fn tiny_capacity_matches_the_model(cap in 4u64..16, ops in prop::collection::vec(op(80), OPS)) {
-        run(cap * 8, 8, &ops);
+        run(cap * 8, 8, None, &ops);
     }
 
     /// Larger capacities with 64-byte records.
     #[test]
     fn aligned_records_match_the_model(cap in 8u64..64, ops in prop::collection::vec(op(2000), OPS)) {
-        run(cap * 64, 64, &ops);
+        run(cap * 64, 64, None, &ops);
     }
 
     /// Page-aligned records (tensors).
     #[test]
     fn page_aligned_records_match_the_model(cap in 4u64..12, ops in prop::collection::vec(op(PAGE_PAYLOAD), OPS / 4)) {
-        run(cap * 4096, 4096, &ops);
+        run(cap * 4096, 4096, None, &ops);
     }
+
+    /// A writer that wraps early at a small window, wherever the reader stands.
+    #[test]
+    fn early_wraps_match_the_model(cap in 16u64..64, win in 2u64..16, ops in prop::collection::vec(op(400), OPS)) {
+        run(cap * 64, 64, Some(win * 64), &ops);
+    }
+}
+
+/// Writes one record of `len` payload bytes numbered `seq`; returns where it went.
+fn put(w: &mut WriterCore, len: u64, seq: u64) -> Option<Reservation> {
+    let res = w.try_reserve(len).ok()?;
+    fill(w, &res, len, seq);
+    w.commit(res, len);
+    Some(res)
+}
+
+#[test]
+fn the_writer_stays_inside_its_window_while_the_reader_keeps_up() {
+    let s = HeapStream::new(64 << 10, 8);
+    let mut w = s.writer();
+    w.set_window(Some(8 << 10));
+    let mut r = s.reader();
+    let (mut furthest, mut early) = (0, 0);
+    for seq in 0..10_000 {
+        let res = put(&mut w, 56, seq).expect("room: the reader keeps up");
+        furthest = furthest.max(res.start + 64);
+        early += u64::from(res.wrap);
+        let rec = r.try_next().unwrap().unwrap();
+        check(&r, &rec, 56, seq);
+        r.release();
+    }
+    assert!(
+        furthest <= 8 << 10,
+        "records reached {furthest} bytes, past the 8 KiB window"
+    );
+    assert!(early >= 70, "only {early} wraps in 640 KB of records");
+}
+
+#[test]
+fn a_reader_far_behind_leaves_the_writer_the_whole_capacity() {
+    let s = HeapStream::new(64 << 10, 8);
+    let mut w = s.writer();
+    w.set_window(Some(8 << 10));
+    let mut r = s.reader();
+    // The reader takes the first 1 KiB, then stops.
+    for seq in 0..16 {
+        put(&mut w, 56, seq).unwrap();
+        r.try_next().unwrap().unwrap();
+    }
+    r.release();
+    r.publish();
+    let mut seq = 16;
+    while put(&mut w, 56, seq).is_some() {
+        seq += 1;
+    }
+    // The window is passed with the reader 7 KiB behind, more than half a window: the writer
+    // goes on to the end, then fills the start up to the reader (strictly below it).
+    assert_eq!(
+        seq - 16,
+        (64 << 10) / 64 - 1,
+        "a 64 KiB stream holds all but one of its 64-byte slots"
+    );
+    for n in 16..seq {
+        let rec = r.try_next().unwrap().unwrap();
+        check(&r, &rec, 56, n);
+    }
+}
+
+#[test]
+fn a_reader_that_stalls_after_an_early_wrap_still_has_a_window_of_backlog() {
+    let s = HeapStream::new(64 << 10, 8);
+    let mut w = s.writer();
+    w.set_window(Some(8 << 10));
+    let mut r = s.reader();
+    let mut seq = 0;
+    // The reader keeps up until the writer has wrapped early once.
+    loop {
+        let res = put(&mut w, 56, seq).unwrap();
+        seq += 1;
+        if res.wrap {
+            break;
+        }
+        r.try_next().unwrap().unwrap();
+        r.release();
+    }
+    r.publish();
+    // Then it stalls: the writer fills what it can.
+    let stalled_at = seq;
+    while put(&mut w, 56, seq).is_some() {
+        seq += 1;
+    }
+    let unread = (seq - stalled_at + 1) * 64;
+    assert!(
+        unread >= (8 << 10) - 2 * 64,
+        "the writer stopped with {unread} bytes unread, under the 8 KiB window"
+    );
+    // And everything comes out in order.
+    for n in stalled_at - 1..seq {
+        let rec = r.try_next().unwrap().unwrap();
+        check(&r, &rec, 56, n);
+    }
+    assert!(r.try_next().unwrap().is_none());
 }
 
 #[test]
