@@ -217,12 +217,19 @@ fn put(w: &mut WriterCore, len: u64, seq: u64) -> Option<Reservation> {
     Some(res)
 }
 
-#[test]
-fn the_writer_stays_inside_its_window_while_the_reader_keeps_up() {
+/// A 64 KiB stream whose writer wraps early at 8 KiB, and its two cores (the stream, first,
+/// outlives them).
+fn windowed() -> (HeapStream, WriterCore, ReaderCore) {
     let s = HeapStream::new(64 << 10, 8);
     let mut w = s.writer();
     w.set_window(Some(8 << 10));
-    let mut r = s.reader();
+    let r = s.reader();
+    (s, w, r)
+}
+
+#[test]
+fn the_writer_stays_inside_its_window_while_the_reader_keeps_up() {
+    let (_s, mut w, mut r) = windowed();
     let n: u64 = if cfg!(miri) { 600 } else { 10_000 };
     let (mut furthest, mut early) = (0, 0);
     for seq in 0..n {
@@ -247,10 +254,7 @@ fn the_writer_stays_inside_its_window_while_the_reader_keeps_up() {
 
 #[test]
 fn a_reader_far_behind_leaves_the_writer_the_whole_capacity() {
-    let s = HeapStream::new(64 << 10, 8);
-    let mut w = s.writer();
-    w.set_window(Some(8 << 10));
-    let mut r = s.reader();
+    let (_s, mut w, mut r) = windowed();
     // The reader takes the first 1 KiB, then stops.
     for seq in 0..16 {
         put(&mut w, 56, seq).unwrap();
@@ -277,10 +281,7 @@ fn a_reader_far_behind_leaves_the_writer_the_whole_capacity() {
 
 #[test]
 fn a_reader_that_stalls_after_an_early_wrap_still_has_a_window_of_backlog() {
-    let s = HeapStream::new(64 << 10, 8);
-    let mut w = s.writer();
-    w.set_window(Some(8 << 10));
-    let mut r = s.reader();
+    let (_s, mut w, mut r) = windowed();
     let mut seq = 0;
     // The reader keeps up until the writer has wrapped early once.
     loop {
