@@ -26,6 +26,10 @@ pub struct WeftStreamOptions {
     pub hugepages: u8,
     /// Non-zero: lock the mapping in memory (fails if the limit does not allow it).
     pub lock_memory: u8,
+    /// Where the writer goes back to the start of the buffer while its reader keeps up, in
+    /// bytes: 0 for the default (4 MiB on streams of 16 MiB and more, none below),
+    /// `SIZE_MAX` for none (every lap uses the whole capacity).
+    pub hot_window: usize,
 }
 
 impl WeftStreamOptions {
@@ -39,6 +43,11 @@ impl WeftStreamOptions {
         }
         if self.liveness_timeout_ms != 0 {
             o = o.liveness_timeout(millis(self.liveness_timeout_ms));
+        }
+        match self.hot_window {
+            0 => {}
+            usize::MAX => o = o.hot_window(None),
+            bytes => o = o.hot_window(Some(bytes)),
         }
         Ok(o.hugepages(self.hugepages != 0)
             .lock_memory(self.lock_memory != 0))

@@ -245,11 +245,15 @@ impl StreamWriter {
     ///
     /// `align` (8, 64 or 4096) aligns every record; `wait` is how blocking calls wait
     /// ("adaptive", "park", "busy_spin", "yield_spin", "backoff_spin"). A record may be up to
-    /// half the capacity.
+    /// half the capacity. `hot_window` is where the writer goes back to the start while its
+    /// reader keeps up: "auto" (4 MiB on streams of 16 MiB and more, none below), a number of
+    /// bytes, or None (every lap uses the whole capacity).
     #[staticmethod]
     #[pyo3(signature = (
         name, capacity, *, align = 8, wait = "adaptive", hugepages = false, lock_memory = false,
+        hot_window = HotWindow::Auto,
     ))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments, one per option
     fn create(
         py: Python<'_>,
         name: &str,
@@ -258,12 +262,16 @@ impl StreamWriter {
         wait: &str,
         hugepages: bool,
         lock_memory: bool,
+        hot_window: HotWindow,
     ) -> PyResult<StreamWriter> {
-        let opts = StreamOptions::new(capacity)
+        let mut opts = StreamOptions::new(capacity)
             .align(align)
             .wait(wait_strategy(wait)?)
             .hugepages(hugepages)
             .lock_memory(lock_memory);
+        if let HotWindow::Set(window) = hot_window {
+            opts = opts.hot_window(window);
+        }
         let w = py.detach(|| RsWriter::create_with(name, &opts)).py()?;
         Ok(StreamWriter {
             name: w.name().into(),
@@ -458,5 +466,32 @@ impl StreamReader {
             "<weft.StreamReader {:?}, {} bytes>",
             self.name, self.capacity
         )
+    }
+}
+
+/// The `hot_window` argument: "auto", a number of bytes, or None.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum HotWindow {
+    Auto,
+    Set(Option<usize>),
+}
+
+impl<'py> FromPyObject<'_, 'py> for HotWindow {
+    type Error = PyErr;
+
+    fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<HotWindow> {
+        if ob.is_none() {
+            return Ok(HotWindow::Set(None));
+        }
+        if let Ok(s) = ob.extract::<&str>() {
+            return if s == "auto" {
+                Ok(HotWindow::Auto)
+            } else {
+                Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "hot_window: {s:?} is not \"auto\", a number of bytes or None"
+                )))
+            };
+        }
+        Ok(HotWindow::Set(Some(ob.extract::<usize>()?)))
     }
 }

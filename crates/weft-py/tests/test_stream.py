@@ -268,3 +268,34 @@ def test_open_waits_for_the_stream(name):
     t.join()
     made[0].write(b"hi")
     assert bytes(r.read(timeout=5)) == b"hi"
+
+
+def _lockstep_span(name, capacity, n=20000, **kw):
+    """Writes and reads `n` records of 256 bytes in lockstep; the span of the addresses the
+    reader saw them at."""
+    w = weft.StreamWriter.create(name, capacity, **kw)
+    r = weft.StreamReader.open(name)
+    lo, hi = None, 0
+    try:
+        for i in range(n):
+            w.write(i.to_bytes(4, "little") * 64)
+            g = r.read(timeout=5)
+            assert bytes(g)[:4] == i.to_bytes(4, "little")
+            lo = g._address if lo is None else min(lo, g._address)
+            hi = max(hi, g._address + len(g))
+            g.release()
+    finally:
+        r.close()
+        w.close()
+    return hi - lo
+
+
+def test_hot_window_keeps_a_reader_that_keeps_up_inside_it(name):
+    assert _lockstep_span(name + "a", 1 << 20, hot_window=16 << 10) <= 16 << 10
+    assert _lockstep_span(name + "b", 1 << 20, hot_window=None) > (1 << 20) - 4096
+    assert _lockstep_span(name + "c", 1 << 20) > (1 << 20) - 4096, "none below 16 MiB by default"
+    assert _lockstep_span(name + "d", 16 << 20, n=70000) <= 4 << 20, "4 MiB from 16 MiB up"
+    with pytest.raises(ValueError):
+        weft.StreamWriter.create(name + "e", 1 << 20, hot_window="big")
+    with pytest.raises(weft.InvalidArgumentError):
+        weft.StreamWriter.create(name + "f", 1 << 20, hot_window=0)

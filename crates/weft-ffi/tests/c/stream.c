@@ -161,6 +161,43 @@ static void aligned_records(void) {
     OK(weft_stream_reader_close(&r));
 }
 
+/* Writes and reads `n` records of 256 bytes in lockstep; returns the span of the addresses
+ * the reader saw them at. */
+static size_t lockstep_span(const char *tag, size_t capacity, const weft_stream_options *opts,
+                            int n) {
+    weft_stream_writer_t *w = NULL;
+    weft_stream_reader_t *r = NULL;
+    pair(tag, capacity, opts, &w, &r);
+    uint8_t msg[256];
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < n; i++) {
+        fill(msg, sizeof msg, i);
+        OK(weft_stream_writer_write(w, msg, sizeof msg));
+        const uint8_t *data = NULL;
+        size_t len = 0;
+        OK(weft_stream_reader_read(r, &data, &len));
+        CHECK(len == sizeof msg && matches(data, len, i));
+        if ((uintptr_t)data < lo) lo = (uintptr_t)data;
+        if ((uintptr_t)data + len > hi) hi = (uintptr_t)data + len;
+        OK(weft_stream_reader_release(r));
+    }
+    OK(weft_stream_writer_close(&w));
+    OK(weft_stream_reader_close(&r));
+    return hi - lo;
+}
+
+/* The hot window: a reader that keeps up sees its records inside it; SIZE_MAX turns it off,
+ * 0 is the default (none below 16 MiB). */
+static void hot_window(void) {
+    weft_stream_options opts = {0};
+    opts.hot_window = 16 << 10;
+    CHECK(lockstep_span("hwsmall", 1 << 20, &opts, 20000) <= 16 << 10);
+    opts.hot_window = SIZE_MAX;
+    CHECK(lockstep_span("hwoff", 1 << 20, &opts, 20000) > (1 << 20) - 4096);
+    opts.hot_window = 0;
+    CHECK(lockstep_span("hwdefault", 1 << 20, &opts, 20000) > (1 << 20) - 4096);
+}
+
 /* Empty records are records; a NULL data pointer is fine with length 0 and refused otherwise. */
 static void empty_records_and_null_data(void) {
     weft_stream_writer_t *w = NULL;
@@ -405,6 +442,7 @@ int main(void) {
     RUN(grant_state_rules);
     RUN(null_pointers);
     RUN(names_and_objects);
+    RUN(hot_window);
     done("stream");
     return 0;
 }

@@ -98,6 +98,7 @@ class StreamWriter:
         wait: WaitStrategy = "adaptive",
         hugepages: bool = False,
         lock_memory: bool = False,
+        hot_window: int | Literal["auto"] | None = "auto",
     ) -> StreamWriter: ...
     @property
     def name(self) -> str: ...
