@@ -27,8 +27,9 @@ pub struct WeftStreamOptions {
     /// Non-zero: lock the mapping in memory (fails if the limit does not allow it).
     pub lock_memory: u8,
     /// Where the writer goes back to the start of the buffer while its reader keeps up, in
-    /// bytes: 0 for the default (4 MiB on streams of 16 MiB and more, none below),
-    /// `SIZE_MAX` for none (every lap uses the whole capacity).
+    /// bytes (at least 4096; at or above the capacity means none): 0 for the default (4 MiB
+    /// on streams of 16 MiB and more, none below), `SIZE_MAX` for none (every lap uses the
+    /// whole capacity).
     pub hot_window: usize,
 }
 

@@ -247,7 +247,7 @@ impl StreamWriter {
     /// ("adaptive", "park", "busy_spin", "yield_spin", "backoff_spin"). A record may be up to
     /// half the capacity. `hot_window` is where the writer goes back to the start while its
     /// reader keeps up: "auto" (4 MiB on streams of 16 MiB and more, none below), a number of
-    /// bytes, or None (every lap uses the whole capacity).
+    /// bytes (at least 4096), or None (every lap uses the whole capacity).
     #[staticmethod]
     #[pyo3(signature = (
         name, capacity, *, align = 8, wait = "adaptive", hugepages = false, lock_memory = false,

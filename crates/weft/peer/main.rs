@@ -65,31 +65,52 @@ fn main() {
     std::process::exit(code);
 }
 
-/// `stream-write NAME SEED BYTES MAXLEN CAPACITY`: creates the stream and writes records of
-/// random length (1..=MAXLEN) until BYTES have gone, then closes.
+/// `stream-write NAME SEED BYTES MAXLEN CAPACITY [PACE]`: creates the stream and writes records
+/// of random length (1..=MAXLEN) until BYTES have gone, then closes; with PACE, pauses 1 ms
+/// after every PACE records (a reader that keeps up). Reports `early=`: the records that went
+/// to offset 0 although they fitted before the end (the writer's hot window).
 fn stream_write(args: &[String]) -> i32 {
     let name: String = arg(args, 1, "name");
     let seed: u64 = arg(args, 2, "seed");
     let total: u64 = arg(args, 3, "bytes");
     let max: usize = arg(args, 4, "max record");
     let cap: usize = arg(args, 5, "capacity");
+    let pace: u64 = args.get(6).map_or(0, |_| arg(args, 6, "pace"));
     let mut w = StreamWriter::create(&name, cap).expect("create the stream");
+    let cap = w.capacity();
     say("ready");
     let mut rng = Rng(seed);
     let (mut seq, mut bytes, mut digest) = (0u64, 0u64, Digest::default());
+    // Where each record starts, from its payload's address (a fresh stream's first record is
+    // at offset 0, its payload 8 bytes on).
+    let (mut base, mut end, mut early) = (0usize, 0usize, 0u64);
     while bytes < total {
         let len = rng.len(max);
         let mut g = w.reserve(len).expect("reserve");
+        let start = if seq == 0 {
+            base = g.as_ptr() as usize - 8;
+            0
+        } else {
+            g.as_ptr() as usize - 8 - base
+        };
+        let framed = 8 + len.div_ceil(8) * 8;
+        if seq > 0 && start == 0 && end + framed <= cap {
+            early += 1;
+        }
+        end = start + framed;
         pattern::fill(seed, seq, &mut g);
         digest.add(&g);
         g.commit(len).expect("commit");
         seq += 1;
         bytes += len as u64;
+        if pace > 0 && seq % pace == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
     let stats = w.stats();
     drop(w);
     say(&format!(
-        "records={seq} bytes={bytes} digest={:x} missed={}",
+        "records={seq} bytes={bytes} digest={:x} missed={} early={early}",
         digest.0, stats.missed_wakeups
     ));
     0

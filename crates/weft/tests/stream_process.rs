@@ -8,17 +8,38 @@ use std::time::Duration;
 use weft::stream::StreamReader;
 use weft::{Error, WaitStrategy};
 
-/// Runs a writer peer and a reader peer and returns their closing lines.
+/// Runs a writer peer and a reader peer and returns their closing lines; `pace` (records
+/// between the writer's 1 ms pauses, 0 for none) goes to the writer.
 fn run_pair(tag: &str, seed: u64, bytes: u64, max: usize, cap: usize) -> (String, String) {
+    run_paced(tag, seed, bytes, max, cap, 0)
+}
+
+fn run_paced(
+    tag: &str,
+    seed: u64,
+    bytes: u64,
+    max: usize,
+    cap: usize,
+    pace: u64,
+) -> (String, String) {
     let name = unique(tag);
     let _c = Cleanup(name.clone());
-    let (seed, bytes_s, max_s, cap_s) = (
+    let (seed, bytes_s, max_s, cap_s, pace_s) = (
         seed.to_string(),
         bytes.to_string(),
         max.to_string(),
         cap.to_string(),
+        pace.to_string(),
     );
-    let mut w = Peer::spawn(&["stream-write", &name, &seed, &bytes_s, &max_s, &cap_s]);
+    let mut w = Peer::spawn(&[
+        "stream-write",
+        &name,
+        &seed,
+        &bytes_s,
+        &max_s,
+        &cap_s,
+        &pace_s,
+    ]);
     w.expect("ready");
     let mut r = Peer::spawn(&["stream-read", &name, &seed, &bytes_s, &max_s]);
     r.expect("ready");
@@ -66,10 +87,13 @@ fn a_tight_stream_wraps_constantly_and_stays_exact() {
 
 #[test]
 fn a_large_stream_wrapping_early_stays_exact() {
-    // 32 MiB takes the default 4 MiB hot window: with the reader keeping up, the writer goes
-    // back to 0 early on most laps, and the reader follows its watermark.
-    let (w, r) = run_pair("early", 4242, 256 << 20, 64 << 10, 32 << 20);
+    // 32 MiB takes the default 4 MiB hot window. The writer pauses 1 ms every 16 records (about
+    // 512 KiB), so the reader keeps up and the writer goes back to 0 early, lap after lap; the
+    // reader follows its watermark.
+    let (w, r) = run_paced("early", 4242, 256 << 20, 64 << 10, 32 << 20, 16);
     same_records(&w, &r);
+    let early: u64 = field(&w, "early").parse().unwrap();
+    assert!(early >= 10, "only {early} early wraps in 256 MiB: {w:?}");
 }
 
 #[test]

@@ -191,11 +191,18 @@ static size_t lockstep_span(const char *tag, size_t capacity, const weft_stream_
 static void hot_window(void) {
     weft_stream_options opts = {0};
     opts.hot_window = 16 << 10;
-    CHECK(lockstep_span("hwsmall", 1 << 20, &opts, 20000) <= 16 << 10);
+    /* The record that reaches the window is the last before the wrap: 264 bytes framed. */
+    CHECK(lockstep_span("hwsmall", 1 << 20, &opts, 20000) <= (16 << 10) + 264);
     opts.hot_window = SIZE_MAX;
     CHECK(lockstep_span("hwoff", 1 << 20, &opts, 20000) > (1 << 20) - 4096);
     opts.hot_window = 0;
     CHECK(lockstep_span("hwdefault", 1 << 20, &opts, 20000) > (1 << 20) - 4096);
+    opts.hot_window = 100;
+    char name[160];
+    unique_name(name, sizeof name, "hwtiny");
+    weft_stream_writer_t *bad = NULL;
+    EXPECT(weft_stream_writer_create(name, 1 << 20, &opts, &bad), WEFT_ERROR_INVALID_ARGUMENT);
+    CHECK(bad == NULL);
 }
 
 /* Empty records are records; a NULL data pointer is fine with length 0 and refused otherwise. */

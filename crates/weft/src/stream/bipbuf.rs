@@ -227,12 +227,13 @@ impl WriterCore {
             window: None,
             next_check: u64::MAX,
         };
-        core.set_window(default_window(geo.capacity));
         // Acquire: pairs with the reader's release of `R` (its reads are done) and, on a
         // takeover, with nothing else: `W` is ours from here on.
         core.write = core.ctl().write.0.load(Ordering::Acquire);
         geo.cursor("write cursor", core.write)?;
         core.cached_read = core.load_read()?;
+        // After `W`: a writer taking over past the window considers wrapping at once.
+        core.set_window(default_window(geo.capacity));
         Ok(core)
     }
 
@@ -258,31 +259,32 @@ impl WriterCore {
         Ok(r)
     }
 
-    /// Where the writer prefers to wrap while its reader keeps up (`None`: only at the end).
-    /// A policy of this side only: the reader follows `L` wherever it is.
+    /// Where the writer prefers to wrap while its reader keeps up (`None`, 0, or at least the
+    /// capacity: only at the end). A policy of this side only: the reader follows `L`
+    /// wherever it is.
     pub(crate) fn set_window(&mut self, window: Option<u64>) {
         self.window = window.filter(|&w| w > 0 && w < self.geo.capacity);
         self.next_check = self.window.map_or(u64::MAX, |w| w.max(self.write));
     }
 
-    /// Whether a record of `total` bytes at `W`, past the window, goes to offset 0 although it
-    /// fits at `W`. Asked once per quarter window past it (`R` is read afresh each time, a
-    /// stale one understates how close the reader is): the writer wraps when the reader is
-    /// at most half a window behind, so that what lies between them stays small and the room
-    /// before `R` is large.
+    /// Whether a record of `total` bytes goes to offset 0 although it fits at `W`, which is at
+    /// or past the window. Asked once per quarter window from the window on (`R` is read
+    /// afresh each time, a stale one understates how close the reader is): the writer wraps
+    /// when the reader is at most half a window behind, so that what lies between them stays
+    /// small and the room before `R` is large. The data before the wrap (`L = W`) then spans
+    /// at least the window, so a reader that stalls right after still has about a window of
+    /// backlog before the writer has to wait.
     #[cold]
     #[inline(never)]
-    fn wrap_early(&mut self, total: u64) -> bool {
+    fn wrap_early(&mut self, total: u64) -> Result<bool, Corrupt> {
         let Some(window) = self.window else {
-            return false;
+            return Ok(false);
         };
         let w = self.write;
-        self.next_check = (w + total).saturating_add(window / 4);
-        let Ok(r) = self.load_read() else {
-            return false;
-        };
+        self.next_check = w.saturating_add(window / 4);
+        let r = self.load_read()?;
         self.cached_read = r;
-        w >= r && w - r <= window / 2 && total < r && self.geo.capacity - w >= total
+        Ok(w >= r && w - r <= window / 2 && total < r && self.geo.capacity - w >= total)
     }
 
     /// Where a framed record of `total` bytes goes with cursors `w` and `r`, if it fits.
@@ -313,7 +315,7 @@ impl WriterCore {
         let total = self.geo.framed(len).ok_or(ReserveError::TooLarge {
             max: self.geo.max_payload(),
         })?;
-        if self.write + total > self.next_check && self.wrap_early(total) {
+        if self.write >= self.next_check && self.wrap_early(total).map_err(ReserveError::Corrupt)? {
             return Ok(Reservation {
                 start: 0,
                 len,

@@ -240,9 +240,10 @@ fn the_writer_stays_inside_its_window_while_the_reader_keeps_up() {
         check(&r, &rec, 56, seq);
         r.release();
     }
+    // The record that reaches the window is the last before the wrap.
     assert!(
-        furthest <= 8 << 10,
-        "records reached {furthest} bytes, past the 8 KiB window"
+        furthest <= (8 << 10) + 64,
+        "records reached {furthest} bytes, past the 8 KiB window and one record"
     );
     // One wrap per window's worth of records, bar the first lap's rounding.
     let laps = n * 64 / (8 << 10);
@@ -281,11 +282,14 @@ fn a_reader_far_behind_leaves_the_writer_the_whole_capacity() {
 
 #[test]
 fn a_reader_that_stalls_after_an_early_wrap_still_has_a_window_of_backlog() {
-    let (_s, mut w, mut r) = windowed();
+    let (s, mut w, mut r) = windowed();
+    // Small records with a large one now and then, so the window is crossed mid-record.
+    let len = |seq: u64| if seq % 10 == 9 { 2000 } else { 56 };
+    let largest = 8 + 2000;
     let mut seq = 0;
-    // The reader keeps up until the writer has wrapped early once.
+    // The reader keeps up until the writer has wrapped once.
     loop {
-        let res = put(&mut w, 56, seq).unwrap();
+        let res = put(&mut w, len(seq), seq).unwrap();
         seq += 1;
         if res.wrap {
             break;
@@ -293,23 +297,36 @@ fn a_reader_that_stalls_after_an_early_wrap_still_has_a_window_of_backlog() {
         r.try_next().unwrap().unwrap();
         r.release();
     }
+    // Unread: the record that wrapped.
+    let mut unread = 8 + len(seq - 1);
     r.publish();
-    // Then it stalls: the writer fills what it can.
+    // The wrap was early: the data before it ends at the window, not at the end.
+    let l = s.ctl.watermark.0.load(Ordering::Relaxed);
+    assert!(
+        (8 << 10..(8 << 10) + largest).contains(&l),
+        "wrapped at {l}, not just past the 8 KiB window"
+    );
+    // Then the reader stalls: the writer fills what it can.
     let stalled_at = seq;
-    while put(&mut w, 56, seq).is_some() {
+    while put(&mut w, len(seq), seq).is_some() {
+        unread += 8 + round_up(len(seq), 8);
         seq += 1;
     }
-    let unread = (seq - stalled_at + 1) * 64;
     assert!(
-        unread >= (8 << 10) - 2 * 64,
+        unread >= (8 << 10) - largest,
         "the writer stopped with {unread} bytes unread, under the 8 KiB window"
     );
     // And everything comes out in order.
     for n in stalled_at - 1..seq {
         let rec = r.try_next().unwrap().unwrap();
-        check(&r, &rec, 56, n);
+        check(&r, &rec, len(n), n);
     }
     assert!(r.try_next().unwrap().is_none());
+}
+
+/// `n` rounded up to a multiple of `to`.
+fn round_up(n: u64, to: u64) -> u64 {
+    n.div_ceil(to) * to
 }
 
 #[test]
