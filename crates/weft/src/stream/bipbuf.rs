@@ -276,15 +276,19 @@ impl WriterCore {
     /// backlog before the writer has to wait.
     #[cold]
     #[inline(never)]
-    fn wrap_early(&mut self, total: u64) -> Result<bool, Corrupt> {
+    fn wrap_early(&mut self, total: u64) -> bool {
         let Some(window) = self.window else {
-            return Ok(false);
+            return false;
         };
         let w = self.write;
         self.next_check = w.saturating_add(window / 4);
-        let r = self.load_read()?;
+        // A corrupt `R` is not used here; the caller's `fit` goes on with the last good one,
+        // and the next reload reports it.
+        let Ok(r) = self.load_read() else {
+            return false;
+        };
         self.cached_read = r;
-        Ok(w >= r && w - r <= window / 2 && total < r && self.geo.capacity - w >= total)
+        w >= r && w - r <= window / 2 && total < r && self.geo.capacity - w >= total
     }
 
     /// Where a framed record of `total` bytes goes with cursors `w` and `r`, if it fits.
@@ -315,7 +319,7 @@ impl WriterCore {
         let total = self.geo.framed(len).ok_or(ReserveError::TooLarge {
             max: self.geo.max_payload(),
         })?;
-        if self.write >= self.next_check && self.wrap_early(total).map_err(ReserveError::Corrupt)? {
+        if self.write >= self.next_check && self.wrap_early(total) {
             return Ok(Reservation {
                 start: 0,
                 len,
