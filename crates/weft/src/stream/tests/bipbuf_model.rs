@@ -217,19 +217,23 @@ fn put(w: &mut WriterCore, len: u64, seq: u64) -> Option<Reservation> {
     Some(res)
 }
 
-/// A 64 KiB stream whose writer wraps early at 8 KiB, and its two cores (the stream, first,
-/// outlives them).
-fn windowed() -> (HeapStream, WriterCore, ReaderCore) {
-    let s = HeapStream::new(64 << 10, 8);
+/// A 64 KiB stream, for a writer that wraps early at 8 KiB ([`windowed`]).
+fn stream() -> HeapStream {
+    HeapStream::new(64 << 10, 8)
+}
+
+/// The two cores of `s`, the writer wrapping early at 8 KiB. (The stream is made by the caller
+/// and stays put: moving it after the cores exist would move the `Box` they point into.)
+fn windowed(s: &HeapStream) -> (WriterCore, ReaderCore) {
     let mut w = s.writer();
     w.set_window(Some(8 << 10));
-    let r = s.reader();
-    (s, w, r)
+    (w, s.reader())
 }
 
 #[test]
 fn the_writer_stays_inside_its_window_while_the_reader_keeps_up() {
-    let (_s, mut w, mut r) = windowed();
+    let s = stream();
+    let (mut w, mut r) = windowed(&s);
     let n: u64 = if cfg!(miri) { 600 } else { 10_000 };
     let (mut furthest, mut early) = (0, 0);
     for seq in 0..n {
@@ -255,7 +259,8 @@ fn the_writer_stays_inside_its_window_while_the_reader_keeps_up() {
 
 #[test]
 fn a_reader_far_behind_leaves_the_writer_the_whole_capacity() {
-    let (_s, mut w, mut r) = windowed();
+    let s = stream();
+    let (mut w, mut r) = windowed(&s);
     // The reader takes the first 1 KiB, then stops.
     for seq in 0..16 {
         put(&mut w, 56, seq).unwrap();
@@ -282,7 +287,8 @@ fn a_reader_far_behind_leaves_the_writer_the_whole_capacity() {
 
 #[test]
 fn a_reader_that_stalls_after_an_early_wrap_still_has_a_window_of_backlog() {
-    let (s, mut w, mut r) = windowed();
+    let s = stream();
+    let (mut w, mut r) = windowed(&s);
     // Small records with a large one now and then, so the window is crossed mid-record.
     let len = |seq: u64| if seq % 10 == 9 { 2000 } else { 56 };
     let largest = 8 + 2000;
