@@ -171,6 +171,7 @@ struct StreamOpts {
     liveness_timeout_ms: Size,
     hugepages: u8,
     lock_memory: u8,
+    hot_window: Size,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -867,6 +868,7 @@ impl StreamOpts {
             liveness_timeout_ms: self.liveness_timeout_ms.get(),
             hugepages: self.hugepages,
             lock_memory: self.lock_memory,
+            hot_window: self.hot_window.usize(),
         }
     }
 }
