@@ -14,6 +14,16 @@ static void pair(const char *tag, size_t capacity, const weft_stream_options *op
     OK(weft_stream_reader_open(name, r));
 }
 
+/* Creating a stream with these options is refused as an invalid argument, and no handle is
+ * made. */
+static void refused(const char *tag, size_t capacity, const weft_stream_options *opts) {
+    char name[160];
+    unique_name(name, sizeof name, tag);
+    weft_stream_writer_t *bad = NULL;
+    EXPECT(weft_stream_writer_create(name, capacity, opts, &bad), WEFT_ERROR_INVALID_ARGUMENT);
+    CHECK(bad == NULL);
+}
+
 /* Single thread: write until full, drain, repeat; records of every size, written by copy and
  * in place, cross the wrap many times and come back byte-exact. */
 static void byte_exact_across_the_wrap(void) {
@@ -152,11 +162,7 @@ static void aligned_records(void) {
         OK(weft_stream_reader_release(r));
     }
     opts.align = 3;
-    char name[160];
-    unique_name(name, sizeof name, "badalign");
-    weft_stream_writer_t *bad = NULL;
-    EXPECT(weft_stream_writer_create(name, 1 << 16, &opts, &bad), WEFT_ERROR_INVALID_ARGUMENT);
-    CHECK(bad == NULL);
+    refused("badalign", 1 << 16, &opts);
     OK(weft_stream_writer_close(&w));
     OK(weft_stream_reader_close(&r));
 }
@@ -198,11 +204,7 @@ static void hot_window(void) {
     opts.hot_window = 0;
     CHECK(lockstep_span("hwdefault", 1 << 20, &opts, 20000) > (1 << 20) - 4096);
     opts.hot_window = 100;
-    char name[160];
-    unique_name(name, sizeof name, "hwtiny");
-    weft_stream_writer_t *bad = NULL;
-    EXPECT(weft_stream_writer_create(name, 1 << 20, &opts, &bad), WEFT_ERROR_INVALID_ARGUMENT);
-    CHECK(bad == NULL);
+    refused("hwtiny", 1 << 20, &opts);
 }
 
 /* Empty records are records; a NULL data pointer is fine with length 0 and refused otherwise. */
