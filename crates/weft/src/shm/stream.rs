@@ -11,7 +11,7 @@ use super::object::{HEADER_SIZE, Object, ObjectKind};
 use crate::WaitStrategy;
 use crate::error::{Error, Result, Role};
 use crate::stream::bipbuf::{
-    Corrupt, Geometry, ReaderCore, Record, Reservation, ReserveError, WriterCore,
+    Corrupt, Geometry, ReaderCore, Record, Reservation, ReserveError, WriterCore, default_window,
 };
 use crate::stream::layout::{CONTROL_SIZE, StreamControl, round_up};
 use crate::sync::{Arc, Ordering};
@@ -61,8 +61,8 @@ pub struct StreamOptions {
     open_timeout: Duration,
     hugepages: bool,
     lock_memory: bool,
-    /// `None`: the default for the capacity.
-    hot_window: Option<Option<u64>>,
+    /// `None`: the writer wraps only at the end.
+    hot_window: Option<u64>,
 }
 
 impl StreamOptions {
@@ -77,7 +77,7 @@ impl StreamOptions {
             open_timeout: Duration::from_secs(1),
             hugepages: false,
             lock_memory: false,
-            hot_window: None,
+            hot_window: default_window(capacity as u64),
         }
     }
 
@@ -142,7 +142,7 @@ impl StreamOptions {
     /// # Ok::<(), weft::Error>(())
     /// ```
     pub fn hot_window(mut self, bytes: Option<usize>) -> StreamOptions {
-        self.hot_window = Some(bytes.map(|b| b as u64));
+        self.hot_window = bytes.map(|b| b as u64);
         self
     }
 }
@@ -495,7 +495,7 @@ impl StreamWriter {
             value: opts.capacity,
             expected: "at least 4 record headers and at most 2^48 bytes",
         })?;
-        if let Some(Some(window)) = opts.hot_window
+        if let Some(window) = opts.hot_window
             && window < MIN_HOT_WINDOW
         {
             return Err(Error::InvalidArgument {
@@ -597,9 +597,9 @@ impl StreamWriter {
         // SAFETY: ctl and data point into `obj`'s mapping, which the writer keeps alive through
         // its Arc for as long as the core exists; the claim makes this the only writer.
         let mut core = unsafe { WriterCore::new(ctl, data, geo) }.map_err(|c| corrupt(&obj, c))?;
-        if let Some(window) = opts.hot_window {
-            core.set_window(window);
-        }
+        // After `new` has read `W`: a writer taking over past the window considers wrapping at
+        // once.
+        core.set_window(opts.hot_window);
         Ok(StreamWriter {
             core,
             wait: opts.wait,

@@ -47,9 +47,11 @@ const READ_AHEAD: u64 = 1024;
 /// still ran at the speed of 1 MiB on this host, so 4 MiB leaves room for smaller caches.
 pub(crate) const HOT_WINDOW: u64 = 4 << 20;
 
-/// The window for a stream of `capacity` bytes: [`HOT_WINDOW`] from four windows up, else none
-/// (`None`: the writer wraps only at the end).
-fn default_window(capacity: u64) -> Option<u64> {
+/// The default window for a stream of `capacity` bytes ([`StreamOptions`]): [`HOT_WINDOW`]
+/// from four windows up, else none (`None`: the writer wraps only at the end).
+///
+/// [`StreamOptions`]: crate::stream::StreamOptions
+pub(crate) fn default_window(capacity: u64) -> Option<u64> {
     (capacity >= 4 * HOT_WINDOW).then_some(HOT_WINDOW)
 }
 
@@ -197,7 +199,8 @@ pub(crate) struct WriterCore {
     cached_read: u64,
     /// Wake syscalls made for a parked reader (diagnostics).
     pub(crate) wakes: u64,
-    /// Where the writer prefers to wrap while its reader keeps up (see [`HOT_WINDOW`]).
+    /// Where the writer prefers to wrap while its reader keeps up (see [`HOT_WINDOW`]); none
+    /// until [`WriterCore::set_window`].
     window: Option<u64>,
     /// The next `W` at which the writer considers wrapping early (`u64::MAX`: never).
     next_check: u64,
@@ -232,8 +235,6 @@ impl WriterCore {
         core.write = core.ctl().write.0.load(Ordering::Acquire);
         geo.cursor("write cursor", core.write)?;
         core.cached_read = core.load_read()?;
-        // After `W`: a writer taking over past the window considers wrapping at once.
-        core.set_window(default_window(geo.capacity));
         Ok(core)
     }
 
