@@ -797,11 +797,11 @@ fn ticks_per_ns() -> f64 {
     (c1 - c0) as f64 / dt.as_nanos() as f64
 }
 
-/// The writing side of a handoff: fills `size` bytes in place (stamping the commit time in the
-/// first 8 bytes just before committing) and commits, or sends them.
+/// The writing side of a handoff: fills `size` bytes with `fill` in place and commits them (or
+/// sends them), returning [`commit_tick`] taken right before the commit.
 trait HandoffTx {
     fn ready(&mut self) {}
-    fn hand_off(&mut self, size: usize, fill: u8);
+    fn hand_off(&mut self, size: usize, fill: u8) -> u64;
 }
 
 /// The reading side: waits for the next payload and calls `f` with it while holding it.
@@ -865,7 +865,7 @@ fn handoff(report: &mut Report, size: usize, label: &str) {
 }
 
 /// One body for every implementation: `runs` handoffs, each followed by the child's report of
-/// the ticks from the commit stamp to its holding the payload.
+/// the tick at which it held the payload; the figure is that tick less the commit's.
 fn handoff_parent<T: HandoffTx>(
     mut tx: T,
     imp: Handoff,
@@ -883,9 +883,10 @@ fn handoff_parent<T: HandoffTx>(
     tx.ready();
     let mut out = Vec::with_capacity(runs);
     for i in 0..runs {
-        tx.hand_off(size, i as u8);
+        let commit = tx.hand_off(size, i as u8);
         let line = peer.line()?;
-        out.push(line.parse().map_err(|_| format!("bad report {line:?}"))?);
+        let held: u64 = line.parse().map_err(|_| format!("bad report {line:?}"))?;
+        out.push(held.saturating_sub(commit));
     }
     drop(tx);
     peer.finish()?;
@@ -895,15 +896,18 @@ fn handoff_parent<T: HandoffTx>(
 #[cfg(target_arch = "x86_64")]
 fn handoff_read<R: HandoffRx>(mut rx: R, size: usize, runs: usize) -> i32 {
     println!("ready");
-    for _ in 0..runs {
+    for i in 0..runs {
         let mut report = Err("short payload".to_string());
         rx.take(size, |p| {
             let now = ticks();
-            report = match p.get(..8) {
-                Some(s) if p.len() == size => {
-                    Ok(now.saturating_sub(u64::from_le_bytes(s.try_into().unwrap())))
-                }
-                _ => Err(format!("payload of {} bytes, expected {size}", p.len())),
+            // Checked after the tick: the payload is the right one, whole.
+            let fill = i as u8;
+            report = if p.len() != size {
+                Err(format!("payload of {} bytes, expected {size}", p.len()))
+            } else if p.first() != Some(&fill) || p.last() != Some(&fill) {
+                Err(format!("payload {i} does not hold its fill byte {fill}"))
+            } else {
+                Ok(now)
             };
         });
         match report {
@@ -957,28 +961,36 @@ fn handoff_child(imp: Handoff, name: &str, size: usize, runs: usize) -> i32 {
     })
 }
 
-/// Stamps the commit time into the first 8 bytes, as late as possible. A full fence first
-/// lets the fill's stores drain to memory, so that the figure is the commit and the reader's
-/// pickup and not the tail of a 50 MiB fill still in flight (x86 publishes stores in order:
-/// the cursor store would otherwise wait behind it, for every implementation alike).
+/// The tick at which a commit starts, taken after the fill. A full fence first lets the fill's
+/// stores drain, so that the figure is the commit and the reader's pickup and not the tail of
+/// a 50 MiB fill still in flight (x86 publishes stores in order: the commit's store would
+/// otherwise wait behind it, for every implementation alike).
+///
+/// The tick stays in the writer's registers and reaches the parent by return value: stamping
+/// it into the payload (as this scenario once did) put a store to the payload's first line,
+/// which a 50 MiB fill has long pushed out of the writer's caches, between the tick and every
+/// implementation's commit, and charged that miss to the handoff.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn stamp(payload: &mut [u8]) {
+fn commit_tick() -> u64 {
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-    payload[..8].copy_from_slice(&ticks().to_le_bytes());
+    ticks()
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn stamp(_: &mut [u8]) {}
+fn commit_tick() -> u64 {
+    0
+}
 
 struct WeftHandoffTx(StreamWriter);
 
 impl HandoffTx for WeftHandoffTx {
-    fn hand_off(&mut self, size: usize, fill: u8) {
+    fn hand_off(&mut self, size: usize, fill: u8) -> u64 {
         let mut g = self.0.reserve(size).expect("weft reserve");
         g.fill(fill);
-        stamp(&mut g);
+        let t = commit_tick();
         g.commit(size).expect("weft commit");
+        t
     }
 }
 
@@ -997,7 +1009,7 @@ struct CrossbarTx {
 }
 
 impl HandoffTx for CrossbarTx {
-    fn hand_off(&mut self, size: usize, fill: u8) {
+    fn hand_off(&mut self, size: usize, fill: u8) -> u64 {
         let mut loan = loop {
             match self.p.loan(&self.topic) {
                 Ok(l) => break l,
@@ -1008,8 +1020,9 @@ impl HandoffTx for CrossbarTx {
         let buf = &mut loan.as_mut_slice()[..size];
         buf.fill(fill);
         loan.set_len(size).expect("crossbar set_len");
-        stamp(&mut loan.as_mut_slice()[..size]);
+        let t = commit_tick();
         loan.publish();
+        t
     }
 }
 
@@ -1041,11 +1054,12 @@ impl HandoffTx for SocketHandoffTx {
         let _ = std::fs::remove_file(&self.path);
     }
 
-    fn hand_off(&mut self, size: usize, fill: u8) {
+    fn hand_off(&mut self, size: usize, fill: u8) -> u64 {
         self.buf[..size].fill(fill);
-        stamp(&mut self.buf[..size]);
         let out = self.out.as_mut().expect("connected");
+        let t = commit_tick();
         out.write_all(&self.buf[..size]).expect("socket write");
+        t
     }
 }
 
