@@ -11,7 +11,8 @@ use super::object::{HEADER_SIZE, Object, ObjectKind};
 use crate::WaitStrategy;
 use crate::error::{Error, Result, Role};
 use crate::stream::bipbuf::{
-    Corrupt, Geometry, ReaderCore, Record, Reservation, ReserveError, WriterCore, default_window,
+    Corrupt, Geometry, Prepared, ReaderCore, Record, Reservation, ReserveError, WriterCore,
+    default_window,
 };
 use crate::stream::layout::{CONTROL_SIZE, StreamControl, round_up};
 use crate::sync::{Arc, Ordering};
@@ -711,7 +712,7 @@ impl StreamWriter {
     /// As [`StreamWriter::write`].
     pub fn reserve(&mut self, len: usize) -> Result<WriteGrant<'_>> {
         let res = self.reserve_inner(len as u64, Some(Deadline::never()))?;
-        Ok(WriteGrant { writer: self, res })
+        Ok(WriteGrant::new(self, res))
     }
 
     /// As [`StreamWriter::reserve`], but returns [`Error::Full`] instead of waiting.
@@ -720,7 +721,7 @@ impl StreamWriter {
     /// As [`StreamWriter::try_write`].
     pub fn try_reserve(&mut self, len: usize) -> Result<WriteGrant<'_>> {
         let res = self.reserve_inner(len as u64, None)?;
-        Ok(WriteGrant { writer: self, res })
+        Ok(WriteGrant::new(self, res))
     }
 
     /// As [`StreamWriter::reserve`], waiting at most `timeout`.
@@ -729,7 +730,7 @@ impl StreamWriter {
     /// As [`StreamWriter::write_timeout`].
     pub fn reserve_timeout(&mut self, len: usize, timeout: Duration) -> Result<WriteGrant<'_>> {
         let res = self.reserve_inner(len as u64, Some(Deadline::after(timeout)))?;
-        Ok(WriteGrant { writer: self, res })
+        Ok(WriteGrant::new(self, res))
     }
 
     /// `deadline` None: try once.
@@ -809,23 +810,28 @@ impl Drop for StreamWriter {
 #[derive(Debug)]
 pub struct WriteGrant<'a> {
     writer: &'a mut StreamWriter,
-    res: Reservation,
+    res: Prepared,
 }
 
-impl WriteGrant<'_> {
+impl<'a> WriteGrant<'a> {
+    fn new(writer: &'a mut StreamWriter, res: Reservation) -> WriteGrant<'a> {
+        let res = writer.core.prepare(res);
+        WriteGrant { writer, res }
+    }
+
     /// Publishes the first `len` bytes as one record.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] if `len` is more than was reserved (nothing is published).
     pub fn commit(self, len: usize) -> Result<()> {
-        if len as u64 > self.res.len {
+        if len as u64 > self.res.res.len {
             return Err(Error::InvalidArgument {
                 what: "commit length",
                 value: len as u64,
                 expected: "at most the reserved length",
             });
         }
-        self.writer.core.commit(self.res, len as u64);
+        self.writer.core.commit_prepared(&self.res, len as u64);
         Ok(())
     }
 }
@@ -837,8 +843,8 @@ impl core::ops::Deref for WriteGrant<'_> {
         // until commit (the reader never reads beyond `W`); any bit pattern is a valid u8.
         unsafe {
             core::slice::from_raw_parts(
-                self.writer.core.payload_ptr(&self.res),
-                self.res.len as usize,
+                self.writer.core.payload_ptr(&self.res.res),
+                self.res.res.len as usize,
             )
         }
     }
@@ -849,8 +855,8 @@ impl core::ops::DerefMut for WriteGrant<'_> {
         // SAFETY: as for Deref; `&mut self` makes this the only view.
         unsafe {
             core::slice::from_raw_parts_mut(
-                self.writer.core.payload_ptr(&self.res),
-                self.res.len as usize,
+                self.writer.core.payload_ptr(&self.res.res),
+                self.res.res.len as usize,
             )
         }
     }

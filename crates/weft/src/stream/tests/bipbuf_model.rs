@@ -33,11 +33,13 @@ fn check(r: &ReaderCore, rec: &super::super::bipbuf::Record, len: u64, seq: u64)
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// Reserve this many payload bytes; then commit `used` (a fraction) or abort.
+    /// Reserve this many payload bytes; then commit `used` (a fraction) or abort; `prepared`:
+    /// as a grant filled in place (`prepare`, `commit_prepared`), else as a copy (`commit`).
     Write {
         len: u64,
         used_frac: u8,
         abort: bool,
+        prepared: bool,
     },
     /// Take up to this many records without releasing.
     Read { n: u8 },
@@ -49,8 +51,13 @@ enum Op {
 
 fn op(max: u64) -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0..=max, any::<u8>(), prop::bool::weighted(0.15))
-            .prop_map(|(len, used_frac, abort)| Op::Write { len, used_frac, abort }),
+        4 => (0..=max, any::<u8>(), prop::bool::weighted(0.15), any::<bool>())
+            .prop_map(|(len, used_frac, abort, prepared)| Op::Write {
+                len,
+                used_frac,
+                abort,
+                prepared,
+            }),
         3 => (1u8..6).prop_map(|n| Op::Read { n }),
         1 => Just(Op::Release),
         1 => Just(Op::LazyRelease),
@@ -84,15 +91,20 @@ fn run(capacity: u64, align: u64, window: Option<u64>, ops: &[Op]) {
                 len,
                 used_frac,
                 abort,
+                prepared,
             } => match w.try_reserve(len) {
                 Ok(res) => {
                     assert_eq!(res.len, len);
                     let used = len * used_frac as u64 / 255;
+                    let p = prepared.then(|| w.prepare(res));
                     if abort {
                         continue;
                     }
                     fill(&w, &res, used, m.next_seq);
-                    w.commit(res, used);
+                    match p {
+                        Some(p) => w.commit_prepared(&p, used),
+                        None => w.commit(res, used),
+                    };
                     m.unread.push_back((m.next_seq, used));
                     m.next_seq += 1;
                 }
@@ -391,6 +403,93 @@ fn an_aborted_reservation_leaves_nothing() {
     assert!(r.try_next().unwrap().is_none());
     let res = w.try_reserve(8).unwrap();
     assert_eq!(res.start, 0, "the aborted range is reused");
+}
+
+#[test]
+fn a_prepared_grant_holds_its_header_before_it_is_committed() {
+    let s = HeapStream::new(4096, 64);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    let data = w.payload_ptr(&Reservation {
+        start: 0,
+        len: 0,
+        wrap: false,
+    });
+    // SAFETY: the header word of the record at `start` lies at `start`, inside the data area
+    // (the payload of a record at 0 starts one 64-byte header in).
+    let header = |start: u64| unsafe { (data.sub(64).add(start as usize) as *const u64).read() };
+    let res = w.try_reserve(300).unwrap();
+    let p = w.prepare(res);
+    assert_eq!(
+        header(res.start),
+        300,
+        "written when prepared, before the fill"
+    );
+    assert!(r.try_next().unwrap().is_none(), "invisible until committed");
+    fill(&w, &res, 300, 1);
+    w.commit_prepared(&p, 300);
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 300, 1);
+    // A shorter commit rewrites it.
+    let res = w.try_reserve(300).unwrap();
+    let p = w.prepare(res);
+    fill(&w, &res, 100, 2);
+    w.commit_prepared(&p, 100);
+    assert_eq!(header(res.start), 100);
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 100, 2);
+    assert!(r.try_next().unwrap().is_none());
+    // The writer goes on right after the shorter record: 64 + 128 bytes framed.
+    assert_eq!(w.try_reserve(8).unwrap().start, res.start + 192);
+}
+
+#[test]
+fn equal_records_wrapping_at_one_place_store_the_watermark_once() {
+    // 1000-byte payloads frame to 1008 bytes: four fit in 4096, the fifth wraps at 4032.
+    let s = HeapStream::new(4096, 8);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    let mut stores = Vec::new();
+    for seq in 0..40 {
+        let res = w.try_reserve(1000).unwrap();
+        let p = w.prepare(res);
+        if res.wrap {
+            stores.push(p.stores_watermark());
+        }
+        fill(&w, &res, 1000, seq);
+        w.commit_prepared(&p, 1000);
+        let rec = r.try_next().unwrap().unwrap();
+        check(&r, &rec, 1000, seq);
+        r.release();
+        r.publish();
+    }
+    assert_eq!(
+        stores.len(),
+        9,
+        "one wrap every four records after the first four"
+    );
+    assert!(stores[0], "the first wrap stores L");
+    assert!(
+        stores[1..].iter().all(|s| !s),
+        "later wraps at the same place leave L: {stores:?}"
+    );
+    assert_eq!(s.ctl.watermark.0.load(Ordering::Relaxed), 4032);
+    // 1500-byte records (1512 framed): the first wraps at 4032 again, the third at 3024,
+    // which stores L.
+    let mut wraps = Vec::new();
+    for seq in 40..43 {
+        let res = w.try_reserve(1500).unwrap();
+        let p = w.prepare(res);
+        wraps.push((res.wrap, p.stores_watermark()));
+        fill(&w, &res, 1500, seq);
+        w.commit_prepared(&p, 1500);
+        let rec = r.try_next().unwrap().unwrap();
+        check(&r, &rec, 1500, seq);
+        r.release();
+        r.publish();
+    }
+    assert_eq!(wraps, [(true, false), (false, false), (true, true)]);
+    assert_eq!(s.ctl.watermark.0.load(Ordering::Relaxed), 3024);
 }
 
 #[test]
