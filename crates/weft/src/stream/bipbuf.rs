@@ -39,6 +39,16 @@ const LINE: u64 = crate::ring::raw::LINE as u64;
 /// record whole took 255 µs.
 const READ_AHEAD: u64 = 1024;
 
+/// Every this many times a reader finds the stream empty, it prefetches the header lines where
+/// the next record can start. A writer writes a record's header when it reserves it, so
+/// while it fills a large record the header sits still, evicted from the writer's caches
+/// by the fill; fetched only once `W` shows the record, it cost the reader a miss to memory:
+/// from seeing `W` to holding a 50 MiB record took about 200 ns against 25 ns for 1 KiB, and
+/// 60 to 75 ns with the prefetch.
+/// Rare enough that a prefetch which takes a line from a writer still filling it (small
+/// records share a line with their header) costs nothing measurable.
+const IDLE_PREFETCH: u32 = 256;
+
 /// Where a writer on a large stream wraps while its reader keeps up. A reader that keeps up
 /// leaves the writer writing into lines it last touched a whole buffer ago, long gone from the
 /// caches, and every store waits for memory; going back to 0 once past this window keeps both
@@ -559,6 +569,8 @@ pub(crate) struct ReaderCore {
     /// `release` publishes `R` once this many bytes are unreleased (an eighth of the
     /// capacity) or when the reader has caught up; [`ReaderCore::publish`] always does.
     release_every: u64,
+    /// Times this reader found the stream empty (wrapping), for [`IDLE_PREFETCH`].
+    idle: u32,
     /// Wake syscalls made for a parked writer (diagnostics).
     pub(crate) wakes: u64,
 }
@@ -584,6 +596,7 @@ impl ReaderCore {
             cached_write: 0,
             unreleased: 0,
             release_every: (geo.capacity / 8).max(1),
+            idle: 0,
             wakes: 0,
         };
         // Acquire: on a takeover, the previous reader's `R` (its last release) is where we go on.
@@ -653,6 +666,10 @@ impl ReaderCore {
                 // (Records handed out and still held, such as a batch being gathered, are
                 // not released yet and stay.)
                 self.publish();
+                self.idle = self.idle.wrapping_add(1);
+                if self.idle.is_multiple_of(IDLE_PREFETCH) {
+                    self.prefetch_next_header();
+                }
                 return Ok(None);
             }
         }
@@ -721,6 +738,15 @@ impl ReaderCore {
         self.pos += framed;
         self.unreleased += framed;
         Ok(Some(rec))
+    }
+
+    /// Asks the CPU to load the header lines where the next record can start: at our position,
+    /// or at 0 if the writer wraps. A hint: no memory is accessed.
+    #[cold]
+    #[inline(never)]
+    fn prefetch_next_header(&self) {
+        self.prefetch_line(self.pos);
+        self.prefetch_line(0);
     }
 
     /// Asks the CPU to start loading the `len` bytes at `from`, as far as they lie in whole
