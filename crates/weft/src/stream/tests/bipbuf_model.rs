@@ -449,20 +449,23 @@ fn equal_records_wrapping_at_one_place_store_the_watermark_once() {
     let s = HeapStream::new(4096, 8);
     let mut w = s.writer();
     let mut r = s.reader();
-    let mut stores = Vec::new();
-    for seq in 0..40 {
-        let res = w.try_reserve(1000).unwrap();
+    // One record through a prepared grant, read back at once: (wrapped, stored L).
+    let mut pass = |len: u64, seq: u64| {
+        let res = w.try_reserve(len).unwrap();
         let p = w.prepare(res);
-        if res.wrap {
-            stores.push(p.stores_watermark());
-        }
-        fill(&w, &res, 1000, seq);
-        w.commit_prepared(&p, 1000);
+        fill(&w, &res, len, seq);
+        w.commit_prepared(&p, len);
         let rec = r.try_next().unwrap().unwrap();
-        check(&r, &rec, 1000, seq);
+        check(&r, &rec, len, seq);
         r.release();
         r.publish();
-    }
+        (res.wrap, p.stores_watermark())
+    };
+    let stores: Vec<bool> = (0..40)
+        .map(|seq| pass(1000, seq))
+        .filter(|&(wrapped, _)| wrapped)
+        .map(|(_, stored)| stored)
+        .collect();
     assert_eq!(
         stores.len(),
         9,
@@ -476,18 +479,7 @@ fn equal_records_wrapping_at_one_place_store_the_watermark_once() {
     assert_eq!(s.ctl.watermark.0.load(Ordering::Relaxed), 4032);
     // 1500-byte records (1512 framed): the first wraps at 4032 again, the third at 3024,
     // which stores L.
-    let mut wraps = Vec::new();
-    for seq in 40..43 {
-        let res = w.try_reserve(1500).unwrap();
-        let p = w.prepare(res);
-        wraps.push((res.wrap, p.stores_watermark()));
-        fill(&w, &res, 1500, seq);
-        w.commit_prepared(&p, 1500);
-        let rec = r.try_next().unwrap().unwrap();
-        check(&r, &rec, 1500, seq);
-        r.release();
-        r.publish();
-    }
+    let wraps: Vec<(bool, bool)> = (40..43).map(|seq| pass(1500, seq)).collect();
     assert_eq!(wraps, [(true, false), (false, false), (true, true)]);
     assert_eq!(s.ctl.watermark.0.load(Ordering::Relaxed), 3024);
 }
