@@ -8,12 +8,13 @@ use std::time::Duration;
 use weft::stream::StreamReader;
 use weft::{Error, WaitStrategy};
 
-/// Runs a writer peer and a reader peer and returns their closing lines; `pace` (records
-/// between the writer's 1 ms pauses, 0 for none) goes to the writer.
+/// Runs a writer peer and a reader peer and returns their closing lines.
 fn run_pair(tag: &str, seed: u64, bytes: u64, max: usize, cap: usize) -> (String, String) {
     run_paced(tag, seed, bytes, max, cap, 0)
 }
 
+/// As [`run_pair`]; `pace` (records between the writer's 1 ms pauses, 0 for none) goes to the
+/// writer.
 fn run_paced(
     tag: &str,
     seed: u64,

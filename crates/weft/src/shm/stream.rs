@@ -810,13 +810,13 @@ impl Drop for StreamWriter {
 #[derive(Debug)]
 pub struct WriteGrant<'a> {
     writer: &'a mut StreamWriter,
-    res: Prepared,
+    prepared: Prepared,
 }
 
 impl<'a> WriteGrant<'a> {
     fn new(writer: &'a mut StreamWriter, res: Reservation) -> WriteGrant<'a> {
-        let res = writer.core.prepare(res);
-        WriteGrant { writer, res }
+        let prepared = writer.core.prepare(res);
+        WriteGrant { writer, prepared }
     }
 
     /// Publishes the first `len` bytes as one record.
@@ -824,14 +824,14 @@ impl<'a> WriteGrant<'a> {
     /// # Errors
     /// [`Error::InvalidArgument`] if `len` is more than was reserved (nothing is published).
     pub fn commit(self, len: usize) -> Result<()> {
-        if len as u64 > self.res.res.len {
+        if len as u64 > self.prepared.res.len {
             return Err(Error::InvalidArgument {
                 what: "commit length",
                 value: len as u64,
                 expected: "at most the reserved length",
             });
         }
-        self.writer.core.commit_prepared(&self.res, len as u64);
+        self.writer.core.commit_prepared(&self.prepared, len as u64);
         Ok(())
     }
 }
@@ -843,8 +843,8 @@ impl core::ops::Deref for WriteGrant<'_> {
         // until commit (the reader never reads beyond `W`); any bit pattern is a valid u8.
         unsafe {
             core::slice::from_raw_parts(
-                self.writer.core.payload_ptr(&self.res.res),
-                self.res.res.len as usize,
+                self.writer.core.payload_ptr(&self.prepared.res),
+                self.prepared.res.len as usize,
             )
         }
     }
@@ -855,8 +855,8 @@ impl core::ops::DerefMut for WriteGrant<'_> {
         // SAFETY: as for Deref; `&mut self` makes this the only view.
         unsafe {
             core::slice::from_raw_parts_mut(
-                self.writer.core.payload_ptr(&self.res.res),
-                self.res.res.len as usize,
+                self.writer.core.payload_ptr(&self.prepared.res),
+                self.prepared.res.len as usize,
             )
         }
     }

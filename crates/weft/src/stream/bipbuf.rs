@@ -44,9 +44,9 @@ const READ_AHEAD: u64 = 1024;
 /// while it fills a large record the header sits still, evicted from the writer's caches
 /// by the fill; fetched only once `W` shows the record, it cost the reader a miss to memory:
 /// from seeing `W` to holding a 50 MiB record took about 200 ns against 25 ns for 1 KiB, and
-/// 60 to 75 ns with the prefetch.
-/// Rare enough that a prefetch which takes a line from a writer still filling it (small
-/// records share a line with their header) costs nothing measurable.
+/// 60 to 75 ns with the prefetch. Rare enough that a prefetch which takes a line from a
+/// writer still filling it (small records share a line with their header) costs nothing
+/// measurable.
 const IDLE_PREFETCH: u32 = 256;
 
 /// Where a writer on a large stream wraps while its reader keeps up. A reader that keeps up
