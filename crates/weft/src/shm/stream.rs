@@ -313,10 +313,10 @@ pub(crate) fn stream_info(obj: &Object) -> Result<StreamInfo> {
     let mut used = 0;
     for _ in 0..16 {
         let r = cursor("read cursor", &ctl.read.0)?;
-        let w = cursor("write cursor", &ctl.write.0)?;
+        let w = cursor("write cursor", &ctl.write.0.cursor)?;
         let l = cursor("watermark", &ctl.watermark.0)?;
-        let stable =
-            r == cursor("read cursor", &ctl.read.0)? && w == cursor("write cursor", &ctl.write.0)?;
+        let stable = r == cursor("read cursor", &ctl.read.0)?
+            && w == cursor("write cursor", &ctl.write.0.cursor)?;
         used = if w >= r {
             w - r
         } else if l >= r {

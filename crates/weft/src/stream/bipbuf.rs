@@ -65,6 +65,69 @@ pub(crate) fn default_window(capacity: u64) -> Option<u64> {
     (capacity >= 4 * HOT_WINDOW).then_some(HOT_WINDOW)
 }
 
+/// Grants of at least this many payload bytes are announced and committed with a mark (see
+/// [`Announced`]). Below it a grant commits through `W` alone, as a copy does: for a small
+/// record the mark's extra stores cost more than the handoff gains.
+pub(crate) const MARK_FROM: u64 = 64 << 10;
+
+/// Bit 63 of every commit mark: a record length never has it (lengths stay below 2^47).
+const MARK_BIT: u64 = 1 << 63;
+
+/// The mark of announced grant `k` of a writer whose key is `key`: bit 63 set, bit 0 clear, the
+/// rest a mix of both (splitmix64's finaliser), so that bytes a payload left behind match it
+/// only by design.
+fn mark_value(k: u64, key: u64) -> u64 {
+    let mut x = k ^ key;
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    (x | MARK_BIT) & !1
+}
+
+/// A grant the writer announced on `W`'s line (docs/protocol.md, "Commit marks"): its commit
+/// stores [`Announced::mark`] in the word right after the framed record, *before* `W`. That
+/// word lies next to the last bytes the writer filled, so the store finds its line and page at
+/// hand, where the store of `W` after a 50 MiB fill waited for a page walk and for a line the
+/// spinning reader holds. A reader that has caught up with `W` and finds the announcement for
+/// its position polls the mark and takes the record as soon as it appears.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Announced {
+    /// The sequence word, `4k + 2`.
+    seq: u64,
+    /// `W` when the grant was reserved.
+    base: u64,
+    /// Where its record starts: `base`, or 0.
+    start: u64,
+    /// Payload bytes reserved.
+    len: u64,
+    /// The mark's value for a commit of all `len` bytes (bit 0 set: shorter).
+    mark: u64,
+}
+
+impl Announced {
+    /// Reads the announcement on `line` if one is pending and whole (a seqlock read).
+    fn load(line: &super::layout::WriteLine) -> Option<Announced> {
+        // SYNC POINT: Acquire pairs with the Release store of `4k + 2` in `WriterCore::announce`:
+        // the fields read next are at least that grant's.
+        let seq = line.grant_seq.load(Ordering::Acquire);
+        if seq % 4 != 2 {
+            return None;
+        }
+        // Relaxed: checked by the re-read of the sequence below.
+        let a = Announced {
+            seq,
+            base: line.grant_base.load(Ordering::Relaxed),
+            start: line.grant_start.load(Ordering::Relaxed),
+            len: line.grant_len.load(Ordering::Relaxed),
+            mark: line.grant_mark.load(Ordering::Relaxed),
+        };
+        // SYNC POINT: orders the field loads before the re-read; pairs with the Release fence
+        // in `announce` (a field of a later grant implies its odd sequence is visible).
+        crate::sync::fence(Ordering::Acquire);
+        (line.grant_seq.load(Ordering::Relaxed) == seq).then_some(a)
+    }
+}
+
 /// Announce on `word`, re-check with `ready`, sleep at most `timeout` if still not ready.
 fn park(
     word: &WaitWord,
@@ -140,6 +203,14 @@ pub(crate) struct Prepared {
     watermark: Option<u64>,
     /// `W` in the control block (valid for the core's life).
     cursor: NonNull<crate::sync::AtomicU64>,
+    /// The commit mark's word (right after the framed record) if the grant was announced. Its
+    /// address is kept, not its offset: the commit then reads nothing of the writer's state
+    /// before the mark, whose fields a large fill has evicted.
+    mark_at: Option<NonNull<core::sync::atomic::AtomicU64>>,
+    /// The mark to store there (see [`Announced`]).
+    mark: u64,
+    /// The announcement's sequence word, `4k + 2`.
+    grant_seq: u64,
 }
 
 #[cfg(test)]
@@ -147,6 +218,14 @@ impl Prepared {
     /// Whether committing this grant stores `L`.
     pub(crate) fn stores_watermark(&self) -> bool {
         self.watermark.is_some()
+    }
+}
+
+impl Prepared {
+    /// Whether the grant was announced and commits with a mark.
+    #[inline(always)]
+    pub(crate) fn is_marked(&self) -> bool {
+        self.mark_at.is_some()
     }
 }
 
@@ -254,6 +333,12 @@ pub(crate) struct WriterCore {
     window: Option<u64>,
     /// The next `W` at which the writer considers wrapping early (`u64::MAX`: never).
     next_check: u64,
+    /// Grants announced so far (the `k` of the announcement's sequence word).
+    grants: u64,
+    /// Mixed into every mark (see [`mark_value`]).
+    mark_key: u64,
+    /// Grants of at least this many bytes are announced ([`MARK_FROM`]).
+    pub(crate) mark_from: u64,
 }
 
 // SAFETY: the core is a set of pointers into memory that outlives it (see `new`) and is only
@@ -280,16 +365,74 @@ impl WriterCore {
             wakes: 0,
             window: None,
             next_check: u64::MAX,
+            grants: 0,
+            // Where this process mapped the stream: differs between writers, which is all a
+            // key needs (it only keeps stale bytes from looking like a mark).
+            mark_key: (ctl.as_ptr() as u64).rotate_left(32) ^ data.as_ptr() as u64,
+            mark_from: MARK_FROM,
         };
         // Acquire: pairs with the reader's release of `R` (its reads are done) and, on a
         // takeover, with nothing else: `W` is ours from here on.
-        core.write = core.ctl().write.0.load(Ordering::Acquire);
+        core.write = core.ctl().write.0.cursor.load(Ordering::Acquire);
         geo.cursor("write cursor", core.write)?;
         core.cached_read = core.load_read()?;
         // Relaxed: we are `L`'s only writer from here on; a value out of range is only ever
         // compared with, and replaced at the next wrap.
         core.watermark = core.ctl().watermark.0.load(Ordering::Relaxed);
+        core.finish_announced()?;
         Ok(core)
+    }
+
+    /// On a takeover, completes a grant whose mark the previous writer stored before it died
+    /// without storing `W`: a reader may already hold that record, so `W` moves past it.
+    fn finish_announced(&mut self) -> Result<(), Corrupt> {
+        // Relaxed: only its `k` is used here; `Announced::load` reads it again with Acquire.
+        self.grants = self.ctl().write.0.grant_seq.load(Ordering::Relaxed) / 4;
+        let Some(a) = Announced::load(&self.ctl().write.0) else {
+            return Ok(());
+        };
+        let Some(end) = self.geo.framed(a.len).and_then(|f| f.checked_add(a.start)) else {
+            return Ok(());
+        };
+        if !a.start.is_multiple_of(self.geo.align) || end > self.geo.capacity - 8 {
+            return Ok(());
+        }
+        // SYNC POINT: Acquire pairs with the Release store of the mark in `commit_prepared`.
+        let m = self.word(end).load(core::sync::atomic::Ordering::Acquire);
+        if m & !1 != a.mark {
+            return Ok(()); // never committed
+        }
+        let used = if m & 1 == 0 {
+            a.len
+        } else {
+            u64::from_le(
+                self.word(a.start)
+                    .load(core::sync::atomic::Ordering::Relaxed),
+            )
+        };
+        let Some(framed) = self.geo.framed(used).filter(|_| used <= a.len) else {
+            return Err(Corrupt {
+                what: "record length",
+                value: used,
+                expected: "at most the length announced for the grant",
+            });
+        };
+        let w = a.start + framed;
+        if self.write == a.base {
+            if a.start == 0 && a.base != 0 {
+                self.store_watermark(a.base);
+            }
+            let cursor = NonNull::from(&self.ctl().write.0.cursor);
+            self.publish_write(cursor, w, a.start == 0 && a.base != 0);
+        }
+        // Relaxed: the grant is settled; a reader seeing the old value finds its mark taken or
+        // its base passed.
+        self.ctl()
+            .write
+            .0
+            .grant_seq
+            .store(a.seq + 1, Ordering::Relaxed);
+        Ok(())
     }
 
     #[inline(always)]
@@ -392,33 +535,79 @@ impl WriterCore {
     }
 
     /// Prepares a reservation from [`WriterCore::try_reserve`] for a fill in place: writes
-    /// its header and records what its commit stores (see [`Prepared`]).
+    /// its header, announces it if it is large (see [`Announced`]), and records what its
+    /// commit stores (see [`Prepared`]).
     #[inline]
-    pub(crate) fn prepare(&self, res: Reservation) -> Prepared {
+    pub(crate) fn prepare(&mut self, res: Reservation) -> Prepared {
         self.header(res.start)
             .store(res.len.to_le(), core::sync::atomic::Ordering::Relaxed);
         let framed = self
             .geo
             .framed(res.len)
             .expect("a reservation's length was accepted");
-        Prepared {
+        let end = res.start + framed;
+        let mut p = Prepared {
             res,
-            end: res.start + framed,
+            end,
             watermark: (res.wrap && self.watermark != self.write).then_some(self.write),
-            cursor: NonNull::from(&self.ctl().write.0),
+            cursor: NonNull::from(&self.ctl().write.0.cursor),
+            mark_at: None,
+            mark: 0,
+            grant_seq: 0,
+        };
+        // The mark's word must be free room: it is below `R` when the record wraps or the
+        // buffer is inverted (`fit` left the record ending strictly below it, and both are
+        // multiples of 8), and otherwise needs 8 bytes before the end.
+        let inverted = res.wrap || self.write < self.cached_read;
+        if res.len >= self.mark_from && (inverted || end <= self.geo.capacity - 8) {
+            self.announce(&mut p);
         }
+        p
+    }
+
+    /// Publishes grant `p` on `W`'s line (a seqlock write) and gives it its mark.
+    #[cold]
+    #[inline(never)]
+    fn announce(&mut self, p: &mut Prepared) {
+        self.grants += 1;
+        let k = self.grants;
+        let line = &self.ctl().write.0;
+        p.mark = mark_value(k, self.mark_key);
+        let word = self.word(p.end);
+        p.grant_seq = 4 * k + 2;
+        // Not a mark: clears what an earlier lap left there, and brings the word's page and
+        // line to this core now, so that the commit finds both at hand.
+        word.store(0, core::sync::atomic::Ordering::Relaxed);
+        p.mark_at = Some(NonNull::from(word));
+        // Relaxed, then the fence: a reader that sees any field below sees this odd value in
+        // its re-read (the fence pairs with the reader's Acquire fence in `Announced::load`).
+        line.grant_seq.store(4 * k + 1, Ordering::Relaxed);
+        crate::sync::fence(Ordering::Release);
+        line.grant_base.store(self.write, Ordering::Relaxed);
+        line.grant_start.store(p.res.start, Ordering::Relaxed);
+        line.grant_len.store(p.res.len, Ordering::Relaxed);
+        line.grant_mark.store(p.mark, Ordering::Relaxed);
+        // SYNC POINT: Release pairs with the Acquire load in `Announced::load`.
+        line.grant_seq.store(p.grant_seq, Ordering::Release);
     }
 
     /// The length word of the record at `start`, which `fit` placed inside the data area.
     #[inline(always)]
     fn header(&self, start: u64) -> &core::sync::atomic::AtomicU64 {
-        // SAFETY: `start + header <= capacity` (established by `fit`, and 0 always has room
-        // for a header); `start` is a multiple of the alignment (>= 8), so the word is
-        // aligned. The reader reads it atomically too, after its Acquire load of `W`, and
-        // never beyond `W`, where this record lies until it is committed.
-        unsafe {
-            &*(self.data.as_ptr().add(start as usize) as *const core::sync::atomic::AtomicU64)
-        }
+        self.word(start)
+    }
+
+    /// The 8-byte word at offset `at` of the data area: a record's header, or a grant's mark.
+    #[inline(always)]
+    fn word(&self, at: u64) -> &core::sync::atomic::AtomicU64 {
+        debug_assert!(at.is_multiple_of(8) && at + 8 <= self.geo.capacity);
+        // SAFETY: every caller passes a multiple of 8 with `at + 8 <= capacity`: a record's
+        // start placed by `fit` (0 always has room for a header), or the word after a framed
+        // record that `prepare` or `finish_announced` checked to lie before the end; the data
+        // area is aligned to at least 8. The reader reads these words atomically too: a
+        // header after its Acquire load of `W` (never beyond `W`, where this record lies
+        // until it is committed), a mark at any time.
+        unsafe { &*(self.data.as_ptr().add(at as usize) as *const core::sync::atomic::AtomicU64) }
     }
 
     /// Parks until a payload of `len` bytes may fit, at most `timeout` (the caller loops on
@@ -485,7 +674,7 @@ impl WriterCore {
             .geo
             .framed(used)
             .expect("used <= reserved, which was accepted");
-        let cursor = NonNull::from(&self.ctl().write.0);
+        let cursor = NonNull::from(&self.ctl().write.0.cursor);
         self.publish_write(cursor, res.start + framed, res.wrap)
     }
 
@@ -493,6 +682,34 @@ impl WriterCore {
     /// (after `L` if that changes) and reads only `p` first.
     #[inline]
     pub(crate) fn commit_prepared(&mut self, p: &Prepared, used: u64) -> bool {
+        let w = self.mark(p, used);
+        self.publish_prepared(p, w)
+    }
+
+    /// The second half of [`WriterCore::commit_prepared`]: stores `L` if it changes and `W =
+    /// w` (from [`WriterCore::mark`]), wakes a parked reader, and settles the announcement.
+    #[inline]
+    pub(crate) fn publish_prepared(&mut self, p: &Prepared, w: u64) -> bool {
+        if let Some(l) = p.watermark {
+            self.store_watermark(l);
+        }
+        let woke = self.publish_write(p.cursor, w, p.res.wrap);
+        if p.is_marked() {
+            // Relaxed: settles the announcement; a reader that still sees it pending finds the
+            // mark taken (or its base passed), as a takeover writer does.
+            self.ctl()
+                .write
+                .0
+                .grant_seq
+                .store(p.grant_seq + 1, Ordering::Relaxed);
+        }
+        woke
+    }
+
+    /// The first half of [`WriterCore::commit_prepared`]: rewrites the header of a shorter
+    /// commit and stores the mark of an announced grant. Returns the `W` to store.
+    #[inline]
+    pub(crate) fn mark(&mut self, p: &Prepared, used: u64) -> u64 {
         debug_assert!(used <= p.res.len);
         let w = if used < p.res.len {
             self.header(p.res.start)
@@ -505,10 +722,17 @@ impl WriterCore {
         } else {
             p.end
         };
-        if let Some(l) = p.watermark {
-            self.store_watermark(l);
+        if let Some(word) = p.mark_at {
+            let m = p.mark | u64::from(used < p.res.len);
+            // SAFETY: set by `announce` to a word of this core's data area, valid for the core's
+            // life (contract of `new`).
+            let word = unsafe { word.as_ref() };
+            // SYNC POINT: Release pairs with the reader's Acquire load of the mark in
+            // `ReaderCore::take_marked` (and a takeover writer's in `finish_announced`): the
+            // payload and a rewritten header are visible before the mark.
+            word.store(m, core::sync::atomic::Ordering::Release);
         }
-        self.publish_write(p.cursor, w, p.res.wrap)
+        w
     }
 
     /// Stores `L` (before the `W` that inverts the buffer).
@@ -571,6 +795,15 @@ pub(crate) struct ReaderCore {
     release_every: u64,
     /// Times this reader found the stream empty (wrapping), for [`IDLE_PREFETCH`].
     idle: u32,
+    /// Set when a record was taken by its mark before the writer stored `W` past it: the `W`
+    /// it was taken at, which `W` may still show. While set, `R` is not published, so that
+    /// `W` cannot come back to this value (it never lands on `R` from below).
+    lead: Option<u64>,
+    /// The announced grant this reader watches (taken from `W`'s line when its sequence word
+    /// changes), if it is for the reader's position and passed validation.
+    grant: Option<Announced>,
+    /// The sequence word `grant` was read at.
+    grant_seq: u64,
     /// Wake syscalls made for a parked writer (diagnostics).
     pub(crate) wakes: u64,
 }
@@ -597,6 +830,9 @@ impl ReaderCore {
             unreleased: 0,
             release_every: (geo.capacity / 8).max(1),
             idle: 0,
+            lead: None,
+            grant: None,
+            grant_seq: 0,
             wakes: 0,
         };
         // Acquire: on a takeover, the previous reader's `R` (its last release) is where we go on.
@@ -624,9 +860,16 @@ impl ReaderCore {
     fn load_write(&mut self) -> Result<u64, Corrupt> {
         // SYNC POINT: Acquire pairs with the writer's Release store of `W` in `commit`. (As the
         // re-check after `announce`, it is ordered by that fence.)
-        let w = self.ctl().write.0.load(Ordering::Acquire);
+        let w = self.ctl().write.0.cursor.load(Ordering::Acquire);
         // Hostile input: `W` is written by another process.
         self.geo.cursor("write cursor", w)?;
+        if let Some(before) = self.lead {
+            if w == before {
+                // The writer has not yet stored `W` past the record we took by its mark.
+                return Ok(self.pos);
+            }
+            self.lead = None;
+        }
         self.cached_write = w;
         Ok(w)
     }
@@ -644,7 +887,11 @@ impl ReaderCore {
         // SAFETY: the control block is valid for the core's life (contract of `new`); the
         // reference is used only within this call.
         let word = unsafe { &ctl.as_ref().reader_wait.0 };
-        park(word, timeout, || self.has_data())
+        // Also ready when the re-check finds `W` past a record taken by its mark (`lead`):
+        // `R` was held back for it, and the writer may be waiting for that room.
+        park(word, timeout, || {
+            Ok(self.has_data()? || (self.lead.is_none() && self.released != self.read))
+        })
     }
 
     /// Wakes a writer parked on a full stream (the reader is leaving).
@@ -666,12 +913,19 @@ impl ReaderCore {
                 // (Records handed out and still held, such as a batch being gathered, are
                 // not released yet and stay.)
                 self.publish();
+                self.watch_announced();
+                if let Some(rec) = self.take_marked()? {
+                    return Ok(Some(rec));
+                }
                 self.idle = self.idle.wrapping_add(1);
                 if self.idle.is_multiple_of(IDLE_PREFETCH) {
                     self.prefetch_next_header();
                 }
                 return Ok(None);
             }
+            // `W` moved past our position: the grant announced there, if we watched one, was
+            // committed (or abandoned for another record); its mark must not give it twice.
+            self.grant = None;
         }
         let end = if w > self.pos {
             w
@@ -738,6 +992,99 @@ impl ReaderCore {
         self.pos += framed;
         self.unreleased += framed;
         Ok(Some(rec))
+    }
+
+    /// On an empty stream: the announced grant at our position if its mark shows that it is
+    /// committed, taken before the writer's `W` says so (see [`Announced`]).
+    #[inline]
+    fn take_marked(&mut self) -> Result<Option<Record>, Corrupt> {
+        let Some(a) = self.grant else {
+            return Ok(None);
+        };
+        let at = a.start + self.geo.framed(a.len).unwrap_or(0);
+        // SYNC POINT: Acquire pairs with the Release store of the mark in `WriterCore::mark`:
+        // the payload (and the header of a shorter commit) are visible after it.
+        let m = self.word(at).load(core::sync::atomic::Ordering::Acquire);
+        if m & !1 != a.mark {
+            return Ok(None);
+        }
+        let len = if m & 1 == 0 {
+            a.len
+        } else {
+            u64::from_le(
+                self.word(a.start)
+                    .load(core::sync::atomic::Ordering::Relaxed),
+            )
+        };
+        let Some(framed) = self.geo.framed(len).filter(|_| len <= a.len) else {
+            return Err(Corrupt {
+                what: "record length",
+                value: len,
+                expected: "at most the length announced for the grant",
+            });
+        };
+        self.grant = None;
+        self.lead = Some(self.pos);
+        self.pos = a.start + framed;
+        self.cached_write = self.pos;
+        self.unreleased += framed;
+        Ok(Some(Record {
+            payload: a.start + self.geo.header,
+            len,
+        }))
+    }
+
+    /// On an empty stream: watches the grant announced on `W`'s line if it changed, unless a
+    /// record taken by its mark is still ahead of `W`.
+    #[inline]
+    fn watch_announced(&mut self) {
+        if self.lead.is_some() {
+            return;
+        }
+        // Relaxed: a cheap look for a change; `Announced::load` reads it again with Acquire.
+        let seq = self.ctl().write.0.grant_seq.load(Ordering::Relaxed);
+        if seq != self.grant_seq {
+            self.grant_seq = seq;
+            self.grant = self.watch_grant();
+        }
+    }
+
+    /// The announcement on `W`'s line if it is one this reader may take by its mark: pending,
+    /// reserved at our position, placed where the writer could place it (at our position or,
+    /// wrapping, at 0), and with its mark in free room before the end or before `R`.
+    /// Hostile input: anything else is ignored, and `W` alone decides.
+    #[cold]
+    #[inline(never)]
+    fn watch_grant(&self) -> Option<Announced> {
+        let a = Announced::load(&self.ctl().write.0)?;
+        let framed = self.geo.framed(a.len)?;
+        let wrap = a.start == 0 && self.pos != 0;
+        if a.base != self.pos || (!wrap && a.start != self.pos) {
+            return None;
+        }
+        // Where free room ends: `R` when the buffer is inverted or the record wraps, else the
+        // end of the data (the writer checked the same against its copy of `R`, which is never
+        // ahead of ours).
+        let limit = if wrap || self.pos < self.read {
+            self.read
+        } else {
+            self.geo.capacity
+        };
+        if wrap && self.pos < self.read {
+            return None;
+        }
+        (a.start + framed + 8 <= limit).then_some(a)
+    }
+
+    /// The 8-byte word at offset `at` of the data area.
+    #[inline(always)]
+    fn word(&self, at: u64) -> &core::sync::atomic::AtomicU64 {
+        debug_assert!(at.is_multiple_of(8) && at + 8 <= self.geo.capacity);
+        // SAFETY: callers pass a record start (a multiple of the alignment) or the word after
+        // a framed record, both checked in `watch_grant` to lie with 8 bytes before the end;
+        // the data area is aligned to at least 8. Read atomically: the writer (or a hostile
+        // peer) may write it concurrently.
+        unsafe { &*(self.data.as_ptr().add(at as usize) as *const core::sync::atomic::AtomicU64) }
     }
 
     /// Asks the CPU to load the header lines where the next record can start: at our position,
@@ -810,6 +1157,12 @@ impl ReaderCore {
     #[inline]
     pub(crate) fn publish(&mut self) -> bool {
         if self.released == self.read {
+            return false;
+        }
+        // A record taken by its mark is given back only once `W` is past it (see `lead`);
+        // the writer stores `W` right after the mark, so one look usually finds it there. A
+        // bad `W` is reported by the next `try_next`.
+        if self.lead.is_some() && (self.load_write().is_err() || self.lead.is_some()) {
             return false;
         }
         // SYNC POINT: Release pairs with the writer's Acquire load of `R` in `load_read` (our

@@ -201,14 +201,39 @@ impl WaitWord {
     }
 }
 
+/// `W` and, beside it on the line the reader polls, the writer's announcement of a large grant
+/// it is filling (docs/protocol.md, "Commit marks"). Written by the writer only.
+///
+/// The announcement is a seqlock: `grant_seq` is `4k + 1` while the fields change, `4k + 2`
+/// once they describe grant `k` (pending: its commit may come as a mark), and `4k + 3` once
+/// that grant is committed through `W` or abandoned. 0: no grant was ever announced.
+#[derive(Debug, Default)]
+#[repr(C)]
+pub(crate) struct WriteLine {
+    /// `W`, the end of committed data; range `0 ..= capacity`.
+    pub(crate) cursor: AtomicU64,
+    /// The announcement's sequence word (see above).
+    pub(crate) grant_seq: AtomicU64,
+    /// `W` when the grant was reserved: the reader takes its mark only at this position.
+    pub(crate) grant_base: AtomicU64,
+    /// Where the grant's record starts: `grant_base`, or 0 if it wraps.
+    pub(crate) grant_start: AtomicU64,
+    /// The payload bytes reserved; the mark lies right after the framed record.
+    pub(crate) grant_len: AtomicU64,
+    /// The mark the commit stores there (bit 63 set, bit 0 clear; bit 0 set on the mark of a
+    /// commit shorter than the reservation, whose header then holds the length).
+    pub(crate) grant_mark: AtomicU64,
+}
+
 /// The control block. Each cursor has exactly one writer and its own cache line.
 #[derive(Debug, Default)]
 #[repr(C)]
 pub(crate) struct StreamControl {
     /// Written by the creator before ready; read once by each opener.
     pub(crate) config: Line<Config>,
-    /// `W`, the end of committed data. Written by the writer only; range `0 ..= capacity`.
-    pub(crate) write: Line<AtomicU64>,
+    /// `W` and the writer's announcement of the grant it is filling. Written by the writer
+    /// only.
+    pub(crate) write: Line<WriteLine>,
     /// `L`, the end of the data before the wrap: meaningful only while the buffer is inverted
     /// (`W < R`). Written by the writer only, before the `W` store that inverts the buffer;
     /// range `0 ..= capacity`.

@@ -76,9 +76,14 @@ pub(crate) mod heap {
         }
 
         pub(crate) fn writer(&self) -> WriterCore {
+            self.try_writer().unwrap()
+        }
+
+        /// A writer, or the corruption its constructor found (a takeover of a scribbled stream).
+        pub(crate) fn try_writer(&self) -> Result<WriterCore, super::bipbuf::Corrupt> {
             // SAFETY: the memory lives as long as `self`, which the tests keep alive longer than
             // the cores; one writer per stream in every test.
-            unsafe { WriterCore::new(NonNull::from(&*self.ctl), self.data, self.geo) }.unwrap()
+            unsafe { WriterCore::new(NonNull::from(&*self.ctl), self.data, self.geo) }
         }
 
         pub(crate) fn reader(&self) -> ReaderCore {

@@ -34,12 +34,14 @@ fn check(r: &ReaderCore, rec: &super::super::bipbuf::Record, len: u64, seq: u64)
 #[derive(Debug, Clone)]
 enum Op {
     /// Reserve this many payload bytes; then commit `used` (a fraction) or abort; `prepared`:
-    /// as a grant filled in place (`prepare`, `commit_prepared`), else as a copy (`commit`).
+    /// as a grant filled in place (`prepare`, `commit_prepared`), else as a copy (`commit`);
+    /// `split` (a grant): the reader looks once between the commit's mark and its `W`.
     Write {
         len: u64,
         used_frac: u8,
         abort: bool,
         prepared: bool,
+        split: bool,
     },
     /// Take up to this many records without releasing.
     Read { n: u8 },
@@ -51,12 +53,13 @@ enum Op {
 
 fn op(max: u64) -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0..=max, any::<u8>(), prop::bool::weighted(0.15), any::<bool>())
-            .prop_map(|(len, used_frac, abort, prepared)| Op::Write {
+        4 => (0..=max, any::<u8>(), prop::bool::weighted(0.15), any::<bool>(), any::<bool>())
+            .prop_map(|(len, used_frac, abort, prepared, split)| Op::Write {
                 len,
                 used_frac,
                 abort,
                 prepared,
+                split,
             }),
         3 => (1u8..6).prop_map(|n| Op::Read { n }),
         1 => Just(Op::Release),
@@ -79,6 +82,8 @@ fn run(capacity: u64, align: u64, window: Option<u64>, ops: &[Op]) {
     w.set_window(window);
     let mut r = s.reader();
     let max = s.geo.max_payload();
+    // Grants from a quarter of the maximum up are announced and commit with a mark.
+    w.mark_from = max / 4;
     let mut m = Model {
         unread: VecDeque::new(),
         taken: Vec::new(),
@@ -92,6 +97,7 @@ fn run(capacity: u64, align: u64, window: Option<u64>, ops: &[Op]) {
                 used_frac,
                 abort,
                 prepared,
+                split,
             } => match w.try_reserve(len) {
                 Ok(res) => {
                     assert_eq!(res.len, len);
@@ -101,12 +107,17 @@ fn run(capacity: u64, align: u64, window: Option<u64>, ops: &[Op]) {
                         continue;
                     }
                     fill(&w, &res, used, m.next_seq);
+                    m.unread.push_back((m.next_seq, used));
+                    m.next_seq += 1;
                     match p {
+                        Some(p) if split => {
+                            let end = w.mark(&p, used);
+                            between_mark_and_w(&mut r, &mut m, p.is_marked());
+                            w.publish_prepared(&p, end)
+                        }
                         Some(p) => w.commit_prepared(&p, used),
                         None => w.commit(res, used),
                     };
-                    m.unread.push_back((m.next_seq, used));
-                    m.next_seq += 1;
                 }
                 Err(ReserveError::TooLarge { max: reported }) => {
                     assert_eq!(reported, max);
@@ -161,7 +172,7 @@ fn run(capacity: u64, align: u64, window: Option<u64>, ops: &[Op]) {
             }
         }
         // Invariants after every step.
-        let wc = s.ctl.write.0.load(Ordering::Relaxed);
+        let wc = s.ctl.write.0.cursor.load(Ordering::Relaxed);
         let rc = s.ctl.read.0.load(Ordering::Relaxed);
         assert!(wc <= capacity && rc <= capacity);
         assert_eq!(wc % align, 0);
@@ -178,6 +189,29 @@ fn run(capacity: u64, align: u64, window: Option<u64>, ops: &[Op]) {
         check(&r, &rec, len, seq);
     }
     assert!(m.unread.is_empty());
+}
+
+/// One read between a grant's mark and its `W`: a reader that has read everything before it
+/// takes the record by its mark if it was announced; otherwise it reads what `W` shows, which
+/// is everything before the record.
+fn between_mark_and_w(r: &mut ReaderCore, m: &mut Model, marked: bool) {
+    let last = m.unread.len() == 1;
+    match r.try_next().expect("no corruption") {
+        Some(rec) => {
+            assert!(
+                !last || marked,
+                "a record was seen before its W without a mark"
+            );
+            let (seq, len) = m.unread.pop_front().expect("the model has a record");
+            check(r, &rec, len, seq);
+            m.taken.push((seq, len));
+        }
+        None => {
+            assert!(last, "the reader missed {} records", m.unread.len() - 1);
+            assert!(!marked, "a marked record was not taken by its mark");
+            m.released.clear();
+        }
+    }
 }
 
 #[cfg(not(miri))]
@@ -484,6 +518,171 @@ fn equal_records_wrapping_at_one_place_store_the_watermark_once() {
     assert_eq!(s.ctl.watermark.0.load(Ordering::Relaxed), 3024);
 }
 
+/// A grant of `len` bytes reserved, announced (every grant is, here) and filled with record
+/// `seq`'s pattern.
+fn marked_grant(w: &mut WriterCore, len: u64, seq: u64) -> super::super::bipbuf::Prepared {
+    w.mark_from = 0;
+    let res = w.try_reserve(len).unwrap();
+    let p = w.prepare(res);
+    assert!(p.is_marked());
+    fill(w, &res, len, seq);
+    p
+}
+
+#[test]
+fn a_marked_grant_is_taken_before_its_w_and_given_back_after_it() {
+    let s = HeapStream::new(4096, 8);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    let p = marked_grant(&mut w, 300, 1);
+    assert!(r.try_next().unwrap().is_none(), "nothing before the mark");
+    let end = w.mark(&p, 300);
+    let rec = r.try_next().unwrap().expect("taken by its mark, before W");
+    check(&r, &rec, 300, 1);
+    assert_eq!(
+        s.ctl.write.0.cursor.load(Ordering::Relaxed),
+        0,
+        "W not stored yet"
+    );
+    r.release();
+    r.publish();
+    assert!(
+        r.try_next().unwrap().is_none(),
+        "the old W shows nothing new"
+    );
+    assert_eq!(
+        s.ctl.read.0.load(Ordering::Relaxed),
+        0,
+        "R stays behind W until W is past the record"
+    );
+    w.publish_prepared(&p, end);
+    assert!(r.try_next().unwrap().is_none(), "taken once");
+    assert_eq!(s.ctl.read.0.load(Ordering::Relaxed), end, "given back");
+    // A shorter commit: the mark says so, and the header holds the length.
+    let p = marked_grant(&mut w, 300, 2);
+    let end = w.mark(&p, 40);
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 40, 2);
+    w.publish_prepared(&p, end);
+    r.release();
+    // Copies after it go on from the shorter record's end.
+    put(&mut w, 16, 3).unwrap();
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 16, 3);
+}
+
+#[test]
+fn a_grant_read_through_w_is_not_taken_again_by_its_mark() {
+    let s = HeapStream::new(4096, 8);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    let p = marked_grant(&mut w, 300, 1);
+    assert!(
+        r.try_next().unwrap().is_none(),
+        "the reader watches the grant"
+    );
+    let end = w.mark(&p, 300);
+    // `W` becomes visible before the reader looks at the mark, and before the writer settles
+    // the announcement (as `publish_prepared` does, in two steps).
+    s.ctl.write.0.cursor.store(end, Ordering::Release);
+    let rec = r.try_next().unwrap().expect("read through W");
+    check(&r, &rec, 300, 1);
+    assert!(r.try_next().unwrap().is_none(), "the same record again");
+    w.publish_prepared(&p, end);
+    assert!(r.try_next().unwrap().is_none());
+}
+
+/// A writer killed where it stands: its core goes, storing nothing more (it has no `Drop`).
+fn dies(_killed: WriterCore) {}
+
+#[test]
+fn a_writer_taking_over_finishes_a_grant_its_predecessor_marked() {
+    let s = HeapStream::new(4096, 8);
+    let mut r = s.reader();
+    // The writer dies between the mark and W; the reader has taken the record by its mark.
+    let mut w = s.writer();
+    let p = marked_grant(&mut w, 300, 1);
+    let end = w.mark(&p, 300);
+    dies(w);
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 300, 1);
+    r.release();
+    let mut w = s.writer();
+    assert_eq!(
+        s.ctl.write.0.cursor.load(Ordering::Relaxed),
+        end,
+        "W moved past it"
+    );
+    assert!(r.try_next().unwrap().is_none(), "taken once");
+    put(&mut w, 16, 2).unwrap();
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 16, 2);
+    r.release();
+    // The same, wrapping, with no reader watching: it reads the record through W.
+    put(&mut w, 2000, 3).unwrap();
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 2000, 3);
+    r.release();
+    r.publish();
+    let p = marked_grant(&mut w, 1800, 4);
+    assert!(p.res.wrap);
+    w.mark(&p, 500);
+    dies(w);
+    let mut w = s.writer();
+    let rec = r.try_next().unwrap().expect("finished by the new writer");
+    check(&r, &rec, 500, 4);
+    // And a grant that was never marked stays invisible.
+    let _abandoned = marked_grant(&mut w, 100, 5);
+    dies(w);
+    let w = s.writer();
+    assert!(r.try_next().unwrap().is_none());
+    dies(w);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: CASES * 4, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// A hostile peer writes any announcement and any word where its mark would lie: the
+    /// reader either ignores it or hands out a record inside the data area; never a panic.
+    #[test]
+    fn hostile_announcements_are_bounded(
+        seq in any::<u64>(),
+        base in prop_oneof![Just(0u64), Just(64u64), any::<u64>()],
+        start in prop_oneof![Just(0u64), Just(64u64), any::<u64>()],
+        len in prop_oneof![0u64..2000, any::<u64>()],
+        mark in any::<u64>(),
+        at in 0u64..512,
+        word in any::<u64>(),
+        reads in 0usize..3,
+    ) {
+        let s = HeapStream::new(4096, 8);
+        let mut w = s.writer();
+        let mut r = s.reader();
+        for i in 0..reads as u64 {
+            put(&mut w, 56, i).unwrap();
+            r.try_next().unwrap().unwrap();
+            r.release();
+        }
+        let line = &s.ctl.write.0;
+        line.grant_seq.store(seq, Ordering::Relaxed);
+        line.grant_base.store(base, Ordering::Relaxed);
+        line.grant_start.store(start, Ordering::Relaxed);
+        line.grant_len.store(len, Ordering::Relaxed);
+        line.grant_mark.store(mark, Ordering::Relaxed);
+        let data = w.payload_ptr(&Reservation { start: 0, len: 0, wrap: false }).wrapping_sub(8);
+        // SAFETY: `at * 8 + 8 <= 4096`, inside the data area.
+        unsafe { (data.add(at as usize * 8) as *mut u64).write(word) };
+        for _ in 0..2 {
+            if let Ok(Some(rec)) = r.try_next() {
+                prop_assert!(rec.payload + rec.len <= 4096);
+            }
+        }
+        // A writer taking over reads the same announcement.
+        dies(w);
+        let _ = s.try_writer();
+    }
+}
+
 #[test]
 fn oversize_is_refused_at_once_and_half_the_capacity_always_fits() {
     let s = HeapStream::new(1024, 8);
@@ -517,10 +716,10 @@ fn hostile_cursors_are_reported_not_used() {
     let res = w.try_reserve(8).unwrap();
     w.commit(res, 8);
     // A write cursor beyond the capacity.
-    s.ctl.write.0.store(10_000, Ordering::Relaxed);
+    s.ctl.write.0.cursor.store(10_000, Ordering::Relaxed);
     let mut r2 = s.reader();
     assert!(r2.try_next().is_err());
-    s.ctl.write.0.store(16, Ordering::Relaxed);
+    s.ctl.write.0.cursor.store(16, Ordering::Relaxed);
     // A record length beyond the committed data.
     // SAFETY: offset 0 of the data area holds the first record's header.
     unsafe {
