@@ -126,6 +126,34 @@ impl Announced {
         crate::sync::fence(Ordering::Acquire);
         (line.grant_seq.load(Ordering::Relaxed) == seq).then_some(a)
     }
+
+    /// What the word `m` found where the mark lies says: `None` if the grant is not committed,
+    /// else its payload length and framed size. A shorter commit's length is read from its
+    /// header, `header` (after the mark's Acquire load); more than was reserved is `Corrupt`.
+    fn committed<'a>(
+        &self,
+        geo: &Geometry,
+        m: u64,
+        header: impl FnOnce() -> &'a core::sync::atomic::AtomicU64,
+    ) -> Result<Option<(u64, u64)>, Corrupt> {
+        if m & !1 != self.mark {
+            return Ok(None);
+        }
+        let len = if m & 1 == 0 {
+            self.len
+        } else {
+            // Relaxed: ordered after the caller's Acquire load of the mark.
+            u64::from_le(header().load(core::sync::atomic::Ordering::Relaxed))
+        };
+        match geo.framed(len).filter(|_| len <= self.len) {
+            Some(framed) => Ok(Some((len, framed))),
+            None => Err(Corrupt {
+                what: "record length",
+                value: len,
+                expected: "at most the length announced for the grant",
+            }),
+        }
+    }
 }
 
 /// Announce on `word`, re-check with `ready`, sleep at most `timeout` if still not ready.
@@ -397,25 +425,10 @@ impl WriterCore {
         if !a.start.is_multiple_of(self.geo.align) || end > self.geo.capacity - 8 {
             return Ok(());
         }
-        // SYNC POINT: Acquire pairs with the Release store of the mark in `commit_prepared`.
+        // SYNC POINT: Acquire pairs with the Release store of the mark in `WriterCore::mark`.
         let m = self.word(end).load(core::sync::atomic::Ordering::Acquire);
-        if m & !1 != a.mark {
+        let Some((_, framed)) = a.committed(&self.geo, m, || self.word(a.start))? else {
             return Ok(()); // never committed
-        }
-        let used = if m & 1 == 0 {
-            a.len
-        } else {
-            u64::from_le(
-                self.word(a.start)
-                    .load(core::sync::atomic::Ordering::Relaxed),
-            )
-        };
-        let Some(framed) = self.geo.framed(used).filter(|_| used <= a.len) else {
-            return Err(Corrupt {
-                what: "record length",
-                value: used,
-                expected: "at most the length announced for the grant",
-            });
         };
         let w = a.start + framed;
         if self.write == a.base {
@@ -1005,23 +1018,8 @@ impl ReaderCore {
         // SYNC POINT: Acquire pairs with the Release store of the mark in `WriterCore::mark`:
         // the payload (and the header of a shorter commit) are visible after it.
         let m = self.word(at).load(core::sync::atomic::Ordering::Acquire);
-        if m & !1 != a.mark {
+        let Some((len, framed)) = a.committed(&self.geo, m, || self.word(a.start))? else {
             return Ok(None);
-        }
-        let len = if m & 1 == 0 {
-            a.len
-        } else {
-            u64::from_le(
-                self.word(a.start)
-                    .load(core::sync::atomic::Ordering::Relaxed),
-            )
-        };
-        let Some(framed) = self.geo.framed(len).filter(|_| len <= a.len) else {
-            return Err(Corrupt {
-                what: "record length",
-                value: len,
-                expected: "at most the length announced for the grant",
-            });
         };
         self.grant = None;
         self.lead = Some(self.pos);

@@ -8,37 +8,26 @@ use loom::sync::Arc;
 use loom::thread;
 
 fn write_blocking(w: &mut WriterCore, len: u64, tag: u8) {
+    send_blocking(w, len, tag, false);
+}
+
+/// Sends a record of `len` bytes of `tag`, waiting for room: copied in (`commit`), or with
+/// `grant` as a grant filled in place (`prepare`, `commit_prepared`; announced and committed
+/// by a mark when the writer's `mark_from` says so and the mark finds room).
+fn send_blocking(w: &mut WriterCore, len: u64, tag: u8, grant: bool) {
     loop {
         match w.try_reserve(len) {
             Ok(res) => {
+                let prepared = grant.then(|| w.prepare(res));
                 let p = w.payload_ptr(&res);
                 for i in 0..len as usize {
                     // SAFETY: inside the reservation.
                     unsafe { p.add(i).write(tag) };
                 }
-                w.commit(res, len);
-                return;
-            }
-            Err(ReserveError::Full) => {}
-            Err(e) => panic!("{e:?}"),
-        }
-        w.park_for_room(len, None).unwrap();
-    }
-}
-
-/// As `write_blocking`, as a grant filled in place; announced (and committed by a mark) when
-/// the writer's `mark_from` says so and the mark finds room.
-fn grant_blocking(w: &mut WriterCore, len: u64, tag: u8) {
-    loop {
-        match w.try_reserve(len) {
-            Ok(res) => {
-                let p = w.prepare(res);
-                let ptr = w.payload_ptr(&res);
-                for i in 0..len as usize {
-                    // SAFETY: inside the reservation.
-                    unsafe { ptr.add(i).write(tag) };
-                }
-                w.commit_prepared(&p, len);
+                match prepared {
+                    Some(g) => w.commit_prepared(&g, len),
+                    None => w.commit(res, len),
+                };
                 return;
             }
             Err(ReserveError::Full) => {}
@@ -123,9 +112,9 @@ fn loom_marked_grants_arrive_once_and_whole() {
         let writer = thread::spawn(move || {
             let mut w = s2.writer();
             w.mark_from = 0;
-            grant_blocking(&mut w, 16, 1);
-            grant_blocking(&mut w, 8, 2);
-            grant_blocking(&mut w, 24, 3);
+            send_blocking(&mut w, 16, 1, true);
+            send_blocking(&mut w, 8, 2, true);
+            send_blocking(&mut w, 24, 3, true);
         });
         let mut r = s.reader();
         assert_eq!(read_blocking(&mut r), (16, 1));
