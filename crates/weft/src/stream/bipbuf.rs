@@ -257,8 +257,9 @@ impl Prepared {
     }
 }
 
-// SAFETY: `cursor` points at an atomic in the control block of the core that made it, which is
-// `Send`; moving the grant to another thread moves no access but that atomic's.
+// SAFETY: `cursor` and `mark_at` point at an atomic in the control block and a word of the
+// data area of the core that made the grant, which is `Send`; moving the grant to another
+// thread moves no access but those two atomics'.
 unsafe impl Send for Prepared {}
 
 /// A committed record found by the reader.
@@ -444,7 +445,7 @@ impl WriterCore {
             .write
             .0
             .grant_seq
-            .store(a.seq + 1, Ordering::Relaxed);
+            .store(a.seq | 3, Ordering::Relaxed);
         Ok(())
     }
 
@@ -582,19 +583,20 @@ impl WriterCore {
     #[cold]
     #[inline(never)]
     fn announce(&mut self, p: &mut Prepared) {
-        self.grants += 1;
+        // Wrapping: `k` came from shared memory on a takeover, and may be anything.
+        self.grants = self.grants.wrapping_add(1);
         let k = self.grants;
         let line = &self.ctl().write.0;
         p.mark = mark_value(k, self.mark_key);
         let word = self.word(p.end);
-        p.grant_seq = 4 * k + 2;
+        p.grant_seq = k.wrapping_mul(4).wrapping_add(2);
         // Not a mark: clears what an earlier lap left there, and brings the word's page and
         // line to this core now, so that the commit finds both at hand.
         word.store(0, core::sync::atomic::Ordering::Relaxed);
         p.mark_at = Some(NonNull::from(word));
         // Relaxed, then the fence: a reader that sees any field below sees this odd value in
         // its re-read (the fence pairs with the reader's Acquire fence in `Announced::load`).
-        line.grant_seq.store(4 * k + 1, Ordering::Relaxed);
+        line.grant_seq.store(p.grant_seq - 1, Ordering::Relaxed);
         crate::sync::fence(Ordering::Release);
         line.grant_base.store(self.write, Ordering::Relaxed);
         line.grant_start.store(p.res.start, Ordering::Relaxed);
@@ -714,7 +716,7 @@ impl WriterCore {
                 .write
                 .0
                 .grant_seq
-                .store(p.grant_seq + 1, Ordering::Relaxed);
+                .store(p.grant_seq | 3, Ordering::Relaxed);
         }
         woke
     }
