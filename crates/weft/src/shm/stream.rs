@@ -840,7 +840,8 @@ impl core::ops::Deref for WriteGrant<'_> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         // SAFETY: the reservation's bytes are inside the data area and owned by the writer
-        // until commit (the reader never reads beyond `W`); any bit pattern is a valid u8.
+        // until commit (the reader never reads beyond `W`, nor a grant whose mark the commit
+        // has not stored); any bit pattern is a valid u8.
         unsafe {
             core::slice::from_raw_parts(
                 self.writer.core.payload_ptr(&self.prepared.res),

@@ -102,11 +102,15 @@ pub(crate) struct Announced {
     len: u64,
     /// The mark's value for a commit of all `len` bytes (bit 0 set: shorter).
     mark: u64,
+    /// Where the mark lies: right after the framed record.
+    at: u64,
 }
 
 impl Announced {
-    /// Reads the announcement on `line` if one is pending and whole (a seqlock read).
-    fn load(line: &super::layout::WriteLine) -> Option<Announced> {
+    /// Reads the announcement on `line` if one is pending and whole (a seqlock read), and its
+    /// record and mark lie inside the data area of `geo`, aligned (hostile input: anything
+    /// else is ignored, and `W` alone decides).
+    fn load(line: &super::layout::WriteLine, geo: &Geometry) -> Option<Announced> {
         // SYNC POINT: Acquire pairs with the Release store of `4k + 2` in `WriterCore::announce`:
         // the fields read next are at least that grant's.
         let seq = line.grant_seq.load(Ordering::Acquire);
@@ -114,17 +118,27 @@ impl Announced {
             return None;
         }
         // Relaxed: checked by the re-read of the sequence below.
-        let a = Announced {
-            seq,
-            base: line.grant_base.load(Ordering::Relaxed),
-            start: line.grant_start.load(Ordering::Relaxed),
-            len: line.grant_len.load(Ordering::Relaxed),
-            mark: line.grant_mark.load(Ordering::Relaxed),
-        };
+        let (base, start, len, mark) = (
+            line.grant_base.load(Ordering::Relaxed),
+            line.grant_start.load(Ordering::Relaxed),
+            line.grant_len.load(Ordering::Relaxed),
+            line.grant_mark.load(Ordering::Relaxed),
+        );
         // SYNC POINT: orders the field loads before the re-read; pairs with the Release fence
         // in `announce` (a field of a later grant implies its odd sequence is visible).
         crate::sync::fence(Ordering::Acquire);
-        (line.grant_seq.load(Ordering::Relaxed) == seq).then_some(a)
+        if line.grant_seq.load(Ordering::Relaxed) != seq || !start.is_multiple_of(geo.align) {
+            return None;
+        }
+        let at = geo.framed(len)?.checked_add(start)?;
+        (at <= geo.capacity - 8).then_some(Announced {
+            seq,
+            base,
+            start,
+            len,
+            mark,
+            at,
+        })
     }
 
     /// What the word `m` found where the mark lies says: `None` if the grant is not committed,
@@ -154,6 +168,18 @@ impl Announced {
             }),
         }
     }
+}
+
+/// The 8-byte word at offset `at` of a data area.
+///
+/// # Safety
+/// `data .. data + at + 8` lies inside a live data area (aligned to at least 8, as every
+/// stream's is) for `'a`, and `at` is a multiple of 8. Both cores read and write these words
+/// (record headers, commit marks) only atomically: a hostile peer may write them at any time.
+#[inline(always)]
+unsafe fn data_word<'a>(data: NonNull<u8>, at: u64) -> &'a core::sync::atomic::AtomicU64 {
+    // SAFETY: in bounds and aligned (the caller's contract); any bit pattern is a valid u64.
+    unsafe { &*(data.as_ptr().add(at as usize) as *const core::sync::atomic::AtomicU64) }
 }
 
 /// Announce on `word`, re-check with `ready`, sleep at most `timeout` if still not ready.
@@ -417,27 +443,21 @@ impl WriterCore {
     fn finish_announced(&mut self) -> Result<(), Corrupt> {
         // Relaxed: only its `k` is used here; `Announced::load` reads it again with Acquire.
         self.grants = self.ctl().write.0.grant_seq.load(Ordering::Relaxed) / 4;
-        let Some(a) = Announced::load(&self.ctl().write.0) else {
+        let Some(a) = Announced::load(&self.ctl().write.0, &self.geo) else {
             return Ok(());
         };
-        let Some(end) = self.geo.framed(a.len).and_then(|f| f.checked_add(a.start)) else {
-            return Ok(());
-        };
-        if !a.start.is_multiple_of(self.geo.align) || end > self.geo.capacity - 8 {
-            return Ok(());
-        }
         // SYNC POINT: Acquire pairs with the Release store of the mark in `WriterCore::mark`.
-        let m = self.word(end).load(core::sync::atomic::Ordering::Acquire);
+        let m = self.word(a.at).load(core::sync::atomic::Ordering::Acquire);
         let Some((_, framed)) = a.committed(&self.geo, m, || self.word(a.start))? else {
             return Ok(()); // never committed
         };
-        let w = a.start + framed;
         if self.write == a.base {
-            if a.start == 0 && a.base != 0 {
+            let wrap = a.start == 0 && a.base != 0;
+            if wrap {
                 self.store_watermark(a.base);
             }
             let cursor = NonNull::from(&self.ctl().write.0.cursor);
-            self.publish_write(cursor, w, a.start == 0 && a.base != 0);
+            self.publish_write(cursor, a.start + framed, wrap);
         }
         // Relaxed: the grant is settled; a reader seeing the old value finds its mark taken or
         // its base passed.
@@ -618,11 +638,9 @@ impl WriterCore {
         debug_assert!(at.is_multiple_of(8) && at + 8 <= self.geo.capacity);
         // SAFETY: every caller passes a multiple of 8 with `at + 8 <= capacity`: a record's
         // start placed by `fit` (0 always has room for a header), or the word after a framed
-        // record that `prepare` or `finish_announced` checked to lie before the end; the data
-        // area is aligned to at least 8. The reader reads these words atomically too: a
-        // header after its Acquire load of `W` (never beyond `W`, where this record lies
-        // until it is committed), a mark at any time.
-        unsafe { &*(self.data.as_ptr().add(at as usize) as *const core::sync::atomic::AtomicU64) }
+        // record that `prepare` checked, or `Announced::load` validated, to lie before the end.
+        // The data area is valid for the core's life (contract of `new`).
+        unsafe { data_word(self.data, at) }
     }
 
     /// Parks until a payload of `len` bytes may fit, at most `timeout` (the caller loops on
@@ -979,14 +997,12 @@ impl ReaderCore {
                 expected: "a whole record header before the end of the data",
             });
         }
-        // SAFETY: `pos + 8 <= end <= capacity` (checked above), `pos` is a multiple of the
-        // alignment (every record's framed size is), so the word is inside the data area and
-        // aligned; it is read atomically because a hostile peer may write it concurrently.
-        let raw = unsafe {
-            (*(self.data.as_ptr().add(self.pos as usize) as *const core::sync::atomic::AtomicU64))
-                .load(core::sync::atomic::Ordering::Relaxed)
-        };
-        let len = u64::from_le(raw);
+        // `pos + 8 <= end <= capacity` (checked above) and `pos` is a multiple of the alignment
+        // (every record's framed size is). Relaxed: ordered after our Acquire load of `W`.
+        let len = u64::from_le(
+            self.word(self.pos)
+                .load(core::sync::atomic::Ordering::Relaxed),
+        );
         let framed = match self.geo.framed(len) {
             Some(f) if f <= room => f,
             _ => {
@@ -1016,10 +1032,9 @@ impl ReaderCore {
         let Some(a) = self.grant else {
             return Ok(None);
         };
-        let at = a.start + self.geo.framed(a.len).unwrap_or(0);
         // SYNC POINT: Acquire pairs with the Release store of the mark in `WriterCore::mark`:
         // the payload (and the header of a shorter commit) are visible after it.
-        let m = self.word(at).load(core::sync::atomic::Ordering::Acquire);
+        let m = self.word(a.at).load(core::sync::atomic::Ordering::Acquire);
         let Some((len, framed)) = a.committed(&self.geo, m, || self.word(a.start))? else {
             return Ok(None);
         };
@@ -1056,8 +1071,7 @@ impl ReaderCore {
     #[cold]
     #[inline(never)]
     fn watch_grant(&self) -> Option<Announced> {
-        let a = Announced::load(&self.ctl().write.0)?;
-        let framed = self.geo.framed(a.len)?;
+        let a = Announced::load(&self.ctl().write.0, &self.geo)?;
         let wrap = a.start == 0 && self.pos != 0;
         if a.base != self.pos || (!wrap && a.start != self.pos) {
             return None;
@@ -1065,26 +1079,26 @@ impl ReaderCore {
         // Where free room ends: `R` when the buffer is inverted or the record wraps, else the
         // end of the data (the writer checked the same against its copy of `R`, which is never
         // ahead of ours).
+        if wrap && self.pos < self.read {
+            return None;
+        }
         let limit = if wrap || self.pos < self.read {
             self.read
         } else {
             self.geo.capacity
         };
-        if wrap && self.pos < self.read {
-            return None;
-        }
-        (a.start + framed + 8 <= limit).then_some(a)
+        (a.at + 8 <= limit).then_some(a)
     }
 
     /// The 8-byte word at offset `at` of the data area.
     #[inline(always)]
     fn word(&self, at: u64) -> &core::sync::atomic::AtomicU64 {
         debug_assert!(at.is_multiple_of(8) && at + 8 <= self.geo.capacity);
-        // SAFETY: callers pass a record start (a multiple of the alignment) or the word after
-        // a framed record, both checked in `watch_grant` to lie with 8 bytes before the end;
-        // the data area is aligned to at least 8. Read atomically: the writer (or a hostile
-        // peer) may write it concurrently.
-        unsafe { &*(self.data.as_ptr().add(at as usize) as *const core::sync::atomic::AtomicU64) }
+        // SAFETY: callers pass a record start with a whole header before the end of the data
+        // (checked in `try_next`) or a grant's record start or mark, which `Announced::load`
+        // validated to lie, aligned, with 8 bytes before the end. The data area is valid for
+        // the core's life (contract of `new`).
+        unsafe { data_word(self.data, at) }
     }
 
     /// Asks the CPU to load the header lines where the next record can start: at our position,
