@@ -68,6 +68,16 @@ pub(crate) fn sliced<T: Send>(
     sliced_retry(py, until, |e| matches!(e, weft::Error::Timeout), attempt)
 }
 
+/// Whether an open or connect is retried while its timeout lasts: the object is not there yet,
+/// or its creator has not finished it yet. A slice can end between the creator's exclusive
+/// create and its `ready` store; only the caller's whole timeout decides that it never came.
+pub(crate) fn not_there_yet(e: &weft::Error) -> bool {
+    matches!(
+        e,
+        weft::Error::NotFound { .. } | weft::Error::NotReady { .. }
+    )
+}
+
 /// As [`sliced`], going on after every error for which `retry` is true (`NotFound` while
 /// waiting for an object to appear, say); once `until` passes, that error is raised.
 ///

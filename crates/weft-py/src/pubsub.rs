@@ -2,7 +2,7 @@
 //! `weft.Topic`, `weft.Loan` (a block of the region's pool, written in place) and
 //! `weft.Sample` (a received message, read in place).
 
-use crate::blocking::{Until, sliced, sliced_retry};
+use crate::blocking::{Until, not_there_yet, sliced, sliced_retry};
 use crate::errors::IntoPy;
 use crate::input::Input;
 use crate::owned::{Owned, closed};
@@ -132,16 +132,10 @@ impl Topic {
     }
 }
 
-/// Whether a connect or subscribe is retried while its timeout lasts: the region or topic is
-/// not there yet.
-fn not_found(e: &weft::Error) -> bool {
-    matches!(e, weft::Error::NotFound { .. })
-}
-
 /// Between two attempts of a connect or subscribe that found nothing: a short pause (neither
 /// waits by itself), within the slice.
 fn poll_pause(e: &weft::Error, slice: std::time::Duration) {
-    if not_found(e) {
+    if not_there_yet(e) {
         std::thread::sleep(slice.min(std::time::Duration::from_millis(1)));
     }
 }
@@ -511,7 +505,7 @@ impl Subscriber {
     ) -> PyResult<Subscriber> {
         let config = Config::default().wait(wait_strategy(wait)?);
         let until = Until::from_secs(timeout)?;
-        let s = sliced_retry(py, until, not_found, |slice| {
+        let s = sliced_retry(py, until, not_there_yet, |slice| {
             RsSubscriber::connect_with(region, &config).inspect_err(|e| poll_pause(e, slice))
         })?;
         Ok(Subscriber {
@@ -539,7 +533,7 @@ impl Subscriber {
     ) -> PyResult<Subscription> {
         let s = self.get()?;
         let until = Until::from_secs(timeout)?;
-        let sub = sliced_retry(py, until, not_found, |slice| {
+        let sub = sliced_retry(py, until, not_there_yet, |slice| {
             s.subscribe_with_history(topic, history)
                 .inspect_err(|e| poll_pause(e, slice))
         })?;

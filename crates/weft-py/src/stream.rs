@@ -1,7 +1,7 @@
 //! `weft.StreamWriter`, `weft.StreamReader` and their grants: `weft.WriteGrant` (room reserved
 //! in the stream, written in place) and `weft.ReadGrant` (a record borrowed in place).
 
-use crate::blocking::{Until, sliced, sliced_retry};
+use crate::blocking::{Until, not_there_yet, sliced, sliced_retry};
 use crate::errors::IntoPy;
 use crate::input::Input;
 use crate::owned::{Access, Lent, Owned};
@@ -399,12 +399,9 @@ impl StreamReader {
     ) -> PyResult<StreamReader> {
         let wait = wait_strategy(wait)?;
         let until = Until::from_secs(timeout)?;
-        let mut r = sliced_retry(
-            py,
-            until,
-            |e| matches!(e, weft::Error::NotFound { .. }),
-            |slice| RsReader::open_timeout(name, slice),
-        )?;
+        let mut r = sliced_retry(py, until, not_there_yet, |slice| {
+            RsReader::open_timeout(name, slice)
+        })?;
         r.set_wait_strategy(wait);
         Ok(StreamReader {
             name: r.name().into(),

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import weft
-from conftest import in_mapping, numpy_address
+from conftest import SHM, in_mapping, numpy_address
 
 
 @pytest.fixture
@@ -263,6 +263,29 @@ def test_open_waits_for_the_stream(name):
 
     made = []
     t = threading.Timer(0.2, lambda: made.append(weft.StreamWriter.create(name, 4096)))
+    t.start()
+    r = weft.StreamReader.open(name, timeout=5)
+    t.join()
+    made[0].write(b"hi")
+    assert bytes(r.read(timeout=5)) == b"hi"
+
+
+def test_open_waits_through_a_creator_that_has_not_finished(name):
+    # A creator between its exclusive create and its `ready` store: the file is there, empty,
+    # for longer than one slice of the wait. The open goes on waiting; it is not NotReady.
+    import threading
+    import time
+
+    half_made = SHM / f"weft.{name}"
+    half_made.touch(mode=0o600)
+    made = []
+
+    def finish():
+        time.sleep(0.3)
+        half_made.unlink()
+        made.append(weft.StreamWriter.create(name, 4096))
+
+    t = threading.Thread(target=finish)
     t.start()
     r = weft.StreamReader.open(name, timeout=5)
     t.join()
