@@ -109,6 +109,18 @@ fn impls(mode: &str, size: usize) -> Vec<(&'static str, &'static str)> {
             ("crossbar-pool", "crossbar 1.2 pool"),
             ("iceoryx2", "iceoryx2 0.10"),
         ],
+        "latest" if size <= 8 => vec![
+            ("weft-latest", "weft 0.1 Latest"),
+            (
+                "weft-latest-inline-single",
+                "weft 0.1 latest inline (single publisher)",
+            ),
+            (
+                "weft-latest-inline-multi",
+                "weft 0.1 latest inline (multi-publisher)",
+            ),
+            ("crossbar-pinned", "crossbar 1.2 pinned"),
+        ],
         "latest" => vec![
             ("weft-latest", "weft 0.1 Latest"),
             ("crossbar-pinned", "crossbar 1.2 pinned"),
@@ -200,14 +212,29 @@ fn make_local(key: &str, name: &str, size: usize) -> Box<dyn Side> {
                 sub: WeftSub { sub, _s: s },
             })
         }
-        "weft-inline-single" | "weft-inline-multi" => {
+        "weft-inline-single"
+        | "weft-inline-multi"
+        | "weft-latest-inline-single"
+        | "weft-latest-inline-multi" => {
             let spec = TopicSpec::inline(8).typed::<u64>();
-            let spec = if key == "weft-inline-single" {
+            let spec = if key.ends_with("-single") {
                 spec.single_publisher()
             } else {
                 spec
             };
-            let (p, topic) = weft_publisher(name, size, spec);
+            let spec = if key.starts_with("weft-latest") {
+                spec.latest()
+            } else {
+                spec
+            };
+            let config = if key.starts_with("weft-latest") {
+                // The newest value is all a latest reader wants: a short ring stays in L1.
+                weft_config(size, &spec).ring_slots(RING)
+            } else {
+                weft_config(size, &spec)
+            };
+            let p = Publisher::create(name, &config).expect("weft create");
+            let topic = p.register_spec("/bench", &spec).expect("weft register");
             let s = Subscriber::connect(name).expect("weft connect");
             let sub = s.subscribe("/bench").expect("weft subscribe");
             Box::new(WeftInlineLocal::new(p, topic, sub, s))

@@ -247,6 +247,119 @@ fn publishers_on_threads_share_one_gap_free_sequence() {
 }
 
 #[test]
+fn a_latest_inline_topic_delivers_only_the_newest_value() {
+    let name = unique("pi-latest");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let spec = TopicSpec::inline(8).latest();
+    let t = p.register_spec("/last", &spec).unwrap();
+    assert_eq!(p.register_spec("/last", &spec).unwrap(), t);
+    // Latest or not is part of the registration; `latest` is for inline topics only.
+    for other in [
+        TopicSpec::inline(8),
+        TopicSpec::inline(8).latest().single_publisher(),
+    ] {
+        assert_eq!(
+            p.register_spec("/last", &other).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+    assert_eq!(
+        p.register_spec("/b", &TopicSpec::new(TopicMode::Blocks).latest())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument
+    );
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/last").unwrap();
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    p.publish(&t, &7u64.to_le_bytes()).unwrap();
+    assert_eq!(*sub.try_recv().unwrap().value::<u64>().unwrap(), 7);
+    // Three laps of the ring: the newest only, and nothing counted as lost.
+    for i in 0..3 * SLOTS {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let m = sub.try_recv().unwrap();
+    assert_eq!(
+        (m.seq(), *m.value::<u64>().unwrap()),
+        (3 * SLOTS, 3 * SLOTS - 1)
+    );
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    let s2 = Subscriber::connect(&name).unwrap();
+    // A late joiner that asks for history gets the newest value at once.
+    let mut late = s2.subscribe_with_history("/last", 3).unwrap();
+    assert_eq!(
+        *late.try_recv().unwrap().value::<u64>().unwrap(),
+        3 * SLOTS - 1
+    );
+    assert!(matches!(late.try_recv(), Err(Error::Empty)));
+    p.publish(&t, &99u64.to_le_bytes()).unwrap();
+    let n = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(*n.value::<u64>().unwrap(), 99);
+    assert_eq!(p.stats(&t).unwrap().lagged, 0);
+    // One publisher at a time and latest values go together.
+    let one = p
+        .register_spec("/one", &TopicSpec::inline(8).latest().single_publisher())
+        .unwrap();
+    let mut sub1 = s.subscribe("/one").unwrap();
+    for i in 0..20u64 {
+        p.publish(&one, &i.to_le_bytes()).unwrap();
+    }
+    assert_eq!(*sub1.try_recv().unwrap().value::<u64>().unwrap(), 19);
+    assert!(matches!(sub1.try_recv(), Err(Error::Empty)));
+}
+
+#[test]
+fn a_latest_inline_reader_sees_whole_values_in_order_from_publishers_on_threads() {
+    let name = unique("pi-latest-mt");
+    let _c = Cleanup(name.clone());
+    let spec = ticks().latest();
+    let p = Publisher::create(&name, &small()).unwrap();
+    p.register_spec("/m", &spec).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_typed::<Tick>("/m").unwrap();
+    let n: u64 = if cfg!(miri) { 20 } else { 100_000 };
+    let threads: Vec<_> = (0..2u64)
+        .map(|id| {
+            let p = Publisher::open(&name).unwrap();
+            let spec = spec.clone();
+            std::thread::spawn(move || {
+                let t = p.register_spec("/m", &spec).unwrap();
+                for i in 0..n {
+                    p.publish_typed(&t, &Tick::new(id, i)).unwrap();
+                }
+            })
+        })
+        .collect();
+    let (mut last_seq, mut last) = (None, [None::<u64>; 2]);
+    let mut received = 0u64;
+    // The last sequence is never overwritten: a latest reader always gets to it.
+    while last_seq != Some(2 * n - 1) {
+        let m = match sub.recv_timeout(Duration::from_secs(5)) {
+            Ok(m) => m,
+            Err(e) => panic!("after {received} values, last {last:?}: {e}"),
+        };
+        let v = *m.value::<Tick>().unwrap();
+        assert!(v.whole(), "a torn value from publisher {}", v.id);
+        assert!(last_seq < Some(m.seq()), "{:?} then {}", last_seq, m.seq());
+        assert!(
+            last[v.id as usize] < Some(v.n),
+            "publisher {} went back",
+            v.id
+        );
+        last_seq = Some(m.seq());
+        last[v.id as usize] = Some(v.n);
+        received += 1;
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(last.contains(&Some(n - 1)));
+    assert!(received <= 2 * n);
+    assert_eq!(s.topics().unwrap()[0].lagged, 0);
+}
+
+#[test]
 fn a_parked_subscriber_is_woken_by_a_publisher_thread() {
     let name = unique("pi-park");
     let _c = Cleanup(name.clone());
@@ -345,6 +458,57 @@ fn a_sequence_claimed_by_a_dead_publisher_is_voided() {
 #[test]
 fn a_sequence_a_dead_publisher_was_writing_is_voided() {
     killed_holding_a_sequence(true);
+}
+
+#[test]
+fn a_latest_inline_reader_takes_what_is_newer_than_a_dead_claim_and_waits_out_the_newest() {
+    for mid_write in [false, true] {
+        let name = unique("pi-latest-dead");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &small()).unwrap();
+        let t = p
+            .register_spec("/d", &TopicSpec::inline(8).latest())
+            .unwrap();
+        let s = Subscriber::connect(&name).unwrap();
+        let mut sub = s.subscribe("/d").unwrap();
+        let mut peer = Peer::spawn(&["pubsub-loan", &name, "/other", "1"]);
+        peer.expect("ready 1");
+        let row = peer_row(&name);
+        assert_eq!(p.publish(&t, &0u64.to_le_bytes()).unwrap(), 0);
+        peer.kill9();
+        // Sequence 1 is the dead one's, claimed and never finished; sequence 2 is newer.
+        dead_claim(&name, row, 0, 0, 1, mid_write);
+        assert_eq!(p.publish(&t, &2u64.to_le_bytes()).unwrap(), 2);
+        let m = sub.try_recv().unwrap();
+        assert_eq!((m.seq(), &*m), (2, &2u64.to_le_bytes()[..]));
+        assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+        // The dead claim is the newest now: the reader delivers what is older once, then
+        // waits at the claim, voids it and waits for something newer.
+        let name2 = unique("pi-latest-dead2");
+        let _c2 = Cleanup(name2.clone());
+        let p = Publisher::create(&name2, &small()).unwrap();
+        let t = p
+            .register_spec("/d", &TopicSpec::inline(8).latest())
+            .unwrap();
+        let s = Subscriber::connect(&name2).unwrap();
+        let mut sub = s.subscribe("/d").unwrap();
+        let mut peer = Peer::spawn(&["pubsub-loan", &name2, "/other", "1"]);
+        peer.expect("ready 1");
+        let row = peer_row(&name2);
+        assert_eq!(p.publish(&t, &0u64.to_le_bytes()).unwrap(), 0);
+        peer.kill9();
+        dead_claim(&name2, row, 0, 0, 1, mid_write);
+        assert_eq!(sub.try_recv().unwrap().seq(), 0);
+        assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+        assert!(matches!(
+            sub.recv_timeout(Duration::from_millis(300)),
+            Err(Error::Timeout)
+        ));
+        assert_eq!(s.topics().unwrap()[0].recovered, 1, "mid_write {mid_write}");
+        assert_eq!(p.publish(&t, &3u64.to_le_bytes()).unwrap(), 2);
+        let m = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!((m.seq(), &*m), (2, &3u64.to_le_bytes()[..]));
+    }
 }
 
 #[test]

@@ -204,6 +204,65 @@ fn wait_free<E>(
     Ok(())
 }
 
+/// What [`read_latest`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Latest {
+    /// The newest complete sequence at or after the reader's position, copied.
+    Got(u64),
+    /// Nothing complete: the oldest sequence at or after the position that is claimed and not
+    /// written (a claim in flight, or a dead claimant's: the reader waits there and may void
+    /// it).
+    Pending(u64),
+    /// Nothing complete and nothing in flight: every sequence up to this one was voided (or
+    /// none was claimed); the reader goes on here.
+    Nothing(u64),
+    /// The ring kept lapping the reader while it walked (or a peer scribbles on the stamps).
+    Busy,
+    /// A claim counter at or above 2^62.
+    Corrupt(u64),
+}
+
+/// Reads the newest complete message of a latest-value inline topic at or after `pos` into
+/// `dst` (at most the ring's value size). The newest claims of several publishers may still
+/// be in flight, or voided, so it walks back from the newest claim, at most one lap and never
+/// below `pos`; a slot overwritten while it walks starts the walk again from the new newest
+/// claim, `retries` times at most. Whole by the seqlock: a copy is kept only if the slot's
+/// stamp said `done(seq)` before and after it.
+pub(crate) fn read_latest(ring: &RawRing, pos: u64, dst: &mut [u8], retries: u32) -> Latest {
+    use crate::ring::raw::Read;
+    for _ in 0..retries {
+        // Acquire: pairs with the AcqRel claims (`RawRing::claim`) and the single publisher's
+        // Release store in `publish_exclusive`. Written by other processes: checked, and only
+        // compared or used as a sequence (a slot index is always `seq & mask`).
+        let head = ring.cursor().load(Ordering::Acquire);
+        if head > LOW {
+            return Latest::Corrupt(head);
+        }
+        let lowest = pos.max(head.saturating_sub(ring.capacity()));
+        let mut pending = None;
+        let mut seq = head;
+        let lapped = loop {
+            if seq <= lowest {
+                break false;
+            }
+            seq -= 1;
+            match ring.read_bytes(seq, dst) {
+                Read::Value(()) => return Latest::Got(seq),
+                Read::NotYet => pending = Some(seq),
+                Read::Void => {}
+                Read::Overrun => break true,
+            }
+        };
+        if !lapped {
+            return match pending {
+                Some(seq) => Latest::Pending(seq),
+                None => Latest::Nothing(pos.max(head)),
+            };
+        }
+    }
+    Latest::Busy
+}
+
 /// What [`unstick`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Unstuck {

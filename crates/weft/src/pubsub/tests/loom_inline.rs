@@ -1,8 +1,9 @@
 //! Loom models of inline topics on the real ring (`ring::raw`, capacity 2) and the real
 //! publish/void code (`pubsub::inline`): a live claimant's sequence is never voided whatever
 //! the interleaving, a void races the next lap's publisher and a second recoverer without
-//! tearing anything, a parked subscriber is woken through the machine-wide handshake, and a
-//! claim racing the free of its unregistered topic never writes into a ring handed on.
+//! tearing anything, a parked subscriber is woken through the machine-wide handshake, a
+//! claim racing the free of its unregistered topic never writes into a ring handed on, and a
+//! latest-value reader gets whole values, each newer than the last.
 
 use super::super::inline::{self, CLAIMING, IDLE, Record, Unstuck};
 use crate::ring::raw::{FLAG_MPMC, RawRing, Read, Shape, done};
@@ -236,5 +237,61 @@ fn loom_inline_a_claim_racing_the_free_of_its_topic_never_writes_into_a_ring_han
             payload.with_mut(|v| unsafe { *v = 0 });
         }
         let _ = publisher.join().unwrap();
+    });
+}
+
+/// A latest-value reader (`inline::read_latest`) reads while two publishers publish three
+/// messages on the two-slot ring (one of them laps the ring): whatever it receives is whole,
+/// newer than what it received before, and a publisher's messages come in its order; once both
+/// publishers are done it receives the newest message, or has received it already.
+#[test]
+fn loom_inline_a_latest_reader_gets_whole_values_each_newer_than_the_last() {
+    use super::super::inline::{Latest, read_latest};
+    builder().check(|| {
+        let shared = ring();
+        let (s1, s2) = (shared.clone(), shared.clone());
+        let a = thread::spawn(move || {
+            let rec = Rec::new();
+            publish(s1.raw, &rec, [1, 3], |_| {});
+            publish(s1.raw, &rec, [2, 6], |_| {})
+        });
+        let b = thread::spawn(move || {
+            let rec = Rec::new();
+            publish(s2.raw, &rec, [10, 30], |_| {})
+        });
+        let raw = shared.raw;
+        let mut pos = 0;
+        let mut last_a = 0;
+        let mut take = |pos: &mut u64| {
+            let mut buf = [0u8; 16];
+            match read_latest(&raw, *pos, &mut buf, 4) {
+                Latest::Got(seq) => {
+                    assert!(seq >= *pos, "went back from {pos} to {seq}");
+                    let v: Msg = bytemuck::cast(buf);
+                    assert_eq!(v[1], v[0] * 3, "torn");
+                    if v[0] < 10 {
+                        assert!(v[0] > last_a, "publisher a's messages out of order");
+                        last_a = v[0];
+                    }
+                    *pos = seq + 1;
+                    Some(seq)
+                }
+                Latest::Pending(seq) | Latest::Nothing(seq) => {
+                    assert!(seq >= *pos);
+                    *pos = seq;
+                    None
+                }
+                Latest::Busy => None,
+                Latest::Corrupt(c) => panic!("counter {c}"),
+            }
+        };
+        take(&mut pos);
+        take(&mut pos);
+        let last = a.join().unwrap().max(b.join().unwrap());
+        assert_eq!(last, 2);
+        if pos <= last {
+            assert_eq!(take(&mut pos), Some(last), "the newest after both finished");
+        }
+        assert_eq!(take(&mut pos), None);
     });
 }

@@ -26,6 +26,9 @@ pub const INLINE_MAX: usize = 56;
 /// Inline flag: one publisher at a time (it holds the lease word of the area: the ring
 /// header's publishers word, participant + 1, 0 none).
 pub(crate) const INLINE_EXCLUSIVE: u32 = 1;
+/// Inline flag: a latest-value topic. Subscribers skip to the newest complete message.
+/// Publishers do not look at this flag.
+pub(crate) const INLINE_LATEST: u32 = 2;
 
 /// Bytes of one inline area: the ring header (three lines: geometry, claim counter, wake
 /// words) and `ring_slots` slots of at most one line each (`ring::raw`, no gates).
@@ -98,7 +101,7 @@ pub(crate) struct TopicEntry {
     /// `type_name` holds it); otherwise `type_name` is the Rust path, for messages only.
     pub(crate) type_flags: AtomicU32,
     /// Inline topics: [`INLINE_EXCLUSIVE`] when one publisher at a time holds the topic's
-    /// lease (the ring's SPMC path).
+    /// lease (the ring's SPMC path), [`INLINE_LATEST`] for a latest-value topic.
     pub(crate) inline_flags: AtomicU32,
     /// The name, little-endian bytes packed into words, zero-padded.
     pub(crate) name: [AtomicU64; 16],

@@ -25,9 +25,9 @@ pub use layout::{INLINE_MAX, TYPE_NAME_MAX};
 pub use name::{TOPIC_MAX, split_uri, validate_topic};
 
 use self::layout::{
-    CONFIG_OFFSET, Geometry, INLINE_EXCLUSIVE, MODE_BLOCKS, MODE_INLINE, MODE_LATEST,
-    REGISTER_LOCK_OFFSET, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY,
-    TYPE_NAMED, fingerprint, pack, pack_name,
+    CONFIG_OFFSET, Geometry, INLINE_EXCLUSIVE, INLINE_LATEST, MODE_BLOCKS, MODE_INLINE,
+    MODE_LATEST, REGISTER_LOCK_OFFSET, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE,
+    TOPIC_READY, TYPE_NAMED, fingerprint, pack, pack_name,
 };
 use self::region::{Member, Region, TypeInfo, corrupt, inline_shape};
 use super::object::{Object, ObjectKind};
@@ -69,7 +69,9 @@ pub enum TopicMode {
     /// older one, never [`Error::Lagged`]). Values live in pool blocks like `Blocks` (the
     /// ring's slot is overwritten in place, the block behind it is not): a reader always holds
     /// a whole value that no writer touches until it lets go, so it is never torn, and a
-    /// reader that dies holding one blocks nobody (its block is reclaimed).
+    /// reader that dies holding one blocks nobody (its block is reclaimed). For values of at
+    /// most [`INLINE_MAX`] bytes, an inline topic with [`TopicSpec::latest`] reads the same
+    /// way without the pool.
     Latest,
     /// Small fixed-size messages (1 to [`INLINE_MAX`] = 56 bytes, so that a slot's stamp and
     /// its message share one cache line) copied into the slots of a seqlock ring in the region:
@@ -298,6 +300,7 @@ pub struct TopicSpec {
     ty: Option<TypeInfo>,
     size: Option<usize>,
     exclusive: bool,
+    latest: bool,
 }
 
 impl TopicSpec {
@@ -308,6 +311,7 @@ impl TopicSpec {
             ty: None,
             size: None,
             exclusive: false,
+            latest: false,
         }
     }
 
@@ -360,6 +364,38 @@ impl TopicSpec {
     /// topic (each publish claims its sequence with one `fetch_add`).
     pub fn single_publisher(mut self) -> TopicSpec {
         self.exclusive = true;
+        self
+    }
+
+    /// An inline topic of latest values: every receive skips to the newest complete message
+    /// (never an older one than it delivered before, never [`Error::Lagged`]), copied out of
+    /// its slot by the seqlock, so it is never torn. Readers write nothing to the region, so
+    /// a reader that dies, even mid-read, holds up nobody; a publisher that dies mid-write
+    /// leaves the value before it readable. What [`TopicMode::Latest`] gives for values of
+    /// at most [`INLINE_MAX`] bytes, without the pool: no block, no reference count. Publish
+    /// as on any inline topic.
+    ///
+    /// # Errors
+    /// The registration refuses it for a topic that is not inline
+    /// ([`Error::InvalidArgument`]: use [`TopicMode::Latest`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber, TopicSpec};
+    /// # let region = format!("doc-latest-inline-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let price = publisher.register_spec("/price", &TopicSpec::inline(8).latest())?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut sub = subscriber.subscribe("/price")?;
+    /// for p in [100u64, 101, 102] {
+    ///     publisher.publish(&price, &p.to_le_bytes())?;
+    /// }
+    /// assert_eq!(sub.try_recv()?.value::<u64>()?, &102);  // the newest, the others skipped
+    /// assert_eq!(sub.try_recv().unwrap_err().kind(), weft::ErrorKind::Empty);
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn latest(mut self) -> TopicSpec {
+        self.latest = true;
         self
     }
 
@@ -870,13 +906,17 @@ impl Publisher {
                 expected: "an inline topic (TopicSpec::single_publisher is for inline topics)",
             });
         }
-        self.register_inner(
-            topic,
-            spec.mode,
-            spec.ty.clone(),
-            inline_size,
-            spec.exclusive,
-        )
+        if spec.latest && spec.mode != TopicMode::Inline {
+            return Err(Error::InvalidArgument {
+                what: "latest-value inline topic mode",
+                value: 0,
+                expected: "an inline topic (TopicSpec::latest is for inline topics; \
+                           TopicMode::Latest is the latest-value mode of blocks)",
+            });
+        }
+        let flags = if spec.exclusive { INLINE_EXCLUSIVE } else { 0 }
+            | if spec.latest { INLINE_LATEST } else { 0 };
+        self.register_inner(topic, spec.mode, spec.ty.clone(), inline_size, flags)
     }
 
     /// Registers `topic` for values of type `T` ([`TopicMode::Blocks`]): the topic records
@@ -987,7 +1027,7 @@ impl Publisher {
         mode: TopicMode,
         ty: Option<TypeInfo>,
         inline_size: u32,
-        exclusive: bool,
+        inline_flags: u32,
     ) -> Result<Topic> {
         validate_topic(topic)?;
         let raw_mode = match mode {
@@ -1020,10 +1060,18 @@ impl Publisher {
                         expected: "the size the topic was registered with",
                     });
                 }
-                if r.inline_exclusive(i)? != exclusive {
+                let found = r.inline_flags(i)?;
+                if found & INLINE_EXCLUSIVE != inline_flags & INLINE_EXCLUSIVE {
                     return Err(Error::InvalidArgument {
                         what: "single-publisher setting of an inline topic",
-                        value: exclusive as u64,
+                        value: (inline_flags & INLINE_EXCLUSIVE) as u64,
+                        expected: "the setting the topic was registered with",
+                    });
+                }
+                if found & INLINE_LATEST != inline_flags & INLINE_LATEST {
+                    return Err(Error::InvalidArgument {
+                        what: "latest-value setting of an inline topic",
+                        value: (inline_flags & INLINE_LATEST != 0) as u64,
                         expected: "the setting the topic was registered with",
                     });
                 }
@@ -1079,10 +1127,7 @@ impl Publisher {
             t.generation.fetch_add(1, Ordering::Relaxed);
             // Relaxed: published by the Release store of READY below.
             t.msg_size.store(inline_size, Ordering::Relaxed);
-            t.inline_flags.store(
-                if exclusive { INLINE_EXCLUSIVE } else { 0 },
-                Ordering::Relaxed,
-            );
+            t.inline_flags.store(inline_flags, Ordering::Relaxed);
             t.mode.store(raw_mode, Ordering::Relaxed);
             t.name_len.store(topic.len() as u32, Ordering::Relaxed);
             for (w, v) in t.name.iter().zip(pack_name(topic)) {
@@ -1985,10 +2030,11 @@ impl Subscriber {
             });
         };
         let mode = topic_mode(r, i)?;
-        let inline = if mode == TopicMode::Inline {
-            Some(r.inline_ring(i)?)
+        let (inline, latest) = if mode == TopicMode::Inline {
+            let latest = r.inline_flags(i)? & INLINE_LATEST != 0;
+            (Some(r.inline_ring(i)?), latest)
         } else {
-            None
+            (None, mode == TopicMode::Latest)
         };
         let generation = r.topic_generation(i)?;
         let tail = published(r, i)?;
@@ -2007,7 +2053,7 @@ impl Subscriber {
             name: topic.into(),
             next,
             wait: self.wait,
-            latest: mode == TopicMode::Latest,
+            latest,
             floor: next,
             lap_mark: raw::NEVER_LAPPED,
             waits: crate::WaitStats::default(),
@@ -2102,7 +2148,7 @@ pub struct Subscription {
     /// The next sequence to deliver.
     next: u64,
     wait: WaitStrategy,
-    /// A `Latest` topic: skip to the newest message.
+    /// A `Latest` topic, or a latest-value inline topic: skip to the newest message.
     latest: bool,
     /// Sequences below this were delivered (or skipped) already.
     floor: u64,
@@ -2167,8 +2213,15 @@ impl Subscription {
     #[inline]
     pub fn try_recv(&mut self) -> Result<Sample> {
         // Inline topics: the common case (the next slot holds the value) copies it straight
-        // into the sample that is returned.
+        // into the sample that is returned. Latest-value ones read the newest instead.
         if let Some((ring, size)) = self.inline {
+            if self.latest {
+                return match self.step_inline_latest(ring, size)? {
+                    Step::Got(sample) => Ok(sample),
+                    _ if self.closed()? => Err(Error::Closed),
+                    _ => Err(Error::Empty),
+                };
+            }
             let seq = self.next;
             let mut sample = Sample {
                 payload: Payload::Inline(InlineBuf([0; INLINE_MAX])),
@@ -2208,6 +2261,7 @@ impl Subscription {
     #[inline]
     pub fn try_recv_value<T: bytemuck::Pod>(&mut self) -> Result<T> {
         if let Some((ring, size)) = self.inline
+            && !self.latest
             && size as usize == core::mem::size_of::<T>()
             && let raw::Read::Value(v) = ring.read::<T>(self.next)
         {
@@ -2324,12 +2378,22 @@ impl Subscription {
         if let Some((ring, _)) = self.inline {
             let s = ring.signal();
             let next = self.next;
+            let latest = self.latest;
             let parked = wake::park_reach(
                 wake::Reach::Machine,
                 &s.waiters,
                 &s.notify,
                 Some(slice),
-                || ring.stamp_of(next) >= raw::done(next),
+                // Our position written, or (latest) the newest claim written, ends the park.
+                || {
+                    ring.stamp_of(next) >= raw::done(next)
+                        || latest && {
+                            // Acquire: pairs with the AcqRel claims and the SPMC publisher's
+                            // Release cursor store. Only compared.
+                            let head = ring.cursor().load(Ordering::Acquire);
+                            head > next && ring.stamp_of(head - 1) >= raw::done(head - 1)
+                        }
+                },
             );
             self.waits.count(parked);
             return Ok(None);
@@ -2380,6 +2444,9 @@ impl Subscription {
     /// what was overwritten.
     #[inline]
     fn step_inline(&mut self, ring: RawRing, size: u32) -> Result<Step> {
+        if self.latest {
+            return self.step_inline_latest(ring, size);
+        }
         let mut buf = InlineBuf([0; INLINE_MAX]);
         for _ in 0..READ_RETRIES {
             let seq = self.next;
@@ -2408,6 +2475,50 @@ impl Subscription {
             holder: None,
             stuck: false,
         })
+    }
+
+    /// One receive attempt on a latest-value inline topic: the newest complete message at or
+    /// after our position (`pubsub::inline::read_latest`). With nothing complete there, it
+    /// waits at the oldest claim still in flight (`stuck`, so that a dead claimant's sequence
+    /// gets voided) or, if every one was voided, past them all.
+    #[inline]
+    fn step_inline_latest(&mut self, ring: RawRing, size: u32) -> Result<Step> {
+        use crate::pubsub::inline::{Latest, read_latest};
+        let mut buf = InlineBuf([0; INLINE_MAX]);
+        let nothing = |stuck| Step::Nothing {
+            holder: None,
+            stuck,
+        };
+        Ok(
+            match read_latest(&ring, self.next, &mut buf.0[..size as usize], READ_RETRIES) {
+                Latest::Got(seq) => {
+                    self.next = seq + 1;
+                    Step::Got(Sample {
+                        payload: Payload::Inline(buf),
+                        len: size,
+                        seq,
+                    })
+                }
+                Latest::Pending(seq) => {
+                    self.next = seq;
+                    nothing(true)
+                }
+                Latest::Nothing(next) => {
+                    self.next = next;
+                    nothing(false)
+                }
+                Latest::Busy => nothing(false),
+                Latest::Corrupt(head) => {
+                    let r = &self.member.region;
+                    return Err(Error::corrupt(
+                        r.obj.name(),
+                        "inline claim counter",
+                        head,
+                        "below 2^62",
+                    ));
+                }
+            },
+        )
     }
 
     /// Overrun on an inline topic: jump to the oldest sequence still in the ring (half a ring

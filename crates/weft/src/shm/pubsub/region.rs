@@ -3,9 +3,9 @@
 //! a dead participant's blocks and unfinished publish.
 
 use super::layout::{
-    CONFIG_OFFSET, Geometry, INLINE_EXCLUSIVE, INLINE_MAX, MODE_BLOCKS, MODE_INLINE, MODE_LATEST,
-    MemberExt, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING,
-    TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine, inline_area_size,
+    CONFIG_OFFSET, Geometry, INLINE_EXCLUSIVE, INLINE_LATEST, INLINE_MAX, MODE_BLOCKS, MODE_INLINE,
+    MODE_LATEST, MemberExt, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_CLOSED,
+    TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine, inline_area_size,
 };
 use super::name::TOPIC_MAX;
 use crate::error::{Error, Result, Role};
@@ -207,19 +207,24 @@ impl Region {
         Ok((area, size))
     }
 
-    /// Whether inline topic `i` has one publisher at a time (its lease).
-    pub(crate) fn inline_exclusive(&self, i: u32) -> Result<bool> {
+    /// The flags of inline topic `i` ([`INLINE_EXCLUSIVE`], [`INLINE_LATEST`]), validated.
+    pub(crate) fn inline_flags(&self, i: u32) -> Result<u32> {
         // Relaxed: the caller loaded the entry's state with Acquire first; checked here.
         let f = self.topic(i)?.inline_flags.load(Ordering::Relaxed);
-        if f > INLINE_EXCLUSIVE {
+        if f & !(INLINE_EXCLUSIVE | INLINE_LATEST) != 0 {
             return Err(Error::corrupt(
                 self.obj.name(),
                 "inline topic flags",
                 f as u64,
-                "0 or 1",
+                "0 ..= 3",
             ));
         }
-        Ok(f == INLINE_EXCLUSIVE)
+        Ok(f)
+    }
+
+    /// Whether inline topic `i` has one publisher at a time (its lease).
+    pub(crate) fn inline_exclusive(&self, i: u32) -> Result<bool> {
+        Ok(self.inline_flags(i)? & INLINE_EXCLUSIVE != 0)
     }
 
     /// Takes the lease of a single-publisher inline topic's ring for participant `me` (kept if
