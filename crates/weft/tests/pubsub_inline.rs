@@ -305,8 +305,17 @@ fn a_latest_inline_topic_delivers_only_the_newest_value() {
     for i in 0..20u64 {
         p.publish(&one, &i.to_le_bytes()).unwrap();
     }
-    assert_eq!(*sub1.try_recv().unwrap().value::<u64>().unwrap(), 19);
-    assert!(matches!(sub1.try_recv(), Err(Error::Empty)));
+    assert_eq!(sub1.try_recv_value::<u64>().unwrap(), 19);
+    assert!(matches!(sub1.try_recv_value::<u64>(), Err(Error::Empty)));
+    p.publish(&one, &20u64.to_le_bytes()).unwrap();
+    p.publish(&one, &21u64.to_le_bytes()).unwrap();
+    assert_eq!(sub1.try_recv_value::<u64>().unwrap(), 21);
+    // Unregistered: what is there is delivered, then `Closed`.
+    p.publish(&one, &22u64.to_le_bytes()).unwrap();
+    p.unregister(&one).unwrap();
+    assert_eq!(sub1.try_recv_value::<u64>().unwrap(), 22);
+    assert!(matches!(sub1.try_recv_value::<u64>(), Err(Error::Closed)));
+    assert!(matches!(sub1.try_recv(), Err(Error::Closed)));
 }
 
 #[test]

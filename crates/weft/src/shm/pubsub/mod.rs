@@ -2054,6 +2054,7 @@ impl Subscriber {
             next,
             wait: self.wait,
             latest,
+            stuck_latest: false,
             floor: next,
             lap_mark: raw::NEVER_LAPPED,
             waits: crate::WaitStats::default(),
@@ -2150,6 +2151,8 @@ pub struct Subscription {
     wait: WaitStrategy,
     /// A `Latest` topic, or a latest-value inline topic: skip to the newest message.
     latest: bool,
+    /// A latest-value inline topic: the last read found a claim in flight and nothing newer.
+    stuck_latest: bool,
     /// Sequences below this were delivered (or skipped) already.
     floor: u64,
     /// Where the last lap left us ([`raw::NEVER_LAPPED`] before the first).
@@ -2218,8 +2221,7 @@ impl Subscription {
             if self.latest {
                 return match self.step_inline_latest(ring, size)? {
                     Step::Got(sample) => Ok(sample),
-                    _ if self.closed()? => Err(Error::Closed),
-                    _ => Err(Error::Empty),
+                    _ => Err(self.empty()),
                 };
             }
             let seq = self.next;
@@ -2261,12 +2263,19 @@ impl Subscription {
     #[inline]
     pub fn try_recv_value<T: bytemuck::Pod>(&mut self) -> Result<T> {
         if let Some((ring, size)) = self.inline
-            && !self.latest
             && size as usize == core::mem::size_of::<T>()
-            && let raw::Read::Value(v) = ring.read::<T>(self.next)
         {
-            self.next += 1;
-            return Ok(v);
+            if self.latest {
+                let mut v = T::zeroed();
+                return match self.read_inline_latest(ring, bytemuck::bytes_of_mut(&mut v))? {
+                    Some(_) => Ok(v),
+                    None => Err(self.empty()),
+                };
+            }
+            if let raw::Read::Value(v) = ring.read::<T>(self.next) {
+                self.next += 1;
+                return Ok(v);
+            }
         }
         let s = self.try_recv()?;
         bytemuck::try_pod_read_unaligned(&s).map_err(|_| Error::TypeMismatch {
@@ -2478,47 +2487,66 @@ impl Subscription {
     }
 
     /// One receive attempt on a latest-value inline topic: the newest complete message at or
-    /// after our position (`pubsub::inline::read_latest`). With nothing complete there, it
-    /// waits at the oldest claim still in flight (`stuck`, so that a dead claimant's sequence
-    /// gets voided) or, if every one was voided, past them all.
+    /// after our position (`pubsub::inline::read_latest`), copied into `dst` (the message
+    /// size), and its sequence. With nothing complete there (`Ok(None)`), it waits at the
+    /// oldest claim still in flight (then `self.stuck_latest`, so that a dead claimant's
+    /// sequence gets voided) or, if every one was voided, past them all.
+    #[inline]
+    fn read_inline_latest(&mut self, ring: RawRing, dst: &mut [u8]) -> Result<Option<u64>> {
+        use crate::pubsub::inline::{Latest, read_latest};
+        self.stuck_latest = false;
+        match read_latest(&ring, self.next, dst, READ_RETRIES) {
+            Latest::Got(seq) => {
+                self.next = seq + 1;
+                return Ok(Some(seq));
+            }
+            Latest::Pending(seq) => {
+                self.next = seq;
+                self.stuck_latest = true;
+            }
+            Latest::Nothing(next) => self.next = next,
+            Latest::Busy => {}
+            Latest::Corrupt(head) => {
+                let r = &self.member.region;
+                return Err(Error::corrupt(
+                    r.obj.name(),
+                    "inline claim counter",
+                    head,
+                    "below 2^62",
+                ));
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Subscription::read_inline_latest`] as a step.
     #[inline]
     fn step_inline_latest(&mut self, ring: RawRing, size: u32) -> Result<Step> {
-        use crate::pubsub::inline::{Latest, read_latest};
         let mut buf = InlineBuf([0; INLINE_MAX]);
-        let nothing = |stuck| Step::Nothing {
-            holder: None,
-            stuck,
-        };
         Ok(
-            match read_latest(&ring, self.next, &mut buf.0[..size as usize], READ_RETRIES) {
-                Latest::Got(seq) => {
-                    self.next = seq + 1;
-                    Step::Got(Sample {
-                        payload: Payload::Inline(buf),
-                        len: size,
-                        seq,
-                    })
-                }
-                Latest::Pending(seq) => {
-                    self.next = seq;
-                    nothing(true)
-                }
-                Latest::Nothing(next) => {
-                    self.next = next;
-                    nothing(false)
-                }
-                Latest::Busy => nothing(false),
-                Latest::Corrupt(head) => {
-                    let r = &self.member.region;
-                    return Err(Error::corrupt(
-                        r.obj.name(),
-                        "inline claim counter",
-                        head,
-                        "below 2^62",
-                    ));
-                }
+            match self.read_inline_latest(ring, &mut buf.0[..size as usize])? {
+                Some(seq) => Step::Got(Sample {
+                    payload: Payload::Inline(buf),
+                    len: size,
+                    seq,
+                }),
+                None => Step::Nothing {
+                    holder: None,
+                    stuck: self.stuck_latest,
+                },
             },
         )
+    }
+
+    /// Nothing to receive now: `Closed` on an unregistered topic that delivered everything,
+    /// else `Empty`.
+    #[cold]
+    fn empty(&self) -> Error {
+        match self.closed() {
+            Ok(true) => Error::Closed,
+            Ok(false) => Error::Empty,
+            Err(e) => e,
+        }
     }
 
     /// Overrun on an inline topic: jump to the oldest sequence still in the ring (half a ring
