@@ -233,13 +233,25 @@ impl Publisher {
 
     /// Registers `topic` (a path such as "/prices/AAPL") with `mode`, or returns the topic
     /// registered already under that name. An `INLINE` topic needs `size`, its fixed message
-    /// size in bytes (1 to 56); the other modes refuse it.
+    /// size in bytes (1 to 56); the other modes refuse it. `latest=True` makes an `INLINE`
+    /// topic a latest-value one: every receive gets the newest message, as on a `LATEST`
+    /// topic, with no block behind it.
     ///
-    /// Raises `weft.InvalidArgumentError` for a topic registered already with another mode
-    /// or size, for a missing or bad inline size, or when the region's table is full.
-    #[pyo3(signature = (topic, mode = TopicMode::Blocks, size = None))]
-    fn register(&self, topic: &str, mode: TopicMode, size: Option<usize>) -> PyResult<Topic> {
+    /// Raises `weft.InvalidArgumentError` for a topic registered already with another mode,
+    /// size or `latest`, for a missing or bad inline size, for `latest` on a topic that is
+    /// not `INLINE`, or when the region's table is full.
+    #[pyo3(signature = (topic, mode = TopicMode::Blocks, size = None, *, latest = false))]
+    fn register(
+        &self,
+        topic: &str,
+        mode: TopicMode,
+        size: Option<usize>,
+        latest: bool,
+    ) -> PyResult<Topic> {
         let mut spec = TopicSpec::new(mode.into());
+        if latest {
+            spec = spec.latest();
+        }
         match (mode, size) {
             (TopicMode::Inline, Some(n)) => spec = spec.size(n),
             (TopicMode::Inline, None) => {

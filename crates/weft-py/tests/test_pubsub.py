@@ -168,6 +168,22 @@ def test_latest_topic_skips_to_the_newest(region):
         pub.register("/pose", weft.TopicMode.BLOCKS)
 
 
+def test_latest_inline_topic_gives_the_newest_value(region):
+    pub, sub = region
+    with pytest.raises(weft.InvalidArgumentError, match="inline"):
+        pub.register("/blocks", weft.TopicMode.BLOCKS, latest=True)
+    topic = pub.register("/price", weft.TopicMode.INLINE, size=8, latest=True)
+    with pytest.raises(weft.InvalidArgumentError, match="latest"):
+        pub.register("/price", weft.TopicMode.INLINE, size=8)  # registered as latest
+    s = sub.subscribe("/price")
+    for p in range(100, 120):
+        pub.publish(topic, p.to_bytes(8, "little"))
+    m = s.recv(timeout=5)
+    assert (int.from_bytes(bytes(m), "little"), m.seq) == (119, 19)
+    with pytest.raises(weft.EmptyError):
+        s.try_recv()
+
+
 def test_inline_topic_round_trip(region):
     pub, sub = region
     with pytest.raises(weft.InvalidArgumentError, match="size"):

@@ -200,7 +200,12 @@ class Publisher:
     @property
     def closed(self) -> bool: ...
     def register(
-        self, topic: str, mode: TopicMode = ..., size: int | None = None
+        self,
+        topic: str,
+        mode: TopicMode = ...,
+        size: int | None = None,
+        *,
+        latest: bool = False,
     ) -> Topic: ...
     def loan(self, topic: Topic) -> Loan: ...
     def publish(self, topic: Topic, data: Buffer) -> int: ...
