@@ -561,6 +561,21 @@ weft_status weft_publisher_register_inline(weft_publisher_t *publisher,
                                            size_t size,
                                            weft_topic_t **out);
 
+// Registers `topic` as a latest-value inline topic of `size`-byte messages (1 to 56), or
+// finds it if it is registered already as one of that size. Published like any inline topic;
+// every receive gets the newest message (never an older one than the subscription received
+// before, never `WEFT_ERROR_LAGGED`), a whole copy with no block behind it.
+//
+// Errors: as `weft_publisher_register_inline`; `WEFT_ERROR_INVALID_ARGUMENT` also for a topic
+// registered as an inline topic that is not latest-value.
+//
+// # Safety
+// As `weft_publisher_register`.
+weft_status weft_publisher_register_inline_latest(weft_publisher_t *publisher,
+                                                  const char *topic,
+                                                  size_t size,
+                                                  weft_topic_t **out);
+
 // Frees a topic handle and sets `*topic` to NULL (the topic stays registered).
 //
 // # Safety

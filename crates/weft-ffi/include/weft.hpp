@@ -422,6 +422,12 @@ class publisher {
         detail::check(weft_publisher_register_inline(h_.get(), name.c_str(), size, &t));
         return weft::topic(t);
     }
+    // Registers a latest-value inline topic: every receive gets the newest message.
+    weft::topic register_inline_latest(const std::string &name, std::size_t size) {
+        weft_topic_t *t = nullptr;
+        detail::check(weft_publisher_register_inline_latest(h_.get(), name.c_str(), size, &t));
+        return weft::topic(t);
+    }
     weft::loan loan(const weft::topic &t) {
         weft_loan_t *l = nullptr;
         std::uint8_t *p = nullptr;

@@ -369,6 +369,40 @@ pub unsafe extern "C" fn weft_publisher_register_inline(
     })
 }
 
+/// Registers `topic` as a latest-value inline topic of `size`-byte messages (1 to 56), or
+/// finds it if it is registered already as one of that size. Published like any inline topic;
+/// every receive gets the newest message (never an older one than the subscription received
+/// before, never `WEFT_ERROR_LAGGED`), a whole copy with no block behind it.
+///
+/// Errors: as `weft_publisher_register_inline`; `WEFT_ERROR_INVALID_ARGUMENT` also for a topic
+/// registered as an inline topic that is not latest-value.
+///
+/// # Safety
+/// As `weft_publisher_register`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_publisher_register_inline_latest(
+    publisher: *mut WeftPublisher,
+    topic: *const c_char,
+    size: usize,
+    out: *mut *mut WeftTopic,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let (p, name, out) = unsafe {
+            (
+                handle_mut(publisher, "publisher")?,
+                c_name(topic, "topic")?,
+                Out::new(out, "out")?,
+            )
+        };
+        let spec = TopicSpec::inline(size).latest();
+        let topic = p.publisher.register_spec(name, &spec)?;
+        out.set(topic_handle(p, topic)?);
+        Ok(())
+    })
+}
+
 /// A topic handle for `topic`, registered through `p`.
 fn topic_handle(p: &WeftPublisher, topic: Topic) -> Res<*mut WeftTopic> {
     let name = CString::new(topic.name()).map_err(|_| Failure::name("topic holds NUL"))?;

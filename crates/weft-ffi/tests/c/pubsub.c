@@ -213,6 +213,19 @@ static void latest_and_history(void) {
     expect_sample(is, "12345678", 8, 0);
     expect_sample(is, "abcdefgh", 8, 1);
     OK(weft_subscription_close(&is));
+    EXPECT(weft_publisher_register_inline_latest(p, "/inline", 8, &inl_again),
+           WEFT_ERROR_INVALID_ARGUMENT); /* registered as an inline topic of every value */
+    OK(weft_topic_free(&inl));
+    /* A latest-value inline topic: a receive gets the newest message only. */
+    OK(weft_publisher_register_inline_latest(p, "/price", 8, &inl));
+    OK(weft_subscriber_subscribe(sub, "/price", &is));
+    OK(weft_publisher_publish(p, inl, (const uint8_t *)"price-01", 8, NULL));
+    OK(weft_publisher_publish(p, inl, (const uint8_t *)"price-02", 8, NULL));
+    OK(weft_publisher_publish(p, inl, (const uint8_t *)"price-03", 8, NULL));
+    expect_sample(is, "price-03", 8, 2);
+    weft_sample_t *newer = NULL;
+    EXPECT(weft_subscription_try_recv(is, &newer), WEFT_ERROR_EMPTY);
+    OK(weft_subscription_close(&is));
     OK(weft_topic_free(&inl));
     EXPECT(weft_publisher_register_with(p, "/m", 3, &inl), WEFT_ERROR_INVALID_ARGUMENT);
     EXPECT_MESSAGE("topic mode 3");

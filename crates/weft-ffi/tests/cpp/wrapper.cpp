@@ -188,6 +188,11 @@ static void pubsub() {
     EXPECT_ERROR(WEFT_ERROR_INVALID_ARGUMENT, pub.publish(ticks, std::string_view("short")));
     CHECK(pub.publish(ticks, std::string_view("12345678")) == 0);
     CHECK(t.recv_for(1s)->str() == "12345678");
+    auto price = pub.register_inline_latest("/price", 8);
+    auto last = sub.subscribe("/price");
+    for (auto v : {"price-01", "price-02", "price-03"}) pub.publish(price, std::string_view(v));
+    CHECK(last.recv_for(1s)->str() == "price-03");
+    CHECK(!last.try_recv());
 
     // Lag: the exception says how many messages were missed.
     for (int i = 0; i < 30; i++) pub.publish(prices, std::string_view("tick"));
@@ -225,7 +230,7 @@ static void pubsub() {
     for (auto &r : listed) found = found || r == region;
     CHECK(found);
     auto names = weft::topics(region);
-    CHECK(names.size() == 3);
+    CHECK(names.size() == 4); // /prices/AAPL, /latest, /ticks, /price
     EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, weft::subscriber::connect(name("absent")));
     EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, sub.subscribe("/absent"));
     EXPECT_ERROR(WEFT_ERROR_TIMEOUT, sub.subscribe_for("/absent", 10ms));
