@@ -208,6 +208,7 @@ fn a_damaged_inline_ring_or_entry_is_refused() {
         (112, 99, false),   // inline area beyond the areas
         (116, 0, false),    // message size
         (116, 57, false),   // message size
+        (124, 4, false),    // inline flags: an unknown bit
     ] {
         let name = unique("ph-inline");
         let _c = Cleanup(name.clone());
@@ -225,6 +226,46 @@ fn a_damaged_inline_ring_or_entry_is_refused() {
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Corrupt, "offset {off} = {v}: {err}");
     }
+}
+
+#[test]
+fn a_latest_inline_reader_survives_scribbled_counters_and_stamps() {
+    let name = unique("ph-ilatest");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p
+        .register_spec("/i", &TopicSpec::inline(8).latest())
+        .unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/i").unwrap();
+    p.publish(&t, &[1; 8]).unwrap();
+    let (f, l) = layout(&name);
+    let area = l.inline_area(0);
+    let slots = l.slots;
+    // Stamps of every kind in every slot, counters anywhere below 2^62: whatever it reads is
+    // a whole message of the topic's size or nothing, never a panic.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..2000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let slot = x % slots;
+        common::region::put64(&f, area + 192 + 16 * slot, x % 64);
+        if round % 7 == 0 {
+            common::region::put64(&f, area + 64, x % 100);
+        }
+        match sub.try_recv() {
+            Ok(m) => assert_eq!(m.len(), 8),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Empty, "{e}"),
+        }
+    }
+    // A claim counter at the end of time is an error on both receive forms.
+    common::region::put64(&f, area + 64, u64::MAX - 1);
+    assert_eq!(sub.try_recv().unwrap_err().kind(), ErrorKind::Corrupt);
+    assert_eq!(
+        sub.try_recv_value::<u64>().unwrap_err().kind(),
+        ErrorKind::Corrupt
+    );
 }
 
 #[test]
