@@ -353,6 +353,20 @@ pub unsafe extern "C" fn weft_publisher_register_inline(
     size: usize,
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
+    // SAFETY: this function's `# Safety` is `register_spec`'s.
+    unsafe { register_spec(publisher, topic, &TopicSpec::inline(size), out) }
+}
+
+/// Registers `topic` as `spec` says and hands out its handle.
+///
+/// # Safety
+/// As `weft_publisher_register`.
+unsafe fn register_spec(
+    publisher: *mut WeftPublisher,
+    topic: *const c_char,
+    spec: &TopicSpec,
+    out: *mut *mut WeftTopic,
+) -> WeftStatus {
     guard(|| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
@@ -363,7 +377,7 @@ pub unsafe extern "C" fn weft_publisher_register_inline(
                 Out::new(out, "out")?,
             )
         };
-        let topic = p.publisher.register_spec(name, &TopicSpec::inline(size))?;
+        let topic = p.publisher.register_spec(name, spec)?;
         out.set(topic_handle(p, topic)?);
         Ok(())
     })
@@ -386,21 +400,8 @@ pub unsafe extern "C" fn weft_publisher_register_inline_latest(
     size: usize,
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        let (p, name, out) = unsafe {
-            (
-                handle_mut(publisher, "publisher")?,
-                c_name(topic, "topic")?,
-                Out::new(out, "out")?,
-            )
-        };
-        let spec = TopicSpec::inline(size).latest();
-        let topic = p.publisher.register_spec(name, &spec)?;
-        out.set(topic_handle(p, topic)?);
-        Ok(())
-    })
+    // SAFETY: this function's `# Safety` is `register_spec`'s.
+    unsafe { register_spec(publisher, topic, &TopicSpec::inline(size).latest(), out) }
 }
 
 /// A topic handle for `topic`, registered through `p`.

@@ -469,44 +469,47 @@ fn a_sequence_a_dead_publisher_was_writing_is_voided() {
     killed_holding_a_sequence(true);
 }
 
+/// A latest-value inline topic on which sequence 0 is published and sequence 1 is claimed by
+/// a publisher process that was then SIGKILLed (mid-write or before it).
+fn latest_with_a_dead_claim(
+    label: &str,
+    mid_write: bool,
+) -> (
+    Cleanup,
+    Publisher,
+    weft::pubsub::Topic,
+    Subscriber,
+    weft::pubsub::Subscription,
+) {
+    let name = unique(label);
+    let c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p
+        .register_spec("/d", &TopicSpec::inline(8).latest())
+        .unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let sub = s.subscribe("/d").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/other", "1"]);
+    peer.expect("ready 1");
+    let row = peer_row(&name);
+    assert_eq!(p.publish(&t, &0u64.to_le_bytes()).unwrap(), 0);
+    peer.kill9();
+    dead_claim(&name, row, 0, 0, 1, mid_write);
+    (c, p, t, s, sub)
+}
+
 #[test]
 fn a_latest_inline_reader_takes_what_is_newer_than_a_dead_claim_and_waits_out_the_newest() {
     for mid_write in [false, true] {
-        let name = unique("pi-latest-dead");
-        let _c = Cleanup(name.clone());
-        let p = Publisher::create(&name, &small()).unwrap();
-        let t = p
-            .register_spec("/d", &TopicSpec::inline(8).latest())
-            .unwrap();
-        let s = Subscriber::connect(&name).unwrap();
-        let mut sub = s.subscribe("/d").unwrap();
-        let mut peer = Peer::spawn(&["pubsub-loan", &name, "/other", "1"]);
-        peer.expect("ready 1");
-        let row = peer_row(&name);
-        assert_eq!(p.publish(&t, &0u64.to_le_bytes()).unwrap(), 0);
-        peer.kill9();
-        // Sequence 1 is the dead one's, claimed and never finished; sequence 2 is newer.
-        dead_claim(&name, row, 0, 0, 1, mid_write);
+        // Sequence 2 is newer than the dead claim: it is delivered at once.
+        let (_c, p, t, _s, mut sub) = latest_with_a_dead_claim("pi-latest-dead", mid_write);
         assert_eq!(p.publish(&t, &2u64.to_le_bytes()).unwrap(), 2);
         let m = sub.try_recv().unwrap();
         assert_eq!((m.seq(), &*m), (2, &2u64.to_le_bytes()[..]));
         assert!(matches!(sub.try_recv(), Err(Error::Empty)));
-        // The dead claim is the newest now: the reader delivers what is older once, then
-        // waits at the claim, voids it and waits for something newer.
-        let name2 = unique("pi-latest-dead2");
-        let _c2 = Cleanup(name2.clone());
-        let p = Publisher::create(&name2, &small()).unwrap();
-        let t = p
-            .register_spec("/d", &TopicSpec::inline(8).latest())
-            .unwrap();
-        let s = Subscriber::connect(&name2).unwrap();
-        let mut sub = s.subscribe("/d").unwrap();
-        let mut peer = Peer::spawn(&["pubsub-loan", &name2, "/other", "1"]);
-        peer.expect("ready 1");
-        let row = peer_row(&name2);
-        assert_eq!(p.publish(&t, &0u64.to_le_bytes()).unwrap(), 0);
-        peer.kill9();
-        dead_claim(&name2, row, 0, 0, 1, mid_write);
+        // The dead claim is the newest: the reader delivers what is older once, then waits
+        // at the claim, voids it and waits for something newer.
+        let (_c, p, t, s, mut sub) = latest_with_a_dead_claim("pi-latest-dead2", mid_write);
         assert_eq!(sub.try_recv().unwrap().seq(), 0);
         assert!(matches!(sub.try_recv(), Err(Error::Empty)));
         assert!(matches!(
