@@ -188,7 +188,7 @@ pub struct PubArgs {
     #[arg(long)]
     pub size: Option<usize>,
     /// The topic's mode when this registers it (default: blocks; an existing topic keeps its
-    /// own).
+    /// own, an inline one its message size and kind too).
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
     /// Wait until the topic has this many subscribers before publishing.

@@ -17,6 +17,11 @@ pub struct TopicView {
     pub name: String,
     /// `blocks`, `latest` or `inline`.
     pub mode: &'static str,
+    /// A latest-value topic (`latest`, or an inline topic whose receives get the newest
+    /// value).
+    pub latest: bool,
+    /// An inline topic with one publisher at a time.
+    pub single_publisher: bool,
     /// The largest message, in bytes.
     pub max_len: u64,
     /// A typed topic's type (null: untyped bytes).
@@ -33,6 +38,21 @@ pub struct TopicView {
     pub recovered: u64,
 }
 
+/// The MODE column: the mode, and an inline topic's kind (`inline latest`, `inline single`,
+/// `inline latest single`).
+fn mode_label(t: &TopicDetails) -> String {
+    let mut s = String::from(mode_name(t.mode));
+    if t.mode == TopicMode::Inline {
+        if t.latest {
+            s.push_str(" latest");
+        }
+        if t.single_publisher {
+            s.push_str(" single");
+        }
+    }
+    s
+}
+
 fn mode_name(m: TopicMode) -> &'static str {
     match m {
         TopicMode::Blocks => "blocks",
@@ -46,6 +66,8 @@ impl From<&TopicDetails> for TopicView {
         TopicView {
             name: t.stats.name.clone(),
             mode: mode_name(t.mode),
+            latest: t.latest,
+            single_publisher: t.single_publisher,
             max_len: t.max_len,
             type_name: t.type_name.clone(),
             type_size: t.type_size,
@@ -334,7 +356,7 @@ fn topic_table(w: &mut impl Write, topics: &[TopicDetails]) -> std::io::Result<(
         };
         t.row(vec![
             cell(&d.stats.name).styled(NAME),
-            cell(mode_name(d.mode)),
+            cell(mode_label(d)),
             cell(ty),
             cell(out::bytes(d.max_len)),
             cell(d.stats.published),

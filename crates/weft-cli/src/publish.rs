@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::io::Write;
 use std::time::{Duration, Instant};
 use weft::Error;
-use weft::pubsub::{Config, Publisher, TopicMode};
+use weft::pubsub::{Config, Publisher, TopicDetails, TopicMode, TopicSpec};
 
 /// The memory a region made by `weft pub` may take for its pool (blocks shrink in number as
 /// they grow in size; at least 16 of them).
@@ -63,16 +63,16 @@ pub fn run(args: &PubArgs, json: bool) -> Outcome {
             ),
         ));
     }
-    let mode = match args.mode {
-        Some(Mode::Latest) => TopicMode::Latest,
-        Some(Mode::Blocks) => TopicMode::Blocks,
-        // An existing topic keeps its mode.
+    let spec = match args.mode {
+        Some(Mode::Latest) => TopicSpec::new(TopicMode::Latest),
+        Some(Mode::Blocks) => TopicSpec::new(TopicMode::Blocks),
+        // An existing topic keeps its mode: an inline one its size and kind too.
         None => weft::pubsub::details(region)
             .ok()
             .and_then(|d| d.topics.into_iter().find(|t| t.stats.name == topic))
-            .map_or(TopicMode::Blocks, |t| t.mode),
+            .map_or(TopicSpec::new(TopicMode::Blocks), |t| existing_spec(&t)),
     };
-    let t = publisher.register_with(topic, mode)?;
+    let t = publisher.register_spec(topic, &spec)?;
     let deadline = args.timeout.map(|d| Instant::now() + d);
     if let Some(n) = args.wait_subscribers {
         loop {
@@ -195,6 +195,21 @@ fn open_or_create(region: &str, len: usize) -> Result<(Publisher, bool), Failure
         // Another process made it in the meantime: join it.
         Err(Error::AlreadyExists { .. }) => Ok((Publisher::open(region)?, false)),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The spec that joins an existing topic as another publisher: its mode, and for an inline
+/// topic its message size, latest-value and single-publisher kind.
+fn existing_spec(t: &TopicDetails) -> TopicSpec {
+    if t.mode != TopicMode::Inline {
+        return TopicSpec::new(t.mode);
+    }
+    let spec = TopicSpec::inline(t.max_len as usize);
+    let spec = if t.latest { spec.latest() } else { spec };
+    if t.single_publisher {
+        spec.single_publisher()
+    } else {
+        spec
     }
 }
 

@@ -158,6 +158,39 @@ fn pub_joins_a_region_another_process_made() {
 }
 
 #[test]
+fn pub_joins_an_inline_topic_with_its_size_and_kind() {
+    let region = unique("join-inline");
+    let _c = Cleanup(vec![region.clone()]);
+    let _owner = Proc::peer(&["region", &region, "/t", "0", "0", "inline"]);
+    // A latest-value inline topic of 8 bytes: joined as one, not as a block topic.
+    let r = weft_json(&["pub", &format!("{region}/inline/latest"), "12345678"]);
+    assert_eq!(
+        (r["created"].as_bool(), r["first_seq"].as_u64()),
+        (Some(false), Some(1))
+    );
+    let t = weft_json(&["info", &format!("{region}/inline/latest")]);
+    assert_eq!((&t["published"], &t["latest"]), (&2.into(), &true.into()));
+    // A message of another size is refused with the topic's size in the message.
+    let short = weft(&["pub", &format!("{region}/inline/plain"), "123"]);
+    assert_eq!(short.code, 1, "{short:?}");
+    assert!(
+        short
+            .stderr
+            .contains("message length on an inline topic is 3"),
+        "{}",
+        short.stderr
+    );
+    // A single-publisher topic whose publisher is alive is not taken from it.
+    let held = weft(&["pub", &format!("{region}/inline/latest-single"), "12345678"]);
+    assert_ne!(held.code, 0, "{held:?}");
+    assert!(
+        held.stderr.contains("held by live process"),
+        "{}",
+        held.stderr
+    );
+}
+
+#[test]
 fn echo_history_and_timeouts() {
     let region = unique("echo-t");
     let target = format!("{region}/t");

@@ -79,6 +79,66 @@ fn info_region_slash_topic_shows_one_topic() {
 }
 
 #[test]
+fn info_tells_latest_and_single_publisher_inline_topics_apart() {
+    let region = unique("info-i");
+    let _c = Cleanup(vec![region.clone()]);
+    let _p = Proc::peer(&["region", &region, "/blocks", "1", "0", "inline"]);
+    let doc = weft_json(&["info", &region]);
+    let topics = doc["region"]["topics"].as_array().unwrap();
+    let find = |name: &str| {
+        topics
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {topics:?}"))
+    };
+    // (mode, latest, single publisher, largest message)
+    for (name, latest, single) in [
+        ("/inline/plain", false, false),
+        ("/inline/latest", true, false),
+        ("/inline/latest-single", true, true),
+    ] {
+        let t = find(name);
+        assert_eq!(
+            (
+                &t["mode"],
+                &t["latest"],
+                &t["single_publisher"],
+                &t["max_len"]
+            ),
+            (&"inline".into(), &latest.into(), &single.into(), &8.into()),
+            "{name}"
+        );
+        assert_eq!(t["published"], 1, "{name}");
+    }
+    let b = find("/blocks");
+    assert_eq!(
+        (&b["mode"], &b["latest"]),
+        (&"blocks".into(), &false.into())
+    );
+
+    // One topic, as JSON and as the table.
+    let one = weft_json(&["info", &format!("{region}/inline/latest-single")]);
+    assert_eq!(
+        (&one["latest"], &one["single_publisher"]),
+        (&true.into(), &true.into())
+    );
+    let human = weft(&["info", &region]);
+    assert_eq!(human.code, 0);
+    let line = |name: &str| {
+        human
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} in\n{}", human.stdout))
+            .to_string()
+    };
+    assert!(line("/inline/latest-single").contains("inline latest single"));
+    assert!(line("/inline/latest").contains("inline latest"));
+    assert!(!line("/inline/latest").contains("single"));
+    assert!(!line("/inline/plain").contains("latest"));
+}
+
+#[test]
 fn info_stream_reports_fill_level_and_both_peers() {
     let stream = unique("info-s");
     let _c = Cleanup(vec![stream.clone()]);

@@ -2,7 +2,9 @@
 //! their mode, type and statistics, and every participant with its role, liveness and the
 //! blocks it holds; and the reclaim of dead participants without joining.
 
-use super::layout::{ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER};
+use super::layout::{
+    INLINE_EXCLUSIVE, INLINE_LATEST, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER,
+};
 use super::region::Region;
 use super::{Config, RegionInfo, TopicMode, TopicStats, open_region, region_info, topic_stats};
 use crate::error::{Error, Result, Role};
@@ -25,6 +27,12 @@ pub struct TopicDetails {
     pub type_name: Option<String>,
     /// A typed topic's type size in bytes; 0 for untyped bytes.
     pub type_size: u64,
+    /// A latest-value topic: [`TopicMode::Latest`], or an inline topic registered with
+    /// [`TopicSpec::latest`](super::TopicSpec::latest) (a receive gets the newest value).
+    pub latest: bool,
+    /// An inline topic with one publisher at a time
+    /// ([`TopicSpec::single_publisher`](super::TopicSpec::single_publisher)).
+    pub single_publisher: bool,
 }
 
 /// One participant row of a region that was ever claimed, as [`details`] reports it.
@@ -79,6 +87,7 @@ pub struct RegionDetails {
 ///
 /// let d = details(&region)?;
 /// assert_eq!(d.topics[0].mode, TopicMode::Latest);
+/// assert!(d.topics[0].latest && !d.topics[0].single_publisher);
 /// assert_eq!(d.topics[0].stats.subscribers, 1);
 /// assert_eq!(d.participants.len(), 2);
 /// let sub_row = d.participants.iter().find(|p| p.peer.role == Some(Role::Subscriber)).unwrap();
@@ -97,9 +106,9 @@ pub fn details(region: &str) -> Result<RegionDetails> {
         let ty = r.topic_type(i)?;
         // An inline topic carries messages of its size in ring slots, not blocks (typed or
         // not: the entry records the size either way).
-        let max_len = match mode {
-            TopicMode::Inline => r.inline_fields(i)?.1 as u64,
-            _ => r.geo.block_size,
+        let (max_len, flags) = match mode {
+            TopicMode::Inline => (r.inline_fields(i)?.1 as u64, r.inline_flags(i)?),
+            _ => (r.geo.block_size, 0),
         };
         topics.push(TopicDetails {
             stats: topic_stats(&r, i, name)?,
@@ -107,6 +116,8 @@ pub fn details(region: &str) -> Result<RegionDetails> {
             max_len,
             type_size: ty.as_ref().map_or(0, |t| t.size),
             type_name: ty.map(|t| t.name),
+            latest: mode == TopicMode::Latest || flags & INLINE_LATEST != 0,
+            single_publisher: flags & INLINE_EXCLUSIVE != 0,
         });
     }
     Ok(RegionDetails {
