@@ -18,6 +18,10 @@
 //! The cores know nothing about where their memory lives: a heap allocation in tests and loom
 //! models, a shared mapping in [`crate::shm`].
 
+// Under loom the shared-memory stream that uses the window policy, the wake helpers and the
+// geometry accessors is compiled out (`stream/mod.rs`); only the cursor core is modelled.
+#![cfg_attr(loom, allow(dead_code))]
+
 use super::layout::{StreamControl, WaitWord, header_len, round_up};
 use crate::sync::Ordering;
 use crate::wait::Parked;

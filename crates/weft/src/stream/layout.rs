@@ -1,6 +1,10 @@
 //! The stream's control block: the part of a stream's shared memory that the bipartite-buffer
 //! algorithm reads and writes. Byte-by-byte layout in docs/protocol.md ("Stream control block").
 
+// Under loom the shared-memory stream that uses the window policy, the wake helpers and the
+// geometry accessors is compiled out (`stream/mod.rs`); only the cursor core is modelled.
+#![cfg_attr(loom, allow(dead_code))]
+
 use crate::sync::{AtomicU32, AtomicU64, Ordering, fence, futex};
 use core::time::Duration;
 
