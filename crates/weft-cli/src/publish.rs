@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::io::Write;
 use std::time::{Duration, Instant};
 use weft::Error;
-use weft::pubsub::{Config, Publisher, TopicDetails, TopicMode, TopicSpec};
+use weft::pubsub::{Config, Publisher, TopicMode, TopicSpec};
 
 /// The memory a region made by `weft pub` may take for its pool (blocks shrink in number as
 /// they grow in size; at least 16 of them).
@@ -70,7 +70,7 @@ pub fn run(args: &PubArgs, json: bool) -> Outcome {
         None => weft::pubsub::details(region)
             .ok()
             .and_then(|d| d.topics.into_iter().find(|t| t.stats.name == topic))
-            .map_or(TopicSpec::new(TopicMode::Blocks), |t| existing_spec(&t)),
+            .map_or(TopicSpec::new(TopicMode::Blocks), |t| t.spec()),
     };
     let t = publisher.register_spec(topic, &spec)?;
     let deadline = args.timeout.map(|d| Instant::now() + d);
@@ -195,21 +195,6 @@ fn open_or_create(region: &str, len: usize) -> Result<(Publisher, bool), Failure
         // Another process made it in the meantime: join it.
         Err(Error::AlreadyExists { .. }) => Ok((Publisher::open(region)?, false)),
         Err(e) => Err(e.into()),
-    }
-}
-
-/// The spec that joins an existing topic as another publisher: its mode, and for an inline
-/// topic its message size, latest-value and single-publisher kind.
-fn existing_spec(t: &TopicDetails) -> TopicSpec {
-    if t.mode != TopicMode::Inline {
-        return TopicSpec::new(t.mode);
-    }
-    let spec = TopicSpec::inline(t.max_len as usize);
-    let spec = if t.latest { spec.latest() } else { spec };
-    if t.single_publisher {
-        spec.single_publisher()
-    } else {
-        spec
     }
 }
 

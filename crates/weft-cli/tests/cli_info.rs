@@ -91,7 +91,7 @@ fn info_tells_latest_and_single_publisher_inline_topics_apart() {
             .find(|t| t["name"] == name)
             .unwrap_or_else(|| panic!("{name} in {topics:?}"))
     };
-    // (mode, latest, single publisher, largest message)
+    // (topic, latest, single publisher): each is an inline topic of 8 bytes.
     for (name, latest, single) in [
         ("/inline/plain", false, false),
         ("/inline/latest", true, false),

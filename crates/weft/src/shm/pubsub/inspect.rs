@@ -6,7 +6,9 @@ use super::layout::{
     INLINE_EXCLUSIVE, INLINE_LATEST, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER,
 };
 use super::region::Region;
-use super::{Config, RegionInfo, TopicMode, TopicStats, open_region, region_info, topic_stats};
+use super::{
+    Config, RegionInfo, TopicMode, TopicSpec, TopicStats, open_region, region_info, topic_stats,
+};
 use crate::error::{Error, Result, Role};
 use crate::shm::inspect::{LIVENESS_TIMEOUT, Peer, PeerState};
 use crate::shm::object::Object;
@@ -28,11 +30,42 @@ pub struct TopicDetails {
     /// A typed topic's type size in bytes; 0 for untyped bytes.
     pub type_size: u64,
     /// A latest-value topic: [`TopicMode::Latest`], or an inline topic registered with
-    /// [`TopicSpec::latest`](super::TopicSpec::latest) (a receive gets the newest value).
+    /// [`TopicSpec::latest`] (a receive gets the newest value).
     pub latest: bool,
     /// An inline topic with one publisher at a time
-    /// ([`TopicSpec::single_publisher`](super::TopicSpec::single_publisher)).
+    /// ([`TopicSpec::single_publisher`]).
     pub single_publisher: bool,
+}
+
+impl TopicDetails {
+    /// The spec that joins this topic as it is: its mode and, for an inline topic, its message
+    /// size and latest-value and single-publisher kind (untyped: a typed topic is joined with
+    /// its type by the caller).
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, TopicSpec, details};
+    /// # let region = format!("doc-spec-{}", std::process::id());
+    /// let a = Publisher::create(&region, &Config::default())?;
+    /// let _t = a.register_spec("/level", &TopicSpec::inline(8).latest())?;
+    /// let d = details(&region)?;
+    /// let b = Publisher::open(&region)?;
+    /// let t = b.register_spec("/level", &d.topics[0].spec())?;
+    /// b.publish(&t, &3u64.to_ne_bytes())?;
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn spec(&self) -> TopicSpec {
+        if self.mode != TopicMode::Inline {
+            return TopicSpec::new(self.mode);
+        }
+        let spec = TopicSpec::inline(self.max_len as usize);
+        let spec = if self.latest { spec.latest() } else { spec };
+        if self.single_publisher {
+            spec.single_publisher()
+        } else {
+            spec
+        }
+    }
 }
 
 /// One participant row of a region that was ever claimed, as [`details`] reports it.
