@@ -9,7 +9,7 @@ use crate::typeinfo::{TypeMeta, probe};
 use crate::wire::SampleHeader;
 use std::collections::HashMap;
 use std::sync::Arc;
-use weft::pubsub::{Publisher, Subscriber, Topic, TopicMode};
+use weft::pubsub::{Publisher, Subscriber, Topic, TopicMode, TopicSpec};
 use zenoh::sample::{Sample, SampleKind};
 
 /// The inbound side's handles, behind the bridge's inbound mutex (Zenoh may call the callback
@@ -89,6 +89,12 @@ impl Inbound {
     ) -> Result<InTopic, Refusal> {
         let describe =
             |t: Option<&TypeMeta>| t.map_or_else(|| "untyped bytes".into(), |m| m.to_string());
+        // A topic that exists here is joined as it was registered: its mode and, for an
+        // inline topic, its message size and kind. An absent one is registered as blocks.
+        let existing = weft::pubsub::details(&shared.config.region)
+            .ok()
+            .and_then(|d| d.topics.into_iter().find(|t| t.stats.name == topic))
+            .map_or_else(|| TopicSpec::new(TopicMode::Blocks), |t| t.spec());
         let (handle, expect) = if let Some(rule) = shared.rule(topic) {
             if !carried.is_some_and(|c| c.agrees_with(&rule.meta)) {
                 return Err(Refusal::Type(format!(
@@ -97,7 +103,7 @@ impl Inbound {
                     rule.meta
                 )));
             }
-            match (rule.register)(&self.publisher, topic) {
+            match (rule.register)(&self.publisher, topic, &existing) {
                 Ok(h) => (h, Some(rule.meta.clone())),
                 Err(e @ weft::Error::TypeMismatch { .. }) => {
                     return Err(Refusal::Type(e.to_string()));
@@ -116,15 +122,11 @@ impl Inbound {
                     describe(carried)
                 )));
             }
-            // Untyped registration finds an existing topic of any type; a topic registered in
-            // another mode is found by asking for that mode.
-            let handle = match self.publisher.register(topic) {
-                Err(weft::Error::InvalidArgument {
-                    what: "topic mode", ..
-                }) => self.publisher.register_with(topic, TopicMode::Latest),
-                other => other,
-            }
-            .map_err(|e| Refusal::Error(e.to_string()))?;
+            // Untyped registration finds an existing topic of any type.
+            let handle = self
+                .publisher
+                .register_spec(topic, &existing)
+                .map_err(|e| Refusal::Error(e.to_string()))?;
             (handle, local.or_else(|| carried.cloned()))
         };
         let counters = shared.stats.get(Dir::In, topic);
@@ -235,6 +237,16 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
             return;
         }
     }
+    if let Some(size) = t.topic.message_size()
+        && len != size
+    {
+        Counters::add(&t.counters.refused, 1);
+        t.counters.error(format!(
+            "a sample of {len} bytes was refused: topic {topic} is an inline topic of \
+             {size}-byte messages"
+        ));
+        return;
+    }
     if len > publisher.max_len() {
         Counters::add(&t.counters.dropped, 1);
         t.counters.error(format!(
@@ -245,15 +257,20 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
     }
     // The loop guard: hold the topic's queue from before the publish until its sequence is in.
     let mut own = t.own.as_ref().map(|o| (o, lock(&o.q)));
-    let published = publisher.loan(&t.topic).and_then(|mut loan| {
-        loan.set_len(len)?;
-        let mut at = 0;
-        for s in payload.slices() {
-            loan[at..at + s.len()].copy_from_slice(s);
-            at += s.len();
-        }
-        loan.publish()
-    });
+    let published = if t.topic.message_size().is_some() {
+        // An inline topic: the message is copied into the ring's slot.
+        publisher.publish(&t.topic, &payload.to_bytes())
+    } else {
+        publisher.loan(&t.topic).and_then(|mut loan| {
+            loan.set_len(len)?;
+            let mut at = 0;
+            for s in payload.slices() {
+                loan[at..at + s.len()].copy_from_slice(s);
+                at += s.len();
+            }
+            loan.publish()
+        })
+    };
     match published {
         Ok(seq) => {
             if let Some((o, q)) = own.as_mut() {

@@ -7,7 +7,10 @@
 //! - [`Bridge`]: forwards the region's topics that match the outbound patterns to
 //!   `<key_prefix>/<topic>` (`/prices/AAPL` in region `market` -> `weft/market/prices/AAPL`),
 //!   and publishes the Zenoh samples under the inbound patterns into the region, registering
-//!   topics on demand.
+//!   topics on demand. A topic that exists in the region already is joined as it was
+//!   registered: a `Latest` topic stays latest-value, and an inline topic (plain, latest-value
+//!   or typed) gets each sample copied into its slot; a sample of another length than the
+//!   inline topic's messages is refused and counted, with the reason.
 //! - [`BridgeConfig`]: the region, the patterns ([`Pattern`]: `*` one segment, `**` any
 //!   number), the Zenoh mode, endpoints, multicast scouting and key prefix; read from a JSON5
 //!   file with [`BridgeConfig::from_file`].

@@ -14,7 +14,7 @@
 
 use crate::pattern::Pattern;
 use serde::Serialize;
-use weft::pubsub::{Publisher, Subscriber, Subscription, Topic};
+use weft::pubsub::{Publisher, Subscriber, Subscription, Topic, TopicSpec};
 
 /// How many bytes of a type name a region records (longer names are cut).
 const REGION_TYPE_NAME_MAX: usize = 64;
@@ -108,7 +108,8 @@ pub(crate) struct TypeRule {
     pub pattern: Pattern,
     pub meta: TypeMeta,
     pub subscribe: fn(&Subscriber, &str) -> weft::Result<Subscription>,
-    pub register: fn(&Publisher, &str) -> weft::Result<Topic>,
+    /// Registers the topic with `T` and the spec's mode (the existing topic's, or blocks).
+    pub register: fn(&Publisher, &str, &TopicSpec) -> weft::Result<Topic>,
 }
 
 impl core::fmt::Debug for TypeRule {
@@ -125,8 +126,12 @@ impl TypeRule {
         fn subscribe<T: bytemuck::Pod>(s: &Subscriber, t: &str) -> weft::Result<Subscription> {
             s.subscribe_typed::<T>(t)
         }
-        fn register<T: bytemuck::Pod>(p: &Publisher, t: &str) -> weft::Result<Topic> {
-            p.register_typed::<T>(t)
+        fn register<T: bytemuck::Pod>(
+            p: &Publisher,
+            t: &str,
+            spec: &TopicSpec,
+        ) -> weft::Result<Topic> {
+            p.register_spec(t, &spec.clone().typed::<T>())
         }
         TypeRule {
             pattern,

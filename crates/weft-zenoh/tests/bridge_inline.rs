@@ -1,0 +1,145 @@
+//! Existing topics on the receiving side: a bridge that finds a topic registered inline in its
+//! region (plain, latest-value, typed) joins it as it is and copies each sample into its slot,
+//! and one registered in the blocks `Latest` mode stays a latest-value topic; a sample of
+//! another length than an inline topic's is refused with the reason, never published.
+
+mod common;
+
+use common::{Cleanup, config, eventually, free_port, unique};
+use std::time::Duration;
+use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
+use weft_zenoh::Bridge;
+
+const N: u64 = 50;
+
+#[test]
+fn samples_arrive_in_existing_topics_as_they_are() {
+    let (a, b) = (unique("inl-a"), unique("inl-b"));
+    let _clean = Cleanup(vec![a.clone(), b.clone()]);
+    let prefix = unique("inline");
+    let port = free_port();
+
+    // A: the source topics, blocks, 8 bytes a message (and one of 12 bytes); the typed one
+    // carries its type across.
+    let source = Publisher::create(&a, &Config::default()).unwrap();
+    let names = [
+        "/inl/plain",
+        "/inl/latest",
+        "/inl/typed",
+        "/inl/newest",
+        "/inl/wrong",
+    ];
+    let topics: Vec<_> = names
+        .iter()
+        .map(|&t| match t {
+            "/inl/typed" => source.register_typed::<u64>(t),
+            _ => source.register(t),
+        })
+        .map(Result::unwrap)
+        .collect();
+
+    // B: the same topics exist already, registered inline by a local process.
+    let local = Publisher::create(&b, &Config::default()).unwrap();
+    local
+        .register_spec("/inl/plain", &TopicSpec::inline(8))
+        .unwrap();
+    local
+        .register_spec("/inl/latest", &TopicSpec::inline(8).latest())
+        .unwrap();
+    local
+        .register_spec("/inl/typed", &TopicSpec::inline(8).typed::<u64>())
+        .unwrap();
+    local
+        .register_with("/inl/newest", TopicMode::Latest)
+        .unwrap();
+    local
+        .register_spec("/inl/wrong", &TopicSpec::inline(8))
+        .unwrap();
+    let subscriber = Subscriber::connect(&b).unwrap();
+    let mut plain = subscriber.subscribe("/inl/plain").unwrap();
+    let mut latest = subscriber.subscribe("/inl/latest").unwrap();
+    let mut typed = subscriber.subscribe_typed::<u64>("/inl/typed").unwrap();
+    let mut newest = subscriber.subscribe("/inl/newest").unwrap();
+
+    let sender = Bridge::start(
+        config(&a, &prefix)
+            .outbound("/inl/**")
+            .unwrap()
+            .listen(&format!("tcp/127.0.0.1:{port}")),
+    )
+    .unwrap();
+    // The typed topic goes through a bridge that knows the Rust type (a typed rule).
+    let receiver = Bridge::builder(
+        config(&b, &prefix)
+            .inbound("/inl/**")
+            .unwrap()
+            .connect(&format!("tcp/127.0.0.1:{port}")),
+    )
+    .typed::<u64>("/inl/typed")
+    .unwrap()
+    .start()
+    .unwrap();
+    for t in names {
+        assert!(sender.wait_matched(t, Duration::from_secs(20)), "{t}");
+    }
+
+    for i in 0..N {
+        for t in &topics[..4] {
+            source.publish(t, &(1000 + i).to_le_bytes()).unwrap();
+        }
+        source.publish(&topics[4], &[7u8; 12]).unwrap();
+        // Paced, so that the plain topic's subscriber below reads every one in order.
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    eventually(Duration::from_secs(20), "every sample in B", || {
+        let s = receiver.stats();
+        names[..4]
+            .iter()
+            .all(|t| s.inbound(t).is_some_and(|t| t.samples == N))
+            && s.inbound("/inl/wrong").is_some_and(|t| t.refused == N)
+    });
+
+    // Still inline topics, of 8-byte messages, written by the bridge.
+    let details = weft::pubsub::details(&b).unwrap();
+    for t in &names[..3] {
+        let d = details.topics.iter().find(|d| d.stats.name == *t).unwrap();
+        assert_eq!((d.mode, d.max_len), (TopicMode::Inline, 8), "{t}");
+        assert_eq!(d.stats.published, N, "{t}");
+    }
+    let d = details
+        .topics
+        .iter()
+        .find(|d| d.stats.name == "/inl/latest")
+        .unwrap();
+    assert!(d.latest, "{d:?}");
+    let d = details
+        .topics
+        .iter()
+        .find(|d| d.stats.name == "/inl/newest")
+        .unwrap();
+    assert_eq!((d.mode, d.stats.published), (TopicMode::Latest, N), "{d:?}");
+
+    for i in 0..N {
+        assert_eq!(plain.try_recv().unwrap().as_ref(), (1000 + i).to_le_bytes());
+        assert_eq!(typed.try_recv_value::<u64>().unwrap(), 1000 + i);
+    }
+    assert_eq!(latest.try_recv_value::<u64>().unwrap(), 1000 + N - 1);
+    assert_eq!(newest.try_recv_value::<u64>().unwrap(), 1000 + N - 1);
+
+    // A 12-byte sample does not fit an 8-byte inline topic: refused, with the reason.
+    let stats = receiver.stats();
+    let wrong = common::inbound_of(&stats, "/inl/wrong");
+    assert_eq!((wrong.samples, wrong.dropped), (0, 0), "{stats}");
+    let why = wrong.last_error.unwrap();
+    assert!(why.contains("12") && why.contains("8-byte"), "{why}");
+    let d = details
+        .topics
+        .iter()
+        .find(|d| d.stats.name == "/inl/wrong")
+        .unwrap();
+    assert_eq!(d.stats.published, 0);
+    for t in &names[..4] {
+        let t = common::inbound_of(&stats, t);
+        assert_eq!((t.refused, t.dropped), (0, 0), "{stats}");
+    }
+}
