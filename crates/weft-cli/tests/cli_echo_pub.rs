@@ -184,7 +184,9 @@ fn pub_joins_an_inline_topic_with_its_size_and_kind() {
     let held = weft(&["pub", &format!("{region}/inline/latest-single"), "12345678"]);
     assert_ne!(held.code, 0, "{held:?}");
     assert!(
-        held.stderr.contains("held by live process"),
+        held.stderr.contains(&format!(
+            "the publisher of '{region}/inline/latest-single' is held by live process"
+        )),
         "{}",
         held.stderr
     );

@@ -694,10 +694,10 @@ fn a_single_publisher_topic_has_one_publisher_at_a_time() {
     let mut sub = s.subscribe_typed::<u64>("/s").unwrap();
     // Another live publisher: refused; the same registration without the setting: refused.
     let q = Publisher::open(&name).unwrap();
-    assert_eq!(
-        q.register_spec("/s", &spec).unwrap_err().kind(),
-        ErrorKind::InUse
-    );
+    let held = q.register_spec("/s", &spec).unwrap_err();
+    assert_eq!(held.kind(), ErrorKind::InUse);
+    // The error names the topic, not only the region.
+    assert!(held.to_string().contains(&format!("'{name}/s'")), "{held}");
     assert_eq!(
         q.register_spec("/s", &TopicSpec::inline(8).typed::<u64>())
             .unwrap_err()

@@ -1169,7 +1169,7 @@ impl Publisher {
             let (ring, size) = r.inline_ring(index)?;
             let exclusive = r.inline_exclusive(index)?;
             if exclusive {
-                r.take_lease(&ring, self.member.index)?;
+                r.take_lease(&ring, name, self.member.index)?;
             }
             Some(InlineTopic {
                 area: r.inline_fields(index)?.0,

@@ -227,12 +227,12 @@ impl Region {
         Ok(self.inline_flags(i)? & INLINE_EXCLUSIVE != 0)
     }
 
-    /// Takes the lease of a single-publisher inline topic's ring for participant `me` (kept if
-    /// we hold it; taken over from a dead holder).
+    /// Takes the lease of a single-publisher inline topic's ring (topic path `topic`) for
+    /// participant `me` (kept if we hold it; taken over from a dead holder).
     ///
     /// # Errors
-    /// [`Error::InUse`] while another live participant holds it.
-    pub(crate) fn take_lease(&self, ring: &RawRing, me: u32) -> Result<()> {
+    /// [`Error::InUse`], naming the topic, while another live participant holds it.
+    pub(crate) fn take_lease(&self, ring: &RawRing, topic: &str, me: u32) -> Result<()> {
         let lease = &ring.signal().publishers;
         loop {
             // Acquire pairs with the Release store in `release_leases`: the previous holder's
@@ -248,7 +248,7 @@ impl Region {
                     && row.status(self.liveness) == PeerStatus::Alive
                 {
                     return Err(Error::InUse {
-                        name: self.obj.name().into(),
+                        name: alloc::format!("{}{topic}", self.obj.name()),
                         role: Role::Publisher,
                         pid: row.pid(),
                     });
