@@ -127,7 +127,8 @@ pub enum Error {
         /// The size the header asks for.
         needed: u64,
     },
-    /// The creator of the object never finished initialising it within the timeout.
+    /// The creator of the object did not finish initialising it within the timeout, or died
+    /// before it did (seen at once when the creator ran in this pid namespace).
     #[error("'{name}' was never made ready by its creator (process {pid})")]
     NotReady {
         /// The object's name.

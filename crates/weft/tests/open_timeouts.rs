@@ -66,3 +66,98 @@ fn server_connect_timeout() {
     );
     assert_in_time("Server::connect", t);
 }
+
+/// The header a creator leaves behind when it is killed after writing it and before `ready`:
+/// magic, version, kind (a region), size, and the creator's pid, start time and pid namespace.
+fn half_made(tag: &str, pid: u32, start: u64, pidns: u64) -> (String, Cleanup) {
+    let name = unique(tag);
+    let c = Cleanup(name.clone());
+    let mut b = vec![0u8; 64 << 10];
+    b[0..8].copy_from_slice(b"WEFT\0OBJ");
+    b[8..12].copy_from_slice(&weft::shm::LAYOUT_VERSION.to_le_bytes());
+    b[12..16].copy_from_slice(&2u32.to_le_bytes());
+    b[16..24].copy_from_slice(&(64u64 << 10).to_le_bytes());
+    b[24..28].copy_from_slice(&pid.to_le_bytes());
+    b[32..40].copy_from_slice(&start.to_le_bytes());
+    b[48..56].copy_from_slice(&pidns.to_le_bytes());
+    std::fs::write(shm_path(&name), b).unwrap();
+    (name, c)
+}
+
+/// Field 22 of /proc/PID/stat: the process's start time in clock ticks since boot.
+fn start_time(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 1..];
+    rest.split_ascii_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+fn own_pidns() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").unwrap().ino()
+}
+
+/// A real process, SIGKILLed: its pid and start time.
+fn killed_process() -> (u32, u64) {
+    let mut child = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = start_time(pid);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    (pid, start)
+}
+
+/// Far longer than any scheduling hiccup, far shorter than the timeout below: an opener that
+/// waited for a dead creator's object would take the whole timeout.
+const HANG: Duration = Duration::from_secs(30);
+const LONG: Duration = Duration::from_secs(120);
+
+#[test]
+fn a_dead_creator_ends_the_wait() {
+    let (pid, start) = killed_process();
+    let (name, _c) = half_made("ot-dead", pid, start, own_pidns());
+    let t = Instant::now();
+    let err = weft::pubsub::Subscriber::connect_timeout(&name, LONG).unwrap_err();
+    assert!(
+        matches!(err, Error::NotReady { pid: p, .. } if p == pid),
+        "{err}"
+    );
+    assert!(
+        t.elapsed() < HANG,
+        "waited {:?} for a dead creator",
+        t.elapsed()
+    );
+    // A creator of the name sees the same and replaces the leftover.
+    let p = weft::pubsub::Publisher::create(&name, &weft::pubsub::Config::default()).unwrap();
+    drop(p);
+}
+
+#[test]
+fn a_live_creator_is_waited_for() {
+    let me = std::process::id();
+    let (name, _c) = half_made("ot-live", me, start_time(me), own_pidns());
+    let t = Instant::now();
+    let err = weft::pubsub::Subscriber::connect_timeout(&name, TIMEOUT).unwrap_err();
+    assert!(
+        matches!(err, Error::NotReady { pid, .. } if pid == me),
+        "{err}"
+    );
+    assert!(t.elapsed() >= TIMEOUT, "gave up after {:?}", t.elapsed());
+}
+
+#[test]
+fn a_creator_in_another_pid_namespace_is_waited_for() {
+    // Its pid means nothing here: that no such process is seen proves nothing.
+    let (pid, start) = killed_process();
+    let (name, _c) = half_made("ot-ns", pid, start, own_pidns() + 1);
+    let t = Instant::now();
+    let err = weft::pubsub::Subscriber::connect_timeout(&name, TIMEOUT).unwrap_err();
+    assert!(matches!(err, Error::NotReady { .. }), "{err}");
+    assert!(t.elapsed() >= TIMEOUT, "gave up after {:?}", t.elapsed());
+}

@@ -126,7 +126,8 @@ impl ParticipantRow {
     }
 }
 
-fn own_pidns() -> u64 {
+/// This process's pid namespace (see [`sys::pid_namespace`]), read once.
+pub(crate) fn own_pidns() -> u64 {
     static NS: OnceLock<u64> = OnceLock::new();
     *NS.get_or_init(sys::pid_namespace)
 }

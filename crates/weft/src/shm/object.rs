@@ -10,7 +10,7 @@ use core::time::Duration;
 /// `b"WEFT\x00OBJ"` read as a little-endian u64.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"WEFT\x00OBJ");
 /// The layout version this build writes and accepts. Bumped on any change to a layout.
-pub const LAYOUT_VERSION: u32 = 5;
+pub const LAYOUT_VERSION: u32 = 6;
 /// `ready` holds this once the creator has finished initialising the object.
 const READY: u32 = 0x5245_4459; // "READY" in short
 /// Bytes of the object header.
@@ -69,7 +69,10 @@ pub(crate) struct ObjectHeader {
     pub(crate) creator_start: AtomicU64,
     /// Creation time, nanoseconds since the Unix epoch (for display only).
     pub(crate) created_unix_ns: AtomicU64,
-    _reserved: [AtomicU64; 10],
+    /// The creator's pid namespace (inode of /proc/self/ns/pid), 0 if unknown: an opener in
+    /// the same namespace may judge `creator_pid` while it waits for `ready`.
+    pub(crate) creator_pidns: AtomicU64,
+    _reserved: [AtomicU64; 9],
 }
 
 #[cfg(not(loom))]
@@ -117,6 +120,8 @@ impl Object {
             h.total_size.store(total_size, Ordering::Relaxed);
             h.creator_pid.store(me.pid, Ordering::Relaxed);
             h.creator_start.store(me.start_time, Ordering::Relaxed);
+            h.creator_pidns
+                .store(super::liveness::own_pidns(), Ordering::Relaxed);
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos() as u64)
@@ -133,7 +138,8 @@ impl Object {
 
     /// Opens `name`, waits up to `timeout` for its creator to finish, and validates the header:
     /// magic, version, kind, and a layout size that the file really holds. The kind-specific
-    /// part is validated by the caller.
+    /// part is validated by the caller. A creator in this pid namespace that died before it
+    /// finished ends the wait at once ([`Error::NotReady`]): the object will never be ready.
     pub(crate) fn open(name: &str, kind: ObjectKind, timeout: Duration) -> Result<Object> {
         Object::open_as(name, Some(kind), timeout)
     }
@@ -147,6 +153,7 @@ impl Object {
     fn open_as(name: &str, want: Option<ObjectKind>, timeout: Duration) -> Result<Object> {
         let file = ShmFile::open(name)?;
         let deadline = crate::wait::Deadline::after(timeout);
+        let mut rounds = 0u32;
         loop {
             let size = file.size()?;
             if size > 0 && size < HEADER_SIZE {
@@ -181,8 +188,10 @@ impl Object {
                         found: magic,
                     });
                 }
-                if deadline.expired() {
-                    let pid = h.creator_pid.load(Ordering::Relaxed);
+                let pid = h.creator_pid.load(Ordering::Relaxed);
+                // /proc is read every 50th round (10 ms), not every 200 µs.
+                rounds += 1;
+                if deadline.expired() || (rounds % 50 == 1 && creator_died(h)) {
                     return Err(Error::NotReady {
                         name: name.into(),
                         pid,
@@ -328,4 +337,20 @@ impl Object {
     pub(crate) fn kind(&self) -> ObjectKind {
         self.kind
     }
+}
+
+/// Whether the creator recorded in a header that is not ready yet is known to be dead: its
+/// pid, start time and pid namespace are all written (each is written once by the creator, so
+/// a non-zero value is the creator's), the namespace is ours, and /proc says that process is
+/// gone. Anything less is not known: the opener goes on waiting until its timeout.
+fn creator_died(h: &ObjectHeader) -> bool {
+    // Relaxed (all three): each word is written once, before `ready`; a zero is "not yet".
+    let pid = h.creator_pid.load(Ordering::Relaxed);
+    let start = h.creator_start.load(Ordering::Relaxed);
+    let ns = h.creator_pidns.load(Ordering::Relaxed);
+    pid != 0
+        && start != 0
+        && ns != 0
+        && ns == super::liveness::own_pidns()
+        && crate::sys::process_state(pid, start) == crate::sys::Liveness::Dead
 }
