@@ -118,11 +118,11 @@ fn mpmc_bounded_producers_never_overwrite_an_unread_message() {
         let mut mine = Some([10, 10, 10]);
         let mut got = Vec::new();
         while got.len() < 3 {
-            if let Some(v) = mine.take() {
-                if let Err(e) = tx.try_publish(v) {
-                    assert!(matches!(e, PublishError::Full(_)), "{e:?}");
-                    mine = Some(e.into_inner());
-                }
+            if let Some(v) = mine.take()
+                && let Err(e) = tx.try_publish(v)
+            {
+                assert!(matches!(e, PublishError::Full(_)), "{e:?}");
+                mine = Some(e.into_inner());
             }
             match rx.try_recv() {
                 Ok(v) => {
