@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Cleanup, config, eventually, free_port, unique};
+use common::{Cleanup, eventually, free_port, receiving, sending, unique};
 use std::time::Duration;
 use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
 use weft_zenoh::Bridge;
@@ -61,24 +61,13 @@ fn samples_arrive_in_existing_topics_as_they_are() {
     let mut typed = subscriber.subscribe_typed::<u64>("/inl/typed").unwrap();
     let mut newest = subscriber.subscribe("/inl/newest").unwrap();
 
-    let sender = Bridge::start(
-        config(&a, &prefix)
-            .outbound("/inl/**")
-            .unwrap()
-            .listen(&format!("tcp/127.0.0.1:{port}")),
-    )
-    .unwrap();
+    let sender = Bridge::start(sending(&a, &prefix, "/inl/**", port)).unwrap();
     // The typed topic goes through a bridge that knows the Rust type (a typed rule).
-    let receiver = Bridge::builder(
-        config(&b, &prefix)
-            .inbound("/inl/**")
-            .unwrap()
-            .connect(&format!("tcp/127.0.0.1:{port}")),
-    )
-    .typed::<u64>("/inl/typed")
-    .unwrap()
-    .start()
-    .unwrap();
+    let receiver = Bridge::builder(receiving(&b, &prefix, "/inl/**", port))
+        .typed::<u64>("/inl/typed")
+        .unwrap()
+        .start()
+        .unwrap();
     for t in names {
         assert!(sender.wait_matched(t, Duration::from_secs(20)), "{t}");
     }

@@ -189,6 +189,24 @@ pub fn config(region: &str, prefix: &str) -> BridgeConfig {
         .discovery_interval(Duration::from_millis(20))
 }
 
+/// A sending bridge's configuration: topics matching `pattern` out, listening on loopback
+/// `port`.
+pub fn sending(region: &str, prefix: &str, pattern: &str, port: u16) -> BridgeConfig {
+    config(region, prefix)
+        .outbound(pattern)
+        .unwrap()
+        .listen(&format!("tcp/127.0.0.1:{port}"))
+}
+
+/// A receiving bridge's configuration: keys matching `pattern` in, connecting to loopback
+/// `port`.
+pub fn receiving(region: &str, prefix: &str, pattern: &str, port: u16) -> BridgeConfig {
+    config(region, prefix)
+        .inbound(pattern)
+        .unwrap()
+        .connect(&format!("tcp/127.0.0.1:{port}"))
+}
+
 /// A topic's inbound counters in a snapshot.
 pub fn inbound_of(stats: &BridgeStats, topic: &str) -> weft_zenoh::BridgedTopic {
     stats
