@@ -70,11 +70,16 @@ pub(crate) fn sliced<T: Send>(
 
 /// Whether an open or connect is retried while its timeout lasts: the object is not there yet,
 /// or its creator has not finished it yet. A slice can end between the creator's exclusive
-/// create and its `ready` store; only the caller's whole timeout decides that it never came.
+/// create and its `ready` store; only the caller's whole timeout decides that it never came,
+/// unless the creator is known to be gone (then the object never will be ready).
 pub(crate) fn not_there_yet(e: &weft::Error) -> bool {
     matches!(
         e,
-        weft::Error::NotFound { .. } | weft::Error::NotReady { .. }
+        weft::Error::NotFound { .. }
+            | weft::Error::NotReady {
+                creator_gone: false,
+                ..
+            }
     )
 }
 

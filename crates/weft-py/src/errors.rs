@@ -57,7 +57,7 @@ kinds! {
     VersionMismatchError = VersionMismatch: "The object has an incompatible layout version.",
     WrongKindError = WrongKind: "The object is a weft object of another kind.",
     TruncatedError = Truncated: "The object's file is smaller than its header says.",
-    NotReadyError = NotReady: "The object's creator never finished making it.",
+    NotReadyError = NotReady: "The object's creator never finished making it (and is gone, or the timeout passed).",
     CorruptError = Corrupt: "A value in shared memory failed validation (a peer wrote nonsense).",
     TooLargeError = TooLarge: "A message or reservation is larger than the object can ever hold.",
     TimeoutError = Timeout: "A bounded wait ran out of time.",

@@ -67,5 +67,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pubsub::regions, m)?)?;
     m.add_function(wrap_pyfunction!(pubsub::split_uri, m)?)?;
     m.add("SLICE_SECONDS", blocking::SLICE.as_secs_f64())?;
+    // The shared-memory layout version this build speaks (docs/protocol.md); for tests that
+    // write object headers by hand.
+    m.add("LAYOUT_VERSION", weft::shm::LAYOUT_VERSION)?;
     Ok(())
 }

@@ -293,6 +293,40 @@ def test_open_waits_through_a_creator_that_has_not_finished(name):
     assert bytes(r.read(timeout=5)) == b"hi"
 
 
+def test_open_gives_up_on_a_creator_that_died(name):
+    # The header a creator leaves when SIGKILLed after writing it and before `ready`: its
+    # pid, start time and pid namespace. The open fails at once with NotReadyError instead of
+    # retrying until its timeout (a minute here).
+    import os
+    import struct
+    import subprocess
+    import time
+    from pathlib import Path
+
+    child = subprocess.Popen(["sleep", "600"])
+    stat = Path(f"/proc/{child.pid}/stat").read_text()
+    start = int(stat[stat.rindex(")") + 1 :].split()[19])
+    child.kill()
+    child.wait()
+    header = bytearray(64 << 10)
+    header[0:8] = b"WEFT\0OBJ"
+    header[8:12] = struct.pack("<I", weft._weft.LAYOUT_VERSION)
+    header[12:16] = struct.pack("<I", 1)  # a stream
+    header[16:24] = struct.pack("<Q", 64 << 10)
+    header[24:28] = struct.pack("<I", child.pid)
+    header[32:40] = struct.pack("<Q", start)
+    header[48:56] = struct.pack("<Q", os.stat("/proc/self/ns/pid").st_ino)
+    half_made = SHM / f"weft.{name}"
+    half_made.write_bytes(bytes(header))
+    try:
+        t = time.monotonic()
+        with pytest.raises(weft.NotReadyError, match="is gone"):
+            weft.StreamReader.open(name, timeout=60)
+        assert time.monotonic() - t < 30
+    finally:
+        half_made.unlink(missing_ok=True)
+
+
 def _lockstep_span(name, capacity, n=20000, **kw):
     """Writes and reads `n` records of 256 bytes in lockstep; the span of the addresses the
     reader saw them at."""

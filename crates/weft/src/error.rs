@@ -82,7 +82,8 @@ pub enum Error {
     /// The role asked for is held by a live participant.
     #[error("the {role} of '{name}' is held by live process {pid}")]
     InUse {
-        /// The object's name.
+        /// The object's name (for a topic's single publisher: region and topic,
+        /// "market/prices").
         name: String,
         /// The role that is taken.
         role: Role,
@@ -129,12 +130,18 @@ pub enum Error {
     },
     /// The creator of the object did not finish initialising it within the timeout, or died
     /// before it did (seen at once when the creator ran in this pid namespace).
-    #[error("'{name}' was never made ready by its creator (process {pid})")]
+    #[error(
+        "'{name}' was never made ready by its creator (process {pid}{})",
+        if *.creator_gone { ", which is gone" } else { "" }
+    )]
     NotReady {
         /// The object's name.
         name: String,
-        /// The creating process.
+        /// The creating process (0 if its header does not say yet).
         pid: u32,
+        /// The creator is known to be gone: the object will never be ready, so waiting
+        /// longer (or retrying) is pointless.
+        creator_gone: bool,
     },
     /// A value read from shared memory failed validation: a peer wrote something impossible.
     /// The handle that reports it should be dropped; nothing was read out of bounds.

@@ -125,9 +125,10 @@ fn a_dead_creator_ends_the_wait() {
     let t = Instant::now();
     let err = weft::pubsub::Subscriber::connect_timeout(&name, LONG).unwrap_err();
     assert!(
-        matches!(err, Error::NotReady { pid: p, .. } if p == pid),
+        matches!(err, Error::NotReady { pid: p, creator_gone: true, .. } if p == pid),
         "{err}"
     );
+    assert!(err.to_string().contains("which is gone"), "{err}");
     assert!(
         t.elapsed() < HANG,
         "waited {:?} for a dead creator",
@@ -145,7 +146,7 @@ fn a_live_creator_is_waited_for() {
     let t = Instant::now();
     let err = weft::pubsub::Subscriber::connect_timeout(&name, TIMEOUT).unwrap_err();
     assert!(
-        matches!(err, Error::NotReady { pid, .. } if pid == me),
+        matches!(err, Error::NotReady { pid, creator_gone: false, .. } if pid == me),
         "{err}"
     );
     assert!(t.elapsed() >= TIMEOUT, "gave up after {:?}", t.elapsed());
@@ -158,6 +159,15 @@ fn a_creator_in_another_pid_namespace_is_waited_for() {
     let (name, _c) = half_made("ot-ns", pid, start, own_pidns() + 1);
     let t = Instant::now();
     let err = weft::pubsub::Subscriber::connect_timeout(&name, TIMEOUT).unwrap_err();
-    assert!(matches!(err, Error::NotReady { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::NotReady {
+                creator_gone: false,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(t.elapsed() >= TIMEOUT, "gave up after {:?}", t.elapsed());
 }

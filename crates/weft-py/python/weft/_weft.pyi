@@ -13,6 +13,7 @@ else:
 WaitStrategy = Literal["adaptive", "park", "busy_spin", "yield_spin", "backoff_spin"]
 
 SLICE_SECONDS: float
+LAYOUT_VERSION: int
 _ERROR_KINDS: list[tuple[str, int, type[Error]]]
 
 class Error(Exception):

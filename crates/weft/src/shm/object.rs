@@ -189,18 +189,26 @@ impl Object {
                     });
                 }
                 let pid = h.creator_pid.load(Ordering::Relaxed);
-                // /proc is read every 50th round (10 ms), not every 200 µs.
-                rounds += 1;
-                if deadline.expired() || (rounds % 50 == 1 && creator_died(h)) {
+                // /proc is read every 50th round (10 ms or more), not every 200 µs.
+                rounds = rounds.wrapping_add(1);
+                // A creator may have stored `ready` and exited since our load above: a dead
+                // process writes nothing more, so `ready` read after its death decides (if it
+                // is set, the next round validates the object).
+                // SYNC POINT: Acquire pairs with the Release store of `ready` in `create`.
+                let gone =
+                    rounds % 50 == 1 && creator_died(h) && h.ready.load(Ordering::Acquire) != READY;
+                if gone || deadline.expired() {
                     return Err(Error::NotReady {
                         name: name.into(),
                         pid,
+                        creator_gone: gone,
                     });
                 }
             } else if deadline.expired() {
                 return Err(Error::NotReady {
                     name: name.into(),
                     pid: 0,
+                    creator_gone: false,
                 });
             }
             std::thread::sleep(Duration::from_micros(200));
@@ -348,7 +356,9 @@ fn creator_died(h: &ObjectHeader) -> bool {
     let pid = h.creator_pid.load(Ordering::Relaxed);
     let start = h.creator_start.load(Ordering::Relaxed);
     let ns = h.creator_pidns.load(Ordering::Relaxed);
-    pid != 0
+    // Relaxed: only compared; offset 48 means the namespace in this version only.
+    h.version.load(Ordering::Relaxed) == LAYOUT_VERSION
+        && pid != 0
         && start != 0
         && ns != 0
         && ns == super::liveness::own_pidns()
