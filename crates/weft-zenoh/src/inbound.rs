@@ -89,12 +89,6 @@ impl Inbound {
     ) -> Result<InTopic, Refusal> {
         let describe =
             |t: Option<&TypeMeta>| t.map_or_else(|| "untyped bytes".into(), |m| m.to_string());
-        // A topic that exists here is joined as it was registered: its mode and, for an
-        // inline topic, its message size and kind. An absent one is registered as blocks.
-        let existing = weft::pubsub::details(&shared.config.region)
-            .ok()
-            .and_then(|d| d.topics.into_iter().find(|t| t.stats.name == topic))
-            .map_or_else(|| TopicSpec::new(TopicMode::Blocks), |t| t.spec());
         let (handle, expect) = if let Some(rule) = shared.rule(topic) {
             if !carried.is_some_and(|c| c.agrees_with(&rule.meta)) {
                 return Err(Refusal::Type(format!(
@@ -103,7 +97,8 @@ impl Inbound {
                     rule.meta
                 )));
             }
-            match (rule.register)(&self.publisher, topic, &existing) {
+            let specs = existing_specs(&shared.config.region, topic)?;
+            match register_any(&specs, |spec| (rule.register)(&self.publisher, topic, spec)) {
                 Ok(h) => (h, Some(rule.meta.clone())),
                 Err(e @ weft::Error::TypeMismatch { .. }) => {
                     return Err(Refusal::Type(e.to_string()));
@@ -123,9 +118,8 @@ impl Inbound {
                 )));
             }
             // Untyped registration finds an existing topic of any type.
-            let handle = self
-                .publisher
-                .register_spec(topic, &existing)
+            let specs = existing_specs(&shared.config.region, topic)?;
+            let handle = register_any(&specs, |spec| self.publisher.register_spec(topic, spec))
                 .map_err(|e| Refusal::Error(e.to_string()))?;
             (handle, local.or_else(|| carried.cloned()))
         };
@@ -139,6 +133,40 @@ impl Inbound {
             counters,
         })
     }
+}
+
+/// The specs to join `topic` with, most likely first: a topic that exists in the region is
+/// joined as it was registered (its mode and, for an inline topic, its message size and kind),
+/// then as blocks (an absent topic). Several entries may carry the name while an unregistered
+/// one is still being drained.
+fn existing_specs(region: &str, topic: &str) -> Result<Vec<TopicSpec>, Refusal> {
+    let details = weft::pubsub::details(region).map_err(|e| Refusal::Error(e.to_string()))?;
+    let mut specs: Vec<TopicSpec> = details
+        .topics
+        .iter()
+        .filter(|t| t.stats.name == topic)
+        .map(|t| t.spec())
+        .collect();
+    specs.push(TopicSpec::new(TopicMode::Blocks));
+    Ok(specs)
+}
+
+/// The first registration of `specs` that succeeds, or the first one's error (the existing
+/// topic's, which says why it refused).
+fn register_any(
+    specs: &[TopicSpec],
+    mut register: impl FnMut(&TopicSpec) -> weft::Result<Topic>,
+) -> weft::Result<Topic> {
+    let mut first = None;
+    for spec in specs {
+        match register(spec) {
+            Ok(t) => return Ok(t),
+            Err(e) => {
+                first.get_or_insert(e);
+            }
+        }
+    }
+    Err(first.expect("at least the blocks spec"))
 }
 
 /// The inbound callback: one Zenoh sample under an inbound key expression.

@@ -10,7 +10,10 @@
 //!   topics on demand. A topic that exists in the region already is joined as it was
 //!   registered: a `Latest` topic stays latest-value, and an inline topic (plain, latest-value
 //!   or typed) gets each sample copied into its slot; a sample of another length than the
-//!   inline topic's messages is refused and counted, with the reason.
+//!   inline topic's messages is refused and counted, with the reason. A single-publisher
+//!   inline topic takes the bridge as its one publisher: while its local publisher lives the
+//!   bridge's samples are dropped (`InUse`, counted, with the reason), and once the bridge
+//!   holds it a local publisher is refused until the bridge stops.
 //! - [`BridgeConfig`]: the region, the patterns ([`Pattern`]: `*` one segment, `**` any
 //!   number), the Zenoh mode, endpoints, multicast scouting and key prefix; read from a JSON5
 //!   file with [`BridgeConfig::from_file`].
