@@ -67,10 +67,9 @@ pub fn run(args: &PubArgs, json: bool) -> Outcome {
         Some(Mode::Latest) => TopicSpec::new(TopicMode::Latest),
         Some(Mode::Blocks) => TopicSpec::new(TopicMode::Blocks),
         // An existing topic keeps its mode: an inline one its size and kind too.
-        None => weft::pubsub::details(region)
-            .ok()
-            .and_then(|d| d.topics.into_iter().find(|t| t.stats.name == topic))
-            .map_or(TopicSpec::new(TopicMode::Blocks), |t| t.spec()),
+        None => publisher
+            .existing_spec(topic)?
+            .unwrap_or(TopicSpec::new(TopicMode::Blocks)),
     };
     let t = publisher.register_spec(topic, &spec)?;
     let deadline = args.timeout.map(|d| Instant::now() + d);

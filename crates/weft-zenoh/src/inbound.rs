@@ -80,6 +80,15 @@ impl Inbound {
         }
     }
 
+    /// The spec to join `topic` with: as it was registered, if it is (its mode and, for an
+    /// inline topic, its message size and kind), else blocks.
+    fn existing_spec(&self, topic: &str) -> Result<TopicSpec, Refusal> {
+        self.publisher
+            .existing_spec(topic)
+            .map(|s| s.unwrap_or(TopicSpec::new(TopicMode::Blocks)))
+            .map_err(|e| Refusal::Error(e.to_string()))
+    }
+
     /// Registers `topic` for the first sample, which carries `carried`.
     fn resolve(
         &mut self,
@@ -97,8 +106,8 @@ impl Inbound {
                     rule.meta
                 )));
             }
-            let specs = existing_specs(&shared.config.region, topic)?;
-            match register_any(&specs, |spec| (rule.register)(&self.publisher, topic, spec)) {
+            let spec = self.existing_spec(topic)?;
+            match (rule.register)(&self.publisher, topic, &spec) {
                 Ok(h) => (h, Some(rule.meta.clone())),
                 Err(e @ weft::Error::TypeMismatch { .. }) => {
                     return Err(Refusal::Type(e.to_string()));
@@ -118,8 +127,10 @@ impl Inbound {
                 )));
             }
             // Untyped registration finds an existing topic of any type.
-            let specs = existing_specs(&shared.config.region, topic)?;
-            let handle = register_any(&specs, |spec| self.publisher.register_spec(topic, spec))
+            let spec = self.existing_spec(topic)?;
+            let handle = self
+                .publisher
+                .register_spec(topic, &spec)
                 .map_err(|e| Refusal::Error(e.to_string()))?;
             (handle, local.or_else(|| carried.cloned()))
         };
@@ -133,40 +144,6 @@ impl Inbound {
             counters,
         })
     }
-}
-
-/// The specs to join `topic` with, most likely first: a topic that exists in the region is
-/// joined as it was registered (its mode and, for an inline topic, its message size and kind),
-/// then as blocks (an absent topic). Several entries may carry the name while an unregistered
-/// one is still being drained.
-fn existing_specs(region: &str, topic: &str) -> Result<Vec<TopicSpec>, Refusal> {
-    let details = weft::pubsub::details(region).map_err(|e| Refusal::Error(e.to_string()))?;
-    let mut specs: Vec<TopicSpec> = details
-        .topics
-        .iter()
-        .filter(|t| t.stats.name == topic)
-        .map(|t| t.spec())
-        .collect();
-    specs.push(TopicSpec::new(TopicMode::Blocks));
-    Ok(specs)
-}
-
-/// The first registration of `specs` that succeeds, or the first one's error (the existing
-/// topic's, which says why it refused).
-fn register_any(
-    specs: &[TopicSpec],
-    mut register: impl FnMut(&TopicSpec) -> weft::Result<Topic>,
-) -> weft::Result<Topic> {
-    let mut first = None;
-    for spec in specs {
-        match register(spec) {
-            Ok(t) => return Ok(t),
-            Err(e) => {
-                first.get_or_insert(e);
-            }
-        }
-    }
-    Err(first.expect("at least the blocks spec"))
 }
 
 /// The inbound callback: one Zenoh sample under an inbound key expression.

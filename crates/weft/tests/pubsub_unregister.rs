@@ -162,3 +162,31 @@ fn a_killed_subscriber_does_not_keep_an_unregistered_topic() {
     // ...and then the entry is free.
     p.register("/b").unwrap();
 }
+
+#[test]
+fn the_existing_spec_is_the_registered_topics_not_one_still_draining() {
+    let name = unique("un-spec");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &two_topics()).unwrap();
+    let spec = TopicSpec::inline(8).latest();
+    let old = p.register_spec("/t", &spec).unwrap();
+    assert_eq!(p.existing_spec("/t").unwrap(), Some(spec));
+    // Unregistered while a subscription still reads it: its entry stays, closed, under the
+    // name, and a blocks topic of the same name is registered beside it.
+    let s = Subscriber::connect(&name).unwrap();
+    let _draining = s.subscribe("/t").unwrap();
+    p.unregister(&old).unwrap();
+    assert_eq!(p.existing_spec("/t").unwrap(), None);
+    let details = weft::pubsub::details(&name).unwrap();
+    assert_eq!(details.topics.len(), 1, "{details:?}");
+    p.register_with("/t", TopicMode::Latest).unwrap();
+    assert_eq!(
+        p.existing_spec("/t").unwrap(),
+        Some(TopicSpec::new(TopicMode::Latest))
+    );
+    assert_eq!(p.existing_spec("/absent").unwrap(), None);
+    assert_eq!(
+        p.existing_spec("no-slash").unwrap_err().kind(),
+        ErrorKind::InvalidName
+    );
+}

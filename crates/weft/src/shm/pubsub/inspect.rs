@@ -58,13 +58,7 @@ impl TopicDetails {
         if self.mode != TopicMode::Inline {
             return TopicSpec::new(self.mode);
         }
-        let spec = TopicSpec::inline(self.max_len as usize);
-        let spec = if self.latest { spec.latest() } else { spec };
-        if self.single_publisher {
-            spec.single_publisher()
-        } else {
-            spec
-        }
+        super::inline_spec(self.max_len as usize, self.latest, self.single_publisher)
     }
 }
 

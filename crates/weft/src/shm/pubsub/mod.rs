@@ -465,6 +465,17 @@ fn topic_mode(r: &Region, i: u32) -> Result<TopicMode> {
         .map_or(TopicMode::Blocks, |(_, m)| mode_of(m)))
 }
 
+/// The spec of an untyped inline topic of `size`-byte messages and the given kind.
+pub(super) fn inline_spec(size: usize, latest: bool, single_publisher: bool) -> TopicSpec {
+    let spec = TopicSpec::inline(size);
+    let spec = if latest { spec.latest() } else { spec };
+    if single_publisher {
+        spec.single_publisher()
+    } else {
+        spec
+    }
+}
+
 /// The mode a topic entry records (`Region::topic_name` accepts only the modes this build
 /// implements).
 pub(super) fn mode_of(mode: u32) -> TopicMode {
@@ -993,6 +1004,46 @@ impl Publisher {
             topic,
             &TopicSpec::new(TopicMode::Blocks).typed_named::<T>(type_name),
         )
+    }
+
+    /// The spec that joins the registered topic `topic` as it is (its mode and, for an inline
+    /// topic, its message size and latest-value and single-publisher kind; untyped: a caller
+    /// that knows the type adds it), or `None` when no topic of that name is registered. For
+    /// tools that publish into whatever topic is there (`weft pub`, the Zenoh bridge).
+    ///
+    /// # Errors
+    /// [`Error::InvalidName`] for a bad path; [`Error::Corrupt`] for a damaged topic table.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, TopicSpec};
+    /// # let region = format!("doc-existing-{}", std::process::id());
+    /// let a = Publisher::create(&region, &Config::default())?;
+    /// let _t = a.register_spec("/level", &TopicSpec::inline(8).latest())?;
+    /// let b = Publisher::open(&region)?;
+    /// let spec = b.existing_spec("/level")?.expect("registered above");
+    /// assert_eq!(spec, TopicSpec::inline(8).latest());
+    /// let t = b.register_spec("/level", &spec)?;
+    /// b.publish(&t, &3u64.to_ne_bytes())?;
+    /// assert_eq!(b.existing_spec("/absent")?, None);
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn existing_spec(&self, topic: &str) -> Result<Option<TopicSpec>> {
+        validate_topic(topic)?;
+        let r = self.region();
+        let Some(i) = r.find_topic(topic)? else {
+            return Ok(None);
+        };
+        let mode = topic_mode(r, i)?;
+        if mode != TopicMode::Inline {
+            return Ok(Some(TopicSpec::new(mode)));
+        }
+        let flags = r.inline_flags(i)?;
+        Ok(Some(inline_spec(
+            r.inline_fields(i)?.1 as usize,
+            flags & INLINE_LATEST != 0,
+            flags & INLINE_EXCLUSIVE != 0,
+        )))
     }
 
     /// A typed topic's type must fit a block and its alignment.
