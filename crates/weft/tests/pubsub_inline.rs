@@ -781,3 +781,35 @@ fn details_report_an_inline_topics_message_size() {
     assert_eq!(max("/ticks"), std::mem::size_of::<Tick>() as u64);
     assert_eq!(max("/blocks"), small().block_size_bytes() as u64);
 }
+
+#[test]
+fn values_are_read_by_size_from_every_kind_of_topic() {
+    let name = unique("pi-value");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let inl = p.register_spec("/inl", &TopicSpec::inline(8)).unwrap();
+    let blk = p.register("/blk").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut si = s.subscribe("/inl").unwrap();
+    let mut sb = s.subscribe("/blk").unwrap();
+    // Another size than the topic's message: refused, and the message is passed (a reader
+    // is never stuck behind one it cannot take).
+    p.publish(&inl, &7u64.to_ne_bytes()).unwrap();
+    assert_eq!(
+        si.try_recv_value::<u32>().unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    assert!(matches!(si.try_recv_value::<u64>(), Err(Error::Empty)));
+    p.publish(&inl, &8u64.to_ne_bytes()).unwrap();
+    assert_eq!(si.try_recv_value::<u64>().unwrap(), 8);
+    assert!(matches!(si.try_recv_value::<u64>(), Err(Error::Empty)));
+    // A blocks topic: the sample's payload, copied; a payload of another length is refused.
+    p.publish(&blk, &9u64.to_ne_bytes()).unwrap();
+    assert_eq!(sb.try_recv_value::<u64>().unwrap(), 9);
+    p.publish(&blk, &[1, 2, 3]).unwrap();
+    assert_eq!(
+        sb.try_recv_value::<u64>().unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    assert!(matches!(sb.try_recv_value::<u64>(), Err(Error::Empty)));
+}

@@ -1799,29 +1799,37 @@ impl<T: bytemuck::Pod> InlineWriter<'_, T> {
         {
             return Err(Error::Closed);
         }
-        let p = self.publisher;
         let ring = &self.ring;
         let seq = if self.exclusive {
             inline::publish_exclusive(ring, |r, s| r.write(s, value))
-                .map_err(|s| p.bad_counter(s))?
+                .map_err(|s| self.publisher.bad_counter(s))?
         } else {
-            let rec = p.region().inline_record(p.member.index)?;
-            inline::publish(
-                ring,
-                rec,
-                self.tag,
-                || {
-                    wake::light_machine();
-                    p.check_entry_open(self.index, self.generation)
-                },
-                |ring, seq| ring.write(seq, value),
-                || p.inline_slot_wait(self.index, ring),
-                |s| p.bad_counter(s),
-            )?
+            self.publish_shared(value)?
         };
         let s = ring.signal();
         wake::wake_machine(&s.waiters, &s.notify);
         Ok(seq)
+    }
+
+    /// The claim of a topic that several publishers may write: kept out of line, so that the
+    /// single publisher's path above stays a handful of instructions in its caller.
+    #[inline(never)]
+    fn publish_shared(&self, value: &T) -> Result<u64> {
+        let p = self.publisher;
+        let ring = &self.ring;
+        let rec = p.region().inline_record(p.member.index)?;
+        inline::publish(
+            ring,
+            rec,
+            self.tag,
+            || {
+                wake::light_machine();
+                p.check_entry_open(self.index, self.generation)
+            },
+            |ring, seq| ring.write(seq, value),
+            || p.inline_slot_wait(self.index, ring),
+            |s| p.bad_counter(s),
+        )
     }
 }
 
@@ -2109,6 +2117,10 @@ impl Subscriber {
             floor: next,
             lap_mark: raw::NEVER_LAPPED,
             waits: crate::WaitStats::default(),
+            plain_size: match inline {
+                Some((_, size)) if !latest => size,
+                _ => 0,
+            },
             inline,
         })
     }
@@ -2212,6 +2224,9 @@ pub struct Subscription {
     waits: crate::WaitStats,
     /// An inline topic's ring (validated at subscribe) and message size.
     inline: Option<(RawRing, u32)>,
+    /// The message size of a plain (not latest-value) inline topic, 0 for any other topic:
+    /// the one test before [`Subscription::try_recv_value`] reads the next slot.
+    plain_size: u32,
 }
 
 // SAFETY: the inline ring's pointers lead into the region mapping that `member` keeps alive,
@@ -2311,22 +2326,32 @@ impl Subscription {
     /// assert_eq!(sub.try_recv_value::<u64>()?, 42);
     /// # Ok::<(), weft::Error>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn try_recv_value<T: bytemuck::Pod>(&mut self) -> Result<T> {
+        if self.plain_size as usize == core::mem::size_of::<T>()
+            && core::mem::size_of::<T>() != 0
+            && let Some((ring, _)) = self.inline
+            && let raw::Read::Value(v) = ring.read::<T>(self.next)
+        {
+            self.next += 1;
+            return Ok(v);
+        }
+        self.try_recv_value_slow()
+    }
+
+    /// [`Subscription::try_recv_value`] past its common case: kept out of line, so that the
+    /// next slot's read stays a handful of instructions in its caller.
+    #[inline(never)]
+    fn try_recv_value_slow<T: bytemuck::Pod>(&mut self) -> Result<T> {
         if let Some((ring, size)) = self.inline
             && size as usize == core::mem::size_of::<T>()
+            && self.latest
         {
-            if self.latest {
-                let mut v = T::zeroed();
-                return match self.read_inline_latest(ring, bytemuck::bytes_of_mut(&mut v))? {
-                    Some(_) => Ok(v),
-                    None => Err(self.empty()),
-                };
-            }
-            if let raw::Read::Value(v) = ring.read::<T>(self.next) {
-                self.next += 1;
-                return Ok(v);
-            }
+            let mut v = T::zeroed();
+            return match self.read_inline_latest(ring, bytemuck::bytes_of_mut(&mut v))? {
+                Some(_) => Ok(v),
+                None => Err(self.empty()),
+            };
         }
         let s = self.try_recv()?;
         bytemuck::try_pod_read_unaligned(&s).map_err(|_| Error::TypeMismatch {
