@@ -422,16 +422,15 @@ impl Side for WeftInlineLocal {
             .expect("weft publish");
     }
     fn recv(&mut self, head: &mut [u8; 16]) -> Option<usize> {
-        loop {
-            match self.sub.try_recv_value::<u64>() {
-                Ok(v) => {
-                    head[..8].copy_from_slice(&v.to_le_bytes());
-                    return Some(8);
-                }
-                Err(weft::Error::Lagged { .. }) => continue,
-                Err(weft::Error::Empty) => return None,
-                Err(e) => panic!("weft recv: {e}"),
+        // As PodBus's `try_recv`: a lag (counted by the subscription) or nothing new is `None`
+        // for this call; the next call reads on.
+        match self.sub.try_recv_value::<u64>() {
+            Ok(v) => {
+                head[..8].copy_from_slice(&v.to_le_bytes());
+                Some(8)
             }
+            Err(weft::Error::Lagged { .. } | weft::Error::Empty) => None,
+            Err(e) => panic!("weft recv: {e}"),
         }
     }
 }
