@@ -171,3 +171,51 @@ fn a_creator_in_another_pid_namespace_is_waited_for() {
     );
     assert!(t.elapsed() >= TIMEOUT, "gave up after {:?}", t.elapsed());
 }
+
+/// What a creator of each kind, and `weft clean`, do with a leftover whose creator is known
+/// to be dead: replace (or remove) it.
+fn replaced_by_every_creator(tag: &str, pid: u32, start: u64, pidns: u64) {
+    let (name, _c) = half_made(&format!("{tag}-r"), pid, start, pidns);
+    let p = weft::pubsub::Publisher::create(&name, &weft::pubsub::Config::default()).unwrap();
+    drop(p);
+    let (name, _c) = half_made(&format!("{tag}-s"), pid, start, pidns);
+    weft::stream::StreamWriter::create(&name, 4096).unwrap();
+    let (name, _c) = half_made(&format!("{tag}-c"), pid, start, pidns);
+    weft::channel::Server::bind(&name).unwrap();
+    let (name, _c) = half_made(&format!("{tag}-k"), pid, start, pidns);
+    assert!(weft::shm::remove_abandoned(&name).unwrap());
+    assert!(!std::path::Path::new(&shm_path(&name)).exists());
+}
+
+#[test]
+fn a_reused_pid_does_not_keep_a_dead_creators_leftover() {
+    // Our own pid with another start time: the creator died and its pid went to this process.
+    let me = std::process::id();
+    replaced_by_every_creator("ot-reused", me, start_time(me) + 1, own_pidns());
+}
+
+#[test]
+fn a_dead_creators_leftover_is_replaced() {
+    let (pid, start) = killed_process();
+    replaced_by_every_creator("ot-gone", pid, start, own_pidns());
+}
+
+#[test]
+fn a_leftover_from_another_pid_namespace_is_kept() {
+    // No process of this pid is seen here, but the pid is another namespace's: its creator
+    // may be at work. Every creator refuses the name, and `weft clean` leaves it.
+    let (pid, start) = killed_process();
+    let ns = own_pidns() + 1;
+    let (name, _c) = half_made("ot-ns-r", pid, start, ns);
+    let err = weft::pubsub::Publisher::create(&name, &weft::pubsub::Config::default()).unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+    let (name, _c) = half_made("ot-ns-s", pid, start, ns);
+    let err = weft::stream::StreamWriter::create(&name, 4096).unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+    let (name, _c) = half_made("ot-ns-c", pid, start, ns);
+    let err = weft::channel::Server::bind(&name).unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+    let (name, _c) = half_made("ot-ns-k", pid, start, ns);
+    assert!(!weft::shm::remove_abandoned(&name).unwrap());
+    assert!(std::path::Path::new(&shm_path(&name)).exists());
+}

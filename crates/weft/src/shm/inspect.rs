@@ -141,7 +141,7 @@ impl ObjectInfo {
     pub fn is_abandoned(&self) -> bool {
         match &self.error {
             None => self.alive() == 0 && !self.mailbox,
-            Some(Error::NotReady { pid, .. }) => *pid != 0 && !sys::pid_alive(*pid),
+            Some(Error::NotReady { creator_gone, .. }) => *creator_gone,
             Some(_) => false,
         }
     }
@@ -212,7 +212,9 @@ pub fn remove_abandoned(name: &str) -> Result<bool> {
             obj.unlink_if_same();
             Ok(true)
         }
-        Err(Error::NotReady { pid, .. }) if pid != 0 && !sys::pid_alive(pid) => {
+        Err(Error::NotReady {
+            creator_gone: true, ..
+        }) => {
             ShmFile::unlink(name)?;
             Ok(true)
         }
@@ -229,16 +231,18 @@ fn describe(name: &str) -> ObjectInfo {
             let size = ShmFile::open(name)
                 .and_then(|f| f.size())
                 .unwrap_or_default();
-            let creator_pid = match &e {
-                Error::NotReady { pid, .. } => *pid,
-                _ => 0,
+            let (creator_pid, gone) = match &e {
+                Error::NotReady {
+                    pid, creator_gone, ..
+                } => (*pid, *creator_gone),
+                _ => (0, false),
             };
             ObjectInfo {
                 name: name.into(),
                 kind: None,
                 size,
                 creator_pid,
-                creator_alive: creator_pid != 0 && sys::pid_alive(creator_pid),
+                creator_alive: creator_pid != 0 && !gone,
                 created_unix_ns: 0,
                 peers: Vec::new(),
                 error: Some(e),

@@ -188,16 +188,22 @@ impl Object {
                         found: magic,
                     });
                 }
-                let pid = h.creator_pid.load(Ordering::Relaxed);
                 // /proc is read every 50th round (10 ms or more), not every 200 µs.
                 rounds = rounds.wrapping_add(1);
                 // A creator may have stored `ready` and exited since our load above: a dead
                 // process writes nothing more, so `ready` read after its death decides (if it
                 // is set, the next round validates the object).
                 // SYNC POINT: Acquire pairs with the Release store of `ready` in `create`.
-                let gone =
-                    rounds % 50 == 1 && creator_died(h) && h.ready.load(Ordering::Acquire) != READY;
-                if gone || deadline.expired() {
+                // At the deadline too, so that the error says what is known: the clean-up of
+                // a leftover decides by it.
+                let expired = deadline.expired();
+                let (pid, died) = if rounds % 50 == 1 || expired {
+                    creator(h)
+                } else {
+                    (0, false)
+                };
+                let gone = died && h.ready.load(Ordering::Acquire) != READY;
+                if gone || expired {
                     return Err(Error::NotReady {
                         name: name.into(),
                         pid,
@@ -347,20 +353,32 @@ impl Object {
     }
 }
 
-/// Whether the creator recorded in a header that is not ready yet is known to be dead: its
-/// pid, start time and pid namespace are all written (each is written once by the creator, so
-/// a non-zero value is the creator's), the namespace is ours, and /proc says that process is
-/// gone. Anything less is not known: the opener goes on waiting until its timeout.
-fn creator_died(h: &ObjectHeader) -> bool {
-    // Relaxed (all three): each word is written once, before `ready`; a zero is "not yet".
+/// The creator recorded in a header that is not ready yet: its pid (0 while the header does
+/// not name it completely), and whether it is known to be dead.
+///
+/// A header of this layout version names its creator by pid, start time and pid namespace,
+/// each written once, before `ready` (so a non-zero value is the creator's): until all three
+/// are written the creator is at work, or unknown. Dead when the namespace is ours and /proc
+/// has no process of that pid with that start time (gone, or the pid reused); never known when
+/// the namespace is another (its pids mean nothing here). A header of another layout version
+/// has only its pid to go by, as seen from here.
+fn creator(h: &ObjectHeader) -> (u32, bool) {
+    // Relaxed (all four): each word is written once, before `ready`; a zero is "not yet".
     let pid = h.creator_pid.load(Ordering::Relaxed);
     let start = h.creator_start.load(Ordering::Relaxed);
     let ns = h.creator_pidns.load(Ordering::Relaxed);
     // Relaxed: only compared; offset 48 means the namespace in this version only.
-    h.version.load(Ordering::Relaxed) == LAYOUT_VERSION
-        && pid != 0
-        && start != 0
-        && ns != 0
-        && ns == super::liveness::own_pidns()
-        && crate::sys::process_state(pid, start) == crate::sys::Liveness::Dead
+    let version = h.version.load(Ordering::Relaxed);
+    if pid == 0 {
+        return (0, false);
+    }
+    if version != LAYOUT_VERSION {
+        return (pid, !crate::sys::pid_alive(pid));
+    }
+    if start == 0 || ns == 0 {
+        return (0, false);
+    }
+    let dead = ns == super::liveness::own_pidns()
+        && crate::sys::process_state(pid, start) == crate::sys::Liveness::Dead;
+    (pid, dead)
 }

@@ -558,10 +558,12 @@ impl StreamWriter {
     fn take_over(name: &str, geo: Geometry, opts: &StreamOptions) -> Result<Option<StreamWriter>> {
         let obj = match Object::open(name, ObjectKind::Stream, STALE_OPEN_TIMEOUT) {
             Ok(obj) => Arc::new(obj),
-            Err(Error::NotReady { pid, .. }) => {
-                // A creator that died before finishing leaves an object nobody can use.
-                let alive = pid != 0 && sys::pid_alive(pid);
-                if alive {
+            Err(Error::NotReady {
+                pid, creator_gone, ..
+            }) => {
+                // A creator that died before finishing leaves an object nobody can use; one
+                // not known to be gone may be at work (or in another pid namespace).
+                if pid != 0 && !creator_gone {
                     return Err(Error::AlreadyExists { name: name.into() });
                 }
                 let _ = sys::ShmFile::unlink(name);
@@ -1112,10 +1114,11 @@ impl Drop for StreamReader {
 pub(crate) fn remove_if_abandoned(name: &str, liveness: Duration) -> bool {
     let obj = match Object::open(name, ObjectKind::Stream, Duration::ZERO) {
         Ok(obj) => obj,
-        Err(Error::NotReady { pid, .. }) => {
-            // A creator that died before finishing leaves an object nobody can use. Pid 0: the
-            // header is not even written yet, so the creator is at work (or unknown): keep it.
-            return pid != 0 && !sys::pid_alive(pid) && sys::ShmFile::unlink(name).is_ok();
+        Err(Error::NotReady { creator_gone, .. }) => {
+            // A creator that died before finishing leaves an object nobody can use. One not
+            // known to be gone (the header does not name it yet, or it is in another pid
+            // namespace) may be at work: keep it.
+            return creator_gone && sys::ShmFile::unlink(name).is_ok();
         }
         Err(_) => return false,
     };

@@ -790,8 +790,12 @@ impl Publisher {
                             }
                             r.obj.unlink_if_same();
                         }
-                        Err(Error::NotReady { pid, .. }) => {
-                            if pid != 0 && sys::pid_alive(pid) {
+                        Err(Error::NotReady {
+                            pid, creator_gone, ..
+                        }) => {
+                            // A named creator not known to be gone may be at work (or in
+                            // another pid namespace); an unnamed one had the whole wait.
+                            if pid != 0 && !creator_gone {
                                 return Err(Error::AlreadyExists {
                                     name: region.into(),
                                 });
