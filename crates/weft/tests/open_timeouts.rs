@@ -219,3 +219,16 @@ fn a_leftover_from_another_pid_namespace_is_kept() {
     assert!(!weft::shm::remove_abandoned(&name).unwrap());
     assert!(std::path::Path::new(&shm_path(&name)).exists());
 }
+
+#[test]
+fn a_creator_that_could_not_read_its_start_time_is_judged_by_its_pid() {
+    // Start time and namespace 0: the creator could not read them (no /proc of its own).
+    let (pid, _) = killed_process();
+    replaced_by_every_creator("ot-nostart", pid, 0, 0);
+    let me = std::process::id();
+    let (name, _c) = half_made("ot-nostart-live", me, 0, 0);
+    let err = weft::stream::StreamWriter::create(&name, 4096).unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+    assert!(!weft::shm::remove_abandoned(&name).unwrap());
+    assert!(std::path::Path::new(&shm_path(&name)).exists());
+}

@@ -242,7 +242,9 @@ fn describe(name: &str) -> ObjectInfo {
                 kind: None,
                 size,
                 creator_pid,
-                creator_alive: creator_pid != 0 && !gone,
+                // Display only: some process has the pid here, and the header does not prove
+                // the creator gone (a pid of another namespace is not checked).
+                creator_alive: creator_pid != 0 && !gone && sys::pid_alive(creator_pid),
                 created_unix_ns: 0,
                 peers: Vec::new(),
                 error: Some(e),

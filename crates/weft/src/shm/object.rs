@@ -118,10 +118,13 @@ impl Object {
             h.version.store(LAYOUT_VERSION, Ordering::Relaxed);
             h.kind.store(kind as u32, Ordering::Relaxed);
             h.total_size.store(total_size, Ordering::Relaxed);
-            h.creator_pid.store(me.pid, Ordering::Relaxed);
             h.creator_start.store(me.start_time, Ordering::Relaxed);
             h.creator_pidns
                 .store(super::liveness::own_pidns(), Ordering::Relaxed);
+            // SYNC POINT: Release pairs with the Acquire load in `creator`: an opener that
+            // sees the pid sees the start time and namespace written before it (a zero there
+            // then means "could not be read", not "not yet").
+            h.creator_pid.store(me.pid, Ordering::Release);
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos() as u64)
@@ -190,18 +193,18 @@ impl Object {
                 }
                 // /proc is read every 50th round (10 ms or more), not every 200 µs.
                 rounds = rounds.wrapping_add(1);
-                // A creator may have stored `ready` and exited since our load above: a dead
-                // process writes nothing more, so `ready` read after its death decides (if it
-                // is set, the next round validates the object).
-                // SYNC POINT: Acquire pairs with the Release store of `ready` in `create`.
-                // At the deadline too, so that the error says what is known: the clean-up of
-                // a leftover decides by it.
+                // Looked at when the wait ends too, so that the error says what is known: the
+                // clean-up of a leftover decides by it.
                 let expired = deadline.expired();
                 let (pid, died) = if rounds % 50 == 1 || expired {
                     creator(h)
                 } else {
                     (0, false)
                 };
+                // A creator may have stored `ready` and exited since our load above: a dead
+                // process writes nothing more, so `ready` read after its death decides (if it
+                // is set, the next round validates the object).
+                // SYNC POINT: Acquire pairs with the Release store of `ready` in `create`.
                 let gone = died && h.ready.load(Ordering::Acquire) != READY;
                 if gone || expired {
                     return Err(Error::NotReady {
@@ -354,31 +357,34 @@ impl Object {
 }
 
 /// The creator recorded in a header that is not ready yet: its pid (0 while the header does
-/// not name it completely), and whether it is known to be dead.
+/// not name it yet), and whether it is known to be dead.
 ///
-/// A header of this layout version names its creator by pid, start time and pid namespace,
-/// each written once, before `ready` (so a non-zero value is the creator's): until all three
-/// are written the creator is at work, or unknown. Dead when the namespace is ours and /proc
-/// has no process of that pid with that start time (gone, or the pid reused); never known when
-/// the namespace is another (its pids mean nothing here). A header of another layout version
-/// has only its pid to go by, as seen from here.
+/// A creator of this layout version stores its start time and pid namespace, then its pid
+/// (Release), each once and before `ready`. Dead when /proc has no process of that pid with
+/// that start time (gone, or the pid reused), judged only when the namespace is ours or could
+/// not be read (0); never known when it is another (its pids mean nothing here). A start time
+/// that could not be read (0), or a header of another layout version, leaves the pid alone to
+/// go by, as seen from here.
 fn creator(h: &ObjectHeader) -> (u32, bool) {
-    // Relaxed (all four): each word is written once, before `ready`; a zero is "not yet".
-    let pid = h.creator_pid.load(Ordering::Relaxed);
-    let start = h.creator_start.load(Ordering::Relaxed);
-    let ns = h.creator_pidns.load(Ordering::Relaxed);
-    // Relaxed: only compared; offset 48 means the namespace in this version only.
-    let version = h.version.load(Ordering::Relaxed);
+    // SYNC POINT: Acquire pairs with the Release store of the pid in `create`.
+    let pid = h.creator_pid.load(Ordering::Acquire);
     if pid == 0 {
         return (0, false);
     }
-    if version != LAYOUT_VERSION {
+    // Relaxed: only compared; offset 48 means the namespace in this version only.
+    if h.version.load(Ordering::Relaxed) != LAYOUT_VERSION {
         return (pid, !crate::sys::pid_alive(pid));
     }
-    if start == 0 || ns == 0 {
-        return (0, false);
+    // Relaxed (both): written once, before the pid we acquired.
+    let start = h.creator_start.load(Ordering::Relaxed);
+    let ns = h.creator_pidns.load(Ordering::Relaxed);
+    if ns != 0 && ns != super::liveness::own_pidns() {
+        return (pid, false);
     }
-    let dead = ns == super::liveness::own_pidns()
-        && crate::sys::process_state(pid, start) == crate::sys::Liveness::Dead;
+    let dead = if start != 0 {
+        crate::sys::process_state(pid, start) == crate::sys::Liveness::Dead
+    } else {
+        !crate::sys::pid_alive(pid)
+    };
     (pid, dead)
 }
