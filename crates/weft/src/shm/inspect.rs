@@ -214,10 +214,7 @@ pub fn remove_abandoned(name: &str) -> Result<bool> {
         }
         Err(Error::NotReady {
             creator_gone: true, ..
-        }) => {
-            ShmFile::unlink(name)?;
-            Ok(true)
-        }
+        }) => Object::remove_leftover(name, false),
         Err(Error::NotFound { .. }) => Err(Error::NotFound { name: name.into() }),
         Err(_) => Ok(false),
     }

@@ -241,6 +241,22 @@ impl Object {
         }
     }
 
+    /// Removes `name` if it is a leftover that will never be ready: not ready, and its creator
+    /// known to be gone (or, with `unnamed`, not named in the header at all: callers pass it
+    /// after waiting long enough for any live creator to have named itself). The file judged
+    /// is the file removed: if the name has meanwhile been removed and created anew (another
+    /// clean-up of the same leftover, then its creator), the new object is left alone.
+    /// Returns whether it removed the name.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the OS refuses the removal.
+    pub(crate) fn remove_leftover(name: &str, unnamed: bool) -> Result<bool> {
+        match judge_leftover(name, unnamed) {
+            Some(identity) => unlink_judged(name, identity),
+            None => Ok(false),
+        }
+    }
+
     /// Checks the header of a ready object; returns its kind, which must be `want` if given.
     fn validate(&self, size: u64, want: Option<ObjectKind>) -> Result<ObjectKind> {
         let h = self.header();
@@ -356,6 +372,44 @@ impl Object {
     }
 }
 
+/// The (device, inode) of the file `name` names if it is a leftover that
+/// [`Object::remove_leftover`] may remove.
+fn judge_leftover(name: &str, unnamed: bool) -> Option<(u64, u64)> {
+    let file = ShmFile::open(name).ok()?;
+    let identity = file.identity()?;
+    let remove = match file.size().ok()? {
+        0 => unnamed,
+        // Shorter than a header: not a weft object; left alone.
+        size if size < HEADER_SIZE => false,
+        size => {
+            let obj = Object {
+                map: Mapping::map(&file, size, false, false).ok()?,
+                name: name.into(),
+                kind: ObjectKind::Stream,
+                identity,
+            };
+            let h = obj.header();
+            // Relaxed: only compared; a foreign file is never ours to remove.
+            let magic = h.magic.load(Ordering::Relaxed);
+            let (pid, dead) = creator(h);
+            // SYNC POINT: Acquire pairs with the Release store of `ready` in `create`; read
+            // after the creator was judged (see `open_as`).
+            let ready = h.ready.load(Ordering::Acquire) == READY;
+            (magic == MAGIC || magic == 0) && !ready && (dead || (unnamed && pid == 0))
+        }
+    };
+    remove.then_some(identity)
+}
+
+/// Unlinks `name` if it still names the file of `identity` (device, inode).
+fn unlink_judged(name: &str, identity: (u64, u64)) -> Result<bool> {
+    if !ShmFile::open(name).is_ok_and(|f| f.identity() == Some(identity)) {
+        return Ok(false);
+    }
+    ShmFile::unlink(name)?;
+    Ok(true)
+}
+
 /// The creator recorded in a header that is not ready yet: its pid (0 while the header does
 /// not name it yet), and whether it is known to be dead.
 ///
@@ -387,4 +441,41 @@ fn creator(h: &ObjectHeader) -> (u32, bool) {
         !crate::sys::pid_alive(pid)
     };
     (pid, dead)
+}
+
+#[cfg(all(test, not(miri), not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A not-ready header naming `pid` with `start` as its creator, in our namespace.
+    fn leftover(name: &str, pid: u32, start: u64) {
+        let mut b = alloc::vec![0u8; 4096];
+        b[0..8].copy_from_slice(&MAGIC.to_le_bytes());
+        b[8..12].copy_from_slice(&LAYOUT_VERSION.to_le_bytes());
+        b[24..28].copy_from_slice(&pid.to_le_bytes());
+        b[32..40].copy_from_slice(&start.to_le_bytes());
+        b[48..56].copy_from_slice(&super::super::liveness::own_pidns().to_le_bytes());
+        std::fs::write(alloc::format!("/dev/shm/weft.{name}"), b).unwrap();
+    }
+
+    #[test]
+    fn only_the_leftover_judged_is_removed() {
+        let name = alloc::format!("obj-leftover-{}", std::process::id());
+        let me = ProcessId::current();
+        // Our own pid with another start time: a creator that died, its pid reused.
+        leftover(&name, me.pid, me.start_time + 1);
+        let judged = judge_leftover(&name, false).expect("a dead creator's leftover");
+        // Another clean-up removes it first and its creator makes a new object of the name
+        // (here one whose creator, this process, is at work).
+        ShmFile::unlink(&name).unwrap();
+        leftover(&name, me.pid, me.start_time);
+        assert_eq!(judge_leftover(&name, false), None, "a live creator's object");
+        assert!(!unlink_judged(&name, judged).unwrap(), "the new object was removed");
+        assert!(ShmFile::open(&name).is_ok());
+        // Judged again, the dead creator's leftover is removed.
+        ShmFile::unlink(&name).unwrap();
+        leftover(&name, me.pid, me.start_time + 1);
+        assert!(Object::remove_leftover(&name, false).unwrap());
+        assert!(ShmFile::open(&name).is_err());
+    }
 }

@@ -357,7 +357,7 @@ impl Server {
                 if pid != 0 && !creator_gone {
                     return Err(Error::AlreadyExists { name: name.into() });
                 }
-                let _ = sys::ShmFile::unlink(name);
+                Object::remove_leftover(name, true)?;
                 return Ok(());
             }
             Err(Error::NotFound { .. }) => return Ok(()),

@@ -566,7 +566,7 @@ impl StreamWriter {
                 if pid != 0 && !creator_gone {
                     return Err(Error::AlreadyExists { name: name.into() });
                 }
-                let _ = sys::ShmFile::unlink(name);
+                Object::remove_leftover(name, true)?;
                 return Ok(None);
             }
             Err(Error::NotFound { .. }) => return Ok(None),
@@ -1118,7 +1118,7 @@ pub(crate) fn remove_if_abandoned(name: &str, liveness: Duration) -> bool {
             // A creator that died before finishing leaves an object nobody can use. One not
             // known to be gone (the header does not name it yet, or it is in another pid
             // namespace) may be at work: keep it.
-            return creator_gone && sys::ShmFile::unlink(name).is_ok();
+            return creator_gone && Object::remove_leftover(name, false).unwrap_or(false);
         }
         Err(_) => return false,
     };

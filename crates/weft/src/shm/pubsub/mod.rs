@@ -800,7 +800,7 @@ impl Publisher {
                                     name: region.into(),
                                 });
                             }
-                            let _ = sys::ShmFile::unlink(region);
+                            Object::remove_leftover(region, true)?;
                         }
                         Err(Error::NotFound { .. }) => {}
                         Err(e) => return Err(e),
