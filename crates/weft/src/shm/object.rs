@@ -469,8 +469,15 @@ mod tests {
         // (here one whose creator, this process, is at work).
         ShmFile::unlink(&name).unwrap();
         leftover(&name, me.pid, me.start_time);
-        assert_eq!(judge_leftover(&name, false), None, "a live creator's object");
-        assert!(!unlink_judged(&name, judged).unwrap(), "the new object was removed");
+        assert_eq!(
+            judge_leftover(&name, false),
+            None,
+            "a live creator's object"
+        );
+        assert!(
+            !unlink_judged(&name, judged).unwrap(),
+            "the new object was removed"
+        );
         assert!(ShmFile::open(&name).is_ok());
         // Judged again, the dead creator's leftover is removed.
         ShmFile::unlink(&name).unwrap();
