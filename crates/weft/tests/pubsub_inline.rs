@@ -812,4 +812,23 @@ fn values_are_read_by_size_from_every_kind_of_topic() {
         ErrorKind::TypeMismatch
     );
     assert!(matches!(sb.try_recv_value::<u64>(), Err(Error::Empty)));
+    // A zero-sized type matches no inline message; a latest-value topic refuses another size
+    // too.
+    p.publish(&inl, &10u64.to_ne_bytes()).unwrap();
+    assert_eq!(
+        si.try_recv_value::<()>().unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    let lat = p
+        .register_spec("/lat", &TopicSpec::inline(8).latest())
+        .unwrap();
+    let mut sl = s.subscribe("/lat").unwrap();
+    p.publish(&lat, &11u64.to_ne_bytes()).unwrap();
+    p.publish(&lat, &12u64.to_ne_bytes()).unwrap();
+    assert_eq!(
+        sl.try_recv_value::<u32>().unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    p.publish(&lat, &13u64.to_ne_bytes()).unwrap();
+    assert_eq!(sl.try_recv_value::<u64>().unwrap(), 13);
 }
