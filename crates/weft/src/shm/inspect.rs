@@ -212,9 +212,7 @@ pub fn remove_abandoned(name: &str) -> Result<bool> {
             obj.unlink_if_same();
             Ok(true)
         }
-        Err(Error::NotReady {
-            creator_gone: true, ..
-        }) => Object::remove_leftover(name, false),
+        Err(Error::NotReady { .. }) => Object::remove_leftover(name, false),
         Err(Error::NotFound { .. }) => Err(Error::NotFound { name: name.into() }),
         Err(_) => Ok(false),
     }

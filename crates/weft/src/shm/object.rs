@@ -241,6 +241,22 @@ impl Object {
         }
     }
 
+    /// Makes way for a creator of `name` that found a not-ready object there and waited for
+    /// it: removes it if it is a leftover ([`Object::remove_leftover`], a header without a
+    /// creator counting as one after that wait), or if it is gone already, so that the caller
+    /// tries again.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] when a creator that may be at work holds the name (alive, or in
+    /// another pid namespace); [`Error::Io`] when the OS refuses the removal.
+    pub(crate) fn clear_leftover(name: &str) -> Result<()> {
+        match judge_leftover(name, true) {
+            Some(identity) => unlink_judged(name, identity).map(|_| ()),
+            None if ShmFile::open(name).is_err() => Ok(()),
+            None => Err(Error::AlreadyExists { name: name.into() }),
+        }
+    }
+
     /// Removes `name` if it is a leftover that will never be ready: not ready, and its creator
     /// known to be gone (or, with `unnamed`, not named in the header at all: callers pass it
     /// after waiting long enough for any live creator to have named itself). The file judged

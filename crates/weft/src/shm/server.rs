@@ -349,17 +349,8 @@ impl Server {
     fn remove_stale(name: &str, opts: &ChannelOptions) -> Result<()> {
         let obj = match Object::open(name, ObjectKind::Server, STALE_OPEN_TIMEOUT) {
             Ok(obj) => obj,
-            Err(Error::NotReady {
-                pid, creator_gone, ..
-            }) => {
-                // A creator that died before finishing leaves an object nobody can use; one
-                // not known to be gone may be at work (or in another pid namespace).
-                if pid != 0 && !creator_gone {
-                    return Err(Error::AlreadyExists { name: name.into() });
-                }
-                Object::remove_leftover(name, true)?;
-                return Ok(());
-            }
+            // A creator that died before finishing leaves an object nobody can use.
+            Err(Error::NotReady { .. }) => return Object::clear_leftover(name),
             Err(Error::NotFound { .. }) => return Ok(()),
             Err(e) => return Err(e),
         };

@@ -558,15 +558,9 @@ impl StreamWriter {
     fn take_over(name: &str, geo: Geometry, opts: &StreamOptions) -> Result<Option<StreamWriter>> {
         let obj = match Object::open(name, ObjectKind::Stream, STALE_OPEN_TIMEOUT) {
             Ok(obj) => Arc::new(obj),
-            Err(Error::NotReady {
-                pid, creator_gone, ..
-            }) => {
-                // A creator that died before finishing leaves an object nobody can use; one
-                // not known to be gone may be at work (or in another pid namespace).
-                if pid != 0 && !creator_gone {
-                    return Err(Error::AlreadyExists { name: name.into() });
-                }
-                Object::remove_leftover(name, true)?;
+            Err(Error::NotReady { .. }) => {
+                // A creator that died before finishing leaves an object nobody can use.
+                Object::clear_leftover(name)?;
                 return Ok(None);
             }
             Err(Error::NotFound { .. }) => return Ok(None),
@@ -1114,11 +1108,11 @@ impl Drop for StreamReader {
 pub(crate) fn remove_if_abandoned(name: &str, liveness: Duration) -> bool {
     let obj = match Object::open(name, ObjectKind::Stream, Duration::ZERO) {
         Ok(obj) => obj,
-        Err(Error::NotReady { creator_gone, .. }) => {
+        Err(Error::NotReady { .. }) => {
             // A creator that died before finishing leaves an object nobody can use. One not
             // known to be gone (the header does not name it yet, or it is in another pid
-            // namespace) may be at work: keep it.
-            return creator_gone && Object::remove_leftover(name, false).unwrap_or(false);
+            // namespace) may be at work: kept.
+            return Object::remove_leftover(name, false).unwrap_or(false);
         }
         Err(_) => return false,
     };

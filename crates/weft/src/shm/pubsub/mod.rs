@@ -790,18 +790,7 @@ impl Publisher {
                             }
                             r.obj.unlink_if_same();
                         }
-                        Err(Error::NotReady {
-                            pid, creator_gone, ..
-                        }) => {
-                            // A named creator not known to be gone may be at work (or in
-                            // another pid namespace); an unnamed one had the whole wait.
-                            if pid != 0 && !creator_gone {
-                                return Err(Error::AlreadyExists {
-                                    name: region.into(),
-                                });
-                            }
-                            Object::remove_leftover(region, true)?;
-                        }
+                        Err(Error::NotReady { .. }) => Object::clear_leftover(region)?,
                         Err(Error::NotFound { .. }) => {}
                         Err(e) => return Err(e),
                     }
