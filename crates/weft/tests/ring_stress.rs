@@ -82,6 +82,70 @@ fn four_subscribers_see_every_sequence_or_its_exact_loss() {
     }
 }
 
+/// Batch reads check a whole run at once; on a small ring the publisher laps runs while they
+/// are copied. Every value handed out must still be whole and in order, and every sequence
+/// received or counted lost.
+#[test]
+fn batch_readers_see_every_sequence_or_its_exact_loss() {
+    let n = N / 4;
+    let (mut tx, ring) = ring::channel::<Tick>(64);
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let mut rx = ring.subscribe();
+            thread::spawn(move || {
+                let mut expect = 0u64;
+                let mut lost = 0u64;
+                let mut buf = [Tick::new(0); 48];
+                let mut out = Vec::new();
+                loop {
+                    out.clear();
+                    let got = if r == 0 {
+                        rx.recv_batch(&mut buf).map(|k| &buf[..k])
+                    } else {
+                        rx.drain(&mut out).map(|_| &out[..])
+                    };
+                    match got {
+                        Ok(ticks) => {
+                            for t in ticks {
+                                assert!(t.valid(), "torn: {t:?}");
+                                assert_eq!(t.seq, expect, "out of order");
+                                expect += 1;
+                            }
+                        }
+                        Err(RecvError::Lagged { skipped }) => {
+                            lost += skipped;
+                            expect += skipped;
+                        }
+                        Err(RecvError::Empty) => thread::yield_now(),
+                        Err(RecvError::Closed) => break,
+                        Err(e) => panic!("{e:?}"),
+                    }
+                }
+                assert_eq!(rx.lagged(), lost);
+                assert_eq!(rx.received() + lost, n);
+                expect
+            })
+        })
+        .collect();
+    let mut i = 0;
+    while i < n {
+        // Single publishes and batches, so that runs are lapped by both.
+        if i % 3 == 0 {
+            let k = (n - i).min(40);
+            let batch: Vec<Tick> = (i..i + k).map(Tick::new).collect();
+            tx.publish_batch(&batch);
+            i += k;
+        } else {
+            tx.publish(Tick::new(i));
+            i += 1;
+        }
+    }
+    drop(tx);
+    for r in readers {
+        assert_eq!(r.join().unwrap(), n);
+    }
+}
+
 #[test]
 fn bounded_ring_loses_nothing_with_a_slow_subscriber() {
     let n = N / 100;

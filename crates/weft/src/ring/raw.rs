@@ -794,6 +794,48 @@ impl RawRing {
         }
     }
 
+    /// Copies the run of complete sequences that starts at `start` into `dst`, as many as are
+    /// complete and fit, with one stamp check per slot and one re-check for the whole run
+    /// (a slot-by-slot [`read`](RawRing::read) checks every stamp twice). For rings with a
+    /// single publisher (no [`FLAG_MPMC`]) only: it relies on sequences being written one
+    /// after another in order.
+    ///
+    /// Returns the number copied (0 when `start` is not complete yet), or `None` when the run
+    /// cannot be vouched for: the publisher began to overwrite it while it was copied (or
+    /// already had). The caller then reads slot by slot, which sorts out what happened.
+    ///
+    /// Why one re-check suffices: the publisher writes `start + capacity` (the next lap of
+    /// `start`'s slot) before any later lap of the run's other slots, and stores that odd
+    /// stamp before the Release fence of every later write. A copied payload word that came
+    /// from a later lap's write therefore makes that odd stamp (or a later one) visible to the
+    /// re-check of `start`'s slot after our Acquire fence. The cursor is not read: it is
+    /// written by every publish, and loading it per batch would pull its line away from a
+    /// publisher on another core.
+    #[inline(always)]
+    pub(crate) fn read_run<T: bytemuck::Pod>(&self, start: u64, dst: &mut [T]) -> Option<usize> {
+        let mut n = 0;
+        for d in dst.iter_mut() {
+            let seq = start + n as u64;
+            let slot = self.slot_ptr(seq);
+            // Pairs with the Release stamp store in `write`: the payload of `seq` is visible.
+            // Only compared.
+            if self.stamp(slot).load(Ordering::Acquire) != done(seq) {
+                break;
+            }
+            *d = self.load_value::<T>(slot);
+            n += 1;
+        }
+        // Pairs with the Release fence in `write`: if a payload load saw a later lap's write,
+        // the re-check below sees that lap's odd stamp of `start`'s slot (or a later stamp).
+        fence(Ordering::Acquire);
+        // Relaxed: ordered after the payload loads by the fence above.
+        if n == 0 || self.stamp(self.slot_ptr(start)).load(Ordering::Relaxed) == done(start) {
+            Some(n)
+        } else {
+            None
+        }
+    }
+
     /// Whether `seq` is complete or overwritten (a read would not say `NotYet`).
     #[inline]
     pub(crate) fn ready(&self, seq: u64) -> bool {

@@ -157,6 +157,9 @@ pub struct Subscriber<T: bytemuck::Pod> {
     skipped: u64,
     /// Our gate entry on a bounded ring.
     gate: Option<usize>,
+    /// The ring has one publisher, which writes sequences in order: a batch read may check a
+    /// whole run at once ([`RawRing::read_run`]).
+    single_publisher: bool,
     /// A parked bounded publisher is woken when our position crosses a multiple of
     /// `1 << wake_shift` (a quarter of the ring, or half the publisher's window if smaller),
     /// not after every read: one wake then frees room for a burst, instead of a wake
@@ -237,6 +240,7 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             waits: crate::WaitStats::default(),
             skipped: 0,
             gate,
+            single_publisher: raw.flags() & raw::FLAG_MPMC == 0,
             wake_shift,
             woke_block: pos >> wake_shift,
             strategy: WaitStrategy::default(),
@@ -312,8 +316,24 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     /// - [`RecvError::Lagged`]: the publisher overwrote `skipped` messages this subscriber had
     ///   not read; it now stands at the oldest message still in the ring;
     /// - [`RecvError::Closed`]: every publisher is gone and everything was received.
-    #[inline]
+    #[inline(always)]
     pub fn try_recv(&mut self) -> Result<T, RecvError> {
+        // The common case, a complete value, stays small enough to inline into every caller's
+        // loop; everything else (empty, lagged, closed, voided) reads the slot again out of
+        // line.
+        let pos = self.pos;
+        if let Read::Value(v) = self.raw.read::<T>(pos) {
+            self.pos = pos + 1;
+            self.advance_gate();
+            return Ok(v);
+        }
+        self.try_recv_slow()
+    }
+
+    /// [`try_recv`](Subscriber::try_recv) when the first look found no complete value: the
+    /// slot is read again (a value may have arrived since) and every outcome handled.
+    #[inline(never)]
+    fn try_recv_slow(&mut self) -> Result<T, RecvError> {
         let pos = self.pos;
         match self.raw.read::<T>(pos) {
             Read::Value(v) => {
@@ -497,19 +517,26 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         }
         // Local position and count: the handle is written back once per batch.
         let (raw, start) = (self.raw, self.pos);
-        let mut n = 0;
-        for slot in buf.iter_mut() {
-            match raw.read::<T>(start + n as u64) {
-                Read::Value(v) => {
-                    *slot = v;
-                    n += 1;
+        let n = match self.single_publisher {
+            true => raw.read_run(start, buf),
+            false => None,
+        };
+        let n = n.unwrap_or_else(|| {
+            let mut n = 0;
+            for slot in buf.iter_mut() {
+                match raw.read::<T>(start + n as u64) {
+                    Read::Value(v) => {
+                        *slot = v;
+                        n += 1;
+                    }
+                    _ => break,
                 }
-                _ => break,
             }
-        }
+            n
+        });
         self.pos = start + n as u64;
         if n == 0 {
-            buf[0] = self.try_recv()?;
+            buf[0] = self.try_recv_slow()?;
             return Ok(1);
         }
         self.advance_gate();
@@ -524,13 +551,27 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     pub fn drain(&mut self, out: &mut Vec<T>) -> Result<usize, RecvError> {
         let (raw, start) = (self.raw, self.pos);
         let mut n = 0usize;
+        if self.single_publisher {
+            // Runs of up to 64 at once, copied into the vector's new tail.
+            const RUN: usize = 64;
+            loop {
+                let have = out.len();
+                out.resize(have + RUN, T::zeroed());
+                let k = raw.read_run(start + n as u64, &mut out[have..]);
+                out.truncate(have + k.unwrap_or(0));
+                n += k.unwrap_or(0);
+                if k != Some(RUN) {
+                    break;
+                }
+            }
+        }
         while let Read::Value(v) = raw.read::<T>(start + n as u64) {
             out.push(v);
             n += 1;
         }
         self.pos = start + n as u64;
         if n == 0 {
-            return self.try_recv().map(|v| {
+            return self.try_recv_slow().map(|v| {
                 out.push(v);
                 1
             });
