@@ -813,6 +813,20 @@ impl RawRing {
     /// publisher on another core.
     #[inline(always)]
     pub(crate) fn read_run<T: bytemuck::Pod>(&self, start: u64, dst: &mut [T]) -> Option<usize> {
+        // At most a lap: further on, the run would meet its own first slot again.
+        let len = dst.len().min(self.capacity as usize);
+        let dst = &mut dst[..len];
+        let Some(last) = (dst.len() as u64).checked_sub(1).map(|k| start + k) else {
+            return Some(0);
+        };
+        // The whole run complete? The publisher completes sequences in order, so when the
+        // last one is complete every one before it is (or was overwritten since, which the
+        // re-check below catches): the payloads are copied without looking at their stamps.
+        // Pairs with the Release stamp store in `write`. Only compared.
+        if self.stamp(self.slot_ptr(last)).load(Ordering::Acquire) == done(last) {
+            self.copy_run(start, dst);
+            return self.run_intact(start, dst.len());
+        }
         let mut n = 0;
         for d in dst.iter_mut() {
             let seq = start + n as u64;
@@ -825,11 +839,40 @@ impl RawRing {
             *d = self.load_value::<T>(slot);
             n += 1;
         }
+        if n == 0 {
+            return Some(0);
+        }
+        self.run_intact(start, n)
+    }
+
+    /// Copies the payloads of `start .. start + dst.len()` (at most a lap) into `dst`, walking
+    /// the slots with a pointer instead of indexing each one.
+    #[inline(always)]
+    fn copy_run<T: bytemuck::Pod>(&self, start: u64, dst: &mut [T]) {
+        let first = (start & self.mask) as usize;
+        // Slots up to the end of the array, then from its start.
+        let (a, b) = dst.split_at_mut(dst.len().min(self.capacity as usize - first));
+        for (part, from) in [(a, first), (b, 0)] {
+            // SAFETY: `from < capacity`; the slot array holds `capacity` slots.
+            let mut slot = unsafe { self.slots.add(from << self.shift) };
+            for d in part.iter_mut() {
+                *d = self.load_value::<T>(slot);
+                // SAFETY: stays within the array or one slot past its end (never read): the
+                // part ends at the array's end at the latest.
+                slot = unsafe { slot.add(1 << self.shift) };
+            }
+        }
+    }
+
+    /// `read_run`'s closing check: `Some(n)` when the run's first slot still holds `start`,
+    /// so no payload copied before this call came from a later lap.
+    #[inline(always)]
+    fn run_intact(&self, start: u64, n: usize) -> Option<usize> {
         // Pairs with the Release fence in `write`: if a payload load saw a later lap's write,
         // the re-check below sees that lap's odd stamp of `start`'s slot (or a later stamp).
         fence(Ordering::Acquire);
         // Relaxed: ordered after the payload loads by the fence above.
-        if n == 0 || self.stamp(self.slot_ptr(start)).load(Ordering::Relaxed) == done(start) {
+        if self.stamp(self.slot_ptr(start)).load(Ordering::Relaxed) == done(start) {
             Some(n)
         } else {
             None
