@@ -151,7 +151,7 @@ impl<T: bytemuck::Pod> Publisher<T> {
             raw.write(first + i as u64, v);
         }
         let next = first + values.len() as u64;
-        self.commit(next);
+        Self::commit(&raw, next);
     }
 
     /// The next sequence to write: the cursor, which only this handle writes, so a Relaxed
@@ -162,11 +162,14 @@ impl<T: bytemuck::Pod> Publisher<T> {
         self.raw.cursor().load(Ordering::Relaxed)
     }
 
+    /// Publishes the sequences below `next` and wakes parked subscribers, if any. Takes the
+    /// ring by reference to the caller's copy: the atomic stores of a write could otherwise make
+    /// the compiler reload the ring's pointers from the handle.
     #[inline(always)]
-    fn commit(&self, next: u64) {
+    fn commit(raw: &RawRing, next: u64) {
         // Release pairs with the Acquire cursor loads in `Subscriber::lag` and `latest`.
-        self.raw.cursor().store(next, Ordering::Release);
-        let s = self.raw.signal();
+        raw.cursor().store(next, Ordering::Release);
+        let s = raw.signal();
         wake::wake(&s.waiters, &s.notify);
     }
 
@@ -198,8 +201,10 @@ impl<T: bytemuck::Pod> Publisher<T> {
 
     #[inline(always)]
     fn write_one(&mut self, seq: u64, value: &T) {
-        self.raw.write(seq, value);
-        self.commit(seq + 1);
+        // One copy of the ring's pointers for the whole write (see `commit`).
+        let raw = self.raw;
+        raw.write(seq, value);
+        Self::commit(&raw, seq + 1);
     }
 
     /// Publishes `value` if there is room now.

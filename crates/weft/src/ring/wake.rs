@@ -211,6 +211,7 @@ pub(crate) fn wake(waiters: &AtomicU32, notify: &AtomicU32) {
 
 /// Wakes everyone parked on `notify` (closing: not on a hot path).
 #[cold]
+#[inline(never)]
 pub(crate) fn wake_always(notify: &AtomicU32) {
     // Release pairs with the Acquire load of `notify` in `park`: a parker that reads the new
     // value also sees what we stored before waking.
