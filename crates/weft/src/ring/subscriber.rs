@@ -318,16 +318,19 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     /// - [`RecvError::Closed`]: every publisher is gone and everything was received.
     #[inline(always)]
     pub fn try_recv(&mut self) -> Result<T, RecvError> {
-        // The common case, a complete value, stays small enough to inline into every caller's
-        // loop; everything else (empty, lagged, closed, voided) reads the slot again out of
-        // line.
+        // The common cases, a complete value and nothing yet, stay small enough to inline into
+        // every caller's loop (a poll that finds nothing costs no call); everything else
+        // (lagged, closed, voided) reads the slot again out of line.
         let pos = self.pos;
-        if let Read::Value(v) = self.raw.read::<T>(pos) {
-            self.pos = pos + 1;
-            self.advance_gate();
-            return Ok(v);
+        match self.raw.read::<T>(pos) {
+            Read::Value(v) => {
+                self.pos = pos + 1;
+                self.advance_gate();
+                Ok(v)
+            }
+            Read::NotYet if !self.closed() => Err(RecvError::Empty),
+            _ => self.try_recv_slow(),
         }
-        self.try_recv_slow()
     }
 
     /// [`try_recv`](Subscriber::try_recv) when the first look found no complete value: the
