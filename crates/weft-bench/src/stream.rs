@@ -232,6 +232,7 @@ fn memcpy_gibs(reps: usize) -> Vec<f64> {
 enum Impl {
     Weft,
     WeftBatch,
+    WeftDeferred,
     WeftAdaptive,
     PodBus,
     Socket,
@@ -242,10 +243,11 @@ enum Impl {
 
 impl Impl {
     /// The first weft row is the one the ratios use: the default wait strategy.
-    const ALL: [Impl; 8] = [
+    const ALL: [Impl; 9] = [
         Impl::WeftAdaptive,
         Impl::Weft,
         Impl::WeftBatch,
+        Impl::WeftDeferred,
         Impl::PodBus,
         Impl::Socket,
         Impl::Tcp,
@@ -257,6 +259,7 @@ impl Impl {
         match self {
             Impl::Weft => "weft",
             Impl::WeftBatch => "weft-batch",
+            Impl::WeftDeferred => "weft-deferred",
             Impl::WeftAdaptive => "weft-adaptive",
             Impl::PodBus => "podbus",
             Impl::Socket => "socket",
@@ -282,6 +285,7 @@ impl Impl {
         match self {
             Impl::Weft => "weft 0.1 (write / read, busy-spin)",
             Impl::WeftBatch => "weft 0.1 (write / read_batch(256), busy-spin)",
+            Impl::WeftDeferred => "weft 0.1 (write_deferred + flush / read_batch(256), busy-spin)",
             Impl::WeftAdaptive => "weft 0.1 (write / read, Adaptive: default)",
             Impl::PodBus => "crossbar 1.2 PodBus (bounded)",
             Impl::Socket => "Unix socket (64 KiB buffered)",
@@ -324,10 +328,14 @@ fn throughput(report: &mut Report, cap: usize, cap_label: &str) {
     for imp in Impl::ALL {
         let name = harness::unique_name(&format!("tp{}", imp.tag().replace('_', "")));
         let secs = on_core0(|| match imp {
-            Impl::Weft | Impl::WeftBatch | Impl::WeftAdaptive => {
+            Impl::Weft | Impl::WeftBatch | Impl::WeftAdaptive | Impl::WeftDeferred => {
                 let opts = StreamOptions::new(cap).wait(imp.wait());
                 let w = StreamWriter::create_with(&name, &opts).map_err(|e| e.to_string())?;
-                tput_parent(WeftTx(w), imp, &name, runs)
+                if imp == Impl::WeftDeferred {
+                    tput_parent(WeftDeferredTx(w), imp, &name, runs)
+                } else {
+                    tput_parent(WeftTx(w), imp, &name, runs)
+                }
             }
             Impl::PodBus => {
                 let ring = podbus_ring(cap);
@@ -488,11 +496,11 @@ fn tput_read<R: Receiver>(mut rx: R, n: u64, runs: usize) -> i32 {
 fn tput_child(imp: Impl, name: &str, n: u64, runs: usize) -> i32 {
     let res: Result<i32, String> = (|| {
         Ok(match imp {
-            Impl::Weft | Impl::WeftBatch | Impl::WeftAdaptive => {
+            Impl::Weft | Impl::WeftBatch | Impl::WeftAdaptive | Impl::WeftDeferred => {
                 let mut r =
                     StreamReader::open_timeout(name, OPEN_TIMEOUT).map_err(|e| e.to_string())?;
                 r.set_wait_strategy(imp.wait());
-                if imp == Impl::WeftBatch {
+                if matches!(imp, Impl::WeftBatch | Impl::WeftDeferred) {
                     tput_read(WeftBatchRx(r), n, runs)
                 } else {
                     tput_read(WeftRx(r), n, runs)
@@ -553,6 +561,20 @@ impl Sender for WeftTx {
     #[inline]
     fn send(&mut self, msg: &[u8]) {
         self.0.write(msg).expect("weft write");
+    }
+}
+
+/// Writes like a buffered socket: records are published in batches (at most
+/// [`StreamWriter::deferred_limit`] bytes, and at the end of each run).
+struct WeftDeferredTx(StreamWriter);
+
+impl Sender for WeftDeferredTx {
+    #[inline]
+    fn send(&mut self, msg: &[u8]) {
+        self.0.write_deferred(msg).expect("weft write_deferred");
+    }
+    fn flush(&mut self) {
+        self.0.flush();
     }
 }
 

@@ -496,3 +496,121 @@ fn records_wait_for_a_reader_that_opens_after_the_writer_closed() {
     drop(StreamWriter::create(&name, 4096).unwrap());
     assert!(!std::path::Path::new(&common::shm_path(&name)).exists());
 }
+
+/// The next record, or a failure (not a hang) if it never comes.
+fn next(r: &mut StreamReader) -> Vec<u8> {
+    r.read_timeout(Duration::from_secs(10))
+        .expect("a published record")
+        .to_vec()
+}
+
+#[test]
+fn deferred_records_are_published_together_in_order() {
+    let (mut w, mut r, _c) = pair("deferred", 1 << 16);
+    w.write_deferred(b"one").unwrap();
+    w.write_deferred(b"two").unwrap();
+    assert!(
+        matches!(r.try_read(), Err(Error::Empty)),
+        "published before a flush"
+    );
+    w.flush();
+    assert_eq!(&*next(&mut r), b"one");
+    assert_eq!(&*next(&mut r), b"two");
+    assert!(matches!(r.try_read(), Err(Error::Empty)));
+    w.flush(); // nothing waits: nothing happens
+
+    // A plain write publishes what was deferred before it, in order.
+    w.write_deferred(b"three").unwrap();
+    w.write(b"four").unwrap();
+    assert_eq!(&*next(&mut r), b"three");
+    assert_eq!(&*next(&mut r), b"four");
+
+    // So does a grant's commit (its reservation publishes what waits first).
+    w.write_deferred(b"five").unwrap();
+    let mut g = w.reserve(3).unwrap();
+    assert_eq!(&*next(&mut r), b"five");
+    g.copy_from_slice(b"six");
+    g.commit(3).unwrap();
+    assert_eq!(&*next(&mut r), b"six");
+
+    // Dropping the writer publishes the rest, then the reader sees the close.
+    w.write_deferred(b"seven").unwrap();
+    drop(w);
+    assert_eq!(&*next(&mut r), b"seven");
+    assert!(matches!(
+        r.read_timeout(Duration::from_secs(10)),
+        Err(Error::Closed)
+    ));
+}
+
+#[test]
+fn deferred_records_are_published_once_they_reach_the_limit() {
+    let (mut w, mut r, _c) = pair("deferred-limit", 1 << 16);
+    // An eighth of 64 KiB: 8 KiB, headers included.
+    assert_eq!(w.deferred_limit(), 8 << 10);
+    let mut sent = 0;
+    while r.try_read().is_err() {
+        w.write_deferred(&[7u8; 120]).unwrap();
+        sent += 1;
+        assert!(
+            sent <= (8 << 10) / 128,
+            "{sent} records of 128 framed bytes never published"
+        );
+    }
+    // Exactly when the limit was reached: 64 records of 128 bytes.
+    assert_eq!(sent, 64);
+}
+
+/// A deferring writer publishes before it waits for room: unpublished records can split the
+/// free room so that a large record fits nowhere until the reader has taken them.
+#[test]
+fn a_deferring_writer_publishes_before_it_waits_for_room() {
+    let (mut w, mut r, _c) = pair("deferred-full", 4096);
+    assert!(w.max_record_len() >= 2000);
+    // Published and read: both cursors stand at 1800.
+    w.write(&[1u8; 1792]).unwrap();
+    assert_eq!(next(&mut r).len(), 1792);
+    let writer = std::thread::spawn(move || {
+        // Unpublished: 1800 .. 2208. Then 2000 bytes fit neither after it (1888 left) nor
+        // before the reader (1800): the writer must publish the first record and wait.
+        w.write_deferred(&[2u8; 400]).unwrap();
+        w.write_deferred(&[3u8; 2000]).unwrap();
+        w.flush();
+        w
+    });
+    assert_eq!(next(&mut r), vec![2u8; 400]);
+    assert_eq!(next(&mut r), vec![3u8; 2000]);
+    writer.join().unwrap();
+}
+
+/// A writer that only defers, on a small stream, records of every size up to the largest,
+/// against a reader on another thread: every record arrives, whole and in order.
+#[test]
+fn a_deferring_writer_never_starves_its_reader() {
+    let (mut w, mut r, _c) = pair("deferred-many", 4096);
+    let max = w.max_record_len();
+    let n: usize = 20_000;
+    let size = move |i: usize| 1 + (i * 977) % max;
+    let writer = std::thread::spawn(move || {
+        for i in 0..n {
+            let msg: Vec<u8> = (0..size(i)).map(|k| (i + k) as u8).collect();
+            w.write_deferred(&msg).unwrap();
+        }
+        // Dropped without a flush: the drop publishes the last records.
+    });
+    for i in 0..n {
+        let g = r
+            .read_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("record {i}: {e}"));
+        assert_eq!(g.len(), size(i), "record {i}");
+        assert!(
+            g.iter().enumerate().all(|(k, b)| *b == (i + k) as u8),
+            "record {i}"
+        );
+    }
+    assert!(matches!(
+        r.read_timeout(Duration::from_secs(10)),
+        Err(Error::Closed)
+    ));
+    writer.join().unwrap();
+}

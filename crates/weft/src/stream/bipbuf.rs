@@ -378,8 +378,12 @@ pub(crate) struct WriterCore {
     ctl: NonNull<StreamControl>,
     data: NonNull<u8>,
     geo: Geometry,
-    /// Our copy of `W`: we are its only writer.
+    /// Our copy of `W`: we are its only writer. Ahead of the shared `W` while records written
+    /// with [`WriterCore::commit_deferred`] wait for [`WriterCore::flush`].
     write: u64,
+    /// Framed bytes committed but not yet published (see [`WriterCore::commit_deferred`]); 0
+    /// when the shared `W` equals ours.
+    pub(crate) deferred: u64,
     /// The last `R` we loaded; `R` only moves forward (mod wrap), so a stale value only
     /// understates the room.
     cached_read: u64,
@@ -419,6 +423,7 @@ impl WriterCore {
             data,
             geo,
             write: 0,
+            deferred: 0,
             cached_read: 0,
             watermark: 0,
             wakes: 0,
@@ -715,6 +720,46 @@ impl WriterCore {
         self.publish_write(cursor, res.start + framed, res.wrap)
     }
 
+    /// As [`WriterCore::commit`], but leaves `W` where it is: the record becomes visible with
+    /// the next store of `W` ([`WriterCore::flush`], or any later commit, since `W` covers
+    /// everything before it). Many records then cost the reader one load of `W`'s line, and
+    /// the writer one store to it, instead of one each per record. The caller flushes before
+    /// it waits for room (the reader cannot free room it has not been shown) and before a
+    /// [`WriterCore::prepare`] (an announcement records the published `W`).
+    #[inline]
+    pub(crate) fn commit_deferred(&mut self, res: Reservation, used: u64) {
+        debug_assert!(used <= res.len);
+        let used = used.min(res.len);
+        self.header(res.start)
+            .store(used.to_le(), core::sync::atomic::Ordering::Relaxed);
+        if res.wrap {
+            // Relaxed, as in `commit`: published by the Release store of the `W` that covers
+            // this record. A reader that sees `L` early ignores it: it reads `L` only after an
+            // inverted `W`.
+            self.store_watermark(self.write);
+            if let Some(window) = self.window {
+                self.next_check = window;
+            }
+        }
+        let framed = self
+            .geo
+            .framed(used)
+            .expect("used <= reserved, which was accepted");
+        self.deferred += framed;
+        self.write = res.start + framed;
+    }
+
+    /// Publishes every record committed with [`WriterCore::commit_deferred`] (one store of
+    /// `W`) and wakes a parked reader. Returns whether it woke one.
+    #[inline]
+    pub(crate) fn flush(&mut self) -> bool {
+        if self.deferred == 0 {
+            return false;
+        }
+        let cursor = NonNull::from(&self.ctl().write.0.cursor);
+        self.publish_write(cursor, self.write, false)
+    }
+
     /// As [`WriterCore::commit`], for a prepared reservation: a commit of all of it stores `W`
     /// (after `L` if that changes) and reads only `p` first.
     #[inline]
@@ -799,6 +844,7 @@ impl WriterCore {
         // orders this store before the load of the reader's `waiting` flag.
         cursor.store(w, Ordering::Release);
         self.write = w;
+        self.deferred = 0;
         if wrapped && let Some(window) = self.window {
             self.next_check = window;
         }

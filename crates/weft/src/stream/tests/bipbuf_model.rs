@@ -35,14 +35,19 @@ fn check(r: &ReaderCore, rec: &super::super::bipbuf::Record, len: u64, seq: u64)
 enum Op {
     /// Reserve this many payload bytes; then commit `used` (a fraction) or abort; `prepared`:
     /// as a grant filled in place (`prepare`, `commit_prepared`), else as a copy (`commit`);
-    /// `split` (a grant): the reader looks once between the commit's mark and its `W`.
+    /// `split` (a grant): the reader looks once between the commit's mark and its `W`;
+    /// `deferred` (a copy): committed without publishing (`commit_deferred`), seen only after
+    /// a `Flush` or a later publishing commit.
     Write {
         len: u64,
         used_frac: u8,
         abort: bool,
         prepared: bool,
         split: bool,
+        deferred: bool,
     },
+    /// Publish the deferred records.
+    Flush,
     /// Take up to this many records without releasing.
     Read { n: u8 },
     /// Release everything taken, now.
@@ -53,14 +58,23 @@ enum Op {
 
 fn op(max: u64) -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0..=max, any::<u8>(), prop::bool::weighted(0.15), any::<bool>(), any::<bool>())
-            .prop_map(|(len, used_frac, abort, prepared, split)| Op::Write {
+        4 => (
+            0..=max,
+            any::<u8>(),
+            prop::bool::weighted(0.15),
+            any::<bool>(),
+            any::<bool>(),
+            prop::bool::weighted(0.4),
+        )
+            .prop_map(|(len, used_frac, abort, prepared, split, deferred)| Op::Write {
                 len,
                 used_frac,
                 abort,
                 prepared,
                 split,
+                deferred,
             }),
+        1 => Just(Op::Flush),
         3 => (1u8..6).prop_map(|n| Op::Read { n }),
         1 => Just(Op::Release),
         1 => Just(Op::LazyRelease),
@@ -70,6 +84,8 @@ fn op(max: u64) -> impl Strategy<Value = Op> {
 /// What the model knows: records committed but not taken, records taken but not released,
 /// records released but not yet given back to the writer (a lazy release).
 struct Model {
+    /// Committed with `commit_deferred`, not yet published.
+    pending: Vec<(u64, u64)>,
     unread: VecDeque<(u64, u64)>,
     taken: Vec<(u64, u64)>,
     released: Vec<(u64, u64)>,
@@ -85,6 +101,7 @@ fn run(capacity: u64, align: u64, window: Option<u64>, ops: &[Op]) {
     // Grants from a quarter of the maximum up are announced and commit with a mark.
     w.mark_from = max / 4;
     let mut m = Model {
+        pending: Vec::new(),
         unread: VecDeque::new(),
         taken: Vec::new(),
         released: Vec::new(),
@@ -98,42 +115,68 @@ fn run(capacity: u64, align: u64, window: Option<u64>, ops: &[Op]) {
                 abort,
                 prepared,
                 split,
-            } => match w.try_reserve(len) {
-                Ok(res) => {
-                    assert_eq!(res.len, len);
-                    let used = len * used_frac as u64 / 255;
-                    let p = prepared.then(|| w.prepare(res));
-                    if abort {
-                        continue;
-                    }
-                    fill(&w, &res, used, m.next_seq);
-                    m.unread.push_back((m.next_seq, used));
-                    m.next_seq += 1;
-                    match p {
-                        Some(p) if split => {
-                            let end = w.mark(&p, used);
-                            between_mark_and_w(&mut r, &mut m, p.is_marked());
-                            w.publish_prepared(&p, end)
+                deferred,
+            } => {
+                if prepared {
+                    // As `StreamWriter` does: deferred records go out before a grant is
+                    // prepared (its announcement records the published `W`).
+                    w.flush();
+                    m.unread.extend(m.pending.drain(..));
+                }
+                match w.try_reserve(len) {
+                    Ok(res) => {
+                        assert_eq!(res.len, len);
+                        let used = len * used_frac as u64 / 255;
+                        let p = prepared.then(|| w.prepare(res));
+                        if abort {
+                            continue;
                         }
-                        Some(p) => w.commit_prepared(&p, used),
-                        None => w.commit(res, used),
-                    };
+                        fill(&w, &res, used, m.next_seq);
+                        if deferred && !prepared {
+                            m.pending.push((m.next_seq, used));
+                            m.next_seq += 1;
+                            w.commit_deferred(res, used);
+                            continue;
+                        }
+                        // A publishing commit covers every deferred record before it.
+                        m.unread.extend(m.pending.drain(..));
+                        m.unread.push_back((m.next_seq, used));
+                        m.next_seq += 1;
+                        match p {
+                            Some(p) if split => {
+                                let end = w.mark(&p, used);
+                                between_mark_and_w(&mut r, &mut m, p.is_marked());
+                                w.publish_prepared(&p, end)
+                            }
+                            Some(p) => w.commit_prepared(&p, used),
+                            None => w.commit(res, used),
+                        };
+                    }
+                    Err(ReserveError::TooLarge { max: reported }) => {
+                        assert_eq!(reported, max);
+                        assert!(len > max, "{len} refused as too large, max {max}");
+                    }
+                    Err(ReserveError::Full) => {
+                        assert!(len <= max);
+                        // Full is only allowed while something is unreleased: an empty stream
+                        // takes any record up to the maximum, wherever the cursors stand.
+                        assert!(
+                            !m.unread.is_empty()
+                                || !m.taken.is_empty()
+                                || !m.released.is_empty()
+                                || !m.pending.is_empty(),
+                            "an empty stream refused {len} bytes (max {max})"
+                        );
+                    }
+                    Err(ReserveError::Corrupt(c)) => {
+                        panic!("corrupt without a hostile peer: {c:?}")
+                    }
                 }
-                Err(ReserveError::TooLarge { max: reported }) => {
-                    assert_eq!(reported, max);
-                    assert!(len > max, "{len} refused as too large, max {max}");
-                }
-                Err(ReserveError::Full) => {
-                    assert!(len <= max);
-                    // Full is only allowed while something is unreleased: an empty stream
-                    // takes any record up to the maximum, wherever the cursors stand.
-                    assert!(
-                        !m.unread.is_empty() || !m.taken.is_empty() || !m.released.is_empty(),
-                        "an empty stream refused {len} bytes (max {max})"
-                    );
-                }
-                Err(ReserveError::Corrupt(c)) => panic!("corrupt without a hostile peer: {c:?}"),
-            },
+            }
+            Op::Flush => {
+                w.flush();
+                m.unread.extend(m.pending.drain(..));
+            }
             Op::Read { n } => {
                 for _ in 0..n {
                     match r.try_next().expect("no corruption") {
@@ -182,6 +225,8 @@ fn run(capacity: u64, align: u64, window: Option<u64>, ops: &[Op]) {
         }
     }
     // Drain: everything committed comes out, in order.
+    w.flush();
+    m.unread.extend(m.pending.drain(..));
     r.release();
     r.publish();
     while let Some(rec) = r.try_next().unwrap() {
