@@ -365,6 +365,28 @@ weft_status weft_stream_writer_write_timeout(weft_stream_writer_t *writer,
                                              size_t len,
                                              uint64_t timeout_ms);
 
+// Copies `len` bytes at `data` into the stream as one record, but publishes it later, as a
+// buffered writer does: at `weft_stream_writer_flush`, at any other write or commit, once
+// the unpublished records reach an eighth of the capacity (at most 64 KiB), before the writer
+// waits for room, and at close. Many small records then cost one store of the write cursor.
+//
+// Errors: as `weft_stream_writer_write`.
+//
+// # Safety
+// As `weft_stream_writer_write`.
+weft_status weft_stream_writer_write_deferred(weft_stream_writer_t *writer,
+                                              const uint8_t *data,
+                                              size_t len);
+
+// Publishes every record written with `weft_stream_writer_write_deferred` and not yet
+// published, waking a parked reader.
+//
+// Errors: `WEFT_ERROR_STATE` while a reservation is lent.
+//
+// # Safety
+// `writer` is NULL or a live writer handle.
+weft_status weft_stream_writer_flush(weft_stream_writer_t *writer);
+
 // Reserves `len` contiguous bytes in the stream, waiting for room, and sets `*data` to
 // them: write the record in place, then `weft_stream_writer_commit` (or
 // `weft_stream_writer_abandon`). `*data` is valid until then; the writer lends the

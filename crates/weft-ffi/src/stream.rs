@@ -217,6 +217,48 @@ pub unsafe extern "C" fn weft_stream_writer_write_timeout(
     unsafe { write(writer, data, len, Wait::Ms(timeout_ms)) }
 }
 
+/// Copies `len` bytes at `data` into the stream as one record, but publishes it later, as a
+/// buffered writer does: at `weft_stream_writer_flush`, at any other write or commit, once
+/// the unpublished records reach an eighth of the capacity (at most 64 KiB), before the writer
+/// waits for room, and at close. Many small records then cost one store of the write cursor.
+///
+/// Errors: as `weft_stream_writer_write`.
+///
+/// # Safety
+/// As `weft_stream_writer_write`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_stream_writer_write_deferred(
+    writer: *mut WeftStreamWriter,
+    data: *const u8,
+    len: usize,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // NULL and misaligned pointers are refused before any use.
+        let (w, data) = unsafe { (handle_mut(writer, "writer")?, c_bytes(data, len, "data")?) };
+        w.cell.owner("write")?.write_deferred(data)?;
+        Ok(())
+    })
+}
+
+/// Publishes every record written with `weft_stream_writer_write_deferred` and not yet
+/// published, waking a parked reader.
+///
+/// Errors: `WEFT_ERROR_STATE` while a reservation is lent.
+///
+/// # Safety
+/// `writer` is NULL or a live writer handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_stream_writer_flush(writer: *mut WeftStreamWriter) -> WeftStatus {
+    guard(|| {
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // NULL and misaligned pointers are refused before any use.
+        let w = unsafe { handle_mut(writer, "writer")? };
+        w.cell.owner("flush")?.flush();
+        Ok(())
+    })
+}
+
 /// # Safety
 /// As `weft_stream_writer_write`.
 unsafe fn write(

@@ -227,6 +227,44 @@ static void empty_records_and_null_data(void) {
     OK(weft_stream_reader_close(&r));
 }
 
+/* Deferred records: unseen until a flush (or a plain write) publishes them, in order; the
+ * close publishes the rest. */
+static void deferred_records(void) {
+    weft_stream_writer_t *w = NULL;
+    weft_stream_reader_t *r = NULL;
+    pair("deferred", 1 << 16, NULL, &w, &r);
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    OK(weft_stream_writer_write_deferred(w, (const uint8_t *)"one", 3));
+    OK(weft_stream_writer_write_deferred(w, (const uint8_t *)"two", 3));
+    EXPECT(weft_stream_reader_try_read(r, &data, &len), WEFT_ERROR_EMPTY);
+    OK(weft_stream_writer_flush(w));
+    OK(weft_stream_reader_try_read(r, &data, &len));
+    CHECK(len == 3 && memcmp(data, "one", 3) == 0);
+    OK(weft_stream_reader_release(r));
+    OK(weft_stream_reader_try_read(r, &data, &len));
+    CHECK(len == 3 && memcmp(data, "two", 3) == 0);
+    OK(weft_stream_reader_release(r));
+    OK(weft_stream_writer_flush(w)); /* nothing waits: nothing happens */
+    EXPECT(weft_stream_writer_write_deferred(w, NULL, 1), WEFT_ERROR_INVALID_ARGUMENT);
+    OK(weft_stream_writer_write_deferred(w, (const uint8_t *)"three", 5));
+    OK(weft_stream_writer_write(w, (const uint8_t *)"four", 4));
+    OK(weft_stream_reader_try_read(r, &data, &len));
+    CHECK(len == 5 && memcmp(data, "three", 5) == 0);
+    OK(weft_stream_reader_release(r));
+    OK(weft_stream_reader_try_read(r, &data, &len));
+    CHECK(len == 4 && memcmp(data, "four", 4) == 0);
+    OK(weft_stream_reader_release(r));
+    OK(weft_stream_writer_write_deferred(w, (const uint8_t *)"five", 4));
+    OK(weft_stream_writer_close(&w));
+    OK(weft_stream_reader_try_read(r, &data, &len));
+    CHECK(len == 4 && memcmp(data, "five", 4) == 0);
+    OK(weft_stream_reader_release(r));
+    EXPECT(weft_stream_reader_try_read(r, &data, &len), WEFT_ERROR_CLOSED);
+    EXPECT(weft_stream_writer_flush(NULL), WEFT_ERROR_INVALID_ARGUMENT);
+    OK(weft_stream_reader_close(&r));
+}
+
 /* Backpressure and time limits: FULL, TIMEOUT, EMPTY; too large at once. */
 static void full_empty_timeout_too_large(void) {
     weft_stream_writer_t *w = NULL;
@@ -447,6 +485,7 @@ int main(void) {
     RUN(blocking_between_threads);
     RUN(aligned_records);
     RUN(empty_records_and_null_data);
+    RUN(deferred_records);
     RUN(full_empty_timeout_too_large);
     RUN(grant_state_rules);
     RUN(null_pointers);
