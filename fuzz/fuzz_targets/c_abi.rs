@@ -245,6 +245,10 @@ enum Op {
         wait: Wait,
         nulls: Nulls,
     },
+    WriterFlush {
+        slot: u8,
+        nulls: Nulls,
+    },
     WriterWrite {
         slot: u8,
         data: Data,
@@ -1362,6 +1366,23 @@ impl Run {
                     .or(Some(WEFT_OK));
                 expect(rc, want, "weft_stream_writer_set_wait");
             }
+            Op::WriterFlush { slot, nulls } => {
+                let i = self.pick(Kind::Writer, *slot);
+                let w = if nulls.null(0) {
+                    null_mut()
+                } else {
+                    self.t.writers[i]
+                };
+                // SAFETY: NULL or a live writer.
+                let rc = self.c.check(
+                    unsafe { weft_stream_writer_flush(w) },
+                    "weft_stream_writer_flush",
+                );
+                let want = nulls_refused(w.is_null())
+                    .or(self.t.reservations[i].map(|_| WEFT_ERROR_STATE))
+                    .or(Some(WEFT_OK));
+                expect(rc, want, "weft_stream_writer_flush");
+            }
             Op::WriterWrite {
                 slot,
                 data,
@@ -1383,6 +1404,10 @@ impl Run {
                         How::Timeout(ms) => (
                             weft_stream_writer_write_timeout(w, buf.ptr, buf.len, ms.get()),
                             "weft_stream_writer_write_timeout",
+                        ),
+                        How::Block if returns && buf.len % 2 == 1 => (
+                            weft_stream_writer_write_deferred(w, buf.ptr, buf.len),
+                            "weft_stream_writer_write_deferred",
                         ),
                         How::Block if returns => (
                             weft_stream_writer_write(w, buf.ptr, buf.len),
