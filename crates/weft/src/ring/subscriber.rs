@@ -323,14 +323,18 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         // (lagged, closed, voided) reads the slot again out of line.
         let pos = self.pos;
         match self.raw.read::<T>(pos) {
-            Read::Value(v) => {
-                self.pos = pos + 1;
-                self.advance_gate();
-                Ok(v)
-            }
+            Read::Value(v) => Ok(self.took(pos, v)),
             Read::NotYet if !self.closed() => Err(RecvError::Empty),
             _ => self.try_recv_slow(),
         }
+    }
+
+    /// Moves past `pos`, whose value `v` was just read whole.
+    #[inline(always)]
+    fn took(&mut self, pos: u64, v: T) -> T {
+        self.pos = pos + 1;
+        self.advance_gate();
+        v
     }
 
     /// [`try_recv`](Subscriber::try_recv) when the first look found no complete value: the
@@ -339,11 +343,7 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     fn try_recv_slow(&mut self) -> Result<T, RecvError> {
         let pos = self.pos;
         match self.raw.read::<T>(pos) {
-            Read::Value(v) => {
-                self.pos = pos + 1;
-                self.advance_gate();
-                Ok(v)
-            }
+            Read::Value(v) => Ok(self.took(pos, v)),
             Read::NotYet => self.empty_or_closed(),
             Read::Overrun => Err(self.lag()),
             Read::Void => self.skip_void(),
@@ -366,12 +366,9 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             return Err(RecvError::Empty);
         }
         // Closed: the last messages are visible now (see `closed`); look once more.
-        match self.raw.read::<T>(self.pos) {
-            Read::Value(v) => {
-                self.pos += 1;
-                self.advance_gate();
-                Ok(v)
-            }
+        let pos = self.pos;
+        match self.raw.read::<T>(pos) {
+            Read::Value(v) => Ok(self.took(pos, v)),
             Read::NotYet => Err(RecvError::Closed),
             Read::Overrun => Err(self.lag()),
             Read::Void => self.skip_void(),

@@ -701,23 +701,12 @@ impl WriterCore {
         }
     }
 
-    /// Publishes the first `used` bytes of a reservation (`used <= res.len`). Returns whether
-    /// the reader was parked and has been woken.
+    /// Publishes the first `used` bytes of a reservation (`used <= res.len`), with every
+    /// deferred record before it. Returns whether the reader was parked and has been woken.
     #[inline]
     pub(crate) fn commit(&mut self, res: Reservation, used: u64) -> bool {
-        debug_assert!(used <= res.len);
-        let used = used.min(res.len);
-        self.header(res.start)
-            .store(used.to_le(), core::sync::atomic::Ordering::Relaxed);
-        if res.wrap {
-            self.store_watermark(self.write);
-        }
-        let framed = self
-            .geo
-            .framed(used)
-            .expect("used <= reserved, which was accepted");
-        let cursor = NonNull::from(&self.ctl().write.0.cursor);
-        self.publish_write(cursor, res.start + framed, res.wrap)
+        self.commit_deferred(res, used);
+        self.flush()
     }
 
     /// As [`WriterCore::commit`], but leaves `W` where it is: the record becomes visible with
