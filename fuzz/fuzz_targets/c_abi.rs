@@ -253,6 +253,8 @@ enum Op {
         slot: u8,
         data: Data,
         how: How,
+        /// The `write_deferred` forms (published by a later flush, write, close or wait).
+        deferred: bool,
         nulls: Nulls,
     },
     WriterReserve {
@@ -1387,6 +1389,7 @@ impl Run {
                 slot,
                 data,
                 how,
+                deferred,
                 nulls,
             } => {
                 let i = self.pick(Kind::Writer, *slot);
@@ -1400,22 +1403,35 @@ impl Run {
                 let returns = w.is_null() || buf.refused() || lent;
                 // SAFETY: NULL or a live writer; data NULL or readable for len bytes.
                 let (rc, call) = unsafe {
-                    match how {
-                        How::Timeout(ms) => (
+                    match (how, *deferred) {
+                        (How::Timeout(ms), false) => (
                             weft_stream_writer_write_timeout(w, buf.ptr, buf.len, ms.get()),
                             "weft_stream_writer_write_timeout",
                         ),
-                        How::Block if returns && buf.len % 2 == 1 => (
-                            weft_stream_writer_write_deferred(w, buf.ptr, buf.len),
-                            "weft_stream_writer_write_deferred",
+                        (How::Timeout(ms), true) => (
+                            weft_stream_writer_write_deferred_timeout(
+                                w,
+                                buf.ptr,
+                                buf.len,
+                                ms.get(),
+                            ),
+                            "weft_stream_writer_write_deferred_timeout",
                         ),
-                        How::Block if returns => (
+                        (How::Block, false) if returns => (
                             weft_stream_writer_write(w, buf.ptr, buf.len),
                             "weft_stream_writer_write",
                         ),
-                        _ => (
+                        (How::Block, true) if returns => (
+                            weft_stream_writer_write_deferred(w, buf.ptr, buf.len),
+                            "weft_stream_writer_write_deferred",
+                        ),
+                        (_, false) => (
                             weft_stream_writer_try_write(w, buf.ptr, buf.len),
                             "weft_stream_writer_try_write",
+                        ),
+                        (_, true) => (
+                            weft_stream_writer_try_write_deferred(w, buf.ptr, buf.len),
+                            "weft_stream_writer_try_write_deferred",
                         ),
                     }
                 };

@@ -378,6 +378,25 @@ weft_status weft_stream_writer_write_deferred(weft_stream_writer_t *writer,
                                               const uint8_t *data,
                                               size_t len);
 
+// As `weft_stream_writer_write_deferred`, but `WEFT_ERROR_FULL` instead of waiting (what
+// was deferred before is published first).
+//
+// # Safety
+// As `weft_stream_writer_write`.
+weft_status weft_stream_writer_try_write_deferred(weft_stream_writer_t *writer,
+                                                  const uint8_t *data,
+                                                  size_t len);
+
+// As `weft_stream_writer_write_deferred`, waiting at most `timeout_ms` for room
+// (`WEFT_ERROR_TIMEOUT`).
+//
+// # Safety
+// As `weft_stream_writer_write`.
+weft_status weft_stream_writer_write_deferred_timeout(weft_stream_writer_t *writer,
+                                                      const uint8_t *data,
+                                                      size_t len,
+                                                      uint64_t timeout_ms);
+
 // Publishes every record written with `weft_stream_writer_write_deferred` and not yet
 // published, waking a parked reader.
 //

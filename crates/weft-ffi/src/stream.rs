@@ -183,7 +183,7 @@ pub unsafe extern "C" fn weft_stream_writer_write(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { write(writer, data, len, Wait::Forever) }
+    unsafe { write(writer, data, len, Wait::Forever, false) }
 }
 
 /// As `weft_stream_writer_write`, but `WEFT_ERROR_FULL` instead of waiting.
@@ -198,7 +198,7 @@ pub unsafe extern "C" fn weft_stream_writer_try_write(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { write(writer, data, len, Wait::Never) }
+    unsafe { write(writer, data, len, Wait::Never, false) }
 }
 
 /// As `weft_stream_writer_write`, waiting at most `timeout_ms` (`WEFT_ERROR_TIMEOUT`).
@@ -214,7 +214,7 @@ pub unsafe extern "C" fn weft_stream_writer_write_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { write(writer, data, len, Wait::Ms(timeout_ms)) }
+    unsafe { write(writer, data, len, Wait::Ms(timeout_ms), false) }
 }
 
 /// Copies `len` bytes at `data` into the stream as one record, but publishes it later, as a
@@ -232,13 +232,42 @@ pub unsafe extern "C" fn weft_stream_writer_write_deferred(
     data: *const u8,
     len: usize,
 ) -> WeftStatus {
-    guard(|| {
-        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
-        // NULL and misaligned pointers are refused before any use.
-        let (w, data) = unsafe { (handle_mut(writer, "writer")?, c_bytes(data, len, "data")?) };
-        w.cell.owner("write")?.write_deferred(data)?;
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { write(writer, data, len, Wait::Forever, true) }
+}
+
+/// As `weft_stream_writer_write_deferred`, but `WEFT_ERROR_FULL` instead of waiting (what
+/// was deferred before is published first).
+///
+/// # Safety
+/// As `weft_stream_writer_write`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_stream_writer_try_write_deferred(
+    writer: *mut WeftStreamWriter,
+    data: *const u8,
+    len: usize,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { write(writer, data, len, Wait::Never, true) }
+}
+
+/// As `weft_stream_writer_write_deferred`, waiting at most `timeout_ms` for room
+/// (`WEFT_ERROR_TIMEOUT`).
+///
+/// # Safety
+/// As `weft_stream_writer_write`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_stream_writer_write_deferred_timeout(
+    writer: *mut WeftStreamWriter,
+    data: *const u8,
+    len: usize,
+    timeout_ms: u64,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { write(writer, data, len, Wait::Ms(timeout_ms), true) }
 }
 
 /// Publishes every record written with `weft_stream_writer_write_deferred` and not yet
@@ -259,6 +288,8 @@ pub unsafe extern "C" fn weft_stream_writer_flush(writer: *mut WeftStreamWriter)
     })
 }
 
+/// One record written by copy; `deferred`: published later (`write_deferred` and its forms).
+///
 /// # Safety
 /// As `weft_stream_writer_write`.
 unsafe fn write(
@@ -266,16 +297,20 @@ unsafe fn write(
     data: *const u8,
     len: usize,
     how: Wait,
+    deferred: bool,
 ) -> WeftStatus {
     guard(|| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
         let (w, data) = unsafe { (handle_mut(writer, "writer")?, c_bytes(data, len, "data")?) };
         let w = w.cell.owner("write")?;
-        match how {
-            Wait::Forever => w.write(data)?,
-            Wait::Never => w.try_write(data)?,
-            Wait::Ms(ms) => w.write_timeout(data, millis(ms))?,
+        match (how, deferred) {
+            (Wait::Forever, false) => w.write(data)?,
+            (Wait::Never, false) => w.try_write(data)?,
+            (Wait::Ms(ms), false) => w.write_timeout(data, millis(ms))?,
+            (Wait::Forever, true) => w.write_deferred(data)?,
+            (Wait::Never, true) => w.try_write_deferred(data)?,
+            (Wait::Ms(ms), true) => w.write_deferred_timeout(data, millis(ms))?,
         }
         Ok(())
     })

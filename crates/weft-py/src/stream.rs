@@ -226,6 +226,36 @@ impl StreamWriter {
         grant.commit(len).py()
     }
 
+    /// Copies `data` in as one deferred record (`until` None: try once). A wait for room
+    /// happens detached, through a reservation abandoned at once; the copy is always made
+    /// attached, so Python code cannot change the bytes while they are copied.
+    fn write_deferred_inner(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        until: Option<Until>,
+    ) -> PyResult<()> {
+        let input = Input::new(data)?;
+        let mut access = self.inner.acquire()?;
+        loop {
+            let (src, len) = input.raw();
+            let bytes = if len == 0 {
+                &[][..]
+            } else {
+                // SAFETY: `src` is `len` readable bytes of a Python object we hold, read while
+                // attached (nothing changes them meanwhile).
+                unsafe { std::slice::from_raw_parts(src, len) }
+            };
+            match access.get().try_write_deferred(bytes) {
+                Err(weft::Error::Full) if until.is_some() => {
+                    // Room for `len` bytes, then copy again (a single writer: it stays).
+                    drop(reserve_in(py, &mut access, len, until)?);
+                }
+                r => return r.py(),
+            }
+        }
+    }
+
     fn reserve_inner(
         &self,
         py: Python<'_>,
@@ -316,6 +346,33 @@ impl StreamWriter {
     /// As `write`, but raises `weft.FullError` instead of waiting.
     fn try_write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         self.write_inner(py, data, None)
+    }
+
+    /// Copies `data` into the stream as one record, but publishes it later, as a buffered file
+    /// does: at `flush()`, at any other write or commit, once the unpublished records reach an
+    /// eighth of the capacity (at most 64 KiB), before a wait for room, and at close. Many
+    /// small records then cost the reader one look at the write cursor. Waits for room at
+    /// most `timeout` seconds (None: as long as it takes).
+    #[pyo3(signature = (data, timeout = None))]
+    fn write_deferred(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<()> {
+        self.write_deferred_inner(py, data, Some(Until::from_secs(timeout)?))
+    }
+
+    /// As `write_deferred`, but raises `weft.FullError` instead of waiting (what was deferred
+    /// before is published first).
+    fn try_write_deferred(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.write_deferred_inner(py, data, None)
+    }
+
+    /// Publishes every record written with `write_deferred` and not yet published.
+    fn flush(&self) -> PyResult<()> {
+        self.inner.acquire()?.get().flush();
+        Ok(())
     }
 
     /// Reserves `length` contiguous bytes to write in place, waiting for room at most

@@ -245,6 +245,63 @@ def test_try_write_raises_full(name):
     r.close()
 
 
+def test_deferred_records_wait_for_a_flush(pair):
+    w, r = pair
+    w.write_deferred(b"one")
+    w.write_deferred(bytearray(b"two"))
+    with pytest.raises(weft.EmptyError):
+        r.try_read()
+    w.flush()
+    assert bytes(r.read(timeout=5)) == b"one"
+    assert bytes(r.read(timeout=5)) == b"two"
+    # A plain write publishes what was deferred before it, in order; so does close.
+    w.write_deferred(b"three")
+    w.write(b"four")
+    assert bytes(r.read(timeout=5)) == b"three"
+    assert bytes(r.read(timeout=5)) == b"four"
+    w.write_deferred(np.arange(3, dtype=np.uint8))
+    w.close()
+    assert bytes(r.read(timeout=5)) == bytes([0, 1, 2])
+    with pytest.raises(weft.ClosedError):
+        r.read(timeout=5)
+
+
+def test_deferred_writes_wait_for_room_and_time_out(name):
+    import threading
+
+    w = weft.StreamWriter.create(name, 4096)
+    r = weft.StreamReader.open(name)
+    n = 0
+    with pytest.raises(weft.FullError):
+        while True:
+            w.try_write_deferred(b"d" * 300)
+            n += 1
+    with pytest.raises(weft.TimeoutError):
+        w.write_deferred(b"d" * 300, timeout=0.05)
+    # What was deferred before the refusals is published.
+    for _ in range(n):
+        r.read(timeout=1).release()
+    with pytest.raises(weft.EmptyError):
+        r.try_read()
+    # A deferred write that has to wait for room gets it once the reader reads on.
+    got = []
+
+    def read_all():
+        for _ in range(40):
+            with r.read(timeout=5) as g:
+                got.append(bytes(g))
+
+    t = threading.Thread(target=read_all)
+    t.start()
+    for i in range(40):
+        w.write_deferred(bytes([i]) * 1000, timeout=5)
+    w.flush()
+    t.join()
+    assert got == [bytes([i]) * 1000 for i in range(40)]
+    r.close()
+    w.close()
+
+
 def test_closed_writer_is_drained_then_closed(name):
     w = weft.StreamWriter.create(name, 4096)
     r = weft.StreamReader.open(name)

@@ -614,3 +614,30 @@ fn a_deferring_writer_never_starves_its_reader() {
     ));
     writer.join().unwrap();
 }
+
+#[test]
+fn the_deferred_try_and_timeout_forms_publish_before_they_give_up() {
+    let (mut w, mut r, _c) = pair("deferred-forms", 4096);
+    let mut n = 0;
+    let e = loop {
+        match w.try_write_deferred(&[9u8; 300]) {
+            Ok(()) => n += 1,
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(e, Error::Full), "{e}");
+    assert!(n >= 4);
+    let e = w
+        .write_deferred_timeout(&[9u8; 300], Duration::from_millis(10))
+        .unwrap_err();
+    assert!(matches!(e, Error::Timeout), "{e}");
+    // Everything deferred before the refusals was published by them.
+    for i in 0..n {
+        assert_eq!(next(&mut r).len(), 300, "record {i}");
+    }
+    assert!(matches!(r.try_read(), Err(Error::Empty)));
+    w.write_deferred_timeout(&[1u8; 3], Duration::from_secs(1))
+        .unwrap();
+    drop(w);
+    assert_eq!(next(&mut r), vec![1u8; 3]);
+}

@@ -263,6 +263,29 @@ static void deferred_records(void) {
     EXPECT(weft_stream_reader_try_read(r, &data, &len), WEFT_ERROR_CLOSED);
     EXPECT(weft_stream_writer_flush(NULL), WEFT_ERROR_INVALID_ARGUMENT);
     OK(weft_stream_reader_close(&r));
+
+    /* The try and timeout forms: FULL and TIMEOUT once no room is left, and what was deferred
+     * before is published by then. */
+    pair("deferred-full", 4096, NULL, &w, &r);
+    static uint8_t buf[500];
+    memset(buf, 9, sizeof buf);
+    uint64_t n = 0;
+    weft_status rc;
+    while ((rc = weft_stream_writer_try_write_deferred(w, buf, sizeof buf)) == WEFT_OK) n++;
+    EXPECT(rc, WEFT_ERROR_FULL);
+    CHECK(n >= 4);
+    EXPECT(weft_stream_writer_write_deferred_timeout(w, buf, sizeof buf, 10), WEFT_ERROR_TIMEOUT);
+    for (uint64_t i = 0; i < n; i++) {
+        OK(weft_stream_reader_try_read(r, &data, &len));
+        CHECK(len == sizeof buf && data[0] == 9);
+        OK(weft_stream_reader_release(r));
+    }
+    EXPECT(weft_stream_reader_try_read(r, &data, &len), WEFT_ERROR_EMPTY);
+    OK(weft_stream_writer_write_deferred_timeout(w, buf, sizeof buf, 1000));
+    OK(weft_stream_writer_close(&w));
+    OK(weft_stream_reader_try_read(r, &data, &len));
+    OK(weft_stream_reader_release(r));
+    OK(weft_stream_reader_close(&r));
 }
 
 /* Backpressure and time limits: FULL, TIMEOUT, EMPTY; too large at once. */

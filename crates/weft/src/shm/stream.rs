@@ -710,14 +710,33 @@ impl StreamWriter {
     /// # Errors
     /// As [`StreamWriter::write`].
     pub fn write_deferred(&mut self, data: &[u8]) -> Result<()> {
+        self.write_deferred_inner(data, Some(Deadline::never()))
+    }
+
+    /// As [`StreamWriter::write_deferred`], but returns [`Error::Full`] instead of waiting
+    /// (what was deferred before is published first, as before any wait).
+    ///
+    /// # Errors
+    /// As [`StreamWriter::try_write`].
+    pub fn try_write_deferred(&mut self, data: &[u8]) -> Result<()> {
+        self.write_deferred_inner(data, None)
+    }
+
+    /// As [`StreamWriter::write_deferred`], waiting at most `timeout` for room.
+    ///
+    /// # Errors
+    /// As [`StreamWriter::write_timeout`].
+    pub fn write_deferred_timeout(&mut self, data: &[u8], timeout: Duration) -> Result<()> {
+        self.write_deferred_inner(data, Some(Deadline::after(timeout)))
+    }
+
+    fn write_deferred_inner(&mut self, data: &[u8], deadline: Option<Deadline>) -> Result<()> {
         let len = data.len() as u64;
         let res = match self.core.try_reserve(len) {
             Ok(res) => res,
-            // No room (or an error to report): publish what waits, then wait as `write` does.
-            Err(_) => {
-                self.flush();
-                self.reserve_inner(len, Some(Deadline::never()))?
-            }
+            // No room (or an error to report): `reserve_inner` publishes what waits, then
+            // waits (or not) as the plain forms do.
+            Err(_) => self.reserve_inner(len, deadline)?,
         };
         // SAFETY: as in `write_inner`.
         unsafe {
