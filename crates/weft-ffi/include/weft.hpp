@@ -253,6 +253,24 @@ class stream_writer {
         return detail::soft(weft_stream_writer_write_timeout(h_.get(), data.data(), data.size(),
                                                              detail::millis(timeout)));
     }
+    // Copies a record in, published later: by flush(), any other write or commit, the
+    // deferred limit, a wait for room, or close.
+    void write_deferred(bytes_view data) {
+        detail::check(weft_stream_writer_write_deferred(h_.get(), data.data(), data.size()));
+    }
+    // false when the stream is full (what was deferred before is published).
+    bool try_write_deferred(bytes_view data) {
+        return detail::soft(
+            weft_stream_writer_try_write_deferred(h_.get(), data.data(), data.size()));
+    }
+    // false when the stream stayed full for `timeout`.
+    template <typename Rep, typename Period>
+    bool write_deferred_for(bytes_view data, std::chrono::duration<Rep, Period> timeout) {
+        return detail::soft(weft_stream_writer_write_deferred_timeout(
+            h_.get(), data.data(), data.size(), detail::millis(timeout)));
+    }
+    // Publishes every deferred record.
+    void flush() { detail::check(weft_stream_writer_flush(h_.get())); }
     write_grant reserve(std::size_t len) {
         std::uint8_t *p = nullptr;
         detail::check(weft_stream_writer_reserve(h_.get(), len, &p));

@@ -108,6 +108,21 @@ static void stream() {
     }
     CHECK(!reader.try_read());
 
+    // Deferred records: unseen until flushed, then in order.
+    writer.write_deferred(std::string_view("d1"));
+    writer.write_deferred(std::string_view("d2"));
+    CHECK(!reader.try_read());
+    writer.flush();
+    CHECK(reader.read().str() == "d1");
+    CHECK(reader.read().str() == "d2");
+    CHECK(writer.write_deferred_for(std::string_view("d3"), 10ms));
+    writer.flush();
+    CHECK(reader.read().str() == "d3");
+    while (writer.try_write_deferred(std::string(1000, 'g'))) {
+    }
+    CHECK(!writer.write_deferred_for(std::string(1000, 'g'), 10ms));
+    while (auto rec = reader.try_read()) CHECK(rec->size() == 1000);
+
     while (writer.try_write(std::string(1000, 'f'))) {
     }
     CHECK(!writer.write_for(std::string(1000, 'f'), 10ms));
