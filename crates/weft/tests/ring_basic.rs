@@ -296,3 +296,21 @@ fn a_subscriber_lapped_again_soon_goes_on_half_a_ring_further() {
     assert_eq!(rx.try_recv(), Ok(57));
     assert_eq!(rx.lagged(), 13 + 23 + 12);
 }
+
+#[test]
+fn a_full_subscriber_table_is_an_error_until_a_subscriber_leaves() {
+    let (mut tx, ring) =
+        ring::bounded_with::<u64>(8, 0, ring::Options::new().max_subscribers(2)).unwrap();
+    let a = ring.try_subscribe().unwrap();
+    let mut b = ring.try_subscribe().unwrap();
+    assert!(matches!(ring.try_subscribe(), Err(weft::Error::Full)));
+    // A lossy subscriber takes no gate.
+    let _lossy = ring.subscribe_lossy();
+    drop(a);
+    let mut c = ring
+        .try_subscribe()
+        .expect("the gate `a` left is free again");
+    tx.publish(7);
+    assert_eq!(b.try_recv(), Ok(7));
+    assert_eq!(c.try_recv(), Ok(7));
+}

@@ -72,8 +72,27 @@ impl<T: bytemuck::Pod> Ring<T> {
     /// On a bounded ring whose subscriber table is full (see
     /// [`Options::max_subscribers`](super::Options::max_subscribers)).
     pub fn subscribe(&self) -> Subscriber<T> {
+        self.try_subscribe()
+            .expect("the ring's subscriber table is full (Options::max_subscribers)")
+    }
+
+    /// As [`subscribe`](Ring::subscribe), but an error instead of a panic when the subscriber
+    /// table of a bounded ring is full.
+    ///
+    /// # Errors
+    /// [`Error::Full`](crate::Error::Full) when every gate of a bounded ring is taken.
+    ///
+    /// # Examples
+    /// ```
+    /// let (_tx, ring) =
+    ///     weft::ring::bounded_with::<u64>(8, 0, weft::ring::Options::new().max_subscribers(1))?;
+    /// let _first = ring.try_subscribe()?;
+    /// assert!(matches!(ring.try_subscribe(), Err(weft::Error::Full)));
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn try_subscribe(&self) -> crate::Result<Subscriber<T>> {
         let gated = self.shared.raw.gate_count() > 0;
-        Subscriber::join(self.shared.clone(), gated, false)
+        Subscriber::join(self.shared.clone(), gated, false).ok_or(crate::Error::Full)
     }
 
     /// A subscriber that never gates the publisher, even on a bounded ring: when it falls a
@@ -89,6 +108,7 @@ impl<T: bytemuck::Pod> Ring<T> {
     /// ```
     pub fn subscribe_lossy(&self) -> Subscriber<T> {
         Subscriber::join(self.shared.clone(), false, false)
+            .expect("a lossy subscriber takes no gate")
     }
 
     /// A subscriber that starts at the oldest message still in the ring.
@@ -110,6 +130,7 @@ impl<T: bytemuck::Pod> Ring<T> {
     pub fn subscribe_from_oldest(&self) -> Subscriber<T> {
         let gated = self.shared.raw.gate_count() > 0;
         Subscriber::join(self.shared.clone(), gated, true)
+            .expect("the ring's subscriber table is full (Options::max_subscribers)")
     }
 
     /// A group of `members` logical consumers served by one read per message (see
@@ -187,7 +208,8 @@ impl<T: bytemuck::Pod> fmt::Debug for Subscriber<T> {
 }
 
 impl<T: bytemuck::Pod> Subscriber<T> {
-    fn join(shared: Arc<Shared>, gated: bool, oldest: bool) -> Subscriber<T> {
+    /// A new subscriber, or `None` when it should gate and the gate table is full.
+    fn join(shared: Arc<Shared>, gated: bool, oldest: bool) -> Option<Subscriber<T>> {
         let raw = shared.raw;
         // Relaxed: geometry written before the ring was shared.
         let watermark = raw.header().geometry.0.watermark.load(Ordering::Relaxed);
@@ -206,14 +228,12 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         let mut pos = start(&raw);
         let mut gate = None;
         if gated {
-            let i = (0..raw.gate_count())
-                .find(|&i| {
-                    // SeqCst: one half of the handshake with `RawRing::min_gate` (see below).
-                    raw.gate(i)
-                        .compare_exchange(GATE_FREE, pos, Ordering::SeqCst, Ordering::Relaxed)
-                        .is_ok()
-                })
-                .expect("the ring's subscriber table is full (Options::max_subscribers)");
+            let i = (0..raw.gate_count()).find(|&i| {
+                // SeqCst: one half of the handshake with `RawRing::min_gate` (see below).
+                raw.gate(i)
+                    .compare_exchange(GATE_FREE, pos, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+            })?;
             // SeqCst: part of the same handshake; raised before the fence below.
             raw.signal()
                 .gates_used
@@ -230,7 +250,7 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             }
             gate = Some(i);
         }
-        Subscriber {
+        Some(Subscriber {
             _shared: shared,
             raw,
             pos,
@@ -245,7 +265,7 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             woke_block: pos >> wake_shift,
             strategy: WaitStrategy::default(),
             _t: PhantomData,
-        }
+        })
     }
 
     /// Sets the wait strategy of [`recv`](Subscriber::recv) and
