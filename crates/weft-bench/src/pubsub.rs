@@ -340,9 +340,11 @@ struct WeftSub {
 }
 
 impl WeftSub {
+    /// A borrowed receive (`try_recv_ref`): the sample is dropped before the next one, as
+    /// crossbar's borrowed `Sample` is.
     fn recv(&mut self, head: &mut [u8; 16]) -> Option<usize> {
         loop {
-            match self.sub.try_recv() {
+            match self.sub.try_recv_ref() {
                 Ok(m) => {
                     let n = m.len().min(16);
                     head[..n].copy_from_slice(&m[..n]);

@@ -109,7 +109,9 @@ fn a_publisher_under_pool_pressure_reclaims_a_dead_publishers_loans() {
     for i in 0..32u32 {
         p.publish(&t, &i.to_le_bytes()).unwrap();
     }
-    assert_eq!(p.region_info().free_blocks, 16 - 4);
+    // The ring's 4 descriptors hold blocks, and so does the publisher's record of the block
+    // its last publish displaced (kept for its next loan).
+    assert_eq!(p.region_info().free_blocks, 16 - 5);
 }
 
 const PARTS: u64 = 8;
@@ -505,5 +507,52 @@ fn a_reference_in_flight_when_its_holder_is_killed_is_settled_exactly() {
         let mut sub = s.subscribe_with_history("/t", 1).unwrap();
         assert_eq!(&*sub.try_recv().unwrap(), b"zero", "{case}");
         assert_eq!(p.region_info().free_blocks, BLOCKS - 1, "{case}");
+    }
+}
+
+/// A publisher keeps the block its publish displaced in its publish record (`pub_old`) when
+/// its reference is the only one, and its next loan adopts it: the holdings entry is written
+/// first, then the record cleared. It is SIGKILLed in between (both name the block: one
+/// reference, counted once), or before the adoption (only the record names it). No signal can
+/// be aimed there, so the state is written into the region for the dead publisher's row. The
+/// next participant to join releases the block exactly once: it is free again, and nothing
+/// reports a count gone below zero.
+#[test]
+fn a_publisher_killed_while_adopting_a_kept_block_releases_it_once() {
+    for adopted in [true, false] {
+        let name = unique("pc-adopt");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &mid_cfg()).unwrap();
+        let t = p.register("/t").unwrap();
+        p.publish(&t, b"zero").unwrap();
+        let mut peer = Peer::spawn(&["pubsub-loan", &name, "/t", "1"]);
+        peer.expect("ready 1");
+        peer.kill9();
+        let o = offsets();
+        let f = file(&name);
+        // The dead publisher's row: the one whose holdings record a block (its one loan).
+        let (row, e, b) = (0..PARTS)
+            .find_map(|r| {
+                (0..HELD).find_map(|e| {
+                    let v = get32(&f, o.holding(r, e));
+                    is_block(v).then(|| (r, e, (v - 1) as u64))
+                })
+            })
+            .expect("the dead publisher's loan");
+        assert_eq!(common::region::get64(&f, o.meta + 8 * b), 1);
+        // Its record names the block too (`pub_old` at offset 32 of its extension row).
+        put64(&f, o.ext + 64 * row + 32, b + 1);
+        if !adopted {
+            common::region::put32(&f, o.holding(row, e), 0);
+        }
+        let _s = Subscriber::connect(&name).unwrap();
+        assert_eq!(
+            common::region::get64(&f, o.meta + 8 * b),
+            0,
+            "adopted {adopted}: the block's word afterwards"
+        );
+        assert_eq!(common::region::get64(&f, o.ext + 64 * row + 32), 0);
+        // Only the ring's block (the first publish's) is held.
+        assert_eq!(p.region_info().free_blocks, BLOCKS - 1, "adopted {adopted}");
     }
 }

@@ -58,7 +58,7 @@ mod tests;
 
 #[cfg(all(feature = "std", not(loom)))]
 pub use crate::shm::pubsub::{
-    Config, INLINE_MAX, InlineWriter, Loan, Publisher, RegionInfo, RegionReport, Sample,
+    Config, INLINE_MAX, InlineWriter, Loan, Publisher, RegionInfo, RegionReport, Sample, SampleRef,
     Subscriber, Subscription, TOPIC_MAX, TYPE_NAME_MAX, Topic, TopicMode, TopicSpec, TopicStats,
     inspect, regions, split_uri, validate_topic,
 };

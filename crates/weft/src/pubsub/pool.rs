@@ -47,6 +47,9 @@ pub(crate) const TAKING: u32 = 1 << 30;
 /// Holdings entry: the reference on block `(value & LINK) - 1` was dropped, the mark may not
 /// be cleared yet.
 pub(crate) const DONE: u32 = 1 << 29;
+/// Holdings entry: claimed, holding nothing yet (a take's first state, and a holder's spare
+/// entry between takes); settled by clearing it.
+pub(crate) const RESERVED: u32 = TAKING;
 /// The block + 1 part of a holdings entry.
 pub(crate) const LINK: u32 = (1 << 25) - 1;
 
@@ -297,6 +300,23 @@ impl<'a> Pool<'a> {
         }
     }
 
+    /// Whether the caller's reference on block `b` is its only one (count 1, unmarked), in a
+    /// way that lets the caller reuse the block as if it had dropped it and allocated it
+    /// again: an RMW that leaves the word as it is. `false` (held by others, marked, or out
+    /// of range): release the reference as usual.
+    pub(crate) fn keep_sole(&self, b: u32) -> bool {
+        let Ok(word) = self.word(b) else { return false };
+        // SYNC POINT: AcqRel, as the drop and the allocation it stands for. Release pairs with
+        // the Acquire take CAS of a subscriber that read the block's old descriptor: our RMW
+        // comes after our claim of that descriptor's slot, so a take that reads our value (or
+        // a later one) sees the claim in its re-check (`ring::Ring::still`) and gives the
+        // reference back before reading the block; a take before it makes this fail. Acquire
+        // pairs with the Release `unmark` of the last other holder: its reads of the block
+        // are done before we write it.
+        word.compare_exchange(1, 1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
     /// Clears `who`'s mark on block `b` once its record is up to date. A no-op when the block
     /// is not marked by `who` (a peer scribbled on it).
     pub(crate) fn unmark(&self, b: u32, who: Who) {
@@ -439,6 +459,23 @@ pub(crate) fn release_entry<E>(
     p: u32,
     e: u32,
     b: u32,
+    wait: impl FnMut(Who) -> Result<(), E>,
+    bad: impl Fn(Corrupt) -> E,
+) -> Result<bool, E> {
+    release_entry_to(pool, h, p, e, b, 0, wait, bad)
+}
+
+/// [`release_entry`], leaving the entry at `idle` instead of empty: [`RESERVED`] keeps it
+/// claimed for the next take of the same holder (a settler clears it like any reservation).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn release_entry_to<E>(
+    pool: &Pool<'_>,
+    h: &AtomicU32,
+    p: u32,
+    e: u32,
+    b: u32,
+    idle: u32,
     mut wait: impl FnMut(Who) -> Result<(), E>,
     bad: impl Fn(Corrupt) -> E,
 ) -> Result<bool, E> {
@@ -456,7 +493,7 @@ pub(crate) fn release_entry<E>(
     h.store(DONE | (b + 1), Ordering::Release);
     pool.unmark(b, who);
     // Release: as above.
-    h.store(0, Ordering::Release);
+    h.store(idle, Ordering::Release);
     Ok(freed)
 }
 
@@ -469,6 +506,23 @@ pub(crate) fn take_entry<E>(
     p: u32,
     e: u32,
     b: u32,
+    wait: impl FnMut(Who) -> Result<(), E>,
+    bad: impl Fn(Corrupt) -> E,
+) -> Result<bool, E> {
+    take_entry_to(pool, h, p, e, b, 0, wait, bad)
+}
+
+/// [`take_entry`], leaving the entry at `idle` instead of empty when nothing is taken (see
+/// [`release_entry_to`]).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn take_entry_to<E>(
+    pool: &Pool<'_>,
+    h: &AtomicU32,
+    p: u32,
+    e: u32,
+    b: u32,
+    idle: u32,
     mut wait: impl FnMut(Who) -> Result<(), E>,
     bad: impl Fn(Corrupt) -> E,
 ) -> Result<bool, E> {
@@ -483,13 +537,13 @@ pub(crate) fn take_entry<E>(
             Take::Taken => break,
             Take::Free => {
                 // Release: pairs with the Acquire load in `settle_entry`.
-                h.store(0, Ordering::Release);
+                h.store(idle, Ordering::Release);
                 return Ok(false);
             }
             Take::Busy(w) => {
                 if let Err(err) = wait(w) {
                     // Release: as above.
-                    h.store(0, Ordering::Release);
+                    h.store(idle, Ordering::Release);
                     return Err(err);
                 }
             }

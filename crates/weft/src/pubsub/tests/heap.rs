@@ -139,6 +139,49 @@ fn two_publishers_and_a_reader_on_threads() {
     assert_eq!(m.pool().free_estimate(), 16 - 8);
 }
 
+/// A recycling publisher (the block a publish displaces is kept for the next loan when the
+/// publisher holds its only reference) against a reader thread: every value read is its
+/// sequence's, and at the end the ring's blocks and the kept one are all that is in use; a
+/// reclaim of the publisher's row frees the kept one.
+#[test]
+fn a_recycling_publisher_and_a_reader_on_threads() {
+    let n: u64 = if cfg!(miri) { 8 } else { 2000 };
+    let m = Mem::new(6, 4);
+    let publisher = {
+        let m = m.clone();
+        std::thread::spawn(move || {
+            let (mut cursor, mut kept) = (0, None);
+            for v in 0..n {
+                while m.publish_recycling(0, v, &mut cursor, &mut kept).is_none() {
+                    std::thread::yield_now();
+                }
+            }
+            kept
+        })
+    };
+    let mut r = 0;
+    let mut last = None::<u64>;
+    while r < n {
+        let at = r;
+        if let Some(v) = m.read_seq(1, &mut r) {
+            assert_eq!(v, r - 1, "read at {at}");
+            assert!(last.is_none_or(|l| v > l), "out of order");
+            last = Some(v);
+        } else if publisher.is_finished() && m.ring().tail().unwrap() <= r {
+            break;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    let kept = publisher.join().unwrap();
+    assert_eq!(
+        m.pool().free_estimate(),
+        6 - 4 - usize::from(kept.is_some())
+    );
+    m.reclaim(0);
+    assert_eq!(m.pool().free_estimate(), 6 - 4);
+}
+
 /// Participant 1 takes a second reference on a block the ring holds, and is killed after
 /// `step` steps of the take (0: intent recorded; 1: count taken; 2: recorded; 3: unmarked).
 /// The survivor's reclaim leaves exactly the ring's reference, and a second reclaim changes

@@ -115,6 +115,54 @@ impl Mem {
         Some(seq)
     }
 
+    /// [`Mem::publish`] the way a `Publisher` does it: the loan adopts the block `*kept` that
+    /// the previous publish displaced and kept in `pub_old` (it had the only reference), and
+    /// this publish keeps the block it displaces when its reference is the only one.
+    pub(super) fn publish_recycling(
+        &self,
+        p: u32,
+        v: u64,
+        cursor: &mut u32,
+        kept: &mut Option<u32>,
+    ) -> Option<u64> {
+        let e = self.claim(p);
+        let rec = self.pub_old(p);
+        let b = match kept.take() {
+            Some(b) if rec.load(Ordering::Relaxed) == b as u64 + 1 => {
+                self.entry(p, e).store(b + 1, Ordering::Release);
+                rec.store(0, Ordering::Release);
+                b
+            }
+            _ => match alloc_entry(&self.pool(), self.entry(p, e), p, e, cursor) {
+                Some(b) => b,
+                None => {
+                    self.entry(p, e).store(0, Ordering::Release);
+                    return None;
+                }
+            },
+        };
+        self.write(b, v);
+        let seq = loop {
+            match self.ring().try_claim(p, |_| {}).unwrap() {
+                Claimed::Mine { seq } => break seq,
+                Claimed::Busy { .. } => crate::sync::yield_now(),
+            }
+        };
+        let old = self.ring().held_desc(seq);
+        rec.store(old & 0xffff_ffff, Ordering::Release);
+        self.ring().set_desc(seq, desc(b, 8));
+        self.entry(p, e).store(0, Ordering::Release);
+        self.ring().commit(seq);
+        if let Some((ob, _)) = undesc(old) {
+            if self.pool().keep_sole(ob) {
+                *kept = Some(ob);
+            } else {
+                release_old(&self.pool(), rec, p, ob, yield_to, never).unwrap();
+            }
+        }
+        Some(seq)
+    }
+
     /// Reads sequence `*r` as participant `p` (taking and releasing a reference): the value,
     /// or `None` when nothing is there; jumps past lost sequences.
     pub(super) fn read_seq(&self, p: u32, r: &mut u64) -> Option<u64> {

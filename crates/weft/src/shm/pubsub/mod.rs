@@ -729,6 +729,11 @@ pub struct Publisher {
     claim_timeout: Duration,
     /// Where the next allocation starts looking for a free block.
     cursor: core::cell::Cell<u32>,
+    /// A block the last publish displaced while it held the only reference: that reference
+    /// stays in the publish record (`pub_old`) and the next loan adopts it, so the block goes
+    /// round without a release and an allocation (and its lines are still in this core's
+    /// cache).
+    recycled: core::cell::Cell<Option<u32>>,
     _not_sync: PhantomData<core::cell::Cell<()>>,
 }
 
@@ -829,6 +834,7 @@ impl Publisher {
             member,
             claim_timeout: config.claim_timeout,
             cursor: core::cell::Cell::new(0),
+            recycled: core::cell::Cell::new(None),
             _not_sync: PhantomData,
         }
     }
@@ -1592,16 +1598,25 @@ impl Publisher {
             });
         }
         let r = self.region();
-        let mut cursor = self.cursor.get();
-        let got = match self.member.alloc(&mut cursor)? {
+        let adopted = match self.recycled.take() {
+            Some(b) => self.member.adopt_old(b)?.map(|e| (b, e)),
+            None => None,
+        };
+        let (b, entry) = match adopted {
             Some(got) => got,
             None => {
-                r.reclaim_dead()?;
-                self.member.alloc(&mut cursor)?.ok_or(Error::Full)?
+                let mut cursor = self.cursor.get();
+                let got = match self.member.alloc(&mut cursor)? {
+                    Some(got) => got,
+                    None => {
+                        r.reclaim_dead()?;
+                        self.member.alloc(&mut cursor)?.ok_or(Error::Full)?
+                    }
+                };
+                self.cursor.set(cursor);
+                got
             }
         };
-        self.cursor.set(cursor);
-        let (b, entry) = got;
         let ptr = r.block_ptr(b)?;
         Ok(Loan {
             publisher: self,
@@ -1678,7 +1693,9 @@ impl Publisher {
     fn publish_block(&self, t: u32, generation: u32, b: u32, entry: u32, len: u32) -> Result<u64> {
         self.check_entry_open(t, generation)?;
         // An earlier publish whose release of the previous lap's block gave up left that
-        // reference in the publish record, which this publish is about to reuse.
+        // reference in the publish record, which this publish is about to reuse; so did one
+        // whose block no loan adopted (a recycled block is only kept until the next publish).
+        self.recycled.set(None);
         self.member.finish_old()?;
         let r = self.region();
         let me = self.member.index;
@@ -1738,6 +1755,11 @@ impl Publisher {
         // Release: as above.
         ext.pub_topic.store(0, Ordering::Release);
         if let Some((ob, _)) = undesc(old) {
+            // The only reference left is ours: keep it for the next loan.
+            if self.member.keep_old(ob) {
+                self.recycled.set(Some(ob));
+                return Ok(seq);
+            }
             match self.member.release_old(ob) {
                 // The block just freed is the one whose lines are still in this core's
                 // cache: the next loan starts there (the allocator otherwise walks the pool
@@ -2110,6 +2132,8 @@ impl Subscriber {
             floor: next,
             lap_mark: raw::NEVER_LAPPED,
             waits: crate::WaitStats::default(),
+            spare: None,
+            copy: InlineBuf([0; INLINE_MAX]),
             plain_size: match inline {
                 Some((_, size)) if !latest => size,
                 _ => 0,
@@ -2220,6 +2244,12 @@ pub struct Subscription {
     /// The message size of a plain (not latest-value) inline topic, 0 for any other topic:
     /// the one test before [`Subscription::try_recv_value`] reads the next slot.
     plain_size: u32,
+    /// A holdings entry of ours kept reserved for the block of a [`SampleRef`] (reserved on
+    /// the first borrowed receive): a borrowed receive records its reference there without
+    /// claiming an entry, and its release leaves the entry reserved.
+    spare: Option<u32>,
+    /// Where a borrowed receive on an inline topic copies the message.
+    copy: InlineBuf,
 }
 
 // SAFETY: the inline ring's pointers lead into the region mapping that `member` keeps alive,
@@ -2358,7 +2388,7 @@ impl Subscription {
 
     #[inline]
     fn try_recv_slow(&mut self) -> Result<Sample> {
-        match self.step()? {
+        match self.step(None)? {
             Step::Got(s) => Ok(s),
             Step::Block {
                 block,
@@ -2399,21 +2429,218 @@ impl Subscription {
         self.recv_inner(strategy, Deadline::never())
     }
 
+    /// The next message, borrowed from this subscription: as [`Subscription::try_recv`], but
+    /// the sample cannot outlive this call's borrow, so one is held at a time. That lets the
+    /// subscription keep its record of the sample's block between messages, and the sample
+    /// hold no counted reference on the region: a borrowed receive and release is the cheapest
+    /// way through a blocks or latest topic (three fewer atomic read-modify-writes per message
+    /// than an owned [`Sample`]). Inline topics copy the message either way.
+    ///
+    /// # Errors
+    /// As [`Subscription::try_recv`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber};
+    /// # let region = format!("doc-ref-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let topic = publisher.register("/frames")?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut sub = subscriber.subscribe("/frames")?;
+    /// publisher.publish(&topic, b"one")?;
+    /// publisher.publish(&topic, b"two")?;
+    /// let mut seen = Vec::new();
+    /// while let Ok(sample) = sub.try_recv_ref() {
+    ///     seen.push(sample.to_vec()); // read in place; the block is released at the drop
+    /// }
+    /// assert_eq!(seen, [b"one".to_vec(), b"two".to_vec()]);
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    ///
+    /// The sample borrows the subscription, so a second receive waits for its drop:
+    /// ```compile_fail
+    /// # use weft::pubsub::{Config, Publisher, Subscriber};
+    /// # let publisher = Publisher::create("doc-ref-cf", &Config::default()).unwrap();
+    /// # let subscriber = Subscriber::connect("doc-ref-cf").unwrap();
+    /// # let mut sub = subscriber.subscribe("/t").unwrap();
+    /// let a = sub.try_recv_ref().unwrap();
+    /// let b = sub.try_recv_ref().unwrap(); // error: `sub` is still borrowed by `a`
+    /// drop(a);
+    /// ```
+    #[inline]
+    pub fn try_recv_ref(&mut self) -> Result<SampleRef<'_>> {
+        if self.inline.is_none()
+            && !self.latest
+            && let Some(e) = self.spare
+            && let Some((block, len, seq)) = self.take_next(e)
+        {
+            return Ok(self.sample_ref(block, e, len, seq));
+        }
+        self.try_recv_ref_slow()
+    }
+
+    /// The common case of a borrowed receive on a blocks topic: the next sequence is
+    /// committed, its block is taken into the spare entry `e` and the slot still holds it.
+    /// `None` for anything else (the caller goes the whole way).
+    #[inline(always)]
+    fn take_next(&mut self, e: u32) -> Option<(u32, u32, u64)> {
+        let r = &*self.member.region;
+        let ring = r.ring(self.topic).ok()?;
+        let Ok(Read::Ready { desc }) = ring.read(self.next) else {
+            return None;
+        };
+        let (b, len) = undesc(desc)?;
+        if b as u64 >= r.geo.blocks || len as u64 > r.geo.block_size || !self.member.is_spare(e) {
+            return None;
+        }
+        if !self.member.take_into(e, b).ok()? {
+            return None;
+        }
+        if !ring.still(self.next) {
+            let _ = self.member.release_into(e, b);
+            return None;
+        }
+        let seq = self.next;
+        self.next += 1;
+        self.floor = self.next;
+        Some((b, len, seq))
+    }
+
+    #[inline(never)]
+    fn try_recv_ref_slow(&mut self) -> Result<SampleRef<'_>> {
+        if self.inline.is_some() {
+            let s = self.try_recv()?;
+            return Ok(self.borrowed(s));
+        }
+        let e = self.spare_entry()?;
+        match self.step(Some(e))? {
+            Step::Block {
+                block, len, seq, ..
+            } => Ok(self.sample_ref(block, e, len, seq)),
+            Step::Got(s) => Ok(self.borrowed(s)),
+            Step::Nothing { .. } => Err(Error::Empty),
+        }
+    }
+
+    /// Waits for the next message, borrowed ([`Subscription::try_recv_ref`]), with the
+    /// configured wait strategy.
+    ///
+    /// # Errors
+    /// As [`Subscription::recv`].
+    pub fn recv_ref(&mut self) -> Result<SampleRef<'_>> {
+        self.recv_ref_inner(self.wait, Deadline::never())
+    }
+
+    /// As [`Subscription::recv_ref`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`]; as [`Subscription::recv`].
+    pub fn recv_ref_timeout(&mut self, timeout: Duration) -> Result<SampleRef<'_>> {
+        self.recv_ref_inner(self.wait, Deadline::after(timeout))
+    }
+
+    fn recv_ref_inner(
+        &mut self,
+        strategy: WaitStrategy,
+        deadline: Deadline,
+    ) -> Result<SampleRef<'_>> {
+        let into = if self.inline.is_some() {
+            None
+        } else {
+            Some(self.spare_entry()?)
+        };
+        match self.wait_step(strategy, deadline, into)? {
+            Step::Block {
+                block,
+                entry,
+                len,
+                seq,
+            } => Ok(self.sample_ref(block, entry, len, seq)),
+            Step::Got(s) => Ok(self.borrowed(s)),
+            Step::Nothing { .. } => unreachable!("wait_step returns a message"),
+        }
+    }
+
+    /// The spare holdings entry, reserved now if there is none (or if the last one still
+    /// holds the block of a `SampleRef` that was forgotten instead of dropped: that entry
+    /// is left to the member's recovery).
+    #[inline]
+    fn spare_entry(&mut self) -> Result<u32> {
+        match self.spare {
+            Some(e) if self.member.is_spare(e) => Ok(e),
+            _ => {
+                let e = self.member.reserve_entry()?;
+                self.spare = Some(e);
+                Ok(e)
+            }
+        }
+    }
+
+    /// The borrowed sample of a block taken into the spare entry `entry`.
+    #[inline]
+    fn sample_ref(&self, block: u32, entry: u32, len: u32, seq: u64) -> SampleRef<'_> {
+        let r = &self.member.region;
+        // SAFETY: `block < blocks` (checked in `step_once` before it was taken), so the block
+        // lies inside the data area, which attach checked against the mapping.
+        let ptr = unsafe {
+            r.obj
+                .base()
+                .add((r.geo.data + r.geo.block_size * block as u64) as usize)
+        };
+        SampleRef {
+            member: &self.member,
+            ptr,
+            len,
+            block,
+            entry,
+            seq,
+        }
+    }
+
+    /// A sample received by copy (inline topics) as a borrowed one: the copy moves into the
+    /// subscription's buffer (a block sample, which `step` does not return for a borrowed
+    /// receive, would be copied too, and released).
+    fn borrowed(&mut self, s: Sample) -> SampleRef<'_> {
+        let n = s.len().min(INLINE_MAX);
+        self.copy.0[..n].copy_from_slice(&s[..n]);
+        SampleRef {
+            member: &self.member,
+            ptr: self.copy.0.as_ptr(),
+            len: n as u32,
+            block: NO_BLOCK,
+            entry: 0,
+            seq: s.seq,
+        }
+    }
+
     fn recv_inner(&mut self, strategy: WaitStrategy, deadline: Deadline) -> Result<Sample> {
+        match self.wait_step(strategy, deadline, None)? {
+            Step::Block {
+                block,
+                entry,
+                len,
+                seq,
+            } => Ok(self.sample(block, entry, len, seq)),
+            Step::Got(s) => Ok(s),
+            Step::Nothing { .. } => unreachable!("wait_step returns a message"),
+        }
+    }
+
+    /// Waits for the next message: a [`Step::Got`] or [`Step::Block`], never `Nothing`.
+    fn wait_step(
+        &mut self,
+        strategy: WaitStrategy,
+        deadline: Deadline,
+        into: Option<u32>,
+    ) -> Result<Step> {
         let mut waiter = Waiter::new(strategy);
         let mut rounds = 0u32;
         let mut next_check = 0u64;
         let mut parked = false;
         loop {
-            let (holder, stuck) = match self.step()? {
-                Step::Got(s) => return Ok(s),
-                Step::Block {
-                    block,
-                    entry,
-                    len,
-                    seq,
-                } => return Ok(self.sample(block, entry, len, seq)),
+            let (holder, stuck) = match self.step(into)? {
                 Step::Nothing { holder, stuck } => (holder, stuck),
+                got => return Ok(got),
             };
             rounds = rounds.wrapping_add(1);
             if rounds.is_multiple_of(64) || parked {
@@ -2441,7 +2668,7 @@ impl Subscription {
             }
             parked = waiter.next() == Next::Park;
             if parked && let Some(s) = self.park(deadline)? {
-                return Ok(s);
+                return Ok(Step::Got(s));
             }
         }
     }
@@ -2646,8 +2873,8 @@ impl Subscription {
     /// One receive attempt; nothing to deliver on an unregistered topic (once everything it
     /// published was delivered) is `Closed`.
     #[inline]
-    fn step(&mut self) -> Result<Step> {
-        let step = self.step_once()?;
+    fn step(&mut self, into: Option<u32>) -> Result<Step> {
+        let step = self.step_once(into)?;
         if let Step::Nothing { .. } = step
             && self.closed()?
         {
@@ -2696,8 +2923,10 @@ impl Subscription {
         Ok(self.next >= end)
     }
 
+    /// One receive attempt. `into`: a spare holdings entry of ours to record a taken block
+    /// in (borrowed samples), instead of claiming one.
     #[inline]
-    fn step_once(&mut self) -> Result<Step> {
+    fn step_once(&mut self, into: Option<u32>) -> Result<Step> {
         if let Some((ring, size)) = self.inline {
             return self.step_inline(ring, size);
         }
@@ -2752,11 +2981,19 @@ impl Subscription {
                         }
                         continue;
                     }
-                    let Some(entry) = self.member.take(b)? else {
-                        continue;
+                    let entry = match into {
+                        Some(e) if self.member.take_into(e, b)? => e,
+                        Some(_) => continue,
+                        None => match self.member.take(b)? {
+                            Some(e) => e,
+                            None => continue,
+                        },
                     };
                     if !ring.still(self.next) {
-                        self.member.release(entry, b)?;
+                        match into {
+                            Some(_) => self.member.release_into(entry, b)?,
+                            None => self.member.release(entry, b)?,
+                        }
                         continue;
                     }
                     let seq = self.next;
@@ -2806,6 +3043,13 @@ impl Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         self.member.unhold(self.entry);
+        // A spare that still holds a block (its `SampleRef` was forgotten) is left to the
+        // member's recovery when it leaves the region.
+        if let Some(e) = self.spare
+            && self.member.is_spare(e)
+        {
+            self.member.unhold(e);
+        }
         // The last subscription to an unregistered topic frees it.
         let r = &self.member.region;
         if r.topic_state(self.topic).ok() == Some(TOPIC_CLOSED)
@@ -2917,6 +3161,76 @@ impl Drop for Sample {
         } = &self.payload
         {
             let _ = member.release(*entry, *block);
+        }
+    }
+}
+
+/// A received message borrowed from its [`Subscription`]
+/// ([`Subscription::try_recv_ref`]): derefs to the payload, in place in shared memory for
+/// blocks and latest topics (dropping it releases the block), a copy for inline topics. It
+/// holds the subscription's borrow, so it cannot outlive the subscription or the mapping, and
+/// one is held at a time; use [`Sample`] to keep several.
+#[must_use = "a sample holds a block of the region's pool until it is dropped"]
+#[derive(Debug)]
+pub struct SampleRef<'a> {
+    member: &'a Member,
+    /// The payload: in a block of the mapping, or in the subscription's copy buffer.
+    ptr: *const u8,
+    len: u32,
+    /// The block whose reference the spare entry `entry` records, or [`NO_BLOCK`] for a copy.
+    block: u32,
+    entry: u32,
+    seq: u64,
+}
+
+/// [`SampleRef::block`] of a copied message.
+const NO_BLOCK: u32 = u32::MAX;
+
+// SAFETY: as for `Sample`: a counted, recorded reference on a published block that nobody
+// writes while it is held, released by one atomic protocol; the mapping is kept alive by the
+// subscription this borrows. The pointer is only read.
+unsafe impl Send for SampleRef<'_> {}
+// SAFETY: shared access is read-only (Deref to &[u8]).
+unsafe impl Sync for SampleRef<'_> {}
+
+impl SampleRef<'_> {
+    /// The payload as a `T`, zero copies.
+    ///
+    /// # Errors
+    /// As [`Sample::value`].
+    pub fn value<T: bytemuck::Pod>(&self) -> Result<&T> {
+        bytemuck::try_from_bytes(self).map_err(|_| Error::TypeMismatch {
+            name: self.member.name().into(),
+            found: "a message of another length".into(),
+            found_size: self.len as u64,
+            expected: core::any::type_name::<T>().into(),
+            expected_size: core::mem::size_of::<T>() as u64,
+        })
+    }
+
+    /// The message's sequence number in its topic.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl core::ops::Deref for SampleRef<'_> {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        // SAFETY: a block: as in `Sample::deref` (`len` checked against the block size, the
+        // block referenced by us, the mapping kept alive by the subscription this borrows).
+        // A copy: `len <= INLINE_MAX` bytes of the subscription's copy buffer, which the
+        // borrow keeps from being written or moved.
+        unsafe { core::slice::from_raw_parts(self.ptr, self.len as usize) }
+    }
+}
+
+impl Drop for SampleRef<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.block != NO_BLOCK {
+            let _ = self.member.release_into(self.entry, self.block);
         }
     }
 }

@@ -11,8 +11,8 @@ use super::name::TOPIC_MAX;
 use crate::error::{Error, Result, Role};
 use crate::pubsub::inline::{self, Record};
 use crate::pubsub::pool::{
-    self, BlockMeta, Corrupt, Entry, Pool, TAKING, Who, alloc_entry, release_entry, release_old,
-    settle_entry, settle_old, take_entry,
+    self, BlockMeta, Corrupt, Entry, Pool, RESERVED, TAKING, Who, alloc_entry, release_entry,
+    release_entry_to, release_old, settle_entry, settle_old, take_entry, take_entry_to,
 };
 use crate::pubsub::ring::{Ring, Slot, undesc, writing};
 use crate::ring::raw::{FLAG_MPMC, RawRing, Shape};
@@ -696,6 +696,24 @@ impl Region {
             settle_entry(&pool, h, i, e as u32).map_err(bad)?;
         }
         settle_old(&pool, &ext.pub_old, i).map_err(bad)?;
+        // A loan adopting the publish record's reference (`Member::adopt_old`) records it in
+        // a holdings entry before it clears the record: both naming the block is one
+        // reference (a publisher's loans only hold blocks allocated at count 0 or adopted
+        // this way, never one its record holds), kept by the entry.
+        // Acquire: pairs with the owner's Release stores.
+        let rec = ext.pub_old.load(Ordering::Acquire);
+        if rec != 0 && rec & pool::DONE_OLD == 0 {
+            let held = (rec & 0xffff_ffff) as u32;
+            if held != 0
+                && hs.iter().any(|h| {
+                    // Acquire: as above.
+                    pool::entry(h.load(Ordering::Acquire)) == Entry::Held(held - 1)
+                })
+            {
+                // Release: pairs with the Acquire load in `settle_old`, for a later reclaimer.
+                ext.pub_old.store(0, Ordering::Release);
+            }
+        }
         // The publish in flight. Acquire loads: pair with the dead owner's Release stores.
         let topic = ext.pub_topic.load(Ordering::Acquire);
         if topic != 0 {
@@ -1005,6 +1023,68 @@ impl Member {
         Ok(taken.then_some(e))
     }
 
+    /// Claims a holdings entry and leaves it reserved: a spare for [`Member::take_into`], which
+    /// then needs no claim of its own per take.
+    pub(crate) fn reserve_entry(&self) -> Result<u32> {
+        self.claim_entry(RESERVED)
+    }
+
+    /// Whether this member's entry `e` is reserved and holds nothing (a spare between takes).
+    #[inline]
+    pub(crate) fn is_spare(&self, e: u32) -> bool {
+        self.region
+            .holdings(self.index)
+            .ok()
+            .and_then(|hs| hs.get(e as usize))
+            // Relaxed: our own entry; only this member's spare holder writes it.
+            .is_some_and(|h| h.load(Ordering::Relaxed) == RESERVED)
+    }
+
+    /// [`Member::take`] into the spare entry `e` (reserved by [`Member::reserve_entry`], not
+    /// holding anything): `true` when the block was taken, else the entry stays reserved.
+    #[inline]
+    pub(crate) fn take_into(&self, e: u32, b: u32) -> Result<bool> {
+        let r = &self.region;
+        let h = r
+            .holdings(self.index)?
+            .get(e as usize)
+            .ok_or_else(|| Error::corrupt(r.obj.name(), "holdings entry", e as u64, "in range"))?;
+        let mut since = None;
+        take_entry_to(
+            &r.pool(),
+            h,
+            self.index,
+            e,
+            b,
+            RESERVED,
+            |w| r.wait_mark(w, self.index, &mut since),
+            |c| corrupt(&r.obj, c),
+        )
+    }
+
+    /// [`Member::release`] of a reference taken by [`Member::take_into`]: the entry stays
+    /// reserved for the next take.
+    #[inline]
+    pub(crate) fn release_into(&self, e: u32, b: u32) -> Result<()> {
+        let r = &self.region;
+        let h = r
+            .holdings(self.index)?
+            .get(e as usize)
+            .ok_or_else(|| Error::corrupt(r.obj.name(), "holdings entry", e as u64, "in range"))?;
+        let mut since = None;
+        release_entry_to(
+            &r.pool(),
+            h,
+            self.index,
+            e,
+            b,
+            RESERVED,
+            |w| r.wait_mark(w, self.index, &mut since),
+            |c| corrupt(&r.obj, c),
+        )
+        .map(|_| ())
+    }
+
     /// Allocates a free block (scanning from `*cursor`) and records it: `(block, entry)`, or
     /// `None` when every block is in use.
     #[inline]
@@ -1112,6 +1192,33 @@ impl Member {
     #[inline]
     pub(crate) fn finish_old(&self) -> Result<()> {
         self.region.finish_old(self.index)
+    }
+
+    /// Whether the reference on block `b` recorded in this member's publish record is the
+    /// block's only one: if so it stays there, for [`Member::adopt_old`] (see
+    /// `Pool::keep_sole`); if not, release it.
+    #[inline]
+    pub(crate) fn keep_old(&self, b: u32) -> bool {
+        self.region.pool().keep_sole(b)
+    }
+
+    /// Moves the reference on block `b` kept in this member's publish record
+    /// ([`Member::keep_old`]) into a holdings entry, for a loan; returns the entry, or `None`
+    /// when the record no longer holds `b`. The entry is written before the record is
+    /// cleared: a crash in between leaves both naming `b`, which `Region::recover` counts as
+    /// one reference.
+    #[inline]
+    pub(crate) fn adopt_old(&self, b: u32) -> Result<Option<u32>> {
+        let rec = &self.region.ext(self.index)?.pub_old;
+        // Relaxed: our own record, which only we write while we live.
+        if rec.load(Ordering::Relaxed) != b as u64 + 1 {
+            return Ok(None);
+        }
+        let e = self.claim_entry(b + 1)?;
+        // SYNC POINT: Release pairs with the Acquire load in `settle_old` (a reclaimer that
+        // sees the record cleared sees the entry).
+        rec.store(0, Ordering::Release);
+        Ok(Some(e))
     }
 
     /// Releases the reference on block `b` recorded in this member's publish record; returns
