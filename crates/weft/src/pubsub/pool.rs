@@ -499,21 +499,8 @@ pub(crate) fn release_entry_to<E>(
 
 /// Takes a reference on block `b` for holdings entry `e` of participant `p` (the entry must be
 /// empty or reserved by the caller): records the intent, takes, records the reference,
-/// unmarks. `Ok(false)`: the block is free (the entry is left empty).
-pub(crate) fn take_entry<E>(
-    pool: &Pool<'_>,
-    h: &AtomicU32,
-    p: u32,
-    e: u32,
-    b: u32,
-    wait: impl FnMut(Who) -> Result<(), E>,
-    bad: impl Fn(Corrupt) -> E,
-) -> Result<bool, E> {
-    take_entry_to(pool, h, p, e, b, 0, wait, bad)
-}
-
-/// [`take_entry`], leaving the entry at `idle` instead of empty when nothing is taken (see
-/// [`release_entry_to`]).
+/// unmarks. `Ok(false)`: the block is free, and the entry is left at `idle` (0, or
+/// [`RESERVED`] to keep it claimed; see [`release_entry_to`]).
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn take_entry_to<E>(

@@ -4,7 +4,7 @@
 
 use super::super::pool::{
     self, BlockMeta, Corrupt, Entry, Pool, TAKING, Who, alloc_entry, release_entry, release_old,
-    settle_entry, settle_old, take_entry,
+    settle_entry, settle_old, take_entry_to,
 };
 use super::super::ring::{Claimed, Read, Ring, Slot, desc, undesc};
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering, UnsafeCell};
@@ -172,7 +172,7 @@ impl Mem {
                     let (b, _) = undesc(desc)?;
                     let e = self.claim(p);
                     let h = self.entry(p, e);
-                    if !take_entry(&self.pool(), h, p, e, b, yield_to, never).unwrap() {
+                    if !take_entry_to(&self.pool(), h, p, e, b, 0, yield_to, never).unwrap() {
                         crate::sync::yield_now();
                         continue;
                     }

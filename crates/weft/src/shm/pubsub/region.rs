@@ -12,7 +12,7 @@ use crate::error::{Error, Result, Role};
 use crate::pubsub::inline::{self, Record};
 use crate::pubsub::pool::{
     self, BlockMeta, Corrupt, Entry, Pool, RESERVED, TAKING, Who, alloc_entry, release_entry,
-    release_entry_to, release_old, settle_entry, settle_old, take_entry, take_entry_to,
+    release_entry_to, release_old, settle_entry, settle_old, take_entry_to,
 };
 use crate::pubsub::ring::{Ring, Slot, undesc, writing};
 use crate::ring::raw::{FLAG_MPMC, RawRing, Shape};
@@ -1008,19 +1008,53 @@ impl Member {
     #[inline]
     pub(crate) fn take(&self, b: u32) -> Result<Option<u32>> {
         let e = self.claim_entry(TAKING | (b + 1))?;
+        Ok(self.take_to(e, b, 0)?.then_some(e))
+    }
+
+    /// Takes a reference on block `b` into our entry `e`, which is left at `idle` if the block
+    /// turns out free (see `pool::take_entry_to`).
+    #[inline]
+    fn take_to(&self, e: u32, b: u32, idle: u32) -> Result<bool> {
         let r = &self.region;
-        let h = &r.holdings(self.index)?[e as usize];
         let mut since = None;
-        let taken = take_entry(
+        take_entry_to(
             &r.pool(),
-            h,
+            self.holding(e)?,
             self.index,
             e,
             b,
+            idle,
             |w| r.wait_mark(w, self.index, &mut since),
             |c| corrupt(&r.obj, c),
-        )?;
-        Ok(taken.then_some(e))
+        )
+    }
+
+    /// Releases the reference on block `b` recorded in our entry `e`, leaving the entry at
+    /// `idle` (see `pool::release_entry_to`).
+    #[inline]
+    fn release_to(&self, e: u32, b: u32, idle: u32) -> Result<()> {
+        let r = &self.region;
+        let mut since = None;
+        release_entry_to(
+            &r.pool(),
+            self.holding(e)?,
+            self.index,
+            e,
+            b,
+            idle,
+            |w| r.wait_mark(w, self.index, &mut since),
+            |c| corrupt(&r.obj, c),
+        )
+        .map(|_| ())
+    }
+
+    /// Our holdings entry `e`, bounds-checked.
+    #[inline]
+    fn holding(&self, e: u32) -> Result<&AtomicU32> {
+        let r = &self.region;
+        r.holdings(self.index)?
+            .get(e as usize)
+            .ok_or_else(|| Error::corrupt(r.obj.name(), "holdings entry", e as u64, "in range"))
     }
 
     /// Claims a holdings entry and leaves it reserved: a spare for [`Member::take_into`], which
@@ -1044,45 +1078,14 @@ impl Member {
     /// holding anything): `true` when the block was taken, else the entry stays reserved.
     #[inline]
     pub(crate) fn take_into(&self, e: u32, b: u32) -> Result<bool> {
-        let r = &self.region;
-        let h = r
-            .holdings(self.index)?
-            .get(e as usize)
-            .ok_or_else(|| Error::corrupt(r.obj.name(), "holdings entry", e as u64, "in range"))?;
-        let mut since = None;
-        take_entry_to(
-            &r.pool(),
-            h,
-            self.index,
-            e,
-            b,
-            RESERVED,
-            |w| r.wait_mark(w, self.index, &mut since),
-            |c| corrupt(&r.obj, c),
-        )
+        self.take_to(e, b, RESERVED)
     }
 
     /// [`Member::release`] of a reference taken by [`Member::take_into`]: the entry stays
     /// reserved for the next take.
     #[inline]
     pub(crate) fn release_into(&self, e: u32, b: u32) -> Result<()> {
-        let r = &self.region;
-        let h = r
-            .holdings(self.index)?
-            .get(e as usize)
-            .ok_or_else(|| Error::corrupt(r.obj.name(), "holdings entry", e as u64, "in range"))?;
-        let mut since = None;
-        release_entry_to(
-            &r.pool(),
-            h,
-            self.index,
-            e,
-            b,
-            RESERVED,
-            |w| r.wait_mark(w, self.index, &mut since),
-            |c| corrupt(&r.obj, c),
-        )
-        .map(|_| ())
+        self.release_to(e, b, RESERVED)
     }
 
     /// Allocates a free block (scanning from `*cursor`) and records it: `(block, entry)`, or
@@ -1170,22 +1173,7 @@ impl Member {
     /// a crash at any point leaves a state the reclaimer settles exactly).
     #[inline]
     pub(crate) fn release(&self, e: u32, b: u32) -> Result<()> {
-        let r = &self.region;
-        let h = r
-            .holdings(self.index)?
-            .get(e as usize)
-            .ok_or_else(|| Error::corrupt(r.obj.name(), "holdings entry", e as u64, "in range"))?;
-        let mut since = None;
-        release_entry(
-            &r.pool(),
-            h,
-            self.index,
-            e,
-            b,
-            |w| r.wait_mark(w, self.index, &mut since),
-            |c| corrupt(&r.obj, c),
-        )
-        .map(|_| ())
+        self.release_to(e, b, 0)
     }
 
     /// As [`Region::finish_old`], for this member.
