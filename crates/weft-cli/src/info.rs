@@ -93,6 +93,7 @@ struct ParticipantView {
 struct RegionView {
     blocks: u64,
     free_blocks: u64,
+    kept_blocks: u64,
     block_size: u64,
     ring_slots: u64,
     participant_rows: u64,
@@ -108,6 +109,7 @@ impl From<&RegionDetails> for RegionView {
         RegionView {
             blocks: d.info.blocks,
             free_blocks: d.info.free_blocks,
+            kept_blocks: d.info.kept_blocks,
             block_size: d.info.block_size,
             ring_slots: d.info.ring_slots,
             participant_rows: d.participant_rows,
@@ -297,11 +299,12 @@ fn print_region(w: &mut impl Write, obj: &ObjectInfo, d: &RegionDetails) -> std:
     let used = i.blocks.saturating_sub(i.free_blocks);
     writeln!(
         w,
-        "pool          {} blocks of {}, {} in use ({:.1} %)",
+        "pool          {} blocks of {}, {} in use ({:.1} %; {} kept by publishers for their next loan)",
         i.blocks,
         out::bytes(i.block_size),
         used,
-        100.0 * used as f64 / i.blocks.max(1) as f64
+        100.0 * used as f64 / i.blocks.max(1) as f64,
+        i.kept_blocks
     )?;
     writeln!(
         w,

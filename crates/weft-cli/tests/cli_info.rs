@@ -22,6 +22,8 @@ fn info_region_reports_topics_participants_holdings_and_pool() {
     // Five published messages: each ring slot keeps its block; the subscriber's three samples
     // are references to three of those blocks, not blocks of their own.
     assert_eq!(r["free_blocks"], 1024 - 5);
+    // No publish displaced a block yet (the ring has more slots than messages).
+    assert_eq!(r["kept_blocks"], 0);
     assert_eq!(r["participants_alive"], 2);
     let t = &r["topics"][0];
     assert_eq!(t["name"], "/prices/AAPL");
@@ -50,6 +52,7 @@ fn info_region_reports_topics_participants_holdings_and_pool() {
         "subscriber",
         "1024 blocks of 4.0 KiB",
         "5 in use",
+        "0 kept by publishers",
     ] {
         assert!(human.stdout.contains(want), "{want:?} in\n{}", human.stdout);
     }

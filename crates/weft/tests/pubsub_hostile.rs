@@ -364,4 +364,5 @@ fn a_release_that_gave_up_is_finished_by_the_next_publish() {
     // The new block is the ring's; the one this publish displaced (slot 1's) stays in the
     // publish record for the next loan.
     assert_eq!(free(), before - 1);
+    assert_eq!(weft::pubsub::details(&name).unwrap().info.kept_blocks, 1);
 }

@@ -436,6 +436,10 @@ pub struct RegionInfo {
     pub blocks: u64,
     /// Blocks free now (a snapshot).
     pub free_blocks: u64,
+    /// Blocks that publishers keep for their next loan: a publish that displaced a block it
+    /// held the only reference to keeps that reference (one per publisher at most), and it is
+    /// in use, not free, until the publisher's next loan or publish (a snapshot).
+    pub kept_blocks: u64,
     /// Bytes per block.
     pub block_size: u64,
     /// Participants alive now.
@@ -448,6 +452,9 @@ fn region_info(r: &Region) -> RegionInfo {
     RegionInfo {
         blocks: r.geo.blocks,
         free_blocks: r.pool().free_estimate() as u64,
+        kept_blocks: (0..r.geo.participants as u32)
+            .filter(|&i| r.ext(i).is_ok_and(kept_by))
+            .count() as u64,
         block_size: r.geo.block_size,
         participants_alive: (0..r.geo.participants as u32)
             .filter(|&i| {
@@ -457,6 +464,16 @@ fn region_info(r: &Region) -> RegionInfo {
             .count() as u64,
         ring_slots: r.geo.ring_slots,
     }
+}
+
+/// Whether a participant's publish record holds a block between publishes (kept for its next
+/// loan, or a release that gave up and waits for the next publish).
+fn kept_by(ext: &layout::MemberExt) -> bool {
+    // Relaxed (both): a statistic, racy by nature.
+    let old = ext.pub_old.load(Ordering::Relaxed);
+    old & 0xffff_ffff != 0
+        && old & crate::pubsub::pool::DONE_OLD == 0
+        && ext.pub_topic.load(Ordering::Relaxed) == 0
 }
 
 /// The mode of registered topic `i`.
