@@ -368,6 +368,15 @@ enum Op {
         out: u8,
         nulls: Nulls,
     },
+    RecvBorrowed {
+        subscription: u8,
+        how: How,
+        nulls: Nulls,
+    },
+    SubscriptionRelease {
+        subscription: u8,
+        nulls: Nulls,
+    },
     SampleData {
         slot: u8,
         nulls: Nulls,
@@ -801,6 +810,8 @@ struct Table {
     subscriptions: [*mut WeftSubscription; N],
     /// The sequence of the last sample each subscription gave.
     last_seq: [Option<u64>; N],
+    /// The message each subscription lends (`weft_subscription_try_recv_borrowed`).
+    borrowed: [Option<Grant>; N],
     samples: [*mut WeftSample; N],
     lists: [*mut WeftNameList; N],
     list_lens: [usize; N],
@@ -839,6 +850,7 @@ impl Table {
             subscribers: [null_mut(); N],
             subscriptions: [null_mut(); N],
             last_seq: [None; N],
+            borrowed: [None; N],
             samples: [null_mut(); N],
             lists: [null_mut(); N],
             list_lens: [0; N],
@@ -1134,6 +1146,9 @@ impl Run {
             }
             if t.channels[i].is_null() {
                 t.held[i] = None;
+            }
+            if t.subscriptions[i].is_null() {
+                t.borrowed[i] = None;
             }
         }
     }
@@ -2095,7 +2110,12 @@ impl Run {
                     }
                 };
                 let rc = self.c.made(rc, h, call);
-                expect(rc, nulls_refused(any_null), "weft_subscription_recv");
+                let lent = !s.is_null() && self.t.borrowed[si].is_some();
+                expect(
+                    rc,
+                    nulls_refused(any_null).or(lent.then_some(WEFT_ERROR_STATE)),
+                    "weft_subscription_recv",
+                );
                 if rc == WEFT_OK {
                     let i = ix(*o);
                     self.vacate(Kind::Sample, i);
@@ -2112,6 +2132,87 @@ impl Run {
                         );
                     }
                     self.t.last_seq[si] = Some(seq);
+                }
+            }
+            Op::RecvBorrowed {
+                subscription,
+                how,
+                nulls,
+            } => {
+                let si = self.pick(Kind::Subscription, *subscription);
+                let s = if nulls.null(0) {
+                    null_mut()
+                } else {
+                    self.t.subscriptions[si]
+                };
+                let lent = !s.is_null() && self.t.borrowed[si].is_some();
+                let any_null = s.is_null() || nulls.null(1) || nulls.null(2);
+                let (mut data, mut len, mut seq) = (null(), usize::MAX, u64::MAX);
+                let (d, l) = (out(*nulls, 1, &mut data), out(*nulls, 2, &mut len));
+                // `seq` is optional: NULL is allowed.
+                let q = out(*nulls, 3, &mut seq);
+                // SAFETY: NULL or a live subscription; NULL or locals.
+                let (rc, call) = unsafe {
+                    match how {
+                        How::Timeout(ms) => (
+                            weft_subscription_recv_borrowed_timeout(s, ms.get(), d, l, q),
+                            "weft_subscription_recv_borrowed_timeout",
+                        ),
+                        How::Block if any_null || lent => (
+                            weft_subscription_recv_borrowed(s, d, l, q),
+                            "weft_subscription_recv_borrowed",
+                        ),
+                        _ => (
+                            weft_subscription_try_recv_borrowed(s, d, l, q),
+                            "weft_subscription_try_recv_borrowed",
+                        ),
+                    }
+                };
+                let rc = self.c.check(rc, call);
+                expect(
+                    rc,
+                    nulls_refused(any_null).or(lent.then_some(WEFT_ERROR_STATE)),
+                    "weft_subscription_recv_borrowed",
+                );
+                if rc == WEFT_OK {
+                    // SAFETY: weft.h: the message's bytes, valid until released.
+                    unsafe { touch(data, len, "weft_subscription_recv_borrowed") };
+                    if !q.is_null() {
+                        if let Some(last) = self.t.last_seq[si] {
+                            assert!(
+                                seq > last,
+                                "a subscription lent sequence {seq} after {last}"
+                            );
+                        }
+                        self.t.last_seq[si] = Some(seq);
+                    }
+                    self.t.borrowed[si] = Some(Grant {
+                        ptr: data.cast_mut(),
+                        len,
+                    });
+                }
+            }
+            Op::SubscriptionRelease {
+                subscription,
+                nulls,
+            } => {
+                let si = self.pick(Kind::Subscription, *subscription);
+                let s = if nulls.null(0) {
+                    null_mut()
+                } else {
+                    self.t.subscriptions[si]
+                };
+                // SAFETY: NULL or a live subscription.
+                let rc = self.c.check(
+                    unsafe { weft_subscription_release(s) },
+                    "weft_subscription_release",
+                );
+                let want = nulls_refused(s.is_null())
+                    .or(self.t.borrowed[si].is_none().then_some(WEFT_ERROR_STATE))
+                    .or(Some(WEFT_OK));
+                expect(rc, want, "weft_subscription_release");
+                if rc == WEFT_OK {
+                    self.t.borrowed[si] = None;
                 }
             }
             Op::SampleData { slot, nulls } => {

@@ -124,7 +124,8 @@ typedef struct weft_stream_writer_t weft_stream_writer_t;
 // shared).
 typedef struct weft_subscriber_t weft_subscriber_t;
 
-// One topic's messages for one subscriber.
+// One topic's messages for one subscriber, and the message it lends, if any
+// (`weft_subscription_try_recv_borrowed`).
 //
 // Thread-safety: may move to another thread; never used from two threads at once.
 typedef struct weft_subscription_t weft_subscription_t;
@@ -760,6 +761,52 @@ weft_status weft_subscriber_subscribe_timeout(const weft_subscriber_t *subscribe
 // # Safety
 // `subscription` is NULL or points to NULL or to a live subscription handle.
 weft_status weft_subscription_close(weft_subscription_t **subscription);
+
+// The next message, if one is there, lent by the subscription instead of handed out as a
+// sample handle: `*data` and `*len` (and `*seq` unless `seq` is NULL) describe its payload in
+// place, valid until `weft_subscription_release`. Nothing is allocated, and the subscription
+// keeps its record of the message's block from one message to the next: the cheapest
+// receive. One message is lent at a time: release it before the next receive of either
+// kind (`WEFT_ERROR_STATE` otherwise); closing the subscription releases it too.
+//
+// Errors: as `weft_subscription_try_recv`; `WEFT_ERROR_STATE` while a message is lent.
+//
+// # Safety
+// `subscription` is NULL or a live subscription handle; `data` and `len` are valid for
+// writing; `seq` is NULL or valid for writing.
+weft_status weft_subscription_try_recv_borrowed(weft_subscription_t *subscription,
+                                                const uint8_t **data,
+                                                size_t *len,
+                                                uint64_t *seq);
+
+// As `weft_subscription_try_recv_borrowed`, waiting at most `timeout_ms`
+// (`WEFT_ERROR_TIMEOUT`; `WEFT_ERROR_PEER_DEAD` as for `weft_subscription_recv_timeout`).
+//
+// # Safety
+// As `weft_subscription_try_recv_borrowed`.
+weft_status weft_subscription_recv_borrowed_timeout(weft_subscription_t *subscription,
+                                                    uint64_t timeout_ms,
+                                                    const uint8_t **data,
+                                                    size_t *len,
+                                                    uint64_t *seq);
+
+// As `weft_subscription_recv_borrowed_timeout` without a time limit.
+//
+// # Safety
+// As `weft_subscription_try_recv_borrowed`.
+weft_status weft_subscription_recv_borrowed(weft_subscription_t *subscription,
+                                            const uint8_t **data,
+                                            size_t *len,
+                                            uint64_t *seq);
+
+// Releases the message the subscription lends (its block goes back to the pool once no one
+// else holds it); its `data` pointer is invalid from here on.
+//
+// Errors: `WEFT_ERROR_STATE` if no message is lent (never received, or released already).
+//
+// # Safety
+// `subscription` is NULL or a live subscription handle.
+weft_status weft_subscription_release(weft_subscription_t *subscription);
 
 // The next message, if one is there: `*sample` is a new sample handle (release it with
 // `weft_sample_release`).

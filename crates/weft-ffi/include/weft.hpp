@@ -498,10 +498,54 @@ class sample {
     detail::owned<weft_sample_t, weft_sample_release> h_;
 };
 
+// A received message lent in place by its subscription (the cheapest receive: nothing is
+// allocated); released by the destructor or release(). One at a time per subscription;
+// must not outlive it.
+class borrowed_sample
+    : public detail::lent_bytes<weft_subscription_t, weft_subscription_release> {
+  public:
+    borrowed_sample() noexcept = default;
+    std::uint64_t seq() const noexcept { return seq_; }
+
+  private:
+    friend class subscription;
+    borrowed_sample(weft_subscription_t *s, const std::uint8_t *data, std::size_t size,
+                    std::uint64_t seq) noexcept
+        : lent_bytes(s, data, size), seq_(seq) {}
+    std::uint64_t seq_ = 0;
+};
+
 // One topic's messages for one subscriber. A receive that lagged throws
 // error(WEFT_ERROR_LAGGED) with skipped(); the next receive goes on.
 class subscription {
   public:
+    // The next message, lent in place until the borrowed_sample is released (any receive
+    // before that throws error(WEFT_ERROR_STATE)).
+    std::optional<borrowed_sample> try_recv_borrowed() {
+        const std::uint8_t *p = nullptr;
+        std::size_t n = 0;
+        std::uint64_t seq = 0;
+        if (!detail::soft(weft_subscription_try_recv_borrowed(h_.get(), &p, &n, &seq)))
+            return std::nullopt;
+        return borrowed_sample(h_.get(), p, n, seq);
+    }
+    borrowed_sample recv_borrowed() {
+        const std::uint8_t *p = nullptr;
+        std::size_t n = 0;
+        std::uint64_t seq = 0;
+        detail::check(weft_subscription_recv_borrowed(h_.get(), &p, &n, &seq));
+        return borrowed_sample(h_.get(), p, n, seq);
+    }
+    template <typename Rep, typename Period>
+    std::optional<borrowed_sample> recv_borrowed_for(std::chrono::duration<Rep, Period> timeout) {
+        const std::uint8_t *p = nullptr;
+        std::size_t n = 0;
+        std::uint64_t seq = 0;
+        if (!detail::soft(weft_subscription_recv_borrowed_timeout(
+                h_.get(), detail::millis(timeout), &p, &n, &seq)))
+            return std::nullopt;
+        return borrowed_sample(h_.get(), p, n, seq);
+    }
     std::optional<sample> try_recv() {
         weft_sample_t *s = nullptr;
         if (!detail::soft(weft_subscription_try_recv(h_.get(), &s))) return std::nullopt;

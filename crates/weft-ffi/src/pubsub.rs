@@ -15,11 +15,13 @@ use crate::error::{
     Failure, Out, Res, WeftStatus, c_bytes, c_name, free_handle, guard, handle_mut, handle_ref,
     into_handle, millis, optional_out, options, take_handle, wait_strategy,
 };
+use crate::lend::Lent;
 use std::ffi::{CString, c_char};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use weft::pubsub::{
-    Config, Loan, Publisher, Sample, Subscriber, Subscription, Topic, TopicMode, TopicSpec,
+    Config, Loan, Publisher, Sample, SampleRef, Subscriber, Subscription, Topic, TopicMode,
+    TopicSpec,
 };
 
 /// Topic mode: loaned blocks, any payload up to the block size (the default).
@@ -168,12 +170,13 @@ pub struct WeftSubscriber {
     subscriber: Subscriber,
 }
 
-/// One topic's messages for one subscriber.
+/// One topic's messages for one subscriber, and the message it lends, if any
+/// (`weft_subscription_try_recv_borrowed`).
 ///
 /// Thread-safety: may move to another thread; never used from two threads at once.
 #[derive(Debug)]
 pub struct WeftSubscription {
-    subscription: Subscription,
+    cell: Lent<Subscription, SampleRef<'static>>,
 }
 
 /// A received message, borrowed in place in shared memory; holds its block until released.
@@ -701,7 +704,9 @@ unsafe fn subscribe(
             Start::History(n) => s.subscribe_with_history(topic, n)?,
             Start::Wait(ms) => s.subscribe_timeout(topic, millis(ms))?,
         };
-        out.set(into_handle(WeftSubscription { subscription }));
+        out.set(into_handle(WeftSubscription {
+            cell: Lent::new(subscription),
+        }));
         Ok(())
     })
 }
@@ -795,13 +800,135 @@ unsafe fn recv(
                 Out::new(sample, "sample")?,
             )
         };
+        let sub = s.cell.owner("receive")?;
         let got = match how {
-            Recv::Try => s.subscription.try_recv()?,
-            Recv::Forever => s.subscription.recv()?,
-            Recv::Ms(ms) => s.subscription.recv_timeout(millis(ms))?,
+            Recv::Try => sub.try_recv()?,
+            Recv::Forever => sub.recv()?,
+            Recv::Ms(ms) => sub.recv_timeout(millis(ms))?,
         };
         out.set(into_handle(WeftSample { sample: got }));
         Ok(())
+    })
+}
+
+/// # Safety
+/// `subscription` is NULL or a live subscription handle; `data`, `len` and `seq` are valid
+/// for writing (`seq` may be NULL).
+unsafe fn recv_borrowed(
+    subscription: *mut WeftSubscription,
+    data: *mut *const u8,
+    len: *mut usize,
+    seq: *mut u64,
+    how: Recv,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // NULL and misaligned pointers are refused before any use.
+        let (s, data, len, seq) = unsafe {
+            (
+                handle_mut(subscription, "subscription")?,
+                Out::new(data, "data")?,
+                Out::new(len, "len")?,
+                optional_out(seq, "seq")?,
+            )
+        };
+        // SAFETY: the closure only builds the sample from the subscription.
+        let got = unsafe {
+            s.cell.lend("receive", |sub| {
+                Ok(match how {
+                    Recv::Try => sub.try_recv_ref()?,
+                    Recv::Forever => sub.recv_ref()?,
+                    Recv::Ms(ms) => sub.recv_ref_timeout(millis(ms))?,
+                })
+            })?
+        };
+        data.set(got.as_ptr());
+        len.set(got.len());
+        if let Some(seq) = seq {
+            seq.set(got.seq());
+        }
+        Ok(())
+    })
+}
+
+/// The next message, if one is there, lent by the subscription instead of handed out as a
+/// sample handle: `*data` and `*len` (and `*seq` unless `seq` is NULL) describe its payload in
+/// place, valid until `weft_subscription_release`. Nothing is allocated, and the subscription
+/// keeps its record of the message's block from one message to the next: the cheapest
+/// receive. One message is lent at a time: release it before the next receive of either
+/// kind (`WEFT_ERROR_STATE` otherwise); closing the subscription releases it too.
+///
+/// Errors: as `weft_subscription_try_recv`; `WEFT_ERROR_STATE` while a message is lent.
+///
+/// # Safety
+/// `subscription` is NULL or a live subscription handle; `data` and `len` are valid for
+/// writing; `seq` is NULL or valid for writing.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscription_try_recv_borrowed(
+    subscription: *mut WeftSubscription,
+    data: *mut *const u8,
+    len: *mut usize,
+    seq: *mut u64,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { recv_borrowed(subscription, data, len, seq, Recv::Try) }
+}
+
+/// As `weft_subscription_try_recv_borrowed`, waiting at most `timeout_ms`
+/// (`WEFT_ERROR_TIMEOUT`; `WEFT_ERROR_PEER_DEAD` as for `weft_subscription_recv_timeout`).
+///
+/// # Safety
+/// As `weft_subscription_try_recv_borrowed`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscription_recv_borrowed_timeout(
+    subscription: *mut WeftSubscription,
+    timeout_ms: u64,
+    data: *mut *const u8,
+    len: *mut usize,
+    seq: *mut u64,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { recv_borrowed(subscription, data, len, seq, Recv::Ms(timeout_ms)) }
+}
+
+/// As `weft_subscription_recv_borrowed_timeout` without a time limit.
+///
+/// # Safety
+/// As `weft_subscription_try_recv_borrowed`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscription_recv_borrowed(
+    subscription: *mut WeftSubscription,
+    data: *mut *const u8,
+    len: *mut usize,
+    seq: *mut u64,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { recv_borrowed(subscription, data, len, seq, Recv::Forever) }
+}
+
+/// Releases the message the subscription lends (its block goes back to the pool once no one
+/// else holds it); its `data` pointer is invalid from here on.
+///
+/// Errors: `WEFT_ERROR_STATE` if no message is lent (never received, or released already).
+///
+/// # Safety
+/// `subscription` is NULL or a live subscription handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_subscription_release(
+    subscription: *mut WeftSubscription,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // NULL and misaligned ones are refused before any use.
+        let s = unsafe { handle_mut(subscription, "subscription")? };
+        if s.cell.release() {
+            Ok(())
+        } else {
+            Err(Failure::state("release: no message is lent"))
+        }
     })
 }
 

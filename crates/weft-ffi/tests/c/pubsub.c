@@ -1,6 +1,6 @@
 /* Pub/sub from C: publishers with a configuration, topics of every mode, loans written in
- * place, the copying publish, subscriptions (now, with history, waiting), samples, lag counted
- * exactly, the listings, and every error reachable from C. */
+ * place, the copying publish, subscriptions (now, with history, waiting), samples and
+ * borrowed receives, lag counted exactly, the listings, and every error reachable from C. */
 #include "check.h"
 
 #include <pthread.h>
@@ -615,8 +615,78 @@ static void null_pointers(void) {
     OK(weft_publisher_close(&p));
 }
 
+/* Borrowed receives: the subscription lends each message in place until it is released;
+ * one at a time (any receive meanwhile is a state error, and so is a release with nothing
+ * lent); lag and timeouts as for samples; no block is kept once released (a pool of 16
+ * blocks carries 200 messages), and closing the subscription releases what it lends. */
+static void borrowed_receives(void) {
+    char region[160];
+    unique_name(region, sizeof region, "borrow");
+    weft_pubsub_config cfg = small_config();
+    cfg.blocks = 16;
+    cfg.ring_slots = 4;
+    weft_publisher_t *p = NULL;
+    OK(weft_publisher_create(region, &cfg, &p));
+    weft_topic_t *t = NULL;
+    OK(weft_publisher_register(p, "/b", &t));
+    weft_subscriber_t *sub = NULL;
+    OK(weft_subscriber_connect(region, NULL, &sub));
+    weft_subscription_t *s = NULL;
+    OK(weft_subscriber_subscribe(sub, "/b", &s));
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    uint64_t seq = 99;
+    EXPECT(weft_subscription_try_recv_borrowed(s, &data, &len, &seq), WEFT_ERROR_EMPTY);
+    EXPECT(weft_subscription_recv_borrowed_timeout(s, 10, &data, &len, NULL),
+           WEFT_ERROR_TIMEOUT);
+    EXPECT(weft_subscription_release(s), WEFT_ERROR_STATE);
+    for (uint64_t i = 0; i < 200; i++) {
+        uint8_t buf[24];
+        fill(buf, sizeof buf, i);
+        OK(weft_publisher_publish(p, t, buf, sizeof buf, NULL));
+        if (i % 2 == 0) {
+            OK(weft_subscription_try_recv_borrowed(s, &data, &len, &seq));
+        } else {
+            OK(weft_subscription_recv_borrowed(s, &data, &len, NULL));
+            seq = i;
+        }
+        CHECK(seq == i && len == sizeof buf && matches(data, len, i));
+        /* One message at a time. */
+        weft_sample_t *other = NULL;
+        EXPECT(weft_subscription_try_recv(s, &other), WEFT_ERROR_STATE);
+        CHECK(other == NULL);
+        EXPECT(weft_subscription_try_recv_borrowed(s, &data, &len, NULL), WEFT_ERROR_STATE);
+        OK(weft_subscription_release(s));
+    }
+    EXPECT(weft_subscription_release(s), WEFT_ERROR_STATE);
+    /* Lag, then the oldest message still there. */
+    for (uint64_t i = 0; i < 10; i++) {
+        uint8_t buf[24];
+        fill(buf, sizeof buf, 200 + i);
+        OK(weft_publisher_publish(p, t, buf, sizeof buf, NULL));
+    }
+    EXPECT(weft_subscription_try_recv_borrowed(s, &data, &len, &seq), WEFT_ERROR_LAGGED);
+    CHECK(weft_last_error_skipped() == 6);
+    OK(weft_subscription_try_recv_borrowed(s, &data, &len, &seq));
+    CHECK(seq == 206 && matches(data, len, 206));
+    /* Closing the subscription while it lends releases the message. */
+    OK(weft_subscription_close(&s));
+    CHECK(s == NULL);
+    OK(weft_subscriber_subscribe(sub, "/b", &s));
+    for (uint64_t i = 0; i < 40; i++) {
+        uint8_t buf[24];
+        fill(buf, sizeof buf, 300 + i);
+        OK(weft_publisher_publish(p, t, buf, sizeof buf, NULL));
+    }
+    OK(weft_subscription_close(&s));
+    OK(weft_subscriber_close(&sub));
+    OK(weft_topic_free(&t));
+    OK(weft_publisher_close(&p));
+}
+
 int main(void) {
     RUN(loan_and_publish_byte_exact);
+    RUN(borrowed_receives);
     RUN(handles_outlive_their_makers);
     RUN(latest_and_history);
     RUN(lag_is_counted_exactly);

@@ -220,11 +220,29 @@ static void pubsub() {
     }
     CHECK(received + lag.skipped() == 30);
 
+    // Borrowed receives: lent in place, one at a time, given back by the destructor.
+    for (std::uint64_t i = 0; i < 20; i++) {
+        auto data = pattern(100, i);
+        auto seq = pub.publish(prices, data);
+        if (i % 2) {
+            auto b = s.recv_borrowed();
+            CHECK(b.seq() == seq && same(b.bytes(), data));
+            EXPECT_ERROR(WEFT_ERROR_STATE, (void)s.try_recv());
+            EXPECT_ERROR(WEFT_ERROR_STATE, (void)s.try_recv_borrowed());
+        } else {
+            auto b = s.recv_borrowed_for(1s);
+            CHECK(b && b->seq() == seq && same(b->bytes(), data));
+            b->release();
+            CHECK(!s.try_recv_borrowed());
+        }
+    }
+    CHECK(!s.try_recv_borrowed());
+
     // A sample outlives its subscription; a loan outlives its publisher object.
     {
         auto second = weft::publisher::open(region);  // another publisher of the region
         auto same_topic = second.register_topic("/prices/AAPL");
-        CHECK(second.publish(same_topic, std::string_view("from the second")) == 130);
+        CHECK(second.publish(same_topic, std::string_view("from the second")) == 150);
         CHECK(s.recv_for(1s)->str() == "from the second");
     }
     auto held_seq = pub.publish(prices, std::string_view("held"));
