@@ -526,7 +526,16 @@ fn borrowed_samples_deliver_in_order_and_give_their_blocks_back() {
         p.publish(&latest, &v.to_le_bytes()).unwrap();
         p.publish(&inline, &v.to_le_bytes()).unwrap();
     }
-    assert_eq!(&*l.try_recv_ref().unwrap(), &3u64.to_le_bytes());
+    let m = l.try_recv_ref().unwrap();
+    assert_eq!((m.seq(), &*m), (2, &3u64.to_le_bytes()[..]));
+    drop(m);
+    assert!(matches!(l.try_recv_ref(), Err(Error::Empty)));
+    for v in 4..=9u64 {
+        p.publish(&latest, &v.to_le_bytes()).unwrap();
+    }
+    let m = l.try_recv_ref().unwrap();
+    assert_eq!((m.seq(), &*m), (8, &9u64.to_le_bytes()[..]));
+    drop(m);
     assert!(matches!(l.try_recv_ref(), Err(Error::Empty)));
     for v in 1..=3u64 {
         let m = n.recv_ref().unwrap();

@@ -2487,7 +2487,6 @@ impl Subscription {
     #[inline]
     pub fn try_recv_ref(&mut self) -> Result<SampleRef<'_>> {
         if self.inline.is_none()
-            && !self.latest
             && let Some(e) = self.spare
             && let Some((block, len, seq)) = self.take_next(e)
         {
@@ -2496,14 +2495,26 @@ impl Subscription {
         self.try_recv_ref_slow()
     }
 
-    /// The common case of a borrowed receive on a blocks topic: the next sequence is
-    /// committed, its block is taken into the spare entry `e` and the slot still holds it.
+    /// The common case of a borrowed receive on a blocks or latest topic: the next (latest:
+    /// the newest) sequence is committed, its block is taken into the spare entry `e` and the
+    /// slot still holds it.
     /// `None` for anything else (the caller goes the whole way).
     #[inline(always)]
     fn take_next(&mut self, e: u32) -> Option<(u32, u32, u64)> {
         let r = &*self.member.region;
         let ring = r.ring(self.topic).ok()?;
-        let Ok(Read::Ready { desc }) = ring.read(self.next) else {
+        // A latest topic reads the newest claimed sequence, when it is newer than what was
+        // delivered (and committed: anything else goes the whole way).
+        let at = if self.latest {
+            let t = ring.tail().ok()?;
+            if t == 0 || t - 1 < self.next {
+                return None;
+            }
+            t - 1
+        } else {
+            self.next
+        };
+        let Ok(Read::Ready { desc }) = ring.read(at) else {
             return None;
         };
         let (b, len) = undesc(desc)?;
@@ -2513,14 +2524,13 @@ impl Subscription {
         if !self.member.take_into(e, b).ok()? {
             return None;
         }
-        if !ring.still(self.next) {
+        if !ring.still(at) {
             let _ = self.member.release_into(e, b);
             return None;
         }
-        let seq = self.next;
-        self.next += 1;
+        self.next = at + 1;
         self.floor = self.next;
-        Some((b, len, seq))
+        Some((b, len, at))
     }
 
     #[inline(never)]
