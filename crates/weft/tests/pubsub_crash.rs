@@ -541,8 +541,9 @@ fn a_publisher_killed_while_adopting_a_kept_block_releases_it_once() {
             })
             .expect("the dead publisher's loan");
         assert_eq!(common::region::get64(&f, o.meta + 8 * b), 1);
-        // Its record names the block too (`pub_old` at offset 32 of its extension row).
-        put64(&f, o.ext + 64 * row + 32, b + 1);
+        // Its record names the block too, marked kept (`pub_old` at offset 32 of its
+        // extension row; bit 62: kept for the next loan).
+        put64(&f, o.ext + 64 * row + 32, (1 << 62) | (b + 1));
         if !adopted {
             common::region::put32(&f, o.holding(row, e), 0);
         }
@@ -556,4 +557,39 @@ fn a_publisher_killed_while_adopting_a_kept_block_releases_it_once() {
         // Only the ring's block (the first publish's) is held.
         assert_eq!(p.region_info().free_blocks, BLOCKS - 1, "adopted {adopted}");
     }
+}
+
+/// A publisher's record that names its kept block without the kept mark (bit 62; any store of
+/// the record other than the keep clears it, as a topic freed through the record does) is
+/// not adopted: the next loan writes into another block, and the record's reference is
+/// released by that publish. The mark is cleared through the file here.
+#[test]
+fn a_record_without_the_kept_mark_is_not_adopted() {
+    let name = unique("pc-kept");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register("/t").unwrap();
+    for i in 0..=SLOTS {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert_eq!(p.region_info().kept_blocks, 1);
+    let o = offsets();
+    let f = file(&name);
+    let (rec, b) = (0..PARTS)
+        .find_map(|r| {
+            let v = common::region::get64(&f, o.ext + 64 * r + 32);
+            (v & (1 << 62) != 0).then_some((o.ext + 64 * r + 32, (v & 0xffff_ffff) - 1))
+        })
+        .expect("the publisher's kept record");
+    put64(&f, rec, b + 1);
+    assert_eq!(p.region_info().kept_blocks, 0);
+    let mut loan = p.loan(&t).unwrap();
+    loan[..8].copy_from_slice(b"the loan");
+    loan.set_len(8).unwrap();
+    loan.publish().unwrap();
+    let mut head = [0u8; 8];
+    use std::os::unix::fs::FileExt;
+    f.read_exact_at(&mut head, o.data + b * BLOCK).unwrap();
+    assert_ne!(&head, b"the loan", "the loan adopted the unmarked record's block");
+    assert_eq!(common::region::get64(&f, o.meta + 8 * b), 0, "its reference was released");
 }

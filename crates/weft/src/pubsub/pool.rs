@@ -597,6 +597,11 @@ pub(crate) fn release_old<E>(
 
 /// `pub_old` bit: the reference was dropped, the mark may remain.
 pub(crate) const DONE_OLD: u64 = 1 << 63;
+/// `pub_old` bit: the record's reference is the block's only one, kept past its publish for
+/// the owner's next loan (`Pool::keep_sole`). Set only by the owner, after that check; any
+/// other store of the record clears it, so a loan never adopts a reference the record came
+/// to hold some other way. A reclaimer treats the record as holding `b` either way.
+pub(crate) const KEPT_OLD: u64 = 1 << 62;
 
 /// Settles a dead participant's publish record `pub_old`: returns the block it still holds a
 /// reference on (the record then holds `b + 1`), or clears it.

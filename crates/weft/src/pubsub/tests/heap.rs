@@ -3,6 +3,7 @@
 //! and a participant killed at every step of every reference operation, settled exactly.
 
 use super::super::pool::{DONE, DONE_OLD, Dropped, Entry, TAKING, Take, Who, entry};
+use super::super::ring::Read;
 use super::mem::{HELD, Mem, yield_to};
 use crate::sync::Ordering;
 use std::sync::Arc;
@@ -180,6 +181,38 @@ fn a_recycling_publisher_and_a_reader_on_threads() {
     );
     m.reclaim(0);
     assert_eq!(m.pool().free_estimate(), 6 - 4);
+}
+
+/// A publisher's record that names the kept block without the kept mark (stored some other
+/// way since: a topic freed through the record, a release that gave up) is not adopted by the
+/// next loan, even while another participant holds the block: that loan gets a free block,
+/// and the record's reference is released first.
+#[test]
+fn only_a_record_marked_kept_is_adopted() {
+    let m = Mem::new(4, 2);
+    let (mut cursor, mut kept) = (0, None);
+    for v in 0..3 {
+        m.publish_recycling(0, v, &mut cursor, &mut kept).unwrap();
+    }
+    let b = kept.expect("the third publish kept the first one's block");
+    assert_eq!(m.count(b), 1);
+    // Participant 1 takes a reference on it, and the record loses its mark.
+    let h = m.entry(1, 0);
+    assert!(super::super::pool::take_entry_to(&m.pool(), h, 1, 0, b, 0, yield_to, |c| c).unwrap());
+    m.pub_old(0).store(b as u64 + 1, Ordering::Release);
+    let seq = m.publish_recycling(0, 3, &mut cursor, &mut kept).unwrap();
+    let Read::Ready { desc } = m.ring().read(seq).unwrap() else {
+        panic!("sequence {seq} is committed");
+    };
+    let (nb, _) = super::super::ring::undesc(desc).unwrap();
+    assert_ne!(nb, b, "the loan adopted a block another participant holds");
+    assert_eq!(
+        m.read(b),
+        0,
+        "the held block still holds what was published in it"
+    );
+    // The record's reference went back: only participant 1's is left.
+    assert_eq!(m.count(b), 1);
 }
 
 /// Participant 1 takes a second reference on a block the ring holds, and is killed after

@@ -113,7 +113,10 @@ fn loom_recycled_block_is_never_read_while_refilled() {
                 1,
                 "the kept block's only reference is the record's"
             );
-            assert_eq!(m.pub_old(0).load(Ordering::Relaxed), b as u64 + 1);
+            assert_eq!(
+                m.pub_old(0).load(Ordering::Relaxed),
+                super::super::pool::KEPT_OLD | (b as u64 + 1)
+            );
         }
     });
 }

@@ -128,7 +128,7 @@ impl Mem {
         let e = self.claim(p);
         let rec = self.pub_old(p);
         let b = match kept.take() {
-            Some(b) if rec.load(Ordering::Relaxed) == b as u64 + 1 => {
+            Some(b) if rec.load(Ordering::Relaxed) == pool::KEPT_OLD | (b as u64 + 1) => {
                 self.entry(p, e).store(b + 1, Ordering::Release);
                 rec.store(0, Ordering::Release);
                 b
@@ -142,6 +142,10 @@ impl Mem {
             },
         };
         self.write(b, v);
+        // What the record still holds (not adopted) is released first (`finish_old`).
+        if let Some(ob) = settle_old(&self.pool(), rec, p).unwrap() {
+            release_old(&self.pool(), rec, p, ob, yield_to, never).unwrap();
+        }
         let seq = loop {
             match self.ring().try_claim(p, |_| {}).unwrap() {
                 Claimed::Mine { seq } => break seq,
@@ -155,6 +159,7 @@ impl Mem {
         self.ring().commit(seq);
         if let Some((ob, _)) = undesc(old) {
             if self.pool().keep_sole(ob) {
+                rec.store(pool::KEPT_OLD | (ob as u64 + 1), Ordering::Release);
                 *kept = Some(ob);
             } else {
                 release_old(&self.pool(), rec, p, ob, yield_to, never).unwrap();

@@ -466,14 +466,11 @@ fn region_info(r: &Region) -> RegionInfo {
     }
 }
 
-/// Whether a participant's publish record holds a block between publishes (kept for its next
-/// loan, or a release that gave up and waits for the next publish).
+/// Whether a participant's publish record keeps a block for its next loan.
 fn kept_by(ext: &layout::MemberExt) -> bool {
-    // Relaxed (both): a statistic, racy by nature.
+    // Relaxed: a statistic, racy by nature.
     let old = ext.pub_old.load(Ordering::Relaxed);
-    old & 0xffff_ffff != 0
-        && old & crate::pubsub::pool::DONE_OLD == 0
-        && ext.pub_topic.load(Ordering::Relaxed) == 0
+    old & 0xffff_ffff != 0 && old & crate::pubsub::pool::KEPT_OLD != 0
 }
 
 /// The mode of registered topic `i`.

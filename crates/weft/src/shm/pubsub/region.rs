@@ -1187,7 +1187,17 @@ impl Member {
     /// `Pool::keep_sole`); if not, release it.
     #[inline]
     pub(crate) fn keep_old(&self, b: u32) -> bool {
-        self.region.pool().keep_sole(b)
+        if !self.region.pool().keep_sole(b) {
+            return false;
+        }
+        let Ok(ext) = self.region.ext(self.index) else {
+            return false;
+        };
+        // SYNC POINT: Release pairs with the Acquire load in `settle_old`. The record named
+        // `b` already (a kill before this store leaves a reference a reclaimer releases).
+        ext.pub_old
+            .store(pool::KEPT_OLD | (b as u64 + 1), Ordering::Release);
+        true
     }
 
     /// Moves the reference on block `b` kept in this member's publish record
@@ -1198,8 +1208,10 @@ impl Member {
     #[inline]
     pub(crate) fn adopt_old(&self, b: u32) -> Result<Option<u32>> {
         let rec = &self.region.ext(self.index)?.pub_old;
-        // Relaxed: our own record, which only we write while we live.
-        if rec.load(Ordering::Relaxed) != b as u64 + 1 {
+        // Relaxed: our own record, which only we write while we live. Only a record that
+        // `keep_old` marked kept is adopted: anything that stored it since (a topic freed
+        // through it, a release that gave up) cleared the mark.
+        if rec.load(Ordering::Relaxed) != pool::KEPT_OLD | (b as u64 + 1) {
             return Ok(None);
         }
         let e = self.claim_entry(b + 1)?;
