@@ -590,6 +590,47 @@ fn a_record_without_the_kept_mark_is_not_adopted() {
     let mut head = [0u8; 8];
     use std::os::unix::fs::FileExt;
     f.read_exact_at(&mut head, o.data + b * BLOCK).unwrap();
-    assert_ne!(&head, b"the loan", "the loan adopted the unmarked record's block");
-    assert_eq!(common::region::get64(&f, o.meta + 8 * b), 0, "its reference was released");
+    assert_ne!(
+        &head, b"the loan",
+        "the loan adopted the unmarked record's block"
+    );
+    assert_eq!(
+        common::region::get64(&f, o.meta + 8 * b),
+        0,
+        "its reference was released"
+    );
+}
+
+/// A subscriber that frees a topic passes each ring slot's reference through its publish
+/// record while it may still hold a sample of the same block; it is SIGKILLed there. The
+/// record (not marked kept) and the sample's holdings entry are two references, and the next
+/// participant to join releases both: the block ends with the ring's reference alone. (The
+/// state is written into the region: the record's reference is added to the block's count.)
+#[test]
+fn a_subscriber_killed_with_a_record_and_a_sample_of_one_block_releases_both() {
+    let name = unique("pc-twice");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register("/t").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "1"]);
+    peer.expect("ready");
+    p.publish(&t, b"zero").unwrap();
+    peer.expect("holding 1");
+    peer.kill9();
+    let o = offsets();
+    let f = file(&name);
+    let row = (0..PARTS)
+        .find(|&r| (0..HELD).any(|e| get32(&f, o.holding(r, e)) == 1 << 31))
+        .expect("the dead subscriber's row");
+    // Block 0: the ring's reference, the sample's, and now the record's.
+    assert_eq!(common::region::get64(&f, o.meta), 2);
+    put64(&f, o.meta, 3);
+    put64(&f, o.ext + 64 * row + 32, 1);
+    let _s = Subscriber::connect(&name).unwrap();
+    assert_eq!(
+        common::region::get64(&f, o.meta),
+        1,
+        "only the ring's reference is left"
+    );
+    assert_eq!(common::region::get64(&f, o.ext + 64 * row + 32), 0);
 }

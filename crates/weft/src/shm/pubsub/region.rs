@@ -696,13 +696,15 @@ impl Region {
             settle_entry(&pool, h, i, e as u32).map_err(bad)?;
         }
         settle_old(&pool, &ext.pub_old, i).map_err(bad)?;
-        // A loan adopting the publish record's reference (`Member::adopt_old`) records it in
-        // a holdings entry before it clears the record: both naming the block is one
-        // reference (a publisher's loans only hold blocks allocated at count 0 or adopted
-        // this way, never one its record holds), kept by the entry.
+        // A loan adopting the publish record's kept reference (`Member::adopt_old`) records
+        // it in a holdings entry before it clears the record: a record marked kept and an
+        // entry naming the same block are one reference (the block's count was 1 when it was
+        // kept, and only that adoption gives an entry of this participant the block), kept by
+        // the entry. An unmarked record is another reference: a topic freed through the
+        // record by a subscriber that still holds a sample of the same block has both.
         // Acquire: pairs with the owner's Release stores.
         let rec = ext.pub_old.load(Ordering::Acquire);
-        if rec != 0 && rec & pool::DONE_OLD == 0 {
+        if rec & pool::KEPT_OLD != 0 && rec & pool::DONE_OLD == 0 {
             let held = (rec & 0xffff_ffff) as u32;
             if held != 0
                 && hs.iter().any(|h| {
