@@ -816,7 +816,8 @@ weft_status weft_subscription_release(weft_subscription_t *subscription);
 // exact count; the next call returns the oldest message still there, or one half a ring
 // further if this subscriber was lapped again before it got through half a ring);
 // `WEFT_ERROR_INVALID_ARGUMENT` when this subscriber already holds its maximum of samples;
-// `WEFT_ERROR_CORRUPT`.
+// `WEFT_ERROR_STATE` while the subscription lends a message
+// (`weft_subscription_try_recv_borrowed`); `WEFT_ERROR_CORRUPT`.
 //
 // # Safety
 // `subscription` is NULL or a live subscription handle; `sample` is valid for writing a

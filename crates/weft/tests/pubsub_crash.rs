@@ -634,3 +634,56 @@ fn a_subscriber_killed_with_a_record_and_a_sample_of_one_block_releases_both() {
     );
     assert_eq!(common::region::get64(&f, o.ext + 64 * row + 32), 0);
 }
+
+/// A reclaimer is itself SIGKILLed while it voids a dead publisher's unfinished claim: after
+/// the dead publisher's record took over the slot's reference on the previous lap's block and
+/// the descriptor was emptied, before the commit. The next reclaimer finds the same claim
+/// and must keep that reference in the record (the slot now names no block), then release
+/// it: the previous lap's block ends free. (The state is written into the region.)
+#[test]
+fn a_reclaimer_killed_after_voiding_a_claim_leaks_nothing() {
+    let name = unique("pc-void2");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register("/t").unwrap();
+    for i in 0..SLOTS {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/t", "1"]);
+    peer.expect("ready 1");
+    peer.kill9();
+    let o = offsets();
+    let f = file(&name);
+    let (row, b) = (0..PARTS)
+        .find_map(|r| {
+            (0..HELD).find_map(|e| {
+                let v = get32(&f, o.holding(r, e));
+                is_block(v).then(|| (r, (v - 1) as u64))
+            })
+        })
+        .expect("the dead publisher's loan");
+    // Sequence 8 lives in slot 0, which holds sequence 0's block `d`.
+    let slot = o.rings;
+    let d = (common::region::get64(&f, slot + 8) & 0xffff_ffff) - 1;
+    let ext = o.ext + 64 * row;
+    put64(&f, ext + 8, 1); // pub_topic: topic 0
+    put64(&f, ext + 16, SLOTS); // pub_seq
+    put64(&f, ext + 24, (16 << 32) | (b + 1)); // pub_new: the loan's block
+    put64(&f, ext + 32, d + 1); // pub_old: took over the slot's reference
+    put64(&f, slot, (1 << 63) | (row << 40) | SLOTS); // claimed by the dead row
+    put64(&f, slot + 8, 0); // voided, not committed
+    put64(&f, o.hot, SLOTS + 1);
+    let _s = Subscriber::connect(&name).unwrap();
+    assert_eq!(
+        common::region::get64(&f, o.meta + 8 * d),
+        0,
+        "the previous lap's block"
+    );
+    assert_eq!(
+        common::region::get64(&f, o.meta + 8 * b),
+        0,
+        "the loan's block"
+    );
+    // The ring's other 7 slots hold blocks, slot 0 is voided.
+    assert_eq!(p.region_info().free_blocks, BLOCKS - (SLOTS - 1));
+}

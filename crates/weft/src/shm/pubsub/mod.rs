@@ -140,7 +140,8 @@ impl Config {
         self
     }
     /// Block references (samples and loans) and subscriptions one participant may hold at
-    /// once, 1 ..= 65536.
+    /// once, 1 ..= 65536. A subscription that has received borrowed samples
+    /// ([`Subscription::try_recv_ref`]) keeps one more entry reserved for them.
     pub fn max_held(mut self, n: usize) -> Config {
         self.max_held = n as u64;
         self

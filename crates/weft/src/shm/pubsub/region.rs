@@ -750,9 +750,13 @@ impl Region {
                 } else {
                     // Not stored: the slot still holds the previous lap's reference. The
                     // publish record takes it over (released below), and the sequence is
-                    // voided with an empty descriptor.
-                    // Release: pairs with the Acquire load in `settle_old`.
-                    ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
+                    // voided with an empty descriptor. An empty descriptor holds nothing: a
+                    // reclaimer killed after voiding left the reference in the record
+                    // already, and this one must not overwrite it.
+                    if d & 0xffff_ffff != 0 {
+                        // Release: pairs with the Acquire load in `settle_old`.
+                        ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
+                    }
                     ring.set_desc(seq, 0);
                 }
                 ring.commit(seq);
