@@ -366,3 +366,37 @@ fn a_release_that_gave_up_is_finished_by_the_next_publish() {
     assert_eq!(free(), before - 1);
     assert_eq!(weft::pubsub::details(&name).unwrap().info.kept_blocks, 1);
 }
+
+/// A block word scribbled with an impossible mark makes every receive of that block a
+/// `Corrupt` error, borrowed or owned, and costs the subscriber no holdings entry: after far
+/// more failed receives than it may hold (16), a repaired word is received as usual.
+#[test]
+fn a_corrupt_block_word_costs_a_subscriber_no_entries() {
+    let name = unique("ph-word");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register("/w").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/w").unwrap();
+    // A first borrowed receive reserves the subscription's spare entry.
+    p.publish(&t, b"first").unwrap();
+    assert_eq!(&*sub.try_recv_ref().unwrap(), b"first");
+    p.publish(&t, b"second").unwrap();
+    let l = layout(&name).1;
+    // Sequence 1's descriptor (slot 1): its block.
+    let b = (read_u64(&name, l.rings + 16 + 8) & 0xffff_ffff) - 1;
+    let word = read_u64(&name, l.meta + 8 * b);
+    // Bit 60 is in no field of a mark.
+    write_u64(&name, l.meta + 8 * b, (1 << 63) | (1 << 60) | word);
+    for i in 0..40 {
+        let err = if i % 2 == 0 {
+            sub.try_recv_ref().map(|_| ()).unwrap_err()
+        } else {
+            sub.try_recv().map(|_| ()).unwrap_err()
+        };
+        assert_eq!(err.kind(), ErrorKind::Corrupt, "receive {i}: {err}");
+    }
+    write_u64(&name, l.meta + 8 * b, word);
+    assert_eq!(&*sub.try_recv_ref().unwrap(), b"second");
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+}

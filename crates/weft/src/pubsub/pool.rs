@@ -520,7 +520,17 @@ pub(crate) fn take_entry_to<E>(
     // Relaxed: published by the take's AcqRel CAS to whoever sees our mark.
     h.store(TAKING | (b + 1), Ordering::Relaxed);
     loop {
-        match pool.take(b, who).map_err(&bad)? {
+        let took = match pool.take(b, who) {
+            Ok(t) => t,
+            Err(c) => {
+                // Nothing was taken (the word failed validation before any CAS): the entry
+                // goes back to `idle`, so that a scribbled word costs its reader no entry.
+                // Release: pairs with the Acquire load in `settle_entry`.
+                h.store(idle, Ordering::Release);
+                return Err(bad(c));
+            }
+        };
+        match took {
             Take::Taken => break,
             Take::Free => {
                 // Release: pairs with the Acquire load in `settle_entry`.
