@@ -138,6 +138,26 @@ fn offsets() -> Layout {
     Layout::new(PARTS, HELD, TOPICS, SLOTS, BLOCKS, INLINE)
 }
 
+/// The row whose holdings record a subscription (the one subscriber a test killed).
+fn dead_subscriber_row(f: &std::fs::File, o: &Layout) -> u64 {
+    (0..PARTS)
+        .find(|&r| (0..HELD).any(|e| get32(f, o.holding(r, e)) == 1 << 31))
+        .expect("the dead subscriber's row")
+}
+
+/// The first holdings entry that holds a block: `(row, entry, block)` (the one loan of the
+/// publisher a test killed).
+fn held_loan(f: &std::fs::File, o: &Layout) -> (u64, u64, u64) {
+    (0..PARTS)
+        .find_map(|r| {
+            (0..HELD).find_map(|e| {
+                let v = get32(f, o.holding(r, e));
+                is_block(v).then(|| (r, e, (v - 1) as u64))
+            })
+        })
+        .expect("the dead publisher's loan")
+}
+
 fn file(name: &str) -> std::fs::File {
     std::fs::OpenOptions::new()
         .read(true)
@@ -490,9 +510,7 @@ fn a_reference_in_flight_when_its_holder_is_killed_is_settled_exactly() {
         let o = offsets();
         let f = file(&name);
         // The dead subscriber's row: the one whose holdings record a subscription to /t.
-        let row = (0..PARTS)
-            .find(|&r| (0..HELD).any(|e| get32(&f, o.holding(r, e)) == 1 << 31))
-            .expect("the dead subscriber's row");
+        let row = dead_subscriber_row(&f, &o);
         let word = if word >> 32 == 0 {
             word
         } else {
@@ -532,14 +550,7 @@ fn a_publisher_killed_while_adopting_a_kept_block_releases_it_once() {
         let o = offsets();
         let f = file(&name);
         // The dead publisher's row: the one whose holdings record a block (its one loan).
-        let (row, e, b) = (0..PARTS)
-            .find_map(|r| {
-                (0..HELD).find_map(|e| {
-                    let v = get32(&f, o.holding(r, e));
-                    is_block(v).then(|| (r, e, (v - 1) as u64))
-                })
-            })
-            .expect("the dead publisher's loan");
+        let (row, e, b) = held_loan(&f, &o);
         assert_eq!(common::region::get64(&f, o.meta + 8 * b), 1);
         // Its record names the block too, marked kept (`pub_old` at offset 32 of its
         // extension row; bit 62: kept for the next loan).
@@ -619,9 +630,7 @@ fn a_subscriber_killed_with_a_record_and_a_sample_of_one_block_releases_both() {
     peer.kill9();
     let o = offsets();
     let f = file(&name);
-    let row = (0..PARTS)
-        .find(|&r| (0..HELD).any(|e| get32(&f, o.holding(r, e)) == 1 << 31))
-        .expect("the dead subscriber's row");
+    let row = dead_subscriber_row(&f, &o);
     // Block 0: the ring's reference, the sample's, and now the record's.
     assert_eq!(common::region::get64(&f, o.meta), 2);
     put64(&f, o.meta, 3);
@@ -654,14 +663,7 @@ fn a_reclaimer_killed_after_voiding_a_claim_leaks_nothing() {
     peer.kill9();
     let o = offsets();
     let f = file(&name);
-    let (row, b) = (0..PARTS)
-        .find_map(|r| {
-            (0..HELD).find_map(|e| {
-                let v = get32(&f, o.holding(r, e));
-                is_block(v).then(|| (r, (v - 1) as u64))
-            })
-        })
-        .expect("the dead publisher's loan");
+    let (row, _, b) = held_loan(&f, &o);
     // Sequence 8 lives in slot 0, which holds sequence 0's block `d`.
     let slot = o.rings;
     let d = (common::region::get64(&f, slot + 8) & 0xffff_ffff) - 1;

@@ -1619,18 +1619,7 @@ impl Publisher {
         };
         let (b, entry) = match adopted {
             Some(got) => got,
-            None => {
-                let mut cursor = self.cursor.get();
-                let got = match self.member.alloc(&mut cursor)? {
-                    Some(got) => got,
-                    None => {
-                        r.reclaim_dead()?;
-                        self.member.alloc(&mut cursor)?.ok_or(Error::Full)?
-                    }
-                };
-                self.cursor.set(cursor);
-                got
-            }
+            None => self.alloc_block()?,
         };
         let ptr = r.block_ptr(b)?;
         Ok(Loan {
@@ -1644,6 +1633,21 @@ impl Publisher {
             ptr,
             done: false,
         })
+    }
+
+    /// A free block and the holdings entry that records it, scanning from the cursor; a pool
+    /// found empty is refilled with what dead participants held first.
+    fn alloc_block(&self) -> Result<(u32, u32)> {
+        let mut cursor = self.cursor.get();
+        let got = match self.member.alloc(&mut cursor)? {
+            Some(got) => got,
+            None => {
+                self.region().reclaim_dead()?;
+                self.member.alloc(&mut cursor)?.ok_or(Error::Full)?
+            }
+        };
+        self.cursor.set(cursor);
+        Ok(got)
     }
 
     /// Copies `data` into a loaned block and publishes it (or, on an inline topic, into the
@@ -2275,8 +2279,17 @@ unsafe impl Send for Subscription {}
 unsafe impl Sync for Subscription {}
 
 enum Step {
+    /// A message to deliver.
+    Msg(Msg),
+    /// Nothing to deliver now. `holder`: the participant that claimed the sequence we wait
+    /// for (blocks topics); `stuck`: an inline sequence claimed but not written.
+    Nothing { holder: Option<u32>, stuck: bool },
+}
+
+/// A message a receive found, before it becomes an owned or a borrowed sample.
+enum Msg {
     /// An inline message, copied.
-    Got(Sample),
+    Copied(Sample),
     /// A block taken and recorded (the sample is made by the caller: a small value passes
     /// through the step functions instead of a whole sample).
     Block {
@@ -2285,9 +2298,6 @@ enum Step {
         len: u32,
         seq: u64,
     },
-    /// Nothing to deliver now. `holder`: the participant that claimed the sequence we wait
-    /// for (blocks topics); `stuck`: an inline sequence claimed but not written.
-    Nothing { holder: Option<u32>, stuck: bool },
 }
 
 impl Subscription {
@@ -2324,8 +2334,8 @@ impl Subscription {
         if let Some((ring, size)) = self.inline {
             if self.latest {
                 return match self.step_inline_latest(ring, size)? {
-                    Step::Got(sample) => Ok(sample),
-                    _ => Err(self.empty()),
+                    Step::Msg(m) => Ok(self.owned(m)),
+                    Step::Nothing { .. } => Err(self.empty()),
                 };
             }
             let seq = self.next;
@@ -2404,13 +2414,7 @@ impl Subscription {
     #[inline]
     fn try_recv_slow(&mut self) -> Result<Sample> {
         match self.step(None)? {
-            Step::Got(s) => Ok(s),
-            Step::Block {
-                block,
-                entry,
-                len,
-                seq,
-            } => Ok(self.sample(block, entry, len, seq)),
+            Step::Msg(m) => Ok(self.owned(m)),
             Step::Nothing { .. } => Err(Error::Empty),
         }
     }
@@ -2488,7 +2492,12 @@ impl Subscription {
             && let Some(e) = self.spare
             && let Some((block, len, seq)) = self.take_next(e)
         {
-            return Ok(self.sample_ref(block, e, len, seq));
+            return Ok(self.lent(Msg::Block {
+                block,
+                entry: e,
+                len,
+                seq,
+            }));
         }
         self.try_recv_ref_slow()
     }
@@ -2535,14 +2544,11 @@ impl Subscription {
     fn try_recv_ref_slow(&mut self) -> Result<SampleRef<'_>> {
         if self.inline.is_some() {
             let s = self.try_recv()?;
-            return Ok(self.borrowed(s));
+            return Ok(self.lent(Msg::Copied(s)));
         }
         let e = self.spare_entry()?;
         match self.step(Some(e))? {
-            Step::Block {
-                block, len, seq, ..
-            } => Ok(self.sample_ref(block, e, len, seq)),
-            Step::Got(s) => Ok(self.borrowed(s)),
+            Step::Msg(m) => Ok(self.lent(m)),
             Step::Nothing { .. } => Err(Error::Empty),
         }
     }
@@ -2574,16 +2580,8 @@ impl Subscription {
         } else {
             Some(self.spare_entry()?)
         };
-        match self.wait_step(strategy, deadline, into)? {
-            Step::Block {
-                block,
-                entry,
-                len,
-                seq,
-            } => Ok(self.sample_ref(block, entry, len, seq)),
-            Step::Got(s) => Ok(self.borrowed(s)),
-            Step::Nothing { .. } => unreachable!("wait_step returns a message"),
-        }
+        let m = self.wait_step(strategy, deadline, into)?;
+        Ok(self.lent(m))
     }
 
     /// The spare holdings entry, reserved now if there is none (or if the last one still
@@ -2601,63 +2599,51 @@ impl Subscription {
         }
     }
 
-    /// The borrowed sample of a block taken into the spare entry `entry`.
+    /// The borrowed sample of a message: a block taken into the spare entry, or a copy (inline
+    /// topics), which moves into the subscription's buffer.
     #[inline]
-    fn sample_ref(&self, block: u32, entry: u32, len: u32, seq: u64) -> SampleRef<'_> {
-        let r = &self.member.region;
-        // SAFETY: `block < blocks` (checked in `step_once` before it was taken), so the block
-        // lies inside the data area, which attach checked against the mapping.
-        let ptr = unsafe {
-            r.obj
-                .base()
-                .add((r.geo.data + r.geo.block_size * block as u64) as usize)
-        };
-        SampleRef {
-            member: &self.member,
-            ptr,
-            len,
-            block,
-            entry,
-            seq,
-        }
-    }
-
-    /// A sample received by copy (inline topics) as a borrowed one: the copy moves into the
-    /// subscription's buffer (a block sample, which `step` does not return for a borrowed
-    /// receive, would be copied too, and released).
-    fn borrowed(&mut self, s: Sample) -> SampleRef<'_> {
-        let n = s.len().min(INLINE_MAX);
-        self.copy.0[..n].copy_from_slice(&s[..n]);
-        SampleRef {
-            member: &self.member,
-            ptr: self.copy.0.as_ptr(),
-            len: n as u32,
-            block: NO_BLOCK,
-            entry: 0,
-            seq: s.seq,
-        }
-    }
-
-    fn recv_inner(&mut self, strategy: WaitStrategy, deadline: Deadline) -> Result<Sample> {
-        match self.wait_step(strategy, deadline, None)? {
-            Step::Block {
+    fn lent(&mut self, m: Msg) -> SampleRef<'_> {
+        match m {
+            Msg::Block {
                 block,
                 entry,
                 len,
                 seq,
-            } => Ok(self.sample(block, entry, len, seq)),
-            Step::Got(s) => Ok(s),
-            Step::Nothing { .. } => unreachable!("wait_step returns a message"),
+            } => SampleRef {
+                ptr: self.block_at(block),
+                member: &self.member,
+                len,
+                block,
+                entry,
+                seq,
+            },
+            Msg::Copied(s) => {
+                let n = s.len().min(INLINE_MAX);
+                self.copy.0[..n].copy_from_slice(&s[..n]);
+                SampleRef {
+                    member: &self.member,
+                    ptr: self.copy.0.as_ptr(),
+                    len: n as u32,
+                    block: NO_BLOCK,
+                    entry: 0,
+                    seq: s.seq,
+                }
+            }
         }
     }
 
-    /// Waits for the next message: a [`Step::Got`] or [`Step::Block`], never `Nothing`.
+    fn recv_inner(&mut self, strategy: WaitStrategy, deadline: Deadline) -> Result<Sample> {
+        let m = self.wait_step(strategy, deadline, None)?;
+        Ok(self.owned(m))
+    }
+
+    /// Waits for the next message.
     fn wait_step(
         &mut self,
         strategy: WaitStrategy,
         deadline: Deadline,
         into: Option<u32>,
-    ) -> Result<Step> {
+    ) -> Result<Msg> {
         let mut waiter = Waiter::new(strategy);
         let mut rounds = 0u32;
         let mut next_check = 0u64;
@@ -2665,7 +2651,7 @@ impl Subscription {
         loop {
             let (holder, stuck) = match self.step(into)? {
                 Step::Nothing { holder, stuck } => (holder, stuck),
-                got => return Ok(got),
+                Step::Msg(m) => return Ok(m),
             };
             rounds = rounds.wrapping_add(1);
             if rounds.is_multiple_of(64) || parked {
@@ -2693,7 +2679,7 @@ impl Subscription {
             }
             parked = waiter.next() == Next::Park;
             if parked && let Some(s) = self.park(deadline)? {
-                return Ok(Step::Got(s));
+                return Ok(Msg::Copied(s));
             }
         }
     }
@@ -2783,11 +2769,11 @@ impl Subscription {
             match ring.read_bytes(seq, &mut buf.0[..size as usize]) {
                 raw::Read::Value(()) => {
                     self.next = seq + 1;
-                    return Ok(Step::Got(Sample {
+                    return Ok(Step::Msg(Msg::Copied(Sample {
                         payload: Payload::Inline(buf),
                         len: size,
                         seq,
-                    }));
+                    })));
                 }
                 raw::Read::Void => self.next = seq + 1,
                 raw::Read::NotYet => {
@@ -2846,11 +2832,11 @@ impl Subscription {
         let mut buf = InlineBuf([0; INLINE_MAX]);
         Ok(
             match self.read_inline_latest(ring, &mut buf.0[..size as usize])? {
-                Some(seq) => Step::Got(Sample {
+                Some(seq) => Step::Msg(Msg::Copied(Sample {
                     payload: Payload::Inline(buf),
                     len: size,
                     seq,
-                }),
+                })),
                 None => Step::Nothing {
                     holder: None,
                     stuck: self.stuck_latest,
@@ -2908,26 +2894,40 @@ impl Subscription {
         Ok(step)
     }
 
-    /// The sample of a block `step_once` took (its index was checked against the pool there).
+    /// The owned sample of a message.
     #[inline]
-    fn sample(&self, block: u32, entry: u32, len: u32, seq: u64) -> Sample {
+    fn owned(&self, m: Msg) -> Sample {
+        match m {
+            Msg::Copied(s) => s,
+            Msg::Block {
+                block,
+                entry,
+                len,
+                seq,
+            } => Sample {
+                payload: Payload::Block {
+                    member: self.member.clone(),
+                    block,
+                    entry,
+                    ptr: self.block_at(block),
+                },
+                len,
+                seq,
+            },
+        }
+    }
+
+    /// The first byte of a block that `step_once` or `take_next` took (they check its index
+    /// against the pool before the take).
+    #[inline]
+    fn block_at(&self, block: u32) -> *mut u8 {
         let r = &self.member.region;
-        // SAFETY: `block < blocks` (checked in `step_once` before it was taken), so the block
-        // lies inside the data area, which attach checked against the mapping.
-        let ptr = unsafe {
+        // SAFETY: `block < blocks` (checked by the caller's take, above), so the block lies
+        // inside the data area, which attach checked against the mapping.
+        unsafe {
             r.obj
                 .base()
                 .add((r.geo.data + r.geo.block_size * block as u64) as usize)
-        };
-        Sample {
-            payload: Payload::Block {
-                member: self.member.clone(),
-                block,
-                entry,
-                ptr,
-            },
-            len,
-            seq,
         }
     }
 
@@ -3024,12 +3024,12 @@ impl Subscription {
                     let seq = self.next;
                     self.next += 1;
                     self.floor = self.next;
-                    return Ok(Step::Block {
+                    return Ok(Step::Msg(Msg::Block {
                         block: b,
                         entry,
                         len,
                         seq,
-                    });
+                    }));
                 }
                 Read::Lagged { .. } if self.latest => continue,
                 Read::Lagged { next, .. } => {
@@ -3141,15 +3141,9 @@ impl Sample {
     /// [`Error::TypeMismatch`] when the payload is not `size_of::<T>()` bytes (or not aligned
     /// for `T`, which needs more than 64; 16 for an inline sample).
     pub fn value<T: bytemuck::Pod>(&self) -> Result<&T> {
-        bytemuck::try_from_bytes(self).map_err(|_| Error::TypeMismatch {
-            name: match &self.payload {
-                Payload::Block { member, .. } => member.name().into(),
-                Payload::Inline(_) => "an inline sample".into(),
-            },
-            found: "a message of another length".into(),
-            found_size: self.len as u64,
-            expected: core::any::type_name::<T>().into(),
-            expected_size: core::mem::size_of::<T>() as u64,
+        value_of(self, || match &self.payload {
+            Payload::Block { member, .. } => member.name().into(),
+            Payload::Inline(_) => "an inline sample".into(),
         })
     }
 
@@ -3208,6 +3202,18 @@ pub struct SampleRef<'a> {
     seq: u64,
 }
 
+/// A received payload as a `T` ([`Sample::value`], [`SampleRef::value`]); `name` names the
+/// region for the error.
+fn value_of<T: bytemuck::Pod>(bytes: &[u8], name: impl FnOnce() -> String) -> Result<&T> {
+    bytemuck::try_from_bytes(bytes).map_err(|_| Error::TypeMismatch {
+        name: name(),
+        found: "a message of another length".into(),
+        found_size: bytes.len() as u64,
+        expected: core::any::type_name::<T>().into(),
+        expected_size: core::mem::size_of::<T>() as u64,
+    })
+}
+
 /// [`SampleRef::block`] of a copied message.
 const NO_BLOCK: u32 = u32::MAX;
 
@@ -3224,13 +3230,7 @@ impl SampleRef<'_> {
     /// # Errors
     /// As [`Sample::value`].
     pub fn value<T: bytemuck::Pod>(&self) -> Result<&T> {
-        bytemuck::try_from_bytes(self).map_err(|_| Error::TypeMismatch {
-            name: self.member.name().into(),
-            found: "a message of another length".into(),
-            found_size: self.len as u64,
-            expected: core::any::type_name::<T>().into(),
-            expected_size: core::mem::size_of::<T>() as u64,
-        })
+        value_of(self, || self.member.name().into())
     }
 
     /// The message's sequence number in its topic.
