@@ -14,7 +14,7 @@
 //! - [`channel`]: one publisher (`publish(&mut self)`, plain stores, no read-modify-write),
 //!   any number of subscribers; a slow subscriber is overrun and told so
 //!   ([`RecvError::Lagged`]).
-//! - [`mpmc`]: a cloneable `Send + Sync` [`MpPublisher`]; one `fetch_add` per message.
+//! - [`mpmc`]: a cloneable `Send + Sync` [`MpPublisher`]; one compare-and-swap per message.
 //! - [`mpmc_bounded`]: several producers with backpressure, as [`bounded`] below: the
 //!   [`MpPublisher`] claims a sequence only once it fits ahead of the slowest gated
 //!   subscriber ([`MpPublisher::try_publish`], [`MpPublisher::publish_timeout`]) or claims and
@@ -60,8 +60,9 @@
 //! always `seq & mask`, so a hostile writer of shared memory can produce wrong values, never
 //! an out-of-bounds access.
 //!
-//! MPMC producers claim a sequence with `fetch_add` on the cursor, wait until the slot's
-//! previous lap is complete (its stamp is `2(s - capacity) + 2`), then write as above.
+//! MPMC producers claim a sequence with a compare-and-swap on the cursor (backing off after a
+//! lost one), wait until the slot's previous lap is complete (its stamp is
+//! `2(s - capacity) + 2`), then write as above.
 //!
 //! **What a stalled MPMC producer can delay**: a producer preempted between its claim and its
 //! write holds back (1) subscribers reading in order, at its sequence only: the later
