@@ -64,6 +64,10 @@ pub struct WaitStats {
     pub missed_wakeups: u64,
     /// Times this side made the wake syscall for a parked peer (counted by streams only).
     pub wakes: u64,
+    /// Times an `Adaptive` stream reader found its streaming writer one record ahead and
+    /// paused before looking again, so that the writer could commit a run (counted by stream
+    /// readers only; see [`StreamReader::read`](crate::stream::StreamReader::read)).
+    pub streaming_pauses: u64,
 }
 
 impl WaitStats {

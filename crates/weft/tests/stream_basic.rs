@@ -191,6 +191,62 @@ fn write_numbered(
     })
 }
 
+/// A `BusySpin` reader never pauses for a streaming writer: it is the strategy for latency.
+/// An `Adaptive` one reading the same stream receives every record in order with its pauses.
+#[test]
+fn only_an_adaptive_reader_pauses_for_a_streaming_writer() {
+    for wait in [WaitStrategy::BusySpin, WaitStrategy::Adaptive] {
+        let name = unique("pause");
+        let _c = Cleanup(name.clone());
+        let w = StreamWriter::create(&name, 1 << 20).unwrap();
+        let mut r = StreamReader::open(&name).unwrap();
+        r.set_wait_strategy(wait);
+        let n = 200_000u32;
+        let t = write_numbered(w, n);
+        for i in 0..n {
+            let g = r.read().unwrap();
+            assert_eq!(
+                u32::from_le_bytes(g[..4].try_into().unwrap()),
+                i,
+                "{wait:?}"
+            );
+        }
+        t.join().unwrap();
+        assert!(matches!(r.read(), Err(Error::Closed)), "{wait:?}");
+        if wait == WaitStrategy::BusySpin {
+            assert_eq!(r.stats().streaming_pauses, 0, "{:?}", r.stats());
+        }
+    }
+}
+
+/// An `Adaptive` reader whose writer sends one record at a time, each after the previous one
+/// was read and a pause of a millisecond (a request/response exchange, a trickle), never
+/// pauses: every wait needs many looks, so nothing says the writer is streaming, and each
+/// record is taken as soon as it is seen.
+#[test]
+fn an_adaptive_reader_does_not_pause_between_records_of_a_trickle() {
+    let name = unique("trickle-pause");
+    let _c = Cleanup(name.clone());
+    let mut w = StreamWriter::create(&name, 64 << 10).unwrap();
+    let mut r = StreamReader::open(&name).unwrap();
+    let (ack, acked) = std::sync::mpsc::channel::<()>();
+    let t = std::thread::spawn(move || {
+        for i in 0..50u32 {
+            std::thread::sleep(Duration::from_millis(1));
+            w.write(&i.to_le_bytes()).unwrap();
+            acked.recv().unwrap();
+        }
+    });
+    for i in 0..50u32 {
+        let g = r.read().unwrap();
+        assert_eq!(&*g, &i.to_le_bytes());
+        drop(g);
+        ack.send(()).unwrap();
+    }
+    t.join().unwrap();
+    assert_eq!(r.stats().streaming_pauses, 0, "{:?}", r.stats());
+}
+
 /// An `Adaptive` writer waiting on a full stream yields instead of parking while its reader is
 /// awake: the reader reads an eighth of the stream, then stays busy (awake, not reading) for
 /// 50 µs, over and over. A writer that parked after its short spin (as before) parked about
