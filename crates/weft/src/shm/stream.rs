@@ -31,10 +31,11 @@ const READER_ROW: u64 = WRITER_ROW + 64;
 const DATA_OFFSET: u64 = 4096;
 /// A parked side wakes at least this often to check that its peer is alive.
 const PARK_SLICE: Duration = Duration::from_millis(50);
-/// Spin hints an `Adaptive` reader waits, when it finds the stream empty while its writer is
-/// streaming, before it looks again (see `StreamReader::wait_record`): about 0.7 µs on the
-/// 2-core EPYC of `docs/benchmarks.md`, where a spin hint takes 23 ns.
-const STREAMING_PAUSE: u32 = 32;
+/// Nanoseconds an `Adaptive` reader spins, when it finds the stream empty while its writer is
+/// streaming, before it looks again (see `StreamReader::wait_record`). A time, not a count of
+/// spin hints, whose length differs between cores (23 ns each on the EPYC of
+/// `docs/benchmarks.md`).
+const STREAMING_PAUSE_NS: u64 = 700;
 
 /// Liveness is read from /proc at most this often (the clock is read every few hundred spins).
 const CHECK_INTERVAL_NS: u64 = 50_000_000;
@@ -1056,8 +1057,8 @@ impl StreamReader {
     /// The next record, borrowed in place; waits for one. Released when the grant drops.
     ///
     /// With the `Adaptive` strategy (the default), a reader that finds the stream empty while
-    /// its writer is streaming (its last wait ended at the second look) pauses about 32 spin
-    /// hints before it looks again, so that it takes the writer's records in runs instead of
+    /// its writer is streaming (its last wait ended at the second look) spins for 0.7 µs
+    /// before it looks again, so that it takes the writer's records in runs instead of
     /// pulling the write cursor's cache line across cores for each one; this multiplies the
     /// throughput of small records when the reader keeps up, and delays a record committed
     /// during the pause by at most the pause. The pauses are counted in
@@ -1141,9 +1142,10 @@ impl StreamReader {
 
     /// `deadline` None: try once.
     ///
-    /// An `Adaptive` wait pauses [`STREAMING_PAUSE`] spin hints after its first look finds the
-    /// stream empty, if the writer is streaming (the previous wait found its record at once or
-    /// at the next look). A reader that keeps up with a streaming writer would otherwise load
+    /// An `Adaptive` wait spins for [`STREAMING_PAUSE_NS`] nanoseconds after its first look
+    /// finds the stream empty, if the writer is streaming: the last wait that found the stream
+    /// empty found its record at the next look. A reader that keeps up with a streaming writer
+    /// would otherwise load
     /// `W` again as soon as each record is committed: `W`'s line then changes core with every
     /// record, and the writer's next store to it waits for the line to come back. The pause
     /// lets the writer commit a run of records while the line stays in its cache, and the
@@ -1152,9 +1154,9 @@ impl StreamReader {
     /// 64 MiB (`stream/throughput-256B`, same launches; half the pause gave 60, 82 and 72:
     /// too short a pause keeps the reader close behind the writer, where every line it
     /// reads is still in the writer's cache). The cost is latency inside a dense burst only:
-    /// a record committed during the pause waits for its end.
-    /// After a wait that needed more looks (the writer paused, a request/response exchange)
-    /// the next wait looks at once. `BusySpin` never pauses: it is the strategy for latency.
+    /// a record committed during the pause waits for its end. After a wait that needed more
+    /// looks (the writer paused, a request/response exchange) the next wait looks at once.
+    /// `BusySpin` never pauses: it is the strategy for latency.
     fn wait_record(&mut self, deadline: Option<Deadline>) -> Result<Record> {
         let pause = deadline.is_some() && self.streaming && self.wait == WaitStrategy::Adaptive;
         let mut looks = 0u32;
@@ -1166,7 +1168,8 @@ impl StreamReader {
                 let mut rec = r.core.try_next().map_err(|c| corrupt(&r.obj, c))?;
                 if rec.is_none() && pause && looks == 0 {
                     r.stats.streaming_pauses += 1;
-                    for _ in 0..STREAMING_PAUSE {
+                    let until = sys::monotonic_ns().saturating_add(STREAMING_PAUSE_NS);
+                    while sys::monotonic_ns() < until {
                         crate::sync::spin_loop();
                     }
                     rec = r.core.try_next().map_err(|c| corrupt(&r.obj, c))?;
