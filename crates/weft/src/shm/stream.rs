@@ -1168,7 +1168,11 @@ impl StreamReader {
                 let mut rec = r.core.try_next().map_err(|c| corrupt(&r.obj, c))?;
                 if rec.is_none() && pause && looks == 0 {
                     r.stats.streaming_pauses += 1;
-                    let until = sys::monotonic_ns().saturating_add(STREAMING_PAUSE_NS);
+                    // Never past the caller's deadline.
+                    let left = deadline.and_then(|d| d.remaining()).map_or(u64::MAX, |d| {
+                        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+                    });
+                    let until = sys::monotonic_ns().saturating_add(STREAMING_PAUSE_NS.min(left));
                     while sys::monotonic_ns() < until {
                         crate::sync::spin_loop();
                     }
