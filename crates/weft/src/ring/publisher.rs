@@ -372,12 +372,31 @@ pub(super) fn park_timeout(d: &Option<Deadline>) -> Option<core::time::Duration>
 /// ([`MpPublisher::claim`]); one under loom, where a spin hint is a yield.
 const CLAIM_BACKOFF: u32 = if cfg!(loom) { 1 } else { 64 };
 
+/// The pause of a producer that lost the claim's CAS to another: 1 spin hint after the first
+/// loss, twice as many after each further one, at most [`CLAIM_BACKOFF`].
+struct ClaimBackoff {
+    spins: u32,
+}
+
+impl ClaimBackoff {
+    fn new() -> ClaimBackoff {
+        ClaimBackoff { spins: 1 }
+    }
+
+    fn pause(&mut self) {
+        for _ in 0..self.spins {
+            crate::sync::spin_loop();
+        }
+        self.spins = (self.spins * 2).min(CLAIM_BACKOFF);
+    }
+}
+
 /// A cloneable, `Send + Sync` publisher of an [`mpmc`](super::mpmc) ring.
 ///
 /// Each `publish` claims a sequence with a compare-and-swap (a producer that loses it to
 /// another backs off a little, so that the winner keeps the counter's cache line for a run of
-/// claims), waits until the slot's previous lap is complete, and writes it. What a stalled producer (preempted between its claim and its
-/// write) can delay, and all it can delay: subscribers reading in order stop at its sequence
+/// claims), waits until the slot's previous lap is complete, and writes it. What a stalled
+/// producer (preempted between its claim and its write) can delay, and all it can delay: subscribers reading in order stop at its sequence
 /// until it finishes (messages after it are already in the ring and are delivered right
 /// after), and producers that claim the same slot one lap later wait for it. It never
 /// corrupts a message and never makes one be delivered twice.
@@ -530,63 +549,58 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
     /// A compare-and-swap that backs off when it loses, not a `fetch_add`: with producers on
     /// two cores a `fetch_add` always wins, so the claim counter's line and the slots' lines
     /// change core on nearly every message (the producers take turns, one sequence each).
-    /// A producer that lost its CAS pauses instead, and the winner claims a run of sequences
-    /// with those lines in its own cache: two producers pinned to two cores moved 52 to 85
-    /// Mmsg/s through a bounded ring with the `fetch_add`, 142 to 145 with this claim (same
-    /// launches, the body of `ring/mpmc-2-producers-u64`). A single producer's CAS succeeds
-    /// at the first try. The claim is lock-free, no longer wait-free: a CAS fails only because
-    /// another producer claimed.
+    /// A producer that lost its CAS pauses instead ([`ClaimBackoff`]), and the winner claims a
+    /// run of sequences with those lines in its own cache: two producers pinned to two cores
+    /// moved 52 to 85 Mmsg/s through a bounded ring with the `fetch_add`, 142 to 145 with this
+    /// claim (same launches, the body of `ring/mpmc-2-producers-u64`). A single producer's CAS
+    /// succeeds at the first try. The claim is lock-free, no longer wait-free: a CAS fails only
+    /// because another producer claimed.
     #[inline(always)]
     fn claim(&self, n: u64) -> u64 {
-        let cursor = self.raw.cursor();
-        // Relaxed: the claim only hands out distinct numbers; ordering with the previous lap
-        // comes from `slot_free`'s Acquire, publication from the stamp's Release, and the
-        // handshake with joining subscribers from the fence in `min_gate` (after this RMW).
-        let c = cursor.load(Ordering::Relaxed);
-        // Relaxed: as the load above. Wrapping, as the `fetch_add` did: the counter would
-        // take 2^64 messages to get there.
-        match cursor.compare_exchange_weak(
-            c,
-            c.wrapping_add(n),
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => c,
+        // Relaxed: as in `cas_claim`.
+        let c = self.raw.cursor().load(Ordering::Relaxed);
+        match self.cas_claim(c, n) {
+            Ok(c) => c,
             Err(now) => self.claim_contended(now, n),
         }
     }
 
-    /// [`MpPublisher::claim`] after a lost CAS: pause, twice as long after each loss (up to
-    /// [`CLAIM_BACKOFF`] spin hints), and try again from the counter's value the CAS returned.
+    /// [`MpPublisher::claim`] after a lost CAS: back off, then try again from the counter's
+    /// value the CAS returned.
     #[cold]
     #[inline(never)]
     fn claim_contended(&self, mut c: u64, n: u64) -> u64 {
-        let cursor = self.raw.cursor();
-        let mut spins = 1u32;
+        let mut backoff = ClaimBackoff::new();
         loop {
-            for _ in 0..spins {
-                crate::sync::spin_loop();
-            }
-            spins = (spins * 2).min(CLAIM_BACKOFF);
-            // Relaxed: as in `claim`.
-            match cursor.compare_exchange_weak(
-                c,
-                c.wrapping_add(n),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return c,
+            backoff.pause();
+            match self.cas_claim(c, n) {
+                Ok(c) => return c,
                 Err(now) => c = now,
             }
         }
+    }
+
+    /// One attempt to move the claim counter from `c` to `c + n`: `Ok(c)`, or `Err` with the
+    /// counter's value. Wrapping, as a `fetch_add` would: the counter would take 2^64 messages
+    /// to get there.
+    #[inline(always)]
+    fn cas_claim(&self, c: u64, n: u64) -> Result<u64, u64> {
+        // Relaxed: the claim only hands out distinct numbers; ordering with the previous lap
+        // comes from `slot_free`'s Acquire, publication from the stamp's Release, and the
+        // handshake with joining subscribers from the fence in `min_gate` (after this RMW).
+        self.raw
+            .cursor()
+            .compare_exchange_weak(c, c.wrapping_add(n), Ordering::Relaxed, Ordering::Relaxed)
+            .map(|_| c)
     }
 
     /// Claims the next sequence if it fits now (bounded rings: a compare-and-swap, so that a
     /// sequence is claimed only with room for it).
     fn try_claim(&self) -> Option<u64> {
         let cursor = self.raw.cursor();
-        // Relaxed: as the claim in `publish`.
+        // Relaxed: as in `cas_claim`.
         let mut c = cursor.load(Ordering::Relaxed);
+        let mut backoff = ClaimBackoff::new();
         loop {
             // Relaxed: a hint (see the field).
             if c >= self.limit.load(Ordering::Relaxed) {
@@ -598,10 +612,13 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
                     return None;
                 }
             }
-            // Relaxed: as the claim in `publish`.
-            match cursor.compare_exchange_weak(c, c + 1, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return Some(c),
-                Err(now) => c = now,
+            match self.cas_claim(c, 1) {
+                Ok(c) => return Some(c),
+                Err(now) => {
+                    c = now;
+                    // Lost to another producer: as in `claim_contended`.
+                    backoff.pause();
+                }
             }
         }
     }

@@ -960,8 +960,9 @@ pub struct StreamReader {
     batch: Vec<Record>,
     claim: Option<Claim>,
     obj: Arc<Object>,
-    /// The last wait found its record at once or at the next look: the writer is streaming,
-    /// and an `Adaptive` wait that finds the stream empty pauses before it looks again.
+    /// The last wait that found the stream empty found its record at the next look: the
+    /// writer is streaming, and an `Adaptive` wait that finds the stream empty pauses before
+    /// it looks again.
     streaming: bool,
 }
 
@@ -1145,18 +1146,17 @@ impl StreamReader {
     /// An `Adaptive` wait spins for [`STREAMING_PAUSE_NS`] nanoseconds after its first look
     /// finds the stream empty, if the writer is streaming: the last wait that found the stream
     /// empty found its record at the next look. A reader that keeps up with a streaming writer
-    /// would otherwise load
-    /// `W` again as soon as each record is committed: `W`'s line then changes core with every
-    /// record, and the writer's next store to it waits for the line to come back. The pause
-    /// lets the writer commit a run of records while the line stays in its cache, and the
-    /// reader then takes the run: 256-byte records between two processes, default options,
-    /// went from 42 to 73 Mmsg/s through a 1 MiB stream, 102 to 105 at 8 MiB and 83 to 107 at
-    /// 64 MiB (`stream/throughput-256B`, same launches; half the pause gave 60, 82 and 72:
-    /// too short a pause keeps the reader close behind the writer, where every line it
-    /// reads is still in the writer's cache). The cost is latency inside a dense burst only:
-    /// a record committed during the pause waits for its end. After a wait that needed more
-    /// looks (the writer paused, a request/response exchange) the next wait looks at once.
-    /// `BusySpin` never pauses: it is the strategy for latency.
+    /// would otherwise load `W` again as soon as each record is committed: `W`'s line then
+    /// changes core with every record, and the writer's next store to it waits for the line
+    /// to come back. The pause lets the writer commit a run of records while the line stays
+    /// in its cache, and the reader then takes the run: 256-byte records between two
+    /// processes, default options, went from 42 to 73 Mmsg/s through a 1 MiB stream, 102 to
+    /// 105 at 8 MiB and 83 to 107 at 64 MiB (`stream/throughput-256B`, same launches; half
+    /// the pause gave 60, 82 and 72: too short a pause keeps the reader close behind the
+    /// writer, where every line it reads is still in the writer's cache). The cost is latency
+    /// inside a dense burst only: a record committed during the pause waits for its end.
+    /// After a wait that needed more looks (the writer paused, a request/response exchange)
+    /// the next wait looks at once. `BusySpin` never pauses: it is the strategy for latency.
     fn wait_record(&mut self, deadline: Option<Deadline>) -> Result<Record> {
         let pause = deadline.is_some() && self.streaming && self.wait == WaitStrategy::Adaptive;
         let mut looks = 0u32;
