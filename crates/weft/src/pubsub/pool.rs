@@ -102,6 +102,7 @@ pub(crate) enum Mark {
     Drop(Who),
 }
 
+#[inline(always)]
 fn decode(w: u64) -> Result<Mark, Corrupt> {
     let hi = w >> 32;
     if hi == 0 {
@@ -175,6 +176,11 @@ impl<'a> Pool<'a> {
         Pool { meta }
     }
 
+    /// The blocks' words.
+    pub(crate) fn meta(&self) -> &'a [BlockMeta] {
+        self.meta
+    }
+
     /// Every block free and unmarked. Creator only, before the memory is shared.
     pub(crate) fn init(&self) {
         for m in self.meta {
@@ -184,6 +190,7 @@ impl<'a> Pool<'a> {
     }
 
     /// The word of block `b`, bounds-checked.
+    #[inline(always)]
     fn word(&self, b: u32) -> Result<&'a AtomicU64, Corrupt> {
         self.meta.get(b as usize).map(|m| &m.word).ok_or(corrupt(
             "block index",
@@ -233,6 +240,7 @@ impl<'a> Pool<'a> {
 
     /// Takes one more reference on block `b` for `who`, if the block is held by someone (count
     /// above 0). On [`Take::Taken`], record it, then [`Pool::unmark`].
+    #[inline(always)]
     pub(crate) fn take(&self, b: u32, who: Who) -> Result<Take, Corrupt> {
         let word = self.word(b)?;
         // Relaxed: only the CAS's expected value.
@@ -268,6 +276,7 @@ impl<'a> Pool<'a> {
 
     /// Drops the reference of `who` on block `b`. On [`Dropped::Done`], update the record,
     /// then [`Pool::unmark`].
+    #[inline(always)]
     pub(crate) fn drop_ref(&self, b: u32, who: Who) -> Result<Dropped, Corrupt> {
         let word = self.word(b)?;
         // Relaxed: only the CAS's expected value.
@@ -304,6 +313,7 @@ impl<'a> Pool<'a> {
     /// way that lets the caller reuse the block as if it had dropped it and allocated it
     /// again: an RMW that leaves the word as it is. `false` (held by others, marked, or out
     /// of range): release the reference as usual.
+    #[inline(always)]
     pub(crate) fn keep_sole(&self, b: u32) -> bool {
         let Ok(word) = self.word(b) else { return false };
         // SYNC POINT: AcqRel, as the drop and the allocation it stands for. Release pairs with
@@ -319,6 +329,7 @@ impl<'a> Pool<'a> {
 
     /// Clears `who`'s mark on block `b` once its record is up to date. A no-op when the block
     /// is not marked by `who` (a peer scribbled on it).
+    #[inline(always)]
     pub(crate) fn unmark(&self, b: u32, who: Who) {
         let Ok(word) = self.word(b) else { return };
         // Relaxed: a marked word changes only through its marker (us).
@@ -468,7 +479,7 @@ pub(crate) fn release_entry<E>(
 /// [`release_entry`], leaving the entry at `idle` instead of empty: [`RESERVED`] keeps it
 /// claimed for the next take of the same holder (a settler clears it like any reservation).
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 pub(crate) fn release_entry_to<E>(
     pool: &Pool<'_>,
     h: &AtomicU32,
@@ -502,7 +513,7 @@ pub(crate) fn release_entry_to<E>(
 /// unmarks. `Ok(false)`: the block is free, and the entry is left at `idle` (0, or
 /// [`RESERVED`] to keep it claimed; see [`release_entry_to`]).
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 pub(crate) fn take_entry_to<E>(
     pool: &Pool<'_>,
     h: &AtomicU32,

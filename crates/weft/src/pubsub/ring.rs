@@ -16,6 +16,7 @@
 
 use super::pool::Corrupt;
 use crate::sync::{AtomicU64, Ordering};
+use core::ptr::NonNull;
 
 /// Bit 63 marks a slot being written.
 const WRITING: u64 = 1 << 63;
@@ -281,6 +282,42 @@ impl<'a> Ring<'a> {
         // an overwriter stores the writing stamp before it releases the old block, so if our
         // CAS read a count its release produced, this load sees that stamp or a later one.
         self.slot(r).stamp.load(Ordering::Acquire) == committed(r)
+    }
+}
+
+/// Where a ring is, without a lifetime: for a handle that keeps the ring's memory mapped by
+/// other means, and wants the view back without resolving it again ([`RingAt::ring`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RingAt {
+    tail: NonNull<AtomicU64>,
+    slots: NonNull<Slot>,
+    len: usize,
+}
+
+impl RingAt {
+    pub(crate) fn new(ring: &Ring<'_>) -> RingAt {
+        RingAt {
+            tail: NonNull::from(ring.tail),
+            slots: NonNull::from(ring.slots).cast(),
+            len: ring.slots.len(),
+        }
+    }
+
+    /// The view again.
+    ///
+    /// # Safety
+    /// The memory of the ring this was made from stays mapped for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn ring<'a>(&self) -> Ring<'a> {
+        // SAFETY: per the caller's contract, `tail` and the `len` slots at `slots` are the
+        // ring's memory, still mapped; all atomics, valid for any bit pattern and shareable.
+        unsafe {
+            Ring {
+                tail: self.tail.as_ref(),
+                slots: core::slice::from_raw_parts(self.slots.as_ptr(), self.len),
+                mask: self.len as u64 - 1,
+            }
+        }
     }
 }
 

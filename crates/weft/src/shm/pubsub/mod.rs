@@ -34,7 +34,7 @@ use super::object::{Object, ObjectKind};
 use crate::WaitStrategy;
 use crate::error::{Error, Result, Role};
 use crate::pubsub::inline;
-use crate::pubsub::ring::{Claimed, Read, SEQ_LIMIT, desc, undesc};
+use crate::pubsub::ring::{Claimed, Read, RingAt, SEQ_LIMIT, desc, undesc};
 use crate::ring::raw::{self, Placement, RawRing};
 use crate::ring::wake;
 use crate::shm::liveness::PeerStatus;
@@ -1718,7 +1718,7 @@ impl Publisher {
         self.member.finish_old()?;
         let r = self.region();
         let me = self.member.index;
-        let ext = r.ext(me)?;
+        let ext = self.member.own_ext();
         let ring = r.ring(t)?;
         let new = desc(b, len);
         // The record of the publish in flight, for a survivor if this process dies in it.
@@ -2137,8 +2137,10 @@ impl Subscriber {
         let next = tail.saturating_sub(back).max(start_seq(r, i)?);
         // The record makes this subscription count in the topic's statistics until it is
         // dropped, or until its participant is reclaimed if it dies.
+        let ring = RingAt::new(&r.ring(i)?);
         let entry = self.member.hold_subscription(i)?;
         Ok(Subscription {
+            ring,
             member: self.member.clone(),
             entry,
             generation,
@@ -2269,9 +2271,13 @@ pub struct Subscription {
     spare: Option<u32>,
     /// Where a borrowed receive on an inline topic copies the message.
     copy: InlineBuf,
+    /// The topic's descriptor ring (resolved at subscribe; its memory is the mapping that
+    /// `member` keeps alive).
+    ring: RingAt,
 }
 
-// SAFETY: the inline ring's pointers lead into the region mapping that `member` keeps alive,
+// SAFETY: the inline ring's and the descriptor ring's pointers lead into the region mapping
+// that `member` keeps alive,
 // and every access through them is atomic; the rest is plain owned data. Receiving takes
 // `&mut self`, so shared references only read the handle's own fields.
 unsafe impl Send for Subscription {}
@@ -2509,7 +2515,9 @@ impl Subscription {
     #[inline(always)]
     fn take_next(&mut self, e: u32) -> Option<(u32, u32, u64)> {
         let r = &*self.member.region;
-        let ring = r.ring(self.topic).ok()?;
+        // SAFETY: made from this topic's ring at subscribe; `self.member` keeps the region's
+        // mapping alive, and the view is dropped at the end of this call.
+        let ring = unsafe { self.ring.ring() };
         // A latest topic reads the newest claimed sequence, when it is newer than what was
         // delivered (and committed: anything else goes the whole way).
         let at = if self.latest {
@@ -2956,7 +2964,9 @@ impl Subscription {
             return self.step_inline(ring, size);
         }
         let r = &*self.member.region;
-        let ring = r.ring(self.topic)?;
+        // SAFETY: made from this topic's ring at subscribe; `self.member` keeps the region's
+        // mapping alive, and the view is dropped at the end of this call.
+        let ring = unsafe { self.ring.ring() };
         for _ in 0..READ_RETRIES {
             if self.latest {
                 // Skip to the newest claimed sequence; if it is not committed yet, the one

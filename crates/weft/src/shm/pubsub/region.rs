@@ -52,12 +52,21 @@ impl TypeInfo {
 #[derive(Debug)]
 pub(crate) struct Region {
     pub(crate) obj: Arc<Object>,
+    /// `obj`'s first byte, kept here so that the hot paths reach an area in one load less.
+    base: NonNull<u8>,
     pub(crate) geo: Geometry,
     pub(crate) liveness: Duration,
     /// Unique in this process for the life of the process: topic handles name their region
     /// by it (an address could be reused by a later region).
     pub(crate) id: u64,
 }
+
+// SAFETY: `base` is the first byte of the mapping that `obj` keeps alive; every access
+// through it is to atomics or to blocks whose ownership the pool's protocol hands out, as
+// through `obj` itself (which is Send + Sync).
+unsafe impl Send for Region {}
+// SAFETY: as for Send.
+unsafe impl Sync for Region {}
 
 /// The shape of an inline topic's ring.
 pub(crate) fn inline_shape(slots: u64, size: u32) -> Shape {
@@ -84,8 +93,12 @@ impl Region {
         static IDS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
         // Relaxed: a unique number, nothing is published through it.
         let id = IDS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        // SAFETY: a mapping is never at null. `obj`, owned by the region, keeps it mapped for
+        // the region's life, so `base` stays valid as long as the region.
+        let base = unsafe { NonNull::new_unchecked(obj.base()) };
         let region = Region {
             obj,
+            base,
             geo,
             liveness,
             id,
@@ -108,7 +121,7 @@ impl Region {
         // SAFETY: per the caller's contract; the mapping lives as long as `self.obj`.
         unsafe {
             core::slice::from_raw_parts(
-                self.obj.base().add(offset as usize) as *const T,
+                self.base.as_ptr().add(offset as usize) as *const T,
                 n as usize,
             )
         }
@@ -186,7 +199,7 @@ impl Region {
         let off = self.geo.inline + inline_area_size(self.geo.ring_slots) * k as u64;
         // SAFETY: area `k` lies inside the inline areas, which attach checked against the
         // mapping; the mapping is never at null.
-        Ok(unsafe { NonNull::new_unchecked(self.obj.base().add(off as usize)) })
+        Ok(unsafe { self.base.add(off as usize) })
     }
 
     /// The inline area and message size of topic `i` (mode inline), validated.
@@ -408,7 +421,7 @@ impl Region {
         let off = self.geo.data + self.geo.block_size * b as u64;
         // SAFETY: block `b` lies inside the data area, which attach checked against the
         // mapping.
-        Ok(unsafe { self.obj.base().add(off as usize) })
+        Ok(unsafe { self.base.as_ptr().add(off as usize) })
     }
 
     /// The state of entry `i`, validated.
@@ -952,7 +965,22 @@ pub(crate) struct Member {
     /// subscriber's samples may be received on several threads at once, which need a CAS.
     one_thread: bool,
     claim: Option<Claim>,
+    /// This member's holdings entries (`held` words) and publish record, resolved once at
+    /// join: the hot paths reach them without walking the region's geometry. They point into
+    /// the mapping that `region` keeps alive.
+    holdings: NonNull<AtomicU32>,
+    held: usize,
+    ext: NonNull<MemberExt>,
+    /// The pool's words (`blocks` of them), resolved at join as the above.
+    meta: NonNull<BlockMeta>,
+    blocks: usize,
 }
+
+// SAFETY: `holdings`, `ext` and `meta` point into the mapping that `region` (Send + Sync) keeps alive,
+// and every access through them is atomic.
+unsafe impl Send for Member {}
+// SAFETY: as for Send.
+unsafe impl Sync for Member {}
 
 impl Member {
     /// Claims a free (never used, left, or dead) row, reclaiming what its previous owner held,
@@ -988,12 +1016,19 @@ impl Member {
             };
             // Relaxed: display only.
             ext.role.store(r, Ordering::Relaxed);
+            let holdings = region.holdings(i)?;
+            let pool = region.pool();
             let member = Arc::new(Member {
                 region: region.clone(),
                 index: i,
                 hint: AtomicU32::new(0),
                 one_thread: role == Role::Publisher,
                 claim: Some(claim),
+                holdings: NonNull::from(holdings).cast(),
+                held: holdings.len(),
+                ext: NonNull::from(ext),
+                meta: NonNull::from(pool.meta()).cast(),
+                blocks: pool.meta().len(),
             });
             region.reclaim_dead()?;
             return Ok(member);
@@ -1019,12 +1054,12 @@ impl Member {
 
     /// Takes a reference on block `b` into our entry `e`, which is left at `idle` if the block
     /// turns out free (see `pool::take_entry_to`).
-    #[inline]
+    #[inline(always)]
     fn take_to(&self, e: u32, b: u32, idle: u32) -> Result<bool> {
         let r = &self.region;
         let mut since = None;
         take_entry_to(
-            &r.pool(),
+            &self.pool(),
             self.holding(e)?,
             self.index,
             e,
@@ -1037,12 +1072,12 @@ impl Member {
 
     /// Releases the reference on block `b` recorded in our entry `e`, leaving the entry at
     /// `idle` (see `pool::release_entry_to`).
-    #[inline]
+    #[inline(always)]
     fn release_to(&self, e: u32, b: u32, idle: u32) -> Result<()> {
         let r = &self.region;
         let mut since = None;
         release_entry_to(
-            &r.pool(),
+            &self.pool(),
             self.holding(e)?,
             self.index,
             e,
@@ -1054,13 +1089,42 @@ impl Member {
         .map(|_| ())
     }
 
+    /// This member's holdings entries.
+    #[inline(always)]
+    fn own_holdings(&self) -> &[AtomicU32] {
+        // SAFETY: `held` words at `holdings`, this member's row of the holdings area (Geometry,
+        // checked at attach), inside the mapping that `self.region` keeps alive; atomics are
+        // valid for any bit pattern and shareable.
+        unsafe { core::slice::from_raw_parts(self.holdings.as_ptr(), self.held) }
+    }
+
+    /// This member's extension line (its publish record).
+    #[inline(always)]
+    pub(crate) fn own_ext(&self) -> &MemberExt {
+        // SAFETY: this member's line of the extension area, inside the mapping that
+        // `self.region` keeps alive; all atomics.
+        unsafe { self.ext.as_ref() }
+    }
+
+    /// The region's pool.
+    #[inline(always)]
+    pub(crate) fn pool(&self) -> Pool<'_> {
+        // SAFETY: the metadata area's `blocks` words (Geometry, checked at attach), inside the
+        // mapping that `self.region` keeps alive; all atomics.
+        Pool::new(unsafe { core::slice::from_raw_parts(self.meta.as_ptr(), self.blocks) })
+    }
+
     /// Our holdings entry `e`, bounds-checked.
-    #[inline]
+    #[inline(always)]
     fn holding(&self, e: u32) -> Result<&AtomicU32> {
-        let r = &self.region;
-        r.holdings(self.index)?
-            .get(e as usize)
-            .ok_or_else(|| Error::corrupt(r.obj.name(), "holdings entry", e as u64, "in range"))
+        self.own_holdings().get(e as usize).ok_or_else(|| {
+            Error::corrupt(
+                self.region.obj.name(),
+                "holdings entry",
+                e as u64,
+                "in range",
+            )
+        })
     }
 
     /// Claims a holdings entry and leaves it reserved: a spare for [`Member::take_into`], which
@@ -1072,10 +1136,8 @@ impl Member {
     /// Whether this member's entry `e` is reserved and holds nothing (a spare between takes).
     #[inline]
     pub(crate) fn is_spare(&self, e: u32) -> bool {
-        self.region
-            .holdings(self.index)
-            .ok()
-            .and_then(|hs| hs.get(e as usize))
+        self.own_holdings()
+            .get(e as usize)
             // Relaxed: our own entry; only this member's spare holder writes it.
             .is_some_and(|h| h.load(Ordering::Relaxed) == RESERVED)
     }
@@ -1099,9 +1161,8 @@ impl Member {
     #[inline]
     pub(crate) fn alloc(&self, cursor: &mut u32) -> Result<Option<(u32, u32)>> {
         let e = self.claim_entry(TAKING)?;
-        let r = &self.region;
-        let h = &r.holdings(self.index)?[e as usize];
-        match alloc_entry(&r.pool(), h, self.index, e, cursor) {
+        let h = &self.own_holdings()[e as usize];
+        match alloc_entry(&self.pool(), h, self.index, e, cursor) {
             Some(b) => Ok(Some((b, e))),
             None => {
                 // Release: pairs with the Acquire load in `settle_entry`.
@@ -1119,7 +1180,7 @@ impl Member {
     /// Claims a free holdings entry for `v`.
     #[inline]
     fn claim_entry(&self, v: u32) -> Result<u32> {
-        let hs = self.region.holdings(self.index)?;
+        let hs = self.own_holdings();
         let n = hs.len() as u32;
         // Relaxed: a hint.
         let start = self.hint.load(Ordering::Relaxed);
@@ -1167,9 +1228,7 @@ impl Member {
     /// Forgets holdings entry `e` (a subscription ended, or a loan's reference was handed to a
     /// ring slot, whose descriptor now records it).
     pub(crate) fn unhold(&self, e: u32) {
-        if let Ok(hs) = self.region.holdings(self.index)
-            && let Some(h) = hs.get(e as usize)
-        {
+        if let Some(h) = self.own_holdings().get(e as usize) {
             // SYNC POINT: Release pairs with the Acquire load in `settle_entry`.
             h.store(0, Ordering::Release);
         }
@@ -1185,6 +1244,10 @@ impl Member {
     /// As [`Region::finish_old`], for this member.
     #[inline]
     pub(crate) fn finish_old(&self) -> Result<()> {
+        // Relaxed: our own record, which only we write while we live.
+        if self.own_ext().pub_old.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
         self.region.finish_old(self.index)
     }
 
@@ -1193,12 +1256,10 @@ impl Member {
     /// `Pool::keep_sole`); if not, release it.
     #[inline]
     pub(crate) fn keep_old(&self, b: u32) -> bool {
-        if !self.region.pool().keep_sole(b) {
+        if !self.pool().keep_sole(b) {
             return false;
         }
-        let Ok(ext) = self.region.ext(self.index) else {
-            return false;
-        };
+        let ext = self.own_ext();
         // SYNC POINT: Release pairs with the Acquire load in `settle_old`. The record named
         // `b` already (a kill before this store leaves a reference a reclaimer releases).
         ext.pub_old
@@ -1213,7 +1274,7 @@ impl Member {
     /// one reference.
     #[inline]
     pub(crate) fn adopt_old(&self, b: u32) -> Result<Option<u32>> {
-        let rec = &self.region.ext(self.index)?.pub_old;
+        let rec = &self.own_ext().pub_old;
         // Relaxed: our own record, which only we write while we live. Only a record that
         // `keep_old` marked kept is adopted: anything that stored it since (a topic freed
         // through it, a release that gave up) cleared the mark.
@@ -1234,8 +1295,8 @@ impl Member {
         let r = &self.region;
         let mut since = None;
         release_old(
-            &r.pool(),
-            &r.ext(self.index)?.pub_old,
+            &self.pool(),
+            &self.own_ext().pub_old,
             self.index,
             b,
             |w| r.wait_mark(w, self.index, &mut since),
