@@ -976,8 +976,8 @@ pub(crate) struct Member {
     blocks: usize,
 }
 
-// SAFETY: `holdings`, `ext` and `meta` point into the mapping that `region` (Send + Sync) keeps alive,
-// and every access through them is atomic.
+// SAFETY: `holdings`, `ext` and `meta` point into the mapping that `region` (Send + Sync)
+// keeps alive, and every access through them is atomic.
 unsafe impl Send for Member {}
 // SAFETY: as for Send.
 unsafe impl Sync for Member {}
