@@ -1144,14 +1144,14 @@ impl Member {
 
     /// [`Member::take`] into the spare entry `e` (reserved by [`Member::reserve_entry`], not
     /// holding anything): `true` when the block was taken, else the entry stays reserved.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn take_into(&self, e: u32, b: u32) -> Result<bool> {
         self.take_to(e, b, RESERVED)
     }
 
     /// [`Member::release`] of a reference taken by [`Member::take_into`]: the entry stays
     /// reserved for the next take.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn release_into(&self, e: u32, b: u32) -> Result<()> {
         self.release_to(e, b, RESERVED)
     }
