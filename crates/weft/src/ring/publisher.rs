@@ -396,10 +396,11 @@ impl ClaimBackoff {
 /// Each `publish` claims a sequence with a compare-and-swap (a producer that loses it to
 /// another backs off a little, so that the winner keeps the counter's cache line for a run of
 /// claims), waits until the slot's previous lap is complete, and writes it. What a stalled
-/// producer (preempted between its claim and its write) can delay, and all it can delay: subscribers reading in order stop at its sequence
-/// until it finishes (messages after it are already in the ring and are delivered right
-/// after), and producers that claim the same slot one lap later wait for it. It never
-/// corrupts a message and never makes one be delivered twice.
+/// producer (preempted between its claim and its write) can delay, and all it can delay:
+/// subscribers reading in order stop at its sequence until it finishes (messages after it are
+/// already in the ring and are delivered right after), and producers that claim the same slot
+/// one lap later wait for it. It never corrupts a message and never makes one be delivered
+/// twice.
 ///
 /// The ring closes when the last clone is dropped.
 ///
