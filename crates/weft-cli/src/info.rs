@@ -38,17 +38,15 @@ pub struct TopicView {
     pub recovered: u64,
 }
 
-/// The MODE column: the mode, and an inline topic's kind (`inline latest`, `inline single`,
-/// `inline latest single`).
+/// The MODE column: the mode, and the topic's kind (`inline latest`, `inline single`,
+/// `inline latest single`, `blocks single`, `latest single`).
 fn mode_label(t: &TopicDetails) -> String {
     let mut s = String::from(mode_name(t.mode));
-    if t.mode == TopicMode::Inline {
-        if t.latest {
-            s.push_str(" latest");
-        }
-        if t.single_publisher {
-            s.push_str(" single");
-        }
+    if t.mode == TopicMode::Inline && t.latest {
+        s.push_str(" latest");
+    }
+    if t.single_publisher {
+        s.push_str(" single");
     }
     s
 }

@@ -6,7 +6,7 @@ use super::tick::{TICK, Tick};
 use super::{arg, pubmsg, say, sleep_forever};
 use std::time::{Duration, Instant};
 use weft::Error;
-use weft::pubsub::{Publisher, Subscriber};
+use weft::pubsub::{Publisher, Subscriber, TopicMode, TopicSpec};
 
 pub fn main(args: &[String]) -> i32 {
     match args[0].as_str() {
@@ -174,14 +174,20 @@ fn linger(args: &[String]) -> i32 {
     sleep_forever()
 }
 
-/// `pubsub-loan REGION TOPIC N`: joins as a publisher, loans N blocks and writes into them,
-/// says "ready N", and waits to be killed mid-loan.
+/// `pubsub-loan REGION TOPIC N [single]`: joins as a publisher (of a single-publisher topic
+/// with `single`), loans N blocks and writes into them, says "ready N", and waits to be
+/// killed mid-loan.
 fn loan(args: &[String]) -> i32 {
     let region: String = arg(args, 1, "region");
     let topic: String = arg(args, 2, "topic");
     let n: usize = arg(args, 3, "n");
+    let spec = TopicSpec::new(TopicMode::Blocks);
+    let spec = match args.get(4).map(String::as_str) {
+        Some("single") => spec.single_publisher(),
+        _ => spec,
+    };
     let p = Publisher::open(&region).expect("open");
-    let t = p.register(&topic).expect("register");
+    let t = p.register_spec(&topic, &spec).expect("register");
     let mut loans = Vec::new();
     for i in 0..n {
         let mut l = p.loan(&t).expect("loan");
@@ -254,7 +260,6 @@ fn scribble(args: &[String]) -> i32 {
 /// SUBS subscribers, publishes COUNT ticks PERIOD_US
 /// apart (0: back to back), says "sent COUNT", and exits.
 fn inline_pub(args: &[String]) -> i32 {
-    use weft::pubsub::{TopicMode, TopicSpec};
     let region: String = arg(args, 1, "region");
     let topic: String = arg(args, 2, "topic");
     let id: u64 = arg(args, 3, "id");
@@ -356,7 +361,6 @@ fn inline_sub(args: &[String]) -> i32 {
 /// the sequence numbers 0..COUNT with a random pause of up to 20 µs before each, so that a
 /// parked subscriber is woken for most of them, and says "sent".
 fn trickle(args: &[String]) -> i32 {
-    use weft::pubsub::{TopicMode, TopicSpec};
     let region: String = arg(args, 1, "region");
     let topic: String = arg(args, 2, "topic");
     let mode: String = arg(args, 3, "mode");

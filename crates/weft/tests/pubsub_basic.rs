@@ -551,3 +551,73 @@ fn borrowed_samples_deliver_in_order_and_give_their_blocks_back() {
     drop((sub, l, n, s));
     assert_eq!(p.region_info().free_blocks, held + 1);
 }
+
+/// A single-publisher blocks or latest topic: one live holder at a time, the setting is part
+/// of the registration, a holder that leaves hands the lease on and the sequence goes on, and
+/// an unregistered topic's lease does not outlive it.
+#[test]
+fn a_single_publisher_topic_has_one_holder_at_a_time() {
+    for mode in [TopicMode::Blocks, TopicMode::Latest] {
+        let name = unique("ps-single");
+        let _c = Cleanup(name.clone());
+        let spec = TopicSpec::new(mode).single_publisher();
+        let a = Publisher::create(&name, &small()).unwrap();
+        let t = a.register_spec("/solo", &spec).unwrap();
+        let s = Subscriber::connect(&name).unwrap();
+        let mut sub = s.subscribe("/solo").unwrap();
+        // Another live publisher: refused, naming the topic; without the setting: refused.
+        let b = Publisher::open(&name).unwrap();
+        let held = b.register_spec("/solo", &spec).unwrap_err();
+        assert_eq!(held.kind(), ErrorKind::InUse, "{held}");
+        assert!(
+            held.to_string().contains(&format!("'{name}/solo'")),
+            "{held}"
+        );
+        assert_eq!(
+            b.register_spec("/solo", &TopicSpec::new(mode))
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidArgument
+        );
+        // The holder registering again keeps its lease.
+        let t_again = a.register_spec("/solo", &spec).unwrap();
+        // Loans and copies, every slot of the ring several times over, blocks recycled.
+        for i in 0..40u32 {
+            let seq = if i % 2 == 0 {
+                a.publish(&t, &i.to_le_bytes()).unwrap()
+            } else {
+                let mut l = a.loan(&t_again).unwrap();
+                l.set_len(4).unwrap();
+                l.copy_from_slice(&i.to_le_bytes());
+                l.publish().unwrap()
+            };
+            assert_eq!(seq, i as u64);
+            let m = sub.try_recv().unwrap();
+            assert_eq!((m.seq(), &*m), (i as u64, &i.to_le_bytes()[..]));
+        }
+        // The region tells single-publisher topics apart, and its spec joins them as they are.
+        let d = weft::pubsub::details(&name).unwrap();
+        assert!(d.topics[0].single_publisher);
+        assert_eq!(d.topics[0].spec(), spec);
+        // Only the ring's blocks and the one kept for the next loan are out of the pool.
+        assert!(a.region_info().free_blocks >= 64 - 8 - 1);
+        // The holder leaves: the next registrant takes the lease and the sequence goes on.
+        drop((t, t_again, a));
+        let t = b.register_spec("/solo", &spec).unwrap();
+        assert_eq!(b.publish(&t, b"next").unwrap(), 40);
+        let m = sub.try_recv().unwrap();
+        assert_eq!((m.seq(), &*m), (40, &b"next"[..]));
+        drop(m);
+        // Unregistered and registered again by another participant: a fresh lease, although
+        // the old holder lives.
+        b.unregister(&t).unwrap();
+        drop(sub);
+        let c = Publisher::open(&name).unwrap();
+        let t = c.register_spec("/solo", &spec).unwrap();
+        assert_eq!(
+            b.register_spec("/solo", &spec).unwrap_err().kind(),
+            ErrorKind::InUse
+        );
+        c.publish(&t, b"fresh").unwrap();
+    }
+}

@@ -6,7 +6,8 @@ mod common;
 use common::region::{Layout, get32, is_block, put64};
 use common::{Cleanup, Peer, unique};
 use std::time::Duration;
-use weft::pubsub::{Config, Publisher, Subscriber};
+use weft::ErrorKind;
+use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
 
 #[test]
 fn a_killed_subscriber_holding_200_samples_is_reclaimed() {
@@ -232,6 +233,65 @@ fn killed_mid_publish(stored: bool) {
     // Nothing leaked: only the ring's descriptors hold blocks.
     let in_ring = if stored { 3 } else { 2 };
     assert_eq!(p.region_info().free_blocks, BLOCKS - in_ring);
+    // The topic keeps working across the whole ring.
+    for i in 0..20u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert!(matches!(sub.try_recv(), Err(weft::Error::Lagged { .. })));
+}
+
+/// The holder of a single-publisher topic is SIGKILLed inside `publish`, after it claimed
+/// sequence 0 and stored the descriptor but before it advanced the tail (both are plain
+/// stores on this path). The state its death leaves is written into the region as in
+/// `killed_mid_publish`. While it lived, another publisher's registration was refused; after
+/// its death the next registrant takes the lease over and publishes past the dead claim, a
+/// subscriber waiting on sequence 0 gets the dead holder's message, and nothing leaks.
+#[test]
+fn a_single_publisher_killed_mid_publish_is_taken_over_and_leaks_nothing() {
+    let name = unique("pc-single");
+    let _c = Cleanup(name.clone());
+    let spec = TopicSpec::new(TopicMode::Blocks).single_publisher();
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/solo", "2", "single"]);
+    peer.expect("ready 2");
+    let held = p.register_spec("/solo", &spec).unwrap_err();
+    assert_eq!(held.kind(), ErrorKind::InUse, "{held}");
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/solo").unwrap();
+    peer.kill9();
+
+    let o = offsets();
+    let f = file(&name);
+    let (row, _, b) = held_loan(&f, &o);
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(b"from the dead...", o.data + b * BLOCK)
+        .unwrap();
+    let new = (16u64 << 32) | (b + 1);
+    // Its publish record: topic 0 (+1), sequence 0, the descriptor being published.
+    let ext = o.ext + 64 * row;
+    put64(&f, ext + 8, 1);
+    put64(&f, ext + 16, 0);
+    put64(&f, ext + 24, new);
+    // Its claim of sequence 0 and the descriptor; the tail still at 0.
+    put64(&f, o.rings, (1 << 63) | (row << 40));
+    put64(&f, o.rings + 8, new);
+
+    let t = p.register_spec("/solo", &spec).unwrap();
+    assert_eq!(p.publish(&t, b"after").unwrap(), 1);
+    let first = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!((first.seq(), &*first), (0, &b"from the dead..."[..]));
+    let second = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!((second.seq(), &*second), (1, &b"after"[..]));
+    drop((first, second));
+    assert_eq!(s.topics().unwrap()[0].recovered, 1);
+    // Nothing leaked: the dead holder's other loan came back; the ring holds two blocks.
+    assert_eq!(p.region_info().free_blocks, BLOCKS - 2);
+    // The new holder's lease is as exclusive as the first one's.
+    let q = Publisher::open(&name).unwrap();
+    assert_eq!(
+        q.register_spec("/solo", &spec).unwrap_err().kind(),
+        ErrorKind::InUse
+    );
     // The topic keeps working across the whole ring.
     for i in 0..20u32 {
         p.publish(&t, &i.to_le_bytes()).unwrap();

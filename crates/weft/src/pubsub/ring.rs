@@ -191,6 +191,47 @@ impl<'a> Ring<'a> {
         }
     }
 
+    /// [`Ring::try_claim`] for the one publisher of a single-publisher topic, which holds the
+    /// topic's lease: no other publisher claims or advances the tail, so the claim and the
+    /// tail advance are plain stores (no CAS, no helping). When the slot at the tail is not
+    /// free (the unfinished claim of a previous holder that died), it claims the way every
+    /// publisher does.
+    #[inline]
+    pub(crate) fn try_claim_single(
+        &self,
+        holder: u32,
+        mut note: impl FnMut(u64),
+    ) -> Result<Claimed, Corrupt> {
+        let t = self.tail()?;
+        let slot = self.slot(t);
+        // SYNC POINT: Acquire pairs with the Release store in `commit`, as in `try_claim`.
+        let st = slot.stamp.load(Ordering::Acquire);
+        let prev = if t >= self.cap() {
+            committed(t - self.cap())
+        } else {
+            0
+        };
+        if st == prev {
+            note(t);
+            // SYNC POINT: Release, as the claiming CAS of `try_claim`: orders the claim after
+            // `note` and before the tail advance. A subscriber that takes a reference on the
+            // previous lap's block after our later keep or release of it (RMWs on its count,
+            // Release) acquires this claim and fails its re-check (`still`).
+            slot.stamp.store(writing(holder, t), Ordering::Release);
+            // SYNC POINT: Release pairs with the Acquire load in `tail`.
+            self.tail.store(t + 1, Ordering::Release);
+            return Ok(Claimed::Mine { seq: t });
+        }
+        self.try_claim_cold(holder, note)
+    }
+
+    /// `try_claim` out of the single publisher's line.
+    #[cold]
+    #[inline(never)]
+    fn try_claim_cold(&self, holder: u32, note: impl FnMut(u64)) -> Result<Claimed, Corrupt> {
+        self.try_claim(holder, note)
+    }
+
     /// The descriptor in a slot this participant holds (claimed, not yet committed).
     pub(crate) fn held_desc(&self, seq: u64) -> u64 {
         // Relaxed: the slot is ours; the previous lap's Release `commit` was acquired by the

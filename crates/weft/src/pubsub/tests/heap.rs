@@ -146,8 +146,18 @@ fn two_publishers_and_a_reader_on_threads() {
 /// reclaim of the publisher's row frees the kept one.
 #[test]
 fn a_recycling_publisher_and_a_reader_on_threads() {
+    recycling_publisher_and_reader(Mem::new(6, 4));
+}
+
+/// As `a_recycling_publisher_and_a_reader_on_threads`, for the one publisher of a
+/// single-publisher topic (plain-store claims).
+#[test]
+fn a_recycling_single_publisher_and_a_reader_on_threads() {
+    recycling_publisher_and_reader(Mem::new_single(6, 4));
+}
+
+fn recycling_publisher_and_reader(m: std::sync::Arc<Mem>) {
     let n: u64 = if cfg!(miri) { 8 } else { 2000 };
-    let m = Mem::new(6, 4);
     let publisher = {
         let m = m.clone();
         std::thread::spawn(move || {

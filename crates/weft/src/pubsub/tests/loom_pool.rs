@@ -82,43 +82,52 @@ fn loom_refcount_take_vs_overwrite() {
 /// sequence it asked for. Goes red if `keep_sole` only loads the count.
 #[test]
 fn loom_recycled_block_is_never_read_while_refilled() {
-    builder().check(|| {
-        let m = Mem::new(3, 1);
-        let mut cursor = 0;
-        let mut kept = None;
-        m.publish_recycling(0, 100, &mut cursor, &mut kept);
-        let m2 = m.clone();
-        let publisher = thread::spawn(move || {
-            m2.publish_recycling(0, 101, &mut cursor, &mut kept);
-            m2.publish_recycling(0, 102, &mut cursor, &mut kept);
-            kept
-        });
-        let mut r = 0u64;
-        if let Some(v) = m.read_seq(1, &mut r) {
-            let seq = r - 1;
-            assert_eq!(
-                v,
-                100 + seq,
-                "sequence {seq} delivered another sequence's block"
-            );
-        }
-        let kept = publisher.join().unwrap();
-        // The ring's slot holds one block and the publish record at most one (kept); the
-        // rest are free: nothing leaked, nothing released twice.
-        let held_by_record = usize::from(kept.is_some());
-        assert_eq!(m.pool().free_estimate(), 3 - 1 - held_by_record);
-        if let Some(b) = kept {
-            assert_eq!(
-                m.count(b),
-                1,
-                "the kept block's only reference is the record's"
-            );
-            assert_eq!(
-                m.pub_old(0).load(Ordering::Relaxed),
-                super::super::pool::KEPT_OLD | (b as u64 + 1)
-            );
-        }
+    builder().check(|| recycled_block_model(Mem::new(3, 1)));
+}
+
+/// As `loom_recycled_block_is_never_read_while_refilled`, for the one publisher of a
+/// single-publisher topic, whose claim and tail advance are plain stores: the keep CAS still
+/// carries its claim to a subscriber that takes the block after it.
+#[test]
+fn loom_single_publisher_recycled_block_is_never_read_while_refilled() {
+    builder().check(|| recycled_block_model(Mem::new_single(3, 1)));
+}
+
+fn recycled_block_model(m: crate::sync::Arc<Mem>) {
+    let mut cursor = 0;
+    let mut kept = None;
+    m.publish_recycling(0, 100, &mut cursor, &mut kept);
+    let m2 = m.clone();
+    let publisher = thread::spawn(move || {
+        m2.publish_recycling(0, 101, &mut cursor, &mut kept);
+        m2.publish_recycling(0, 102, &mut cursor, &mut kept);
+        kept
     });
+    let mut r = 0u64;
+    if let Some(v) = m.read_seq(1, &mut r) {
+        let seq = r - 1;
+        assert_eq!(
+            v,
+            100 + seq,
+            "sequence {seq} delivered another sequence's block"
+        );
+    }
+    let kept = publisher.join().unwrap();
+    // The ring's slot holds one block and the publish record at most one (kept); the
+    // rest are free: nothing leaked, nothing released twice.
+    let held_by_record = usize::from(kept.is_some());
+    assert_eq!(m.pool().free_estimate(), 3 - 1 - held_by_record);
+    if let Some(b) = kept {
+        assert_eq!(
+            m.count(b),
+            1,
+            "the kept block's only reference is the record's"
+        );
+        assert_eq!(
+            m.pub_old(0).load(Ordering::Relaxed),
+            super::super::pool::KEPT_OLD | (b as u64 + 1)
+        );
+    }
 }
 
 /// Two publishers race for the same slots: both sequences are committed exactly once, in

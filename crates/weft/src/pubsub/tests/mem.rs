@@ -23,6 +23,9 @@ pub(super) struct Mem {
     slots: Vec<Slot>,
     entries: Vec<AtomicU32>,
     pub_old: Vec<AtomicU64>,
+    /// One publisher, claiming as a single-publisher topic's lease holder does
+    /// (`Ring::try_claim_single`).
+    single: bool,
 }
 
 // SAFETY: `data` cells are only touched by the holder of a reference on the block, which the
@@ -44,6 +47,13 @@ pub(super) fn yield_to(_: Who) -> Result<(), Corrupt> {
 
 impl Mem {
     pub(super) fn new(blocks: usize, slots: usize) -> Arc<Mem> {
+        Mem::build(blocks, slots, false)
+    }
+    /// As [`Mem::new`], for one publisher that claims with `Ring::try_claim_single`.
+    pub(super) fn new_single(blocks: usize, slots: usize) -> Arc<Mem> {
+        Mem::build(blocks, slots, true)
+    }
+    fn build(blocks: usize, slots: usize, single: bool) -> Arc<Mem> {
         let m = Mem {
             meta: (0..blocks).map(|_| BlockMeta::default()).collect(),
             data: (0..blocks).map(|_| UnsafeCell::new(0)).collect(),
@@ -51,9 +61,24 @@ impl Mem {
             slots: (0..slots).map(|_| Slot::default()).collect(),
             entries: (0..HELD * PARTS).map(|_| AtomicU32::new(0)).collect(),
             pub_old: (0..PARTS).map(|_| AtomicU64::new(0)).collect(),
+            single,
         };
         m.pool().init();
         Arc::new(m)
+    }
+    /// Claims the next sequence for publisher `p` (waiting out a busy slot).
+    fn claim_seq(&self, p: u32) -> u64 {
+        loop {
+            let claimed = if self.single {
+                self.ring().try_claim_single(p, |_| {})
+            } else {
+                self.ring().try_claim(p, |_| {})
+            };
+            match claimed.unwrap() {
+                Claimed::Mine { seq } => return seq,
+                Claimed::Busy { .. } => crate::sync::yield_now(),
+            }
+        }
     }
     pub(super) fn pool(&self) -> Pool<'_> {
         Pool::new(&self.meta)
@@ -98,12 +123,7 @@ impl Mem {
             return None;
         };
         self.write(b, v);
-        let seq = loop {
-            match self.ring().try_claim(p, |_| {}).unwrap() {
-                Claimed::Mine { seq } => break seq,
-                Claimed::Busy { .. } => crate::sync::yield_now(),
-            }
-        };
+        let seq = self.claim_seq(p);
         let old = self.ring().held_desc(seq);
         self.pub_old(p).store(old & 0xffff_ffff, Ordering::Release);
         self.ring().set_desc(seq, desc(b, 8));
@@ -146,12 +166,7 @@ impl Mem {
         if let Some(ob) = settle_old(&self.pool(), rec, p).unwrap() {
             release_old(&self.pool(), rec, p, ob, yield_to, never).unwrap();
         }
-        let seq = loop {
-            match self.ring().try_claim(p, |_| {}).unwrap() {
-                Claimed::Mine { seq } => break seq,
-                Claimed::Busy { .. } => crate::sync::yield_now(),
-            }
-        };
+        let seq = self.claim_seq(p);
         let old = self.ring().held_desc(seq);
         rec.store(old & 0xffff_ffff, Ordering::Release);
         self.ring().set_desc(seq, desc(b, 8));

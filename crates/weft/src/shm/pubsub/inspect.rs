@@ -3,7 +3,7 @@
 //! blocks it holds; and the reclaim of dead participants without joining.
 
 use super::layout::{
-    INLINE_EXCLUSIVE, INLINE_LATEST, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER,
+    EXCLUSIVE, INLINE_LATEST, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER,
 };
 use super::region::Region;
 use super::{
@@ -32,8 +32,7 @@ pub struct TopicDetails {
     /// A latest-value topic: [`TopicMode::Latest`], or an inline topic registered with
     /// [`TopicSpec::latest`] (a receive gets the newest value).
     pub latest: bool,
-    /// An inline topic with one publisher at a time
-    /// ([`TopicSpec::single_publisher`]).
+    /// A topic with one publisher at a time ([`TopicSpec::single_publisher`]), of any mode.
     pub single_publisher: bool,
 }
 
@@ -56,7 +55,12 @@ impl TopicDetails {
     /// ```
     pub fn spec(&self) -> TopicSpec {
         if self.mode != TopicMode::Inline {
-            return TopicSpec::new(self.mode);
+            let spec = TopicSpec::new(self.mode);
+            return if self.single_publisher {
+                spec.single_publisher()
+            } else {
+                spec
+            };
         }
         super::inline_spec(self.max_len as usize, self.latest, self.single_publisher)
     }
@@ -133,10 +137,11 @@ pub fn details(region: &str) -> Result<RegionDetails> {
         let ty = r.topic_type(i)?;
         // An inline topic carries messages of its size in ring slots, not blocks (typed or
         // not: the entry records the size either way).
-        let (max_len, flags) = match mode {
-            TopicMode::Inline => (r.inline_fields(i)?.1 as u64, r.inline_flags(i)?),
-            _ => (r.geo.block_size, 0),
+        let max_len = match mode {
+            TopicMode::Inline => r.inline_fields(i)?.1 as u64,
+            _ => r.geo.block_size,
         };
+        let flags = r.topic_flags(i)?;
         topics.push(TopicDetails {
             stats: topic_stats(&r, i, name)?,
             mode,
@@ -144,7 +149,7 @@ pub fn details(region: &str) -> Result<RegionDetails> {
             type_size: ty.as_ref().map_or(0, |t| t.size),
             type_name: ty.map(|t| t.name),
             latest: mode == TopicMode::Latest || flags & INLINE_LATEST != 0,
-            single_publisher: flags & INLINE_EXCLUSIVE != 0,
+            single_publisher: flags & EXCLUSIVE != 0,
         });
     }
     Ok(RegionDetails {

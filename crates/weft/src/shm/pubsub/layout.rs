@@ -23,9 +23,10 @@ pub(crate) const MAX_BLOCK_SIZE: u64 = (1 << 32) - 64;
 /// The largest message of an inline topic: its slot stamp and the message share one 64-byte
 /// cache line.
 pub const INLINE_MAX: usize = 56;
-/// Inline flag: one publisher at a time (it holds the lease word of the area: the ring
-/// header's publishers word, participant + 1, 0 none).
-pub(crate) const INLINE_EXCLUSIVE: u32 = 1;
+/// Topic flag: one publisher at a time, which holds the topic's lease word (participant + 1,
+/// 0 none): for an inline topic the ring header's publishers word, for a blocks or latest
+/// topic [`TopicHot::lease`].
+pub(crate) const EXCLUSIVE: u32 = 1;
 /// Inline flag: a latest-value topic. Subscribers skip to the newest complete message.
 /// Publishers do not look at this flag.
 pub(crate) const INLINE_LATEST: u32 = 2;
@@ -100,14 +101,15 @@ pub(crate) struct TopicEntry {
     /// [`TYPE_NAMED`] when the type's stable name is part of its fingerprint (then
     /// `type_name` holds it); otherwise `type_name` is the Rust path, for messages only.
     pub(crate) type_flags: AtomicU32,
-    /// Inline topics: [`INLINE_EXCLUSIVE`] when one publisher at a time holds the topic's
-    /// lease (the ring's SPMC path), [`INLINE_LATEST`] for a latest-value topic.
-    pub(crate) inline_flags: AtomicU32,
+    /// [`EXCLUSIVE`] when one publisher at a time holds the topic's lease (any mode: the
+    /// single-publisher paths); inline topics: [`INLINE_LATEST`] for a latest-value topic.
+    pub(crate) flags: AtomicU32,
     /// The name, little-endian bytes packed into words, zero-padded.
     pub(crate) name: [AtomicU64; 16],
 }
 
-/// A topic's hot line: the tail every publisher CASes and the word subscribers park on.
+/// A topic's hot line: the tail publishers advance, the words subscribers park on, and the
+/// lease of a single-publisher topic.
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub(crate) struct TopicHot {
@@ -118,6 +120,11 @@ pub(crate) struct TopicHot {
     pub(crate) waiters: AtomicU32,
     /// The futex word subscribers park on; bumped (wrapping) before every wake.
     pub(crate) notify: AtomicU32,
+    /// A single-publisher ([`EXCLUSIVE`]) blocks or latest topic: the participant that holds
+    /// it, + 1; 0 none. Written by the registrant that takes it (CAS, from 0 or from a dead
+    /// holder), by its holder or the reclaimer of its row when the holder leaves or dies, and
+    /// cleared by the registration of a free entry (under the register lock).
+    pub(crate) lease: AtomicU64,
 }
 
 /// A topic's statistics, on their own line so that reading them (another process, the CLI)

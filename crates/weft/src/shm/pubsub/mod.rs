@@ -25,9 +25,9 @@ pub use layout::{INLINE_MAX, TYPE_NAME_MAX};
 pub use name::{TOPIC_MAX, split_uri, validate_topic};
 
 use self::layout::{
-    CONFIG_OFFSET, Geometry, INLINE_EXCLUSIVE, INLINE_LATEST, MODE_BLOCKS, MODE_INLINE,
-    MODE_LATEST, REGISTER_LOCK_OFFSET, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE,
-    TOPIC_READY, TYPE_NAMED, fingerprint, pack, pack_name,
+    CONFIG_OFFSET, EXCLUSIVE, Geometry, INLINE_LATEST, MODE_BLOCKS, MODE_INLINE, MODE_LATEST,
+    REGISTER_LOCK_OFFSET, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY,
+    TYPE_NAMED, fingerprint, pack, pack_name,
 };
 use self::region::{Member, Region, TypeInfo, corrupt, inline_shape};
 use super::object::{Object, ObjectKind};
@@ -241,6 +241,8 @@ pub struct Topic {
     mode: TopicMode,
     /// Where an inline topic's ring lies, validated at register.
     inline: Option<InlineTopic>,
+    /// A single-publisher topic, whose lease this publisher holds.
+    exclusive: bool,
     /// The registration the handle belongs to (`TopicEntry::generation`).
     generation: u32,
     /// A typed topic's `(size, alignment)`, as registered.
@@ -357,12 +359,35 @@ impl TopicSpec {
         self
     }
 
-    /// An inline topic with one publisher at a time: the publisher that registers it holds
-    /// the topic's lease until it leaves (or dies: the next registrant takes the lease over),
-    /// and publishes with plain stores (no claim, no record: the broadcast ring's
-    /// single-publisher path), the fastest path weft has. Another live publisher registering
-    /// the topic gets [`Error::InUse`]. Without it, any number of publishers share an inline
-    /// topic (each publish claims its sequence with one `fetch_add`).
+    /// A topic with one publisher at a time, in any mode: the publisher that registers it
+    /// holds the topic's lease until it leaves (or dies: the next registrant takes the lease
+    /// over). Another live publisher registering the topic gets [`Error::InUse`], and a
+    /// registration that leaves the setting out is refused. Without it, any number of
+    /// publishers share a topic.
+    ///
+    /// What the holder saves: on an inline topic it publishes with plain stores (no claim,
+    /// no record: the broadcast ring's single-publisher path), the fastest path weft has,
+    /// where a shared inline topic claims each sequence with a `fetch_add`. On a blocks or
+    /// latest topic it claims the descriptor ring's slot and advances the tail with plain
+    /// stores, where a shared topic needs two compare-and-swaps; the block's records stay, so
+    /// a holder that dies mid-publish leaks nothing either way.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::ErrorKind;
+    /// use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
+    /// # let region = format!("doc-single-{}", std::process::id());
+    /// let spec = TopicSpec::new(TopicMode::Blocks).single_publisher();
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let frames = publisher.register_spec("/frames", &spec)?;
+    /// let mut sub = Subscriber::connect(&region)?.subscribe("/frames")?;
+    /// publisher.publish(&frames, b"frame 0")?;
+    /// assert_eq!(&*sub.try_recv()?, b"frame 0");
+    /// // A second live publisher is refused while the holder lives.
+    /// let other = Publisher::open(&region)?;
+    /// assert_eq!(other.register_spec("/frames", &spec).unwrap_err().kind(), ErrorKind::InUse);
+    /// # Ok::<(), weft::Error>(())
+    /// ```
     pub fn single_publisher(mut self) -> TopicSpec {
         self.exclusive = true;
         self
@@ -924,13 +949,6 @@ impl Publisher {
         } else {
             0
         };
-        if spec.exclusive && spec.mode != TopicMode::Inline {
-            return Err(Error::InvalidArgument {
-                what: "single-publisher topic mode",
-                value: 0,
-                expected: "an inline topic (TopicSpec::single_publisher is for inline topics)",
-            });
-        }
         if spec.latest && spec.mode != TopicMode::Inline {
             return Err(Error::InvalidArgument {
                 what: "latest-value inline topic mode",
@@ -939,7 +957,7 @@ impl Publisher {
                            TopicMode::Latest is the latest-value mode of blocks)",
             });
         }
-        let flags = if spec.exclusive { INLINE_EXCLUSIVE } else { 0 }
+        let flags = if spec.exclusive { EXCLUSIVE } else { 0 }
             | if spec.latest { INLINE_LATEST } else { 0 };
         self.register_inner(topic, spec.mode, spec.ty.clone(), inline_size, flags)
     }
@@ -1052,11 +1070,11 @@ impl Publisher {
         if mode != TopicMode::Inline {
             return Ok(Some(TopicSpec::new(mode)));
         }
-        let flags = r.inline_flags(i)?;
+        let flags = r.topic_flags(i)?;
         Ok(Some(inline_spec(
             r.inline_fields(i)?.1 as usize,
             flags & INLINE_LATEST != 0,
-            flags & INLINE_EXCLUSIVE != 0,
+            flags & EXCLUSIVE != 0,
         )))
     }
 
@@ -1092,7 +1110,7 @@ impl Publisher {
         mode: TopicMode,
         ty: Option<TypeInfo>,
         inline_size: u32,
-        inline_flags: u32,
+        flags: u32,
     ) -> Result<Topic> {
         validate_topic(topic)?;
         let raw_mode = match mode {
@@ -1116,6 +1134,13 @@ impl Publisher {
             if let Some(want) = &ty {
                 check_type(r, topic, found.as_ref(), want)?;
             }
+            if r.topic_flags(i)? & EXCLUSIVE != flags & EXCLUSIVE {
+                return Err(Error::InvalidArgument {
+                    what: "single-publisher setting of a topic",
+                    value: (flags & EXCLUSIVE) as u64,
+                    expected: "the setting the topic was registered with",
+                });
+            }
             if raw_mode == MODE_INLINE {
                 let (_, size) = r.inline_fields(i)?;
                 if size != inline_size {
@@ -1125,18 +1150,10 @@ impl Publisher {
                         expected: "the size the topic was registered with",
                     });
                 }
-                let found = r.inline_flags(i)?;
-                if found & INLINE_EXCLUSIVE != inline_flags & INLINE_EXCLUSIVE {
-                    return Err(Error::InvalidArgument {
-                        what: "single-publisher setting of an inline topic",
-                        value: (inline_flags & INLINE_EXCLUSIVE) as u64,
-                        expected: "the setting the topic was registered with",
-                    });
-                }
-                if found & INLINE_LATEST != inline_flags & INLINE_LATEST {
+                if r.topic_flags(i)? & INLINE_LATEST != flags & INLINE_LATEST {
                     return Err(Error::InvalidArgument {
                         what: "latest-value setting of an inline topic",
-                        value: (inline_flags & INLINE_LATEST != 0) as u64,
+                        value: (flags & INLINE_LATEST != 0) as u64,
                         expected: "the setting the topic was registered with",
                     });
                 }
@@ -1183,6 +1200,10 @@ impl Publisher {
                 t.inline_area.store(area, Ordering::Relaxed);
                 0
             } else {
+                // No holder yet: a holder of an earlier registration of the entry lost it
+                // when that registration closed (its handles name the old generation). Relaxed:
+                // published by the Release store of READY below.
+                r.hot(i)?.lease.store(0, Ordering::Relaxed);
                 // Sequences go on from where an earlier registration of the entry left them.
                 r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?
             };
@@ -1192,7 +1213,7 @@ impl Publisher {
             t.generation.fetch_add(1, Ordering::Relaxed);
             // Relaxed: published by the Release store of READY below.
             t.msg_size.store(inline_size, Ordering::Relaxed);
-            t.inline_flags.store(inline_flags, Ordering::Relaxed);
+            t.flags.store(flags, Ordering::Relaxed);
             t.mode.store(raw_mode, Ordering::Relaxed);
             t.name_len.store(topic.len() as u32, Ordering::Relaxed);
             for (w, v) in t.name.iter().zip(pack_name(topic)) {
@@ -1230,11 +1251,12 @@ impl Publisher {
     fn topic_handle(&self, index: u32, name: &str, fingerprint: Option<u64>) -> Result<Topic> {
         let r = self.region();
         let mode = topic_mode(r, index)?;
+        let exclusive = r.topic_exclusive(index)?;
         let inline = if mode == TopicMode::Inline {
             let (ring, size) = r.inline_ring(index)?;
-            let exclusive = r.inline_exclusive(index)?;
             if exclusive {
-                r.take_lease(&ring, name, self.member.index)?;
+                let signal = ring.signal();
+                r.take_lease(&signal.publishers, ring.cursor(), name, self.member.index)?;
             }
             Some(InlineTopic {
                 area: r.inline_fields(index)?.0,
@@ -1243,6 +1265,10 @@ impl Publisher {
                 exclusive,
             })
         } else {
+            if exclusive {
+                let hot = r.hot(index)?;
+                r.take_lease(&hot.lease, &hot.tail, name, self.member.index)?;
+            }
             None
         };
         // From now on a subscriber of this topic that finds us dead reports it.
@@ -1255,6 +1281,7 @@ impl Publisher {
             fingerprint,
             mode,
             inline,
+            exclusive,
             generation: r.topic_generation(index)?,
             layout,
         })
@@ -1631,6 +1658,7 @@ impl Publisher {
             len: r.geo.block_size as u32,
             cap: r.geo.block_size as u32,
             ptr,
+            exclusive: topic.exclusive,
             done: false,
         })
     }
@@ -1707,9 +1735,18 @@ impl Publisher {
         region_info(self.region())
     }
 
-    /// Publishes block `b` (recorded in holdings entry `entry`) with `len` bytes on topic `t`.
+    /// Publishes block `b` (recorded in holdings entry `entry`) with `len` bytes on topic `t`
+    /// (`exclusive`: a single-publisher topic whose lease we hold).
     #[inline]
-    fn publish_block(&self, t: u32, generation: u32, b: u32, entry: u32, len: u32) -> Result<u64> {
+    fn publish_block(
+        &self,
+        t: u32,
+        generation: u32,
+        b: u32,
+        entry: u32,
+        len: u32,
+        exclusive: bool,
+    ) -> Result<u64> {
         self.check_entry_open(t, generation)?;
         // An earlier publish whose release of the previous lap's block gave up left that
         // reference in the publish record, which this publish is about to reuse; so did one
@@ -1729,9 +1766,13 @@ impl Publisher {
         let mut waiter = Waiter::new(WaitStrategy::YieldSpin);
         let seq = loop {
             // Release: pairs with the Acquire load of `pub_seq` in `Region::recover`.
-            let claimed = ring
-                .try_claim(me, |seq| ext.pub_seq.store(seq, Ordering::Release))
-                .map_err(|c| corrupt(&r.obj, c));
+            let note = |seq| ext.pub_seq.store(seq, Ordering::Release);
+            let claimed = if exclusive {
+                ring.try_claim_single(me, note)
+            } else {
+                ring.try_claim(me, note)
+            }
+            .map_err(|c| corrupt(&r.obj, c));
             match claimed {
                 Ok(Claimed::Mine { seq }) => break seq,
                 Ok(Claimed::Busy { holder, .. }) => {
@@ -1925,6 +1966,8 @@ pub struct Loan<'a> {
     len: u32,
     cap: u32,
     ptr: *mut u8,
+    /// The topic has one publisher, us ([`TopicSpec::single_publisher`]).
+    exclusive: bool,
     done: bool,
 }
 
@@ -1988,6 +2031,7 @@ impl Loan<'_> {
             self.block,
             self.entry,
             self.len,
+            self.exclusive,
         )?;
         self.done = true;
         Ok(seq)
@@ -2124,7 +2168,7 @@ impl Subscriber {
         };
         let mode = topic_mode(r, i)?;
         let (inline, latest) = if mode == TopicMode::Inline {
-            let latest = r.inline_flags(i)? & INLINE_LATEST != 0;
+            let latest = r.topic_flags(i)? & INLINE_LATEST != 0;
             (Some(r.inline_ring(i)?), latest)
         } else {
             (None, mode == TopicMode::Latest)

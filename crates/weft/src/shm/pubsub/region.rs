@@ -3,7 +3,7 @@
 //! a dead participant's blocks and unfinished publish.
 
 use super::layout::{
-    CONFIG_OFFSET, Geometry, INLINE_EXCLUSIVE, INLINE_LATEST, INLINE_MAX, MODE_BLOCKS, MODE_INLINE,
+    CONFIG_OFFSET, EXCLUSIVE, Geometry, INLINE_LATEST, INLINE_MAX, MODE_BLOCKS, MODE_INLINE,
     MODE_LATEST, MemberExt, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_CLOSED,
     TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine, inline_area_size,
 };
@@ -220,11 +220,11 @@ impl Region {
         Ok((area, size))
     }
 
-    /// The flags of inline topic `i` ([`INLINE_EXCLUSIVE`], [`INLINE_LATEST`]), validated.
-    pub(crate) fn inline_flags(&self, i: u32) -> Result<u32> {
+    /// The flags of inline topic `i` ([`EXCLUSIVE`], [`INLINE_LATEST`]), validated.
+    pub(crate) fn topic_flags(&self, i: u32) -> Result<u32> {
         // Relaxed: the caller loaded the entry's state with Acquire first; checked here.
-        let f = self.topic(i)?.inline_flags.load(Ordering::Relaxed);
-        if f & !(INLINE_EXCLUSIVE | INLINE_LATEST) != 0 {
+        let f = self.topic(i)?.flags.load(Ordering::Relaxed);
+        if f & !(EXCLUSIVE | INLINE_LATEST) != 0 {
             return Err(Error::corrupt(
                 self.obj.name(),
                 "inline topic flags",
@@ -236,17 +236,24 @@ impl Region {
     }
 
     /// Whether inline topic `i` has one publisher at a time (its lease).
-    pub(crate) fn inline_exclusive(&self, i: u32) -> Result<bool> {
-        Ok(self.inline_flags(i)? & INLINE_EXCLUSIVE != 0)
+    pub(crate) fn topic_exclusive(&self, i: u32) -> Result<bool> {
+        Ok(self.topic_flags(i)? & EXCLUSIVE != 0)
     }
 
-    /// Takes the lease of a single-publisher inline topic's ring (topic path `topic`) for
-    /// participant `me` (kept if we hold it; taken over from a dead holder).
+    /// Takes the lease word `lease` of a single-publisher topic (topic path `topic`) for
+    /// participant `me` (kept if we hold it; taken over from a dead holder); `counter` is the
+    /// sequence counter the holder advances alone (an inline ring's cursor, a blocks topic's
+    /// tail).
     ///
     /// # Errors
     /// [`Error::InUse`], naming the topic, while another live participant holds it.
-    pub(crate) fn take_lease(&self, ring: &RawRing, topic: &str, me: u32) -> Result<()> {
-        let lease = &ring.signal().publishers;
+    pub(crate) fn take_lease(
+        &self,
+        lease: &AtomicU64,
+        counter: &AtomicU64,
+        topic: &str,
+        me: u32,
+    ) -> Result<()> {
         loop {
             // Acquire pairs with the Release store in `release_leases`: the previous holder's
             // counter is visible to us.
@@ -275,7 +282,7 @@ impl Region {
             {
                 // The counter as the previous holder (dead or gone) left it. Acquire: pairs
                 // with its last Release store of the counter.
-                let _ = ring.cursor().load(Ordering::Acquire);
+                let _ = counter.load(Ordering::Acquire);
                 return Ok(());
             }
         }
@@ -318,6 +325,15 @@ impl Region {
             // SYNC POINT: Release pairs with the Acquire load in `take_lease`. Only our own
             // (or a dead holder's, whose row we hold) lease is cleared.
             let _ = lease.compare_exchange(i as u64 + 1, 0, Ordering::Release, Ordering::Relaxed);
+        }
+        for t in 0..self.geo.topics as u32 {
+            // SYNC POINT: as above, for the leases of blocks and latest topics.
+            let _ = self.hot(t)?.lease.compare_exchange(
+                i as u64 + 1,
+                0,
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
         }
         Ok(())
     }
