@@ -104,8 +104,11 @@ trait Side {
 /// The implementations of a mode, as (key, label).
 fn impls(mode: &str, size: usize) -> Vec<(&'static str, &'static str)> {
     match mode {
+        // crossbar has one publisher per region: weft's single-publisher topic is the like for
+        // like (and the headline); the multi-publisher row follows.
         "blocks" => vec![
-            ("weft-blocks", "weft 0.1 Blocks"),
+            ("weft-blocks-single", "weft 0.1 Blocks (single publisher)"),
+            ("weft-blocks", "weft 0.1 Blocks (multi-publisher)"),
             ("crossbar-pool", "crossbar 1.2 pool"),
             ("iceoryx2", "iceoryx2 0.10"),
         ],
@@ -120,11 +123,13 @@ fn impls(mode: &str, size: usize) -> Vec<(&'static str, &'static str)> {
                 "weft-latest-inline-multi",
                 "weft 0.1 latest inline (multi-publisher)",
             ),
-            ("weft-latest", "weft 0.1 Latest"),
+            ("weft-latest-single", "weft 0.1 Latest (single publisher)"),
+            ("weft-latest", "weft 0.1 Latest (multi-publisher)"),
             ("crossbar-pinned", "crossbar 1.2 pinned"),
         ],
         "latest" => vec![
-            ("weft-latest", "weft 0.1 Latest"),
+            ("weft-latest-single", "weft 0.1 Latest (single publisher)"),
+            ("weft-latest", "weft 0.1 Latest (multi-publisher)"),
             ("crossbar-pinned", "crossbar 1.2 pinned"),
         ],
         _ if size <= 8 => vec![
@@ -200,13 +205,8 @@ fn cleanup(name: &str) {
 
 fn make_local(key: &str, name: &str, size: usize) -> Box<dyn Side> {
     match key {
-        "weft-blocks" | "weft-latest" => {
-            let mode = if key == "weft-latest" {
-                TopicMode::Latest
-            } else {
-                TopicMode::Blocks
-            };
-            let (p, topic) = weft_publisher(name, size, TopicSpec::new(mode));
+        "weft-blocks" | "weft-latest" | "weft-blocks-single" | "weft-latest-single" => {
+            let (p, topic) = weft_publisher(name, size, blocks_spec(key));
             let s = Subscriber::connect(name).expect("weft connect");
             let sub = s.subscribe("/bench").expect("weft subscribe");
             Box::new(WeftLocal {
@@ -303,6 +303,21 @@ fn weft_config(size: usize, spec: &TopicSpec) -> Config {
         .blocks(if size > 65536 { 32 } else { 256 })
         .ring_slots(slots)
         .wait(weft::WaitStrategy::BusySpin)
+}
+
+/// The spec of a blocks or latest row: `weft-{blocks,latest}[-single]`.
+fn blocks_spec(key: &str) -> TopicSpec {
+    let mode = if key.starts_with("weft-latest") {
+        TopicMode::Latest
+    } else {
+        TopicMode::Blocks
+    };
+    let spec = TopicSpec::new(mode);
+    if key.ends_with("-single") {
+        spec.single_publisher()
+    } else {
+        spec
+    }
 }
 
 fn weft_publisher(name: &str, size: usize, spec: TopicSpec) -> (Publisher, weft::pubsub::Topic) {
@@ -707,8 +722,8 @@ fn one_cross_round(key: &str, size: usize, kind: Kind) -> (f64, f64) {
 /// The publishing side of a cross-process repetition (it creates the topic first).
 fn make_remote_pub(key: &str, name: &str, size: usize) -> Box<dyn Side> {
     match key {
-        "weft-blocks" => {
-            let (p, topic) = weft_publisher(name, size, TopicSpec::new(TopicMode::Blocks));
+        "weft-blocks" | "weft-blocks-single" => {
+            let (p, topic) = weft_publisher(name, size, blocks_spec(key));
             Box::new(RemotePub(WeftPub { p, topic }))
         }
         "weft-inline-single" | "weft-inline-multi" => {
@@ -882,7 +897,7 @@ fn say(line: &str) {
 /// The subscribing side of a cross-process repetition (the publisher created the topic).
 fn make_remote_sub(key: &str, name: &str) -> Box<dyn Side> {
     match key {
-        "weft-blocks" => {
+        "weft-blocks" | "weft-blocks-single" => {
             let cfg = Config::default().wait(weft::WaitStrategy::BusySpin);
             let s = Subscriber::connect_with(name, &cfg).expect("weft connect");
             let sub = s.subscribe("/bench").expect("weft subscribe");
