@@ -82,7 +82,7 @@ fn info_region_slash_topic_shows_one_topic() {
 }
 
 #[test]
-fn info_tells_latest_and_single_publisher_inline_topics_apart() {
+fn info_tells_latest_and_single_publisher_topics_apart() {
     let region = unique("info-i");
     let _c = Cleanup(vec![region.clone()]);
     let _p = Proc::peer(&["region", &region, "/blocks", "1", "0", "inline"]);
@@ -115,8 +115,13 @@ fn info_tells_latest_and_single_publisher_inline_topics_apart() {
     }
     let b = find("/blocks");
     assert_eq!(
-        (&b["mode"], &b["latest"]),
-        (&"blocks".into(), &false.into())
+        (&b["mode"], &b["latest"], &b["single_publisher"]),
+        (&"blocks".into(), &false.into(), &false.into())
+    );
+    let b = find("/blocks-single");
+    assert_eq!(
+        (&b["mode"], &b["latest"], &b["single_publisher"]),
+        (&"blocks".into(), &false.into(), &true.into())
     );
 
     // One topic, as JSON and as the table.
@@ -139,6 +144,8 @@ fn info_tells_latest_and_single_publisher_inline_topics_apart() {
     assert!(line("/inline/latest").contains("inline latest"));
     assert!(!line("/inline/latest").contains("single"));
     assert!(!line("/inline/plain").contains("latest"));
+    assert!(line("/blocks-single").contains("blocks single"));
+    assert!(!line("/blocks").contains("single"));
 }
 
 #[test]
