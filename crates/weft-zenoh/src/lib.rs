@@ -11,7 +11,7 @@
 //!   registered: a `Latest` topic stays latest-value, and an inline topic (plain, latest-value
 //!   or typed) gets each sample copied into its slot; a sample of another length than the
 //!   inline topic's messages is refused and counted, with the reason. A single-publisher
-//!   inline topic takes the bridge as its one publisher: while its local publisher lives the
+//!   topic (of any mode) takes the bridge as its one publisher: while its local publisher lives the
 //!   bridge's samples are dropped (`InUse`, counted, with the reason), and once the bridge
 //!   holds it a local publisher is refused until the bridge stops.
 //! - [`BridgeConfig`]: the region, the patterns ([`Pattern`]: `*` one segment, `**` any

@@ -599,6 +599,7 @@ fn a_single_publisher_topic_has_one_holder_at_a_time() {
         let d = weft::pubsub::details(&name).unwrap();
         assert!(d.topics[0].single_publisher);
         assert_eq!(d.topics[0].spec(), spec);
+        assert_eq!(b.existing_spec("/solo").unwrap(), Some(spec.clone()));
         // Only the ring's blocks and the one kept for the next loan are out of the pool.
         assert!(a.region_info().free_blocks >= 64 - 8 - 1);
         // The holder leaves: the next registrant takes the lease and the sequence goes on.

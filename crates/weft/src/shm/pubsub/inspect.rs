@@ -54,15 +54,12 @@ impl TopicDetails {
     /// # Ok::<(), weft::Error>(())
     /// ```
     pub fn spec(&self) -> TopicSpec {
-        if self.mode != TopicMode::Inline {
-            let spec = TopicSpec::new(self.mode);
-            return if self.single_publisher {
-                spec.single_publisher()
-            } else {
-                spec
-            };
-        }
-        super::inline_spec(self.max_len as usize, self.latest, self.single_publisher)
+        super::joining_spec(
+            self.mode,
+            self.max_len as usize,
+            self.latest,
+            self.single_publisher,
+        )
     }
 }
 

@@ -505,10 +505,19 @@ fn topic_mode(r: &Region, i: u32) -> Result<TopicMode> {
         .map_or(TopicMode::Blocks, |(_, m)| mode_of(m)))
 }
 
-/// The spec of an untyped inline topic of `size`-byte messages and the given kind.
-pub(super) fn inline_spec(size: usize, latest: bool, single_publisher: bool) -> TopicSpec {
-    let spec = TopicSpec::inline(size);
-    let spec = if latest { spec.latest() } else { spec };
+/// The untyped spec that joins a topic of `mode` as it was registered: for an inline topic,
+/// of `size`-byte messages, latest-value or not; single-publisher or not, in any mode.
+pub(super) fn joining_spec(
+    mode: TopicMode,
+    size: usize,
+    latest: bool,
+    single_publisher: bool,
+) -> TopicSpec {
+    let spec = match mode {
+        TopicMode::Inline if latest => TopicSpec::inline(size).latest(),
+        TopicMode::Inline => TopicSpec::inline(size),
+        mode => TopicSpec::new(mode),
+    };
     if single_publisher {
         spec.single_publisher()
     } else {
@@ -1067,12 +1076,14 @@ impl Publisher {
             return Ok(None);
         };
         let mode = topic_mode(r, i)?;
-        if mode != TopicMode::Inline {
-            return Ok(Some(TopicSpec::new(mode)));
-        }
+        let size = match mode {
+            TopicMode::Inline => r.inline_fields(i)?.1 as usize,
+            _ => 0,
+        };
         let flags = r.topic_flags(i)?;
-        Ok(Some(inline_spec(
-            r.inline_fields(i)?.1 as usize,
+        Ok(Some(joining_spec(
+            mode,
+            size,
             flags & INLINE_LATEST != 0,
             flags & EXCLUSIVE != 0,
         )))
