@@ -235,22 +235,36 @@ impl Publisher {
     /// registered already under that name. An `INLINE` topic needs `size`, its fixed message
     /// size in bytes (1 to 56); the other modes refuse it. `latest=True` makes an `INLINE`
     /// topic a latest-value one: every receive gets the newest message, as on a `LATEST`
-    /// topic, with no block behind it.
+    /// topic, with no block behind it. `single_publisher=True` (any mode) gives the topic one
+    /// publisher at a time, which publishes without the shared claim's atomic
+    /// read-modify-writes; another live publisher registering it gets `weft.InUseError`, and
+    /// the next registrant takes it over once its holder is gone.
     ///
     /// Raises `weft.InvalidArgumentError` for a topic registered already with another mode,
-    /// size or `latest`, for a missing or bad inline size, for `latest` on a topic that is
-    /// not `INLINE`, or when the region's table is full.
-    #[pyo3(signature = (topic, mode = TopicMode::Blocks, size = None, *, latest = false))]
+    /// size, `latest` or `single_publisher`, for a missing or bad inline size, for `latest` on
+    /// a topic that is not `INLINE`, or when the region's table is full.
+    #[pyo3(signature = (
+        topic,
+        mode = TopicMode::Blocks,
+        size = None,
+        *,
+        latest = false,
+        single_publisher = false
+    ))]
     fn register(
         &self,
         topic: &str,
         mode: TopicMode,
         size: Option<usize>,
         latest: bool,
+        single_publisher: bool,
     ) -> PyResult<Topic> {
         let mut spec = TopicSpec::new(mode.into());
         if latest {
             spec = spec.latest();
+        }
+        if single_publisher {
+            spec = spec.single_publisher();
         }
         match (mode, size) {
             (TopicMode::Inline, Some(n)) => spec = spec.size(n),

@@ -1,6 +1,7 @@
 """Pub/sub from Python: regions, topics, loans written in place, samples read in place, the
 buffer rules for both, modes, history, lag, errors."""
 
+import os
 import threading
 
 import numpy as np
@@ -182,6 +183,30 @@ def test_latest_inline_topic_gives_the_newest_value(region):
     assert (int.from_bytes(bytes(m), "little"), m.seq) == (119, 19)
     with pytest.raises(weft.EmptyError):
         s.try_recv()
+
+
+def test_single_publisher_topic_has_one_live_holder(region, name):
+    pub, sub = region
+    topic = pub.register("/frames", single_publisher=True)
+    s = sub.subscribe("/frames")
+    other = weft.Publisher.open(name)
+    try:
+        with pytest.raises(weft.InUseError) as e:
+            other.register("/frames", single_publisher=True)
+        assert e.value.pid == os.getpid()
+        with pytest.raises(weft.InvalidArgumentError, match="single-publisher"):
+            other.register("/frames")  # registered with the setting
+        for i in range(40):  # around the ring more than once, blocks recycled
+            assert pub.publish(topic, i.to_bytes(4, "little")) == i
+            m = s.try_recv()
+            assert (int.from_bytes(bytes(m), "little"), m.seq) == (i, i)
+            del m
+        pub.close()  # the holder leaves: the next registrant takes over
+        t2 = other.register("/frames", single_publisher=True)
+        assert other.publish(t2, b"next") == 40
+        assert bytes(s.recv(timeout=5)) == b"next"
+    finally:
+        other.close()
 
 
 def test_inline_topic_round_trip(region):
