@@ -618,6 +618,25 @@ weft_status weft_publisher_register_inline_latest(weft_publisher_t *publisher,
                                                   size_t size,
                                                   weft_topic_t **out);
 
+// Registers `topic` as a single-publisher topic of `mode` (`size`: an inline topic's message
+// size, 1 to 56; 0 for the other modes), or finds it if this publisher holds it already. A
+// single-publisher topic has one publisher at a time, which publishes without the shared
+// claim's atomic read-modify-writes; the next registrant takes it over once the holder has
+// closed its publisher or died.
+//
+// Errors: `WEFT_ERROR_IN_USE` while another live publisher holds the topic;
+// `WEFT_ERROR_INVALID_ARGUMENT` for an unknown mode, a size that does not fit the mode, or a
+// topic registered with another mode, size or without the setting; as
+// `weft_publisher_register`.
+//
+// # Safety
+// As `weft_publisher_register`.
+weft_status weft_publisher_register_single(weft_publisher_t *publisher,
+                                           const char *topic,
+                                           int32_t mode,
+                                           size_t size,
+                                           weft_topic_t **out);
+
 // Frees a topic handle and sets `*topic` to NULL (the topic stays registered).
 //
 // # Safety

@@ -446,6 +446,14 @@ class publisher {
         detail::check(weft_publisher_register_inline_latest(h_.get(), name.c_str(), size, &t));
         return weft::topic(t);
     }
+    // Registers a single-publisher topic of `mode` (`size`: an inline topic's message size, 0
+    // for the other modes): one live publisher at a time; another gets WEFT_ERROR_IN_USE.
+    weft::topic register_single(const std::string &name, std::int32_t mode = WEFT_TOPIC_BLOCKS,
+                                std::size_t size = 0) {
+        weft_topic_t *t = nullptr;
+        detail::check(weft_publisher_register_single(h_.get(), name.c_str(), mode, size, &t));
+        return weft::topic(t);
+    }
     weft::loan loan(const weft::topic &t) {
         weft_loan_t *l = nullptr;
         std::uint8_t *p = nullptr;

@@ -357,17 +357,18 @@ pub unsafe extern "C" fn weft_publisher_register_inline(
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
     // SAFETY: this function's `# Safety` is `register_spec`'s.
-    unsafe { register_spec(publisher, topic, &TopicSpec::inline(size), out) }
+    unsafe { register_spec(publisher, topic, Ok(TopicSpec::inline(size)), out) }
 }
 
-/// Registers `topic` as `spec` says and hands out its handle.
+/// Registers `topic` as `spec` says and hands out its handle (`spec` an error: reported after
+/// the pointers are checked).
 ///
 /// # Safety
 /// As `weft_publisher_register`.
 unsafe fn register_spec(
     publisher: *mut WeftPublisher,
     topic: *const c_char,
-    spec: &TopicSpec,
+    spec: Res<TopicSpec>,
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
     guard(|| {
@@ -380,7 +381,7 @@ unsafe fn register_spec(
                 Out::new(out, "out")?,
             )
         };
-        let topic = p.publisher.register_spec(name, spec)?;
+        let topic = p.publisher.register_spec(name, &spec?)?;
         out.set(topic_handle(p, topic)?);
         Ok(())
     })
@@ -404,7 +405,44 @@ pub unsafe extern "C" fn weft_publisher_register_inline_latest(
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
     // SAFETY: this function's `# Safety` is `register_spec`'s.
-    unsafe { register_spec(publisher, topic, &TopicSpec::inline(size).latest(), out) }
+    unsafe { register_spec(publisher, topic, Ok(TopicSpec::inline(size).latest()), out) }
+}
+
+/// Registers `topic` as a single-publisher topic of `mode` (`size`: an inline topic's message
+/// size, 1 to 56; 0 for the other modes), or finds it if this publisher holds it already. A
+/// single-publisher topic has one publisher at a time, which publishes without the shared
+/// claim's atomic read-modify-writes; the next registrant takes it over once the holder has
+/// closed its publisher or died.
+///
+/// Errors: `WEFT_ERROR_IN_USE` while another live publisher holds the topic;
+/// `WEFT_ERROR_INVALID_ARGUMENT` for an unknown mode, a size that does not fit the mode, or a
+/// topic registered with another mode, size or without the setting; as
+/// `weft_publisher_register`.
+///
+/// # Safety
+/// As `weft_publisher_register`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_publisher_register_single(
+    publisher: *mut WeftPublisher,
+    topic: *const c_char,
+    mode: i32,
+    size: usize,
+    out: *mut *mut WeftTopic,
+) -> WeftStatus {
+    let spec = match (mode, size) {
+        (WEFT_TOPIC_INLINE, n) => Ok(TopicSpec::inline(n)),
+        (WEFT_TOPIC_BLOCKS, 0) => Ok(TopicSpec::new(TopicMode::Blocks)),
+        (WEFT_TOPIC_LATEST, 0) => Ok(TopicSpec::new(TopicMode::Latest)),
+        (WEFT_TOPIC_BLOCKS | WEFT_TOPIC_LATEST, n) => Err(Failure::arg(format!(
+            "size {n} for a blocks or latest topic: only inline topics have a fixed message \
+             size (pass 0)"
+        ))),
+        (other, _) => Err(Failure::arg(format!(
+            "topic mode {other} is not one of the WEFT_TOPIC_* codes (0 to 2)"
+        ))),
+    };
+    // SAFETY: this function's `# Safety` is `register_spec`'s.
+    unsafe { register_spec(publisher, topic, spec.map(TopicSpec::single_publisher), out) }
 }
 
 /// A topic handle for `topic`, registered through `p`.

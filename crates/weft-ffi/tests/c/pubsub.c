@@ -684,8 +684,71 @@ static void borrowed_receives(void) {
     OK(weft_publisher_close(&p));
 }
 
+/* A single-publisher topic has one live holder; the setting is part of the registration, the
+ * size must fit the mode, and the next registrant takes over once the holder closes. */
+static void single_publisher_topics(void) {
+    char region[160];
+    unique_name(region, sizeof region, "single");
+    weft_pubsub_config cfg = small_config();
+    weft_publisher_t *p = NULL, *q = NULL;
+    OK(weft_publisher_create(region, &cfg, &p));
+    OK(weft_publisher_open(region, NULL, &q));
+    weft_topic_t *t = NULL, *other = NULL;
+    OK(weft_publisher_register_single(p, "/frames", WEFT_TOPIC_BLOCKS, 0, &t));
+    EXPECT(weft_publisher_register_single(q, "/frames", WEFT_TOPIC_BLOCKS, 0, &other),
+           WEFT_ERROR_IN_USE);
+    EXPECT_MESSAGE("/frames");
+    CHECK(other == NULL);
+    EXPECT(weft_publisher_register(q, "/frames", &other), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE("single-publisher");
+    EXPECT(weft_publisher_register_single(p, "/x", WEFT_TOPIC_LATEST, 8, &other),
+           WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE("pass 0");
+    EXPECT(weft_publisher_register_single(p, "/x", 3, 0, &other), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_publisher_register_single(p, "/x", WEFT_TOPIC_INLINE, 57, &other),
+           WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_publisher_register_single(NULL, "/x", WEFT_TOPIC_BLOCKS, 0, &other),
+           WEFT_ERROR_INVALID_ARGUMENT);
+    CHECK(other == NULL);
+
+    weft_subscriber_t *sub = NULL;
+    OK(weft_subscriber_connect(region, NULL, &sub));
+    weft_subscription_t *s = NULL;
+    OK(weft_subscriber_subscribe(sub, "/frames", &s));
+    for (uint64_t i = 0; i < 20; i++) { /* around the 8-slot ring, blocks recycled */
+        uint8_t buf[16];
+        fill(buf, sizeof buf, i);
+        uint64_t seq = 99;
+        OK(weft_publisher_publish(p, t, buf, sizeof buf, &seq));
+        CHECK(seq == i);
+        expect_sample(s, buf, sizeof buf, i);
+    }
+    /* An inline topic with one publisher. */
+    weft_topic_t *ti = NULL;
+    OK(weft_publisher_register_single(p, "/level", WEFT_TOPIC_INLINE, 8, &ti));
+    EXPECT(weft_publisher_register_single(q, "/level", WEFT_TOPIC_INLINE, 8, &other),
+           WEFT_ERROR_IN_USE);
+    OK(weft_publisher_publish(p, ti, (const uint8_t *)"level-01", 8, NULL));
+    OK(weft_topic_free(&ti));
+
+    /* The holder closes: the next registrant takes the lease and the sequence goes on. */
+    OK(weft_topic_free(&t));
+    OK(weft_publisher_close(&p));
+    OK(weft_publisher_register_single(q, "/frames", WEFT_TOPIC_BLOCKS, 0, &other));
+    uint64_t seq = 0;
+    OK(weft_publisher_publish(q, other, (const uint8_t *)"next", 4, &seq));
+    CHECK(seq == 20);
+    expect_sample(s, "next", 4, 20);
+
+    OK(weft_subscription_close(&s));
+    OK(weft_subscriber_close(&sub));
+    OK(weft_topic_free(&other));
+    OK(weft_publisher_close(&q));
+}
+
 int main(void) {
     RUN(loan_and_publish_byte_exact);
+    RUN(single_publisher_topics);
     RUN(borrowed_receives);
     RUN(handles_outlive_their_makers);
     RUN(latest_and_history);

@@ -209,6 +209,14 @@ static void pubsub() {
     CHECK(last.recv_for(1s)->str() == "price-03");
     CHECK(!last.try_recv());
 
+    // A single-publisher topic: another live publisher is refused.
+    auto frames = pub.register_single("/frames");
+    auto f = sub.subscribe("/frames");
+    auto other = weft::publisher::open(region);
+    EXPECT_ERROR(WEFT_ERROR_IN_USE, (void)other.register_single("/frames"));
+    CHECK(pub.publish(frames, std::string_view("frame")) == 0);
+    CHECK(f.recv_for(1s)->str() == "frame");
+
     // Lag: the exception says how many messages were missed.
     for (int i = 0; i < 30; i++) pub.publish(prices, std::string_view("tick"));
     auto lag = EXPECT_ERROR(WEFT_ERROR_LAGGED, (void)s.try_recv());
@@ -263,7 +271,7 @@ static void pubsub() {
     for (auto &r : listed) found = found || r == region;
     CHECK(found);
     auto names = weft::topics(region);
-    CHECK(names.size() == 4); // /prices/AAPL, /latest, /ticks, /price
+    CHECK(names.size() == 5); // /prices/AAPL, /latest, /ticks, /price, /frames
     EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, weft::subscriber::connect(name("absent")));
     EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, sub.subscribe("/absent"));
     EXPECT_ERROR(WEFT_ERROR_TIMEOUT, sub.subscribe_for("/absent", 10ms));
