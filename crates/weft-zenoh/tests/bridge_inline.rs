@@ -1,7 +1,8 @@
 //! Existing topics on the receiving side: a bridge that finds a topic registered inline in its
 //! region (plain, latest-value, typed) joins it as it is and copies each sample into its slot,
 //! and one registered in the blocks `Latest` mode stays a latest-value topic; a sample of
-//! another length than an inline topic's is refused with the reason, never published.
+//! another length than an inline topic's is refused with the reason, never published. A
+//! single-publisher topic takes the bridge as its publisher only once its local holder is gone.
 
 mod common;
 
@@ -131,4 +132,60 @@ fn samples_arrive_in_existing_topics_as_they_are() {
         let t = common::inbound_of(&stats, t);
         assert_eq!((t.refused, t.dropped), (0, 0), "{stats}");
     }
+}
+
+/// A single-publisher blocks topic in the receiving region takes the bridge as its one
+/// publisher only once its local holder is gone: until then every sample is dropped (the
+/// holder keeps the lease, `InUse`, with the reason), afterwards they arrive.
+#[test]
+fn a_single_publisher_topic_takes_the_bridge_once_its_holder_is_gone() {
+    let (a, b) = (unique("solo-a"), unique("solo-b"));
+    let _clean = Cleanup(vec![a.clone(), b.clone()]);
+    let prefix = unique("solo");
+    let port = free_port();
+    let source = Publisher::create(&a, &Config::default()).unwrap();
+    let topic = source.register("/solo/frames").unwrap();
+    let region = Publisher::create(&b, &Config::default()).unwrap();
+    let spec = TopicSpec::new(TopicMode::Blocks).single_publisher();
+    let holder = Publisher::open(&b).unwrap();
+    let held = holder.register_spec("/solo/frames", &spec).unwrap();
+    let subscriber = Subscriber::connect(&b).unwrap();
+    let mut frames = subscriber.subscribe("/solo/frames").unwrap();
+
+    let sender = Bridge::start(sending(&a, &prefix, "/solo/**", port)).unwrap();
+    let receiver = Bridge::start(receiving(&b, &prefix, "/solo/**", port)).unwrap();
+    assert!(sender.wait_matched("/solo/frames", Duration::from_secs(20)));
+    for i in 0..N {
+        source.publish(&topic, &i.to_le_bytes()).unwrap();
+    }
+    eventually(Duration::from_secs(20), "every sample dropped", || {
+        receiver
+            .stats()
+            .inbound("/solo/frames")
+            .is_some_and(|t| t.dropped == N)
+    });
+    let stats = receiver.stats();
+    let t = common::inbound_of(&stats, "/solo/frames");
+    assert_eq!(t.samples, 0, "{stats}");
+    let why = t.last_error.unwrap();
+    assert!(why.contains("held by live process"), "{why}");
+    assert!(matches!(frames.try_recv(), Err(weft::Error::Empty)));
+
+    // The holder leaves: the bridge takes the topic over with the next sample.
+    drop((held, holder));
+    let next = std::sync::atomic::AtomicU64::new(N);
+    eventually(
+        Duration::from_secs(20),
+        "a sample through the bridge",
+        || {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            source.publish(&topic, &i.to_le_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+            matches!(frames.try_recv(), Ok(m) if m.len() == 8)
+        },
+    );
+    let d = weft::pubsub::details(&b).unwrap();
+    let d = d.topics.iter().find(|d| d.stats.name == "/solo/frames");
+    assert!(d.is_some_and(|d| d.single_publisher), "{d:?}");
+    drop(region);
 }
