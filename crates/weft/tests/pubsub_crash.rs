@@ -167,6 +167,22 @@ fn file(name: &str) -> std::fs::File {
         .unwrap()
 }
 
+/// What a publisher in row `row` leaves when it dies publishing block `b` (16 bytes, "from
+/// the dead...") as sequence `seq` of topic 0: the payload and its publish record. Returns the
+/// descriptor being published.
+fn dead_publish(f: &std::fs::File, o: &Layout, row: u64, b: u64, seq: u64) -> u64 {
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(b"from the dead...", o.data + b * BLOCK)
+        .unwrap();
+    let new = (16u64 << 32) | (b + 1);
+    // Its publish record: topic 0 (+1), the sequence, the descriptor being published.
+    let ext = o.ext + 64 * row;
+    put64(f, ext + 8, 1);
+    put64(f, ext + 16, seq);
+    put64(f, ext + 24, new);
+    new
+}
+
 /// A publisher process is SIGKILLed inside `publish`, after claiming sequence 1 and either
 /// before (`stored == false`) or after (`stored == true`) writing the descriptor. The state
 /// its death leaves is written into the region exactly as the publish sequence leaves it
@@ -199,16 +215,7 @@ fn killed_mid_publish(stored: bool) {
             (held.len() == 2).then_some((r, held))
         })
         .expect("the dead publisher's holdings");
-    let b = blocks[0] as u64;
-    use std::os::unix::fs::FileExt;
-    f.write_all_at(b"from the dead...", o.data + b * BLOCK)
-        .unwrap();
-    let new = (16u64 << 32) | (b + 1);
-    // Its publish record: topic 0 (+1), sequence 1, the descriptor being published.
-    let ext = o.ext + 64 * row;
-    put64(&f, ext + 8, 1);
-    put64(&f, ext + 16, 1);
-    put64(&f, ext + 24, new);
+    let new = dead_publish(&f, &o, row, blocks[0] as u64, 1);
     // Its claim of sequence 1: the stamp names it; the tail has moved past.
     let slot1 = o.rings + 16;
     put64(&f, slot1, (1 << 63) | (row << 40) | 1);
@@ -263,15 +270,7 @@ fn a_single_publisher_killed_mid_publish_is_taken_over_and_leaks_nothing() {
     let o = offsets();
     let f = file(&name);
     let (row, _, b) = held_loan(&f, &o);
-    use std::os::unix::fs::FileExt;
-    f.write_all_at(b"from the dead...", o.data + b * BLOCK)
-        .unwrap();
-    let new = (16u64 << 32) | (b + 1);
-    // Its publish record: topic 0 (+1), sequence 0, the descriptor being published.
-    let ext = o.ext + 64 * row;
-    put64(&f, ext + 8, 1);
-    put64(&f, ext + 16, 0);
-    put64(&f, ext + 24, new);
+    let new = dead_publish(&f, &o, row, b, 0);
     // Its claim of sequence 0 and the descriptor; the tail still at 0.
     put64(&f, o.rings, (1 << 63) | (row << 40));
     put64(&f, o.rings + 8, new);
