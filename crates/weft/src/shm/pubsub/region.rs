@@ -220,14 +220,14 @@ impl Region {
         Ok((area, size))
     }
 
-    /// The flags of inline topic `i` ([`EXCLUSIVE`], [`INLINE_LATEST`]), validated.
+    /// The flags of topic `i` ([`EXCLUSIVE`], [`INLINE_LATEST`]), validated.
     pub(crate) fn topic_flags(&self, i: u32) -> Result<u32> {
         // Relaxed: the caller loaded the entry's state with Acquire first; checked here.
         let f = self.topic(i)?.flags.load(Ordering::Relaxed);
         if f & !(EXCLUSIVE | INLINE_LATEST) != 0 {
             return Err(Error::corrupt(
                 self.obj.name(),
-                "inline topic flags",
+                "topic flags",
                 f as u64,
                 "0 ..= 3",
             ));
@@ -235,7 +235,7 @@ impl Region {
         Ok(f)
     }
 
-    /// Whether inline topic `i` has one publisher at a time (its lease).
+    /// Whether topic `i` has one publisher at a time (its lease).
     pub(crate) fn topic_exclusive(&self, i: u32) -> Result<bool> {
         Ok(self.topic_flags(i)? & EXCLUSIVE != 0)
     }
@@ -316,7 +316,7 @@ impl Region {
         Ok(false)
     }
 
-    /// Gives up every inline lease participant `i` holds.
+    /// Gives up every lease participant `i` holds (inline rings' and topics' hot lines).
     fn release_leases(&self, i: u32) -> Result<()> {
         for k in 0..self.geo.inline_topics as u32 {
             // SAFETY: the area lies in the mapping (inline_base) and starts with a ring
