@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::region::{Layout, get32, is_block, put64};
+use common::region::{Layout, get32, get64, is_block, put64};
 use common::{Cleanup, Peer, unique};
 use std::time::Duration;
 use weft::ErrorKind;
@@ -296,6 +296,47 @@ fn a_single_publisher_killed_mid_publish_is_taken_over_and_leaks_nothing() {
         p.publish(&t, &i.to_le_bytes()).unwrap();
     }
     assert!(matches!(sub.try_recv(), Err(weft::Error::Lagged { .. })));
+}
+
+/// The holder of a single-publisher topic whose lease was taken over while it stood still
+/// (judged dead by a stopped heartbeat, say; here the lease word is rewritten as such a
+/// takeover leaves it) stops at its next publish: `InUse` naming the topic, the loan's block
+/// back in the pool, nothing claimed. A lease word naming nobody is `Corrupt`.
+#[test]
+fn a_holder_whose_lease_was_taken_does_not_publish() {
+    let name = unique("pc-lease");
+    let _c = Cleanup(name.clone());
+    let spec = TopicSpec::new(TopicMode::Blocks).single_publisher();
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register_spec("/solo", &spec).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/solo").unwrap();
+    assert_eq!(p.publish(&t, b"mine").unwrap(), 0);
+
+    let o = offsets();
+    let f = file(&name);
+    let lease = o.hot + 16;
+    let mine = get64(&f, lease);
+    let other = dead_subscriber_row(&f, &o) + 1;
+    assert_ne!(mine, other);
+    put64(&f, lease, other);
+    let free = p.region_info().free_blocks;
+    let e = p.publish(&t, b"not mine").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InUse, "{e}");
+    assert!(e.to_string().contains(&format!("'{name}/solo'")), "{e}");
+    assert_eq!(p.region_info().free_blocks, free);
+    put64(&f, lease, 0);
+    assert_eq!(
+        p.publish(&t, b"not mine").unwrap_err().kind(),
+        ErrorKind::Corrupt
+    );
+    // Given back, it publishes again, right after its last message.
+    put64(&f, lease, mine);
+    assert_eq!(p.publish(&t, b"again").unwrap(), 1);
+    for (seq, body) in [(0, &b"mine"[..]), (1, &b"again"[..])] {
+        let m = sub.try_recv().unwrap();
+        assert_eq!((m.seq(), &*m), (seq, body));
+    }
 }
 
 #[test]

@@ -1746,6 +1746,30 @@ impl Publisher {
         region_info(self.region())
     }
 
+    /// The error of a single-publisher topic `t` whose lease word no longer names us: the
+    /// holder it names (a value read from the region: any value), or none.
+    #[cold]
+    #[inline(never)]
+    fn lost_lease(&self, t: u32, lease: u64) -> Error {
+        let r = self.region();
+        let topic = r.topic_name(t).ok().flatten().map(|(n, _)| n);
+        let name = alloc::format!("{}{}", r.obj.name(), topic.as_deref().unwrap_or(""));
+        let holder = u32::try_from(lease.wrapping_sub(1)).ok();
+        match holder.and_then(|h| r.row(h).ok()) {
+            Some(row) if lease != 0 => Error::InUse {
+                name,
+                role: Role::Publisher,
+                pid: row.pid(),
+            },
+            _ => Error::Corrupt {
+                name,
+                what: "single-publisher topic lease",
+                value: lease,
+                expected: "this publisher's participant index + 1",
+            },
+        }
+    }
+
     /// Publishes block `b` (recorded in holdings entry `entry`) with `len` bytes on topic `t`
     /// (`exclusive`: a single-publisher topic whose lease we hold).
     #[inline]
@@ -1768,6 +1792,17 @@ impl Publisher {
         let me = self.member.index;
         let ext = self.member.own_ext();
         let ring = r.ring(t)?;
+        let hot = r.hot(t)?;
+        if exclusive {
+            // Relaxed: a check, not a synchronisation. The lease is taken from a holder only
+            // when it is judged dead; one that was judged so while it stood still (a heartbeat
+            // that stopped, in another pid namespace) stops here instead of claiming with
+            // plain stores beside the new holder.
+            let lease = hot.lease.load(Ordering::Relaxed);
+            if lease != me as u64 + 1 {
+                return Err(self.lost_lease(t, lease));
+            }
+        }
         let new = desc(b, len);
         // The record of the publish in flight, for a survivor if this process dies in it.
         // Release (both): pairs with the Acquire loads in `Region::recover`.
@@ -1820,9 +1855,7 @@ impl Publisher {
         ring.commit(seq);
         // Published: from here on nothing fails the publish. An error would make the loan give
         // back a block that the slot now owns.
-        if let Ok(hot) = r.hot(t) {
-            wake::wake_machine(&hot.waiters, &hot.notify);
-        }
+        wake::wake_machine(&hot.waiters, &hot.notify);
         // Release: as above.
         ext.pub_topic.store(0, Ordering::Release);
         if let Some((ob, _)) = undesc(old) {
