@@ -318,16 +318,7 @@ pub unsafe extern "C" fn weft_publisher_register_with(
                 Out::new(out, "out")?,
             )
         };
-        let mode = match mode {
-            WEFT_TOPIC_BLOCKS => TopicMode::Blocks,
-            WEFT_TOPIC_LATEST => TopicMode::Latest,
-            WEFT_TOPIC_INLINE => TopicMode::Inline,
-            other => {
-                return Err(Failure::arg(format!(
-                    "topic mode {other} is not one of the WEFT_TOPIC_* codes (0 to 2)"
-                )));
-            }
-        };
+        let mode = topic_mode(mode)?;
         if mode == TopicMode::Inline {
             return Err(Failure::arg(
                 "an inline topic needs its message size: weft_publisher_register_inline",
@@ -429,20 +420,28 @@ pub unsafe extern "C" fn weft_publisher_register_single(
     size: usize,
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
-    let spec = match (mode, size) {
-        (WEFT_TOPIC_INLINE, n) => Ok(TopicSpec::inline(n)),
-        (WEFT_TOPIC_BLOCKS, 0) => Ok(TopicSpec::new(TopicMode::Blocks)),
-        (WEFT_TOPIC_LATEST, 0) => Ok(TopicSpec::new(TopicMode::Latest)),
-        (WEFT_TOPIC_BLOCKS | WEFT_TOPIC_LATEST, n) => Err(Failure::arg(format!(
+    let spec = topic_mode(mode).and_then(|mode| match (mode, size) {
+        (TopicMode::Inline, n) => Ok(TopicSpec::inline(n)),
+        (mode, 0) => Ok(TopicSpec::new(mode)),
+        (_, n) => Err(Failure::arg(format!(
             "size {n} for a blocks or latest topic: only inline topics have a fixed message \
              size (pass 0)"
         ))),
-        (other, _) => Err(Failure::arg(format!(
-            "topic mode {other} is not one of the WEFT_TOPIC_* codes (0 to 2)"
-        ))),
-    };
+    });
     // SAFETY: this function's `# Safety` is `register_spec`'s.
     unsafe { register_spec(publisher, topic, spec.map(TopicSpec::single_publisher), out) }
+}
+
+/// The mode a `WEFT_TOPIC_*` code names.
+fn topic_mode(code: i32) -> Res<TopicMode> {
+    match code {
+        WEFT_TOPIC_BLOCKS => Ok(TopicMode::Blocks),
+        WEFT_TOPIC_LATEST => Ok(TopicMode::Latest),
+        WEFT_TOPIC_INLINE => Ok(TopicMode::Inline),
+        other => Err(Failure::arg(format!(
+            "topic mode {other} is not one of the WEFT_TOPIC_* codes (0 to 2)"
+        ))),
+    }
 }
 
 /// A topic handle for `topic`, registered through `p`.

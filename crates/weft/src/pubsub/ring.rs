@@ -135,6 +135,17 @@ impl<'a> Ring<'a> {
             .compare_exchange(t, t + 1, Ordering::Release, Ordering::Relaxed);
     }
 
+    /// The stamp of `t`'s slot when it is free for `t`: the previous lap committed, or never
+    /// written on the first lap.
+    #[inline(always)]
+    fn free_stamp(&self, t: u64) -> u64 {
+        if t >= self.cap() {
+            committed(t - self.cap())
+        } else {
+            0
+        }
+    }
+
     /// One attempt to claim the next sequence for participant `holder`. `note(seq)` is called
     /// just before the claiming CAS, so that a crash right after it leaves a record of which
     /// slot this participant may hold.
@@ -150,7 +161,7 @@ impl<'a> Ring<'a> {
             // SYNC POINT: Acquire pairs with the Release store in `commit`: the previous lap's
             // descriptor is visible once we own the slot.
             let st = slot.stamp.load(Ordering::Acquire);
-            let prev = if t >= cap { committed(t - cap) } else { 0 };
+            let prev = self.free_stamp(t);
             if st == prev {
                 note(t);
                 // SYNC POINT: AcqRel. Acquire as above; Release orders our claim before the
@@ -206,12 +217,7 @@ impl<'a> Ring<'a> {
         let slot = self.slot(t);
         // SYNC POINT: Acquire pairs with the Release store in `commit`, as in `try_claim`.
         let st = slot.stamp.load(Ordering::Acquire);
-        let prev = if t >= self.cap() {
-            committed(t - self.cap())
-        } else {
-            0
-        };
-        if st == prev {
+        if st == self.free_stamp(t) {
             note(t);
             // SYNC POINT: Release, as the claiming CAS of `try_claim`: orders the claim after
             // `note` and before the tail advance. A subscriber that takes a reference on the
