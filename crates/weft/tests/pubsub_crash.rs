@@ -339,6 +339,49 @@ fn a_holder_whose_lease_was_taken_does_not_publish() {
     }
 }
 
+/// As above, for an inline topic, whose lease word is its ring's publishers word; both ways of
+/// publishing check it (`publish` and an `InlineWriter`).
+#[test]
+fn an_inline_holder_whose_lease_was_taken_does_not_publish() {
+    let name = unique("pc-inlease");
+    let _c = Cleanup(name.clone());
+    let spec = TopicSpec::inline(8).typed::<u64>().single_publisher();
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register_spec("/solo", &spec).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_typed::<u64>("/solo").unwrap();
+    assert_eq!(p.publish_typed(&t, &1u64).unwrap(), 0);
+
+    let o = offsets();
+    let f = file(&name);
+    // The ring's publishers word: 16 bytes into its signal line, the header's third.
+    let lease = (0..INLINE)
+        .map(|k| o.inline_area(k) + 128 + 16)
+        .find(|&w| get64(&f, w) != 0)
+        .expect("the holder's lease word");
+    let mine = get64(&f, lease);
+    let other = dead_subscriber_row(&f, &o) + 1;
+    assert_ne!(mine, other);
+    put64(&f, lease, other);
+    let mut w = p.inline_writer::<u64>(&t).unwrap();
+    for e in [
+        p.publish_typed(&t, &2u64).unwrap_err(),
+        w.publish(&2).unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::InUse, "{e}");
+        assert!(e.to_string().contains(&format!("'{name}/solo'")), "{e}");
+    }
+    put64(&f, lease, 0);
+    assert_eq!(w.publish(&2).unwrap_err().kind(), ErrorKind::Corrupt);
+    // Given back, it publishes again, right after its last message: nothing was written.
+    put64(&f, lease, mine);
+    assert_eq!(w.publish(&3).unwrap(), 1);
+    for (seq, v) in [(0, 1u64), (1, 3)] {
+        let m = sub.try_recv().unwrap();
+        assert_eq!((m.seq(), *m.value::<u64>().unwrap()), (seq, v));
+    }
+}
+
 #[test]
 fn a_publisher_killed_mid_publish_before_the_descriptor_leaks_nothing() {
     killed_mid_publish(false);

@@ -121,18 +121,38 @@ pub(crate) fn finish(rec: Record<'_>, seq: u64) {
     rec.seq.store(IDLE | (seq + 1), Ordering::Release);
 }
 
+/// Why [`publish_exclusive`] did not publish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exclusive {
+    /// The claim counter is at or above 2^62 (a peer scribbled on it).
+    Counter(u64),
+    /// The lease word holds this value, not the caller's: the topic was taken over.
+    Lease(u64),
+}
+
 /// Publishes as the only publisher of an inline topic (the ring's SPMC path: the counter is
 /// ours, plain stores, no record needed: a successor continues at the counter, overwriting a
-/// write this publisher left half done). `Err(seq)` for a counter at or above 2^62.
+/// write this publisher left half done), holding the lease `holder` (participant + 1).
+///
+/// The lease word (the ring's publishers word) is checked first: it is taken from a holder
+/// only when that holder is judged dead, and one judged so while it stood still (a heartbeat
+/// that stopped, in another pid namespace) must not go on writing with plain stores beside
+/// the new holder. The word shares its line with the wake words every publish reads.
 #[inline(always)]
 pub(crate) fn publish_exclusive(
     ring: &RawRing,
+    holder: u64,
     write: impl FnOnce(&RawRing, u64),
-) -> Result<u64, u64> {
+) -> Result<u64, Exclusive> {
+    // Relaxed: a check, not a synchronisation (the takeover's CAS is what hands the ring on).
+    let lease = ring.signal().publishers.load(Ordering::Relaxed);
+    if lease != holder {
+        return Err(Exclusive::Lease(lease));
+    }
     // Relaxed: the counter is written only by the lease holder, us.
     let seq = ring.cursor().load(Ordering::Relaxed);
     if seq >= LOW {
-        return Err(seq);
+        return Err(Exclusive::Counter(seq));
     }
     write(ring, seq);
     // Release pairs with the Acquire loads of the counter (lag, stuck checks).

@@ -1568,7 +1568,8 @@ impl Publisher {
         // `self`.
         let ring = unsafe { RawRing::at(base, inl.place) };
         let seq = if inl.exclusive {
-            inline::publish_exclusive(&ring, write).map_err(|s| self.bad_counter(s))?
+            inline::publish_exclusive(&ring, self.member.index as u64 + 1, write)
+                .map_err(|e| self.exclusive_error(topic.index, e))?
         } else {
             let rec = r.inline_record(self.member.index)?;
             inline::publish(
@@ -1587,6 +1588,15 @@ impl Publisher {
         let s = ring.signal();
         wake::wake_machine(&s.waiters, &s.notify);
         Ok(seq)
+    }
+
+    /// The error of a single publisher's inline publish on topic `t` that did not publish.
+    #[cold]
+    fn exclusive_error(&self, t: u32, e: inline::Exclusive) -> Error {
+        match e {
+            inline::Exclusive::Counter(seq) => self.bad_counter(seq),
+            inline::Exclusive::Lease(lease) => self.lost_lease(t, lease),
+        }
     }
 
     #[cold]
@@ -1920,8 +1930,9 @@ impl<T: bytemuck::Pod> InlineWriter<'_, T> {
         }
         let ring = &self.ring;
         let seq = if self.exclusive {
-            inline::publish_exclusive(ring, |r, s| r.write(s, value))
-                .map_err(|s| self.publisher.bad_counter(s))?
+            let me = self.publisher.member.index as u64 + 1;
+            inline::publish_exclusive(ring, me, |r, s| r.write(s, value))
+                .map_err(|e| self.publisher.exclusive_error(self.index, e))?
         } else {
             self.publish_shared(value)?
         };
