@@ -39,6 +39,9 @@ pub struct Row {
     pub min: f64,
     /// Largest sample.
     pub max: f64,
+    /// The host's cross-core round trip ([`cross_core_rtt_ns`]) probed just before the
+    /// scenario ran, in ns (NaN if not probed).
+    pub host_rtt_ns: f64,
 }
 
 /// Where a scenario sits on a plot's x axis: scenarios of one family (the same measurement
@@ -72,6 +75,10 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// Scenarios that are points of a sized family.
     pub axes: Vec<AxisPoint>,
+    /// The last [`Report::probe_host`] (ns; NaN before the first): given to every row added
+    /// after it.
+    #[serde(skip)]
+    host_rtt_ns: f64,
 }
 
 /// Median of a non-empty sample.
@@ -100,7 +107,15 @@ impl Report {
             date: today_utc(),
             rows: Vec::new(),
             axes: Vec::new(),
+            host_rtt_ns: f64::NAN,
         }
+    }
+
+    /// Measures the host's cross-core round trip now ([`cross_core_rtt_ns`]); the rows added
+    /// from here on carry it. Called before each scenario.
+    pub fn probe_host(&mut self) -> f64 {
+        self.host_rtt_ns = cross_core_rtt_ns();
+        self.host_rtt_ns
     }
 
     /// Places `scenario` at `x` on the x axis of the chart `family` (one chart per family,
@@ -138,8 +153,11 @@ impl Report {
     /// The headline: per scenario, weft's figure against the best peer's.
     pub fn summary_markdown(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "| scenario | weft | best peer | weft / best peer |");
-        let _ = writeln!(out, "|---|---:|---|---:|");
+        let _ = writeln!(
+            out,
+            "| scenario | weft | best peer | weft / best peer | host round trip |"
+        );
+        let _ = writeln!(out, "|---|---:|---|---:|---:|");
         for s in self.scenarios() {
             let rows = self.rows_of(s);
             let Some(w) = rows.iter().find(|r| r.implementation.starts_with("weft")) else {
@@ -156,13 +174,14 @@ impl Report {
             if let Some(b) = best {
                 let _ = writeln!(
                     out,
-                    "| {s} | {} {} | {} ({} {}) | {:.2}x |",
+                    "| {s} | {} {} | {} ({} {}) | {:.2}x | {} |",
                     fmt_num(w.median),
                     w.unit,
                     b.implementation,
                     fmt_num(b.median),
                     b.unit,
-                    ratio(w.median, b.median, b.better)
+                    ratio(w.median, b.median, b.better),
+                    fmt_rtt(w.host_rtt_ns)
                 );
             }
         }
@@ -203,6 +222,7 @@ impl Report {
             min,
             max,
             samples,
+            host_rtt_ns: self.host_rtt_ns,
         };
         eprintln!(
             "   {:<34} {:>12.3} {} (min {:.3}, max {:.3})",
@@ -221,11 +241,28 @@ impl Report {
         )
     }
 
-    /// The run's header: machine, compiler, peers, date.
+    /// The run's header: machine, compiler, peers, date, and the spread of the host's
+    /// cross-core round trip over the run.
     pub fn header_markdown(&self) -> String {
+        let rtts: Vec<f64> = self
+            .rows
+            .iter()
+            .map(|r| r.host_rtt_ns)
+            .filter(|x| x.is_finite())
+            .collect();
+        let host = if rtts.is_empty() {
+            String::new()
+        } else {
+            let lo = rtts.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = rtts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            format!(
+                "  \nHost: a cache line's round trip between cores 0 and 1, probed before each \
+                 scenario, {lo:.0} to {hi:.0} ns (under each table, and in the summary)"
+            )
+        };
         format!(
             "Machine: {}  \nCompiler: {}  \nPeers: {}  \nDate: {}; {} measured repetitions per row \
-             after a warm-up.\n",
+             after a warm-up.{host}\n",
             self.machine, self.rustc, self.peers, self.date, self.reps
         )
     }
@@ -256,6 +293,13 @@ impl Report {
                     fmt_num(r.min),
                     fmt_num(r.max),
                     ratio
+                );
+            }
+            if let Some(r) = rows.first().filter(|r| r.host_rtt_ns.is_finite()) {
+                let _ = writeln!(
+                    out,
+                    "\nHost: cross-core round trip {} before this scenario.",
+                    fmt_rtt(r.host_rtt_ns)
                 );
             }
             let _ = writeln!(out);
@@ -289,6 +333,76 @@ pub fn fmt_num(x: f64) -> String {
     } else {
         format!("{x:.3}")
     }
+}
+
+/// A probed round trip for the tables: `118 ns`, or `—` when not probed.
+fn fmt_rtt(ns: f64) -> String {
+    if ns.is_finite() {
+        format!("{ns:.0} ns")
+    } else {
+        "—".into()
+    }
+}
+
+/// The round trip of one cache line between cores 0 and 1, in ns: two threads, one pinned to
+/// each core, pass a counter back and forth through two lines, 10 000 times; the median of
+/// five such runs. It is what every cross-core figure of the run pays per handoff, and on a
+/// shared 2-vCPU host it moves between runs (the host places the vCPUs on nearby or distant
+/// cores: about 110 ns or 400 to 1100 ns on the AMD EPYC host), so every row records the value
+/// probed before its scenario. NaN on a machine with fewer than two cores.
+pub fn cross_core_rtt_ns() -> f64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    /// One counter per line, so that each line has one writer.
+    #[repr(align(128))]
+    struct Line(AtomicU64);
+    const TRIPS: u64 = 10_000;
+    if weft::affinity::available_cores() < 2 {
+        return f64::NAN;
+    }
+    let (ping, pong) = (Line(AtomicU64::new(0)), Line(AtomicU64::new(0)));
+    let wait_for = |line: &Line, v: u64| {
+        let mut spins = 0u32;
+        // Acquire: pairs with the other thread's Release store of `v`.
+        while line.0.load(Ordering::Acquire) != v {
+            spins += 1;
+            if spins > 1 << 20 {
+                // The other thread is not running (an oversubscribed host): let it.
+                std::thread::yield_now();
+                spins = 0;
+            }
+            std::hint::spin_loop();
+        }
+    };
+    let runs: Vec<f64> = (0..5)
+        .map(|_| {
+            ping.0.store(0, Ordering::Relaxed);
+            pong.0.store(0, Ordering::Relaxed);
+            // Both sides on threads of their own: the caller's affinity stays as it is.
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    pin(1);
+                    for i in 1..=TRIPS {
+                        wait_for(&ping, i);
+                        // Release: pairs with the Acquire load in `wait_for`.
+                        pong.0.store(i, Ordering::Release);
+                    }
+                });
+                s.spawn(|| {
+                    pin(0);
+                    let t0 = std::time::Instant::now();
+                    for i in 1..=TRIPS {
+                        // Release: pairs with the Acquire load in `wait_for`.
+                        ping.0.store(i, Ordering::Release);
+                        wait_for(&pong, i);
+                    }
+                    t0.elapsed().as_nanos() as f64 / TRIPS as f64
+                })
+                .join()
+                .expect("the probe's thread")
+            })
+        })
+        .collect();
+    median(&runs)
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`.
@@ -374,6 +488,42 @@ mod tests {
         assert_eq!(civil_from_days(59), (1970, 3, 1));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         assert_eq!(civil_from_days(20_779), (2026, 11, 22));
+    }
+
+    #[test]
+    fn every_table_says_the_host_state_it_ran_in() {
+        let mut r = Report::new(1);
+        r.add("a/x", "weft", "ns", Better::Lower, vec![1.0]);
+        r.host_rtt_ns = 118.4;
+        r.add("a/y", "weft", "ns", Better::Lower, vec![2.0]);
+        r.add("a/y", "peer 1", "ns", Better::Lower, vec![4.0]);
+        r.host_rtt_ns = 541.0;
+        r.add("a/z", "weft", "ns", Better::Lower, vec![3.0]);
+        let md = r.markdown();
+        assert!(
+            md.contains("probed before each scenario, 118 to 541 ns"),
+            "{md}"
+        );
+        let y = &md[md.find("### a/y").unwrap()..md.find("### a/z").unwrap()];
+        assert!(
+            y.contains("cross-core round trip 118 ns before this scenario"),
+            "{y}"
+        );
+        // Not probed: no line, not a made-up figure.
+        let x = &md[md.find("### a/x").unwrap()..md.find("### a/y").unwrap()];
+        assert!(!x.contains("round trip"), "{x}");
+        assert!(r.summary_markdown().contains("| 2.00x | 118 ns |"));
+    }
+
+    #[test]
+    fn the_probe_measures_a_round_trip() {
+        let rtt = cross_core_rtt_ns();
+        if weft::affinity::available_cores() < 2 {
+            assert!(rtt.is_nan());
+        } else {
+            // A cache line cannot cross cores and back in under a nanosecond.
+            assert!(rtt.is_finite() && rtt > 1.0, "{rtt}");
+        }
     }
 
     #[test]

@@ -99,6 +99,8 @@ fn main() {
             started.elapsed().as_secs_f64(),
             s.name
         );
+        let rtt = report.probe_host();
+        eprintln!("   (host: cross-core round trip {rtt:.0} ns)");
         (s.run)(&mut report);
     }
     eprintln!("== done in {:.0} s", started.elapsed().as_secs_f64());
