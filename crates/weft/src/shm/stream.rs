@@ -36,6 +36,9 @@ const PARK_SLICE: Duration = Duration::from_millis(50);
 /// spin hints, whose length differs between cores (23 ns each on the EPYC of
 /// `docs/benchmarks.md`).
 const STREAMING_PAUSE_NS: u64 = 700;
+/// A streaming reader whose last load of `W` revealed fewer bytes than this (16 records of
+/// 256 bytes) pauses before it loads `W` again (see `StreamReader::wait_record`).
+const SMALL_GAIN: u64 = 4096;
 
 /// Liveness is read from /proc at most this often (the clock is read every few hundred spins).
 const CHECK_INTERVAL_NS: u64 = 50_000_000;
@@ -1157,6 +1160,17 @@ impl StreamReader {
     /// inside a dense burst only: a record committed during the pause waits for its end.
     /// After a wait that needed more looks (the writer paused, a request/response exchange)
     /// the next wait looks at once. `BusySpin` never pauses: it is the strategy for latency.
+    ///
+    /// A reader faster than its writer also pauses before it loads `W` again when the last
+    /// load revealed less than [`SMALL_GAIN`] bytes: such a reader otherwise takes a few
+    /// records, finds them handed out, and loads `W` at once, every few records, without
+    /// ever finding the stream empty. Where a cache line takes long to cross (the host's slow
+    /// state in `docs/benchmarks.md`, a 550 ns round trip), every one of those loads made the
+    /// writer's next store of `W` wait for the line, and its later stores behind it.
+    /// `stream/throughput-256B`, three launches of each build alternating: 107 to 113 ->
+    /// 122 to 125 Mmsg/s through 64 MiB and 110 to 116 -> 121 to 131 through 8 MiB with a
+    /// 110 ns round trip (1 MiB: 70 to 73 against 70 to 79), and 11.2 -> 13.0 to 13.3 with a
+    /// 520 ns one.
     fn wait_record(&mut self, deadline: Option<Deadline>) -> Result<Record> {
         let pause = deadline.is_some() && self.streaming && self.wait == WaitStrategy::Adaptive;
         let mut looks = 0u32;
@@ -1165,17 +1179,14 @@ impl StreamReader {
             deadline,
             || Error::Empty,
             |r| {
+                // The last look at `W` found little: look again only after a pause (see
+                // above), or a reader faster than its writer looks at `W` every few records.
+                if pause && looks == 0 && r.core.exhausted() && r.core.gain < SMALL_GAIN {
+                    r.streaming_pause(deadline);
+                }
                 let mut rec = r.core.try_next().map_err(|c| corrupt(&r.obj, c))?;
                 if rec.is_none() && pause && looks == 0 {
-                    r.stats.streaming_pauses += 1;
-                    // Never past the caller's deadline.
-                    let left = deadline.and_then(|d| d.remaining()).map_or(u64::MAX, |d| {
-                        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-                    });
-                    let until = sys::monotonic_ns().saturating_add(STREAMING_PAUSE_NS.min(left));
-                    while sys::monotonic_ns() < until {
-                        crate::sync::spin_loop();
-                    }
+                    r.streaming_pause(deadline);
                     rec = r.core.try_next().map_err(|c| corrupt(&r.obj, c))?;
                 }
                 // Only a wait that found the stream empty says how the writer is doing: found
@@ -1195,6 +1206,18 @@ impl StreamReader {
                 Ok(())
             },
         )
+    }
+
+    /// Spins for [`STREAMING_PAUSE_NS`], never past `deadline`.
+    fn streaming_pause(&mut self, deadline: Option<Deadline>) {
+        self.stats.streaming_pauses += 1;
+        let left = deadline.and_then(|d| d.remaining()).map_or(u64::MAX, |d| {
+            u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+        });
+        let until = sys::monotonic_ns().saturating_add(STREAMING_PAUSE_NS.min(left));
+        while sys::monotonic_ns() < until {
+            crate::sync::spin_loop();
+        }
     }
 
     /// Errors if the writer is gone and nothing is left to read.

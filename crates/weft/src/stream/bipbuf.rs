@@ -860,6 +860,8 @@ pub(crate) struct ReaderCore {
     released: u64,
     /// The last `W` we loaded.
     cached_write: u64,
+    /// Bytes the last load of `W` revealed (`u64::MAX` when it wrapped or nothing is known).
+    pub(crate) gain: u64,
     /// Framed bytes handed out since `R` was last published.
     unreleased: u64,
     /// `release` publishes `R` once this many bytes are unreleased (an eighth of the
@@ -899,6 +901,7 @@ impl ReaderCore {
             pos: 0,
             released: 0,
             cached_write: 0,
+            gain: u64::MAX,
             unreleased: 0,
             release_every: (geo.capacity / 8).max(1),
             idle: 0,
@@ -942,8 +945,19 @@ impl ReaderCore {
             }
             self.lead = None;
         }
+        self.gain = if w >= self.cached_write {
+            w - self.cached_write
+        } else {
+            u64::MAX
+        };
         self.cached_write = w;
         Ok(w)
+    }
+
+    /// Whether every record up to the last `W` loaded was handed out (the next look loads `W`).
+    #[inline]
+    pub(crate) fn exhausted(&self) -> bool {
+        self.pos == self.cached_write
     }
 
     /// Whether a record is ready now, reading `W` afresh.
