@@ -42,6 +42,9 @@ pub struct Row {
     /// The host's cross-core round trip ([`cross_core_rtt_ns`]) probed just before the
     /// scenario ran, in ns (NaN if not probed).
     pub host_rtt_ns: f64,
+    /// The same, probed right after the scenario (NaN if not probed): far from
+    /// `host_rtt_ns`, the host changed state while the scenario ran.
+    pub host_rtt_after_ns: f64,
 }
 
 /// Where a scenario sits on a plot's x axis: scenarios of one family (the same measurement
@@ -118,6 +121,16 @@ impl Report {
         self.host_rtt_ns
     }
 
+    /// Measures the round trip again after a scenario and gives it to the rows added since
+    /// row `first` (the scenario's).
+    pub fn probe_host_after(&mut self, first: usize) -> f64 {
+        let rtt = cross_core_rtt_ns();
+        for r in self.rows.iter_mut().skip(first) {
+            r.host_rtt_after_ns = rtt;
+        }
+        rtt
+    }
+
     /// Places `scenario` at `x` on the x axis of the chart `family` (one chart per family,
     /// one line per implementation). Called by scenarios measured at several sizes.
     pub fn axis(&mut self, scenario: &str, family: &str, x_desc: &str, x: f64) {
@@ -181,7 +194,7 @@ impl Report {
                     fmt_num(b.median),
                     b.unit,
                     ratio(w.median, b.median, b.better),
-                    fmt_rtt(w.host_rtt_ns)
+                    fmt_rtts(w)
                 );
             }
         }
@@ -223,6 +236,7 @@ impl Report {
             max,
             samples,
             host_rtt_ns: self.host_rtt_ns,
+            host_rtt_after_ns: f64::NAN,
         };
         eprintln!(
             "   {:<34} {:>12.3} {} (min {:.3}, max {:.3})",
@@ -247,7 +261,7 @@ impl Report {
         let rtts: Vec<f64> = self
             .rows
             .iter()
-            .map(|r| r.host_rtt_ns)
+            .flat_map(|r| [r.host_rtt_ns, r.host_rtt_after_ns])
             .filter(|x| x.is_finite())
             .collect();
         let host = if rtts.is_empty() {
@@ -256,8 +270,8 @@ impl Report {
             let lo = rtts.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = rtts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             format!(
-                "  \nHost: a cache line's round trip between cores 0 and 1, probed before each \
-                 scenario, {lo:.0} to {hi:.0} ns (under each table, and in the summary)"
+                "  \nHost: a cache line's round trip between cores 0 and 1, probed before and after \
+                 each scenario, {lo:.0} to {hi:.0} ns (under each table, and in the summary)"
             )
         };
         format!(
@@ -296,9 +310,14 @@ impl Report {
                 );
             }
             if let Some(r) = rows.first().filter(|r| r.host_rtt_ns.is_finite()) {
+                let after = if r.host_rtt_after_ns.is_finite() {
+                    format!(", {} after", fmt_rtt(r.host_rtt_after_ns))
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     out,
-                    "\nHost: cross-core round trip {} before this scenario.",
+                    "\nHost: cross-core round trip {} before this scenario{after}.",
                     fmt_rtt(r.host_rtt_ns)
                 );
             }
@@ -335,6 +354,17 @@ pub fn fmt_num(x: f64) -> String {
     }
 }
 
+/// A row's probes for the summary: `118 ns`, or `118 -> 541 ns` when the host changed state
+/// during the scenario (the two probes more than 1.5 times apart).
+fn fmt_rtts(r: &Row) -> String {
+    let (a, b) = (r.host_rtt_ns, r.host_rtt_after_ns);
+    if a.is_finite() && b.is_finite() && a.max(b) > 1.5 * a.min(b) {
+        format!("{a:.0} -> {b:.0} ns")
+    } else {
+        fmt_rtt(a)
+    }
+}
+
 /// A probed round trip for the tables: `118 ns`, or `—` when not probed.
 fn fmt_rtt(ns: f64) -> String {
     if ns.is_finite() {
@@ -348,8 +378,8 @@ fn fmt_rtt(ns: f64) -> String {
 /// each core, pass a counter back and forth through two lines, 10 000 times; the median of
 /// five such runs. It is what every cross-core figure of the run pays per handoff, and on a
 /// shared 2-vCPU host it moves between runs (the host places the vCPUs on nearby or distant
-/// cores: about 110 ns or 400 to 1100 ns on the AMD EPYC host), so every row records the value
-/// probed before its scenario. NaN on a machine with fewer than two cores.
+/// cores: about 60 to 110 ns or about 500 ns on the AMD EPYC host), so every row records the
+/// values probed before and after its scenario. NaN on a machine with fewer than two cores.
 pub fn cross_core_rtt_ns() -> f64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     /// One counter per line, so that each line has one writer.
@@ -507,9 +537,24 @@ mod tests {
         r.add("a/y", "peer 1", "ns", Better::Lower, vec![4.0]);
         r.host_rtt_ns = 541.0;
         r.add("a/z", "weft", "ns", Better::Lower, vec![3.0]);
+        r.add("a/z", "peer 1", "ns", Better::Lower, vec![3.0]);
+        // a/z's probe after it: the host changed state during the scenario.
+        let z = r.rows.len() - 2;
+        for row in &mut r.rows[z..] {
+            row.host_rtt_after_ns = 120.0;
+        }
         let md = r.markdown();
         assert!(
-            md.contains("probed before each scenario, 118 to 541 ns"),
+            md.contains("round trip 541 ns before this scenario, 120 ns after."),
+            "{md}"
+        );
+        assert!(
+            r.summary_markdown().contains("| 541 -> 120 ns |"),
+            "{}",
+            r.summary_markdown()
+        );
+        assert!(
+            md.contains("probed before and after each scenario, 118 to 541 ns"),
             "{md}"
         );
         let y = &md[md.find("### a/y").unwrap()..md.find("### a/z").unwrap()];

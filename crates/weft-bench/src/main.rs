@@ -100,8 +100,10 @@ fn main() {
             s.name
         );
         let rtt = report.probe_host();
-        eprintln!("   (host: cross-core round trip {rtt:.0} ns)");
+        let first = report.rows.len();
         (s.run)(&mut report);
+        let after = report.probe_host_after(first);
+        eprintln!("   (host: cross-core round trip {rtt:.0} ns before, {after:.0} ns after)");
     }
     eprintln!("== done in {:.0} s", started.elapsed().as_secs_f64());
     print!("{}", report.markdown());
