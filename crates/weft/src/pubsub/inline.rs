@@ -134,21 +134,15 @@ pub(crate) enum Exclusive {
 /// ours, plain stores, no record needed: a successor continues at the counter, overwriting a
 /// write this publisher left half done), holding the lease `holder` (participant + 1).
 ///
-/// The lease word (the ring's publishers word) is checked first: it is taken from a holder
-/// only when that holder is judged dead, and one judged so while it stood still (a heartbeat
-/// that stopped, in another pid namespace) must not go on writing with plain stores beside
-/// the new holder. The word shares its line with the wake words every publish reads.
+/// The lease word (the ring's publishers word) is checked first ([`super::holds_lease`]); it
+/// shares its line with the wake words every publish reads.
 #[inline(always)]
 pub(crate) fn publish_exclusive(
     ring: &RawRing,
     holder: u64,
     write: impl FnOnce(&RawRing, u64),
 ) -> Result<u64, Exclusive> {
-    // Relaxed: a check, not a synchronisation (the takeover's CAS is what hands the ring on).
-    let lease = ring.signal().publishers.load(Ordering::Relaxed);
-    if lease != holder {
-        return Err(Exclusive::Lease(lease));
-    }
+    super::holds_lease(&ring.signal().publishers, holder).map_err(Exclusive::Lease)?;
     // Relaxed: the counter is written only by the lease holder, us.
     let seq = ring.cursor().load(Ordering::Relaxed);
     if seq >= LOW {

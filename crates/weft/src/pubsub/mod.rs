@@ -56,6 +56,21 @@ pub(crate) mod ring;
 #[cfg(test)]
 mod tests;
 
+/// Checks, before a single publisher writes, that the lease word `lease` of its topic (the
+/// inline ring's publishers word, or the hot line's `lease`) still names it (`holder`:
+/// participant + 1); `Err` with the word's value otherwise. A lease is taken from a holder
+/// only when it is judged dead, and one judged so while it stood still (a heartbeat that
+/// stopped, in another pid namespace) must stop here instead of writing with plain stores
+/// beside the new holder.
+#[inline(always)]
+pub(crate) fn holds_lease(lease: &crate::sync::AtomicU64, holder: u64) -> Result<(), u64> {
+    // Relaxed: a check, not a synchronisation (the takeover's CAS is what hands the topic on).
+    match lease.load(crate::sync::Ordering::Relaxed) {
+        v if v == holder => Ok(()),
+        v => Err(v),
+    }
+}
+
 #[cfg(all(feature = "std", not(loom)))]
 pub use crate::shm::pubsub::{
     Config, INLINE_MAX, InlineWriter, Loan, Publisher, RegionInfo, RegionReport, Sample, SampleRef,

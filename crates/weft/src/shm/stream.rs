@@ -1181,7 +1181,7 @@ impl StreamReader {
             |r| {
                 // The last look at `W` found little: look again only after a pause (see
                 // above), or a reader faster than its writer looks at `W` every few records.
-                if pause && looks == 0 && r.core.exhausted() && r.core.gain < SMALL_GAIN {
+                if pause && looks == 0 && r.core.used_up_little(SMALL_GAIN) {
                     r.streaming_pause(deadline);
                 }
                 let mut rec = r.core.try_next().map_err(|c| corrupt(&r.obj, c))?;

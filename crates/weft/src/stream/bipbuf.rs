@@ -861,7 +861,7 @@ pub(crate) struct ReaderCore {
     /// The last `W` we loaded.
     cached_write: u64,
     /// Bytes the last load of `W` revealed (`u64::MAX` when it wrapped or nothing is known).
-    pub(crate) gain: u64,
+    gain: u64,
     /// Framed bytes handed out since `R` was last published.
     unreleased: u64,
     /// `release` publishes `R` once this many bytes are unreleased (an eighth of the
@@ -954,10 +954,11 @@ impl ReaderCore {
         Ok(w)
     }
 
-    /// Whether every record up to the last `W` loaded was handed out (the next look loads `W`).
+    /// Whether every record up to the last `W` loaded was handed out (so the next look loads
+    /// `W`) and that load revealed fewer than `bytes`.
     #[inline]
-    pub(crate) fn exhausted(&self) -> bool {
-        self.pos == self.cached_write
+    pub(crate) fn used_up_little(&self, bytes: u64) -> bool {
+        self.pos == self.cached_write && self.gain < bytes
     }
 
     /// Whether a record is ready now, reading `W` afresh.

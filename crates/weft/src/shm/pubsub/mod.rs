@@ -1804,14 +1804,8 @@ impl Publisher {
         let ring = r.ring(t)?;
         let hot = r.hot(t)?;
         if exclusive {
-            // Relaxed: a check, not a synchronisation. The lease is taken from a holder only
-            // when it is judged dead; one that was judged so while it stood still (a heartbeat
-            // that stopped, in another pid namespace) stops here instead of claiming with
-            // plain stores beside the new holder.
-            let lease = hot.lease.load(Ordering::Relaxed);
-            if lease != me as u64 + 1 {
-                return Err(self.lost_lease(t, lease));
-            }
+            crate::pubsub::holds_lease(&hot.lease, me as u64 + 1)
+                .map_err(|lease| self.lost_lease(t, lease))?;
         }
         let new = desc(b, len);
         // The record of the publish in flight, for a survivor if this process dies in it.
