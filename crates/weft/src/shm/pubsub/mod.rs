@@ -1801,8 +1801,7 @@ impl Publisher {
         let r = self.region();
         let me = self.member.index;
         let ext = self.member.own_ext();
-        let ring = r.ring(t)?;
-        let hot = r.hot(t)?;
+        let (ring, hot) = r.ring_hot(t)?;
         if exclusive {
             crate::pubsub::holds_lease(&hot.lease, me as u64 + 1)
                 .map_err(|lease| self.lost_lease(t, lease))?;
@@ -1813,7 +1812,7 @@ impl Publisher {
         ext.pub_new.store(new, Ordering::Release);
         ext.pub_topic.store(t as u64 + 1, Ordering::Release);
         let mut deadline = None;
-        let mut waiter = Waiter::new(WaitStrategy::YieldSpin);
+        let mut waiter = None;
         let seq = loop {
             // Release: pairs with the Acquire load of `pub_seq` in `Region::recover`.
             let note = |seq| ext.pub_seq.store(seq, Ordering::Release);
@@ -1839,7 +1838,9 @@ impl Publisher {
                         ext.pub_topic.store(0, Ordering::Release);
                         return Err(Error::Timeout);
                     }
-                    let _ = waiter.next();
+                    let _ = waiter
+                        .get_or_insert_with(|| Waiter::new(WaitStrategy::YieldSpin))
+                        .next();
                 }
                 Err(e) => {
                     // Release: as above; nothing is in flight any more.

@@ -127,17 +127,20 @@ impl Region {
         }
     }
 
+    #[inline(always)]
     fn check(&self, what: &'static str, i: u32, n: u64) -> Result<()> {
         if (i as u64) < n {
             Ok(())
         } else {
-            Err(Error::corrupt(
-                self.obj.name(),
-                what,
-                i as u64,
-                "an index inside its table",
-            ))
+            Err(self.out_of_table(what, i))
         }
+    }
+
+    /// The error of an index outside its table, out of the callers' line.
+    #[cold]
+    #[inline(never)]
+    fn out_of_table(&self, what: &'static str, i: u32) -> Error {
+        Error::corrupt(self.obj.name(), what, i as u64, "an index inside its table")
     }
 
     pub(crate) fn row(&self, i: u32) -> Result<&ParticipantRow> {
@@ -185,12 +188,18 @@ impl Region {
     }
 
     pub(crate) fn ring(&self, i: u32) -> Result<Ring<'_>> {
+        Ok(self.ring_hot(i)?.0)
+    }
+
+    /// Topic `i`'s ring and hot line.
+    #[inline(always)]
+    pub(crate) fn ring_hot(&self, i: u32) -> Result<(Ring<'_>, &TopicHot)> {
         let hot = self.hot(i)?;
         let off = self.geo.rings + 16 * self.geo.ring_slots * i as u64;
         // SAFETY: `ring_slots` slots of 16 bytes per topic (Geometry); a power of two
         // (validated by Geometry::new).
         let slots = unsafe { self.slice::<Slot>(off, self.geo.ring_slots) };
-        Ok(Ring::new(&hot.tail, slots))
+        Ok((Ring::new(&hot.tail, slots), hot))
     }
 
     /// The first byte of inline area `k` (checked against the number of areas).
@@ -432,6 +441,7 @@ impl Region {
     }
 
     /// The first byte of block `b` (checked against the pool size).
+    #[inline(always)]
     pub(crate) fn block_ptr(&self, b: u32) -> Result<*mut u8> {
         self.check("block index", b, self.geo.blocks)?;
         let off = self.geo.data + self.geo.block_size * b as u64;
@@ -1333,5 +1343,40 @@ impl Drop for Member {
         if !self.region.anyone_else_alive(self.index) {
             self.region.obj.unlink_if_same();
         }
+    }
+}
+
+#[cfg(all(test, not(miri)))]
+mod tests {
+    use crate::pubsub::{Config, Publisher};
+
+    /// Every index into a table of the region is checked: one past the end is `Corrupt`,
+    /// naming the region, the table and the index (the error is built out of line).
+    #[test]
+    fn an_index_past_its_table_is_corrupt() {
+        let name = format!("region-index-{}", std::process::id());
+        let p = Publisher::create(&name, &Config::default().blocks(8).topics(4)).unwrap();
+        let r = &*p.member.region;
+        let past = |res: crate::Result<()>, table: &str, index: u64| match res {
+            Err(crate::Error::Corrupt {
+                name: n,
+                what,
+                value,
+                ..
+            }) => {
+                assert_eq!((n.as_str(), what, value), (name.as_str(), table, index));
+            }
+            other => panic!("{table} {index}: {other:?}"),
+        };
+        assert!(r.block_ptr(7).is_ok());
+        past(r.block_ptr(8).map(|_| ()), "block index", 8);
+        assert!(r.ring_hot(3).is_ok());
+        past(r.ring_hot(4).map(|_| ()), "topic index", 4);
+        past(r.topic(4).map(|_| ()), "topic index", 4);
+        past(
+            r.row(r.geo.participants as u32).map(|_| ()),
+            "participant index",
+            r.geo.participants,
+        );
     }
 }
