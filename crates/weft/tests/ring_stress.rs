@@ -181,6 +181,45 @@ fn bounded_ring_loses_nothing_with_a_slow_subscriber() {
     s.join().unwrap();
 }
 
+/// Subscribers join from the oldest message, one after another, while the publisher runs
+/// flat out (on limits from scans that may have missed the new gate): each one reads a stretch
+/// of consecutive, whole messages and never lags.
+#[test]
+fn gated_subscribers_joining_from_the_oldest_never_lag() {
+    let n = N / 20;
+    let (tx, ring) = ring::bounded::<Tick>(64, 0);
+    let mut tx = tx.with_wait_strategy(default_or_spin_under_miri());
+    let p = thread::spawn(move || {
+        for i in 0..n {
+            tx.publish(Tick::new(i));
+        }
+    });
+    let mut joins = 0u64;
+    'joining: loop {
+        let mut rx = ring
+            .subscribe_from_oldest()
+            .with_wait_strategy(default_or_spin_under_miri());
+        joins += 1;
+        let mut last: Option<u64> = None;
+        for _ in 0..100 {
+            match rx.recv() {
+                Ok(t) => {
+                    assert!(t.valid(), "a torn message");
+                    if let Some(l) = last {
+                        assert_eq!(t.seq, l + 1, "join {joins}: a gap after {l}");
+                    }
+                    last = Some(t.seq);
+                }
+                Err(RecvError::Closed) => break 'joining,
+                Err(e) => panic!("join {joins}: a gated subscriber saw {e:?}"),
+            }
+        }
+        assert_eq!(rx.lagged(), 0);
+    }
+    p.join().unwrap();
+    assert!(cfg!(miri) || joins > 10, "only {joins} joins");
+}
+
 #[test]
 fn mpmc_two_producers_keep_their_order_and_never_duplicate() {
     let n = N / 10;

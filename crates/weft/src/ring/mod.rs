@@ -34,7 +34,7 @@
 //! |---:|---:|---|
 //! | 0 | 64 | geometry: capacity, value size, payload words, slot stride, gate count, flags, watermark |
 //! | 64 | 64 | cursor: SPMC: every sequence below it is published; MPMC: the next sequence to claim |
-//! | 128 | 64 | signal: parked-subscriber count, subscriber futex word, parked-publisher count, publisher futex word, live publishers, gates in use |
+//! | 128 | 64 | signal: parked-subscriber count, subscriber futex word, parked-publisher count, publisher futex word, live publishers, gates in use, bound on the publishers' limits |
 //! | 192 | 64 × gates | one gate per gated subscriber: its next sequence, or `u64::MAX` when free |
 //! | then | stride × capacity | slots: a `u64` stamp, then the value as `ceil(size / 8)` `u64` words |
 //!
@@ -74,6 +74,9 @@
 //! Bounded rings keep a table of gates (Disruptor's gating sequences): a gated subscriber
 //! publishes its position after each read; the publisher caches the minimum and rescans the
 //! table (only the entries ever taken) when it reaches `minimum + capacity - watermark`.
+//! Each scan first announces that limit's upper bound in the header, so that a subscriber
+//! joining from the oldest message starts where no publisher that has not seen its gate yet
+//! can overwrite.
 //!
 //! # Blocking
 //! `recv` loops on `try_recv` under a [`WaitStrategy`](crate::WaitStrategy); `Park` (and `Adaptive`, after

@@ -139,8 +139,7 @@ impl<T: bytemuck::Pod> Publisher<T> {
 
     #[cold]
     fn refresh_limit(&mut self) {
-        let min = self.raw.min_gate(self.next());
-        self.limit = min.saturating_add(self.ahead);
+        self.limit = self.raw.gate_limit(self.next(), self.ahead);
     }
 
     /// Writes `n = values.len()` sequences and publishes them with one cursor store.
@@ -519,7 +518,7 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
     /// it); stored as the handle's hint.
     #[cold]
     fn refresh_limit(&self, upto: u64) -> u64 {
-        let limit = self.raw.min_gate(upto).saturating_add(self.ahead);
+        let limit = self.raw.gate_limit(upto, self.ahead);
         // Relaxed: a hint (see the field).
         self.limit.store(limit, Ordering::Relaxed);
         limit

@@ -76,6 +76,13 @@ pub(crate) struct Signal {
     /// Gates ever taken (a high-water mark in `0 ..= gates`, only grows): the publisher scans
     /// only these. Written by joining subscribers.
     pub(crate) gates_used: AtomicU64,
+    /// An upper bound on every limit a bounded publisher writes up to without scanning the
+    /// gates again: each scan raises it (`fetch_max`) to the scanning publisher's sequence plus
+    /// its window, before the scan's fence. A subscriber joining from the oldest message reads
+    /// it to learn which messages no publisher can overwrite before it sees the new gate
+    /// ([`RawRing::gate_limit`]). Written by bounded publishers, once per scan; 0 on lossy
+    /// rings.
+    pub(crate) limit_bound: AtomicU64,
 }
 
 /// The ring header, `#[repr(C)]`, at offset 0 of the ring memory:
@@ -84,7 +91,7 @@ pub(crate) struct Signal {
 /// |---:|---|---|---|
 /// | 0 | geometry | capacity, value_size, words, stride, gates, flags, watermark (u64 each) | creator, once |
 /// | 64 | cursor | u64: SPMC: sequences below it are published; MPMC: next sequence to claim | publisher(s) |
-/// | 128 | signal | waiters u32, notify u32, pub_waiters u32, pub_notify u32, publishers u64, gates_used u64 | see [`Signal`] |
+/// | 128 | signal | waiters u32, notify u32, pub_waiters u32, pub_notify u32, publishers u64, gates_used u64, limit_bound u64 | see [`Signal`] |
 ///
 /// followed by `gates` lines of one u64 each (a gated subscriber's next sequence, or
 /// [`GATE_FREE`]), then `capacity` slots of `stride` bytes: a u64 stamp and `words` u64
@@ -267,6 +274,7 @@ impl RawRing {
                 pub_notify: AtomicU32::new(0),
                 publishers: AtomicU64::new(0),
                 gates_used: AtomicU64::new(0),
+                limit_bound: AtomicU64::new(0),
             }),
         };
         // SAFETY: `base` is aligned and large enough for the header (caller's contract, and
@@ -341,6 +349,7 @@ impl RawRing {
         sig.pub_notify.store(0, Ordering::Relaxed);
         sig.publishers.store(0, Ordering::Relaxed);
         sig.gates_used.store(0, Ordering::Relaxed);
+        sig.limit_bound.store(0, Ordering::Relaxed);
         let ring = RawRing {
             header: base.cast(),
             // SAFETY: both offsets are within `shape.bytes()` (see `Shape::bytes`).
@@ -899,6 +908,21 @@ impl RawRing {
     }
 
     /// The smallest gate at or below `upto` (`upto` when no gate is set).
+    /// The limit of a bounded publisher at `upto` whose window is `ahead`: the slowest gate
+    /// at or below `upto`, plus `ahead`. Announces `upto + ahead` (the largest limit this scan
+    /// can give) in [`Signal::limit_bound`] first, so that a subscriber joining from the
+    /// oldest message, whose gate this scan may miss, knows how far the publisher may still
+    /// write (see `Subscriber::join`).
+    pub(crate) fn gate_limit(&self, upto: u64, ahead: u64) -> u64 {
+        // Relaxed: ordered before the SeqCst fence in `min_gate`. A joiner whose own fence
+        // follows that fence reads this bound or a later one; a joiner whose fence precedes
+        // it has its gate seen by the scan.
+        self.signal()
+            .limit_bound
+            .fetch_max(upto.saturating_add(ahead), Ordering::Relaxed);
+        self.min_gate(upto).saturating_add(ahead)
+    }
+
     pub(crate) fn min_gate(&self, upto: u64) -> u64 {
         // Pairs with the SeqCst fence in `Subscriber::join_gate`: either we see the new gate,
         // or the joining subscriber sees our cursor and starts at or after it.
@@ -931,6 +955,9 @@ mod tests {
             assert_eq!(size_of::<Header>(), 192);
             assert_eq!(core::mem::offset_of!(Header, cursor), 64);
             assert_eq!(core::mem::offset_of!(Header, signal), 128);
+            // The words an inline topic of a shared region uses or leaves zero (protocol.md).
+            assert_eq!(core::mem::offset_of!(Signal, publishers), 144 - 128);
+            assert_eq!(core::mem::offset_of!(Signal, limit_bound), 160 - 128);
             let s = Shape {
                 capacity: 8,
                 value_size: 56,

@@ -113,6 +113,12 @@ impl<T: bytemuck::Pod> Ring<T> {
 
     /// A subscriber that starts at the oldest message still in the ring.
     ///
+    /// On a bounded ring it gates the publisher from its first message, and starts at the
+    /// oldest message that no publisher can overwrite before it sees the new gate: a publisher
+    /// looks at the gates only once per window (`capacity - watermark` messages), so a
+    /// message older than the last window it was granted may be gone before the new
+    /// subscriber counts; the subscriber then starts after it, and never lags.
+    ///
     /// # Panics
     /// As [`subscribe`](Ring::subscribe).
     ///
@@ -216,16 +222,16 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         let window = raw.capacity().saturating_sub(watermark);
         let every = (raw.capacity() / 4).min(window / 2).max(1);
         let wake_shift = every.ilog2();
-        let start = |raw: &RawRing| {
-            // Acquire pairs with the Release cursor store in `Publisher::commit`.
-            let c = raw.cursor().load(Ordering::Acquire);
+        // Acquire pairs with the Release cursor store in `Publisher::commit`.
+        let cursor = |raw: &RawRing| raw.cursor().load(Ordering::Acquire);
+        let start = |c: u64| {
             if oldest {
                 c.saturating_sub(raw.capacity() - 1)
             } else {
                 c
             }
         };
-        let mut pos = start(&raw);
+        let mut pos = start(cursor(&raw));
         let mut gate = None;
         if gated {
             let i = (0..raw.gate_count()).find(|&i| {
@@ -242,9 +248,22 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             // gate, its cursor at the scan is visible to the load below, and it cannot run
             // further than one window past that cursor before its next scan sees us.
             fence(Ordering::SeqCst);
-            let now = start(&raw);
-            if now > pos && !oldest {
-                pos = now;
+            let now = cursor(&raw);
+            let safe = if oldest {
+                // A publisher whose last scan missed our gate may still write every sequence
+                // below its limit, overwriting those a lap earlier: the oldest message we can
+                // be sure to read is the announced bound on such limits, one lap back
+                // (Relaxed: ordered by the fence above, see `RawRing::gate_limit`). A bound
+                // past the cursor comes from a scan that saw our gate; the cursor then bounds
+                // every scan that missed it (their cursors were published before their
+                // fences).
+                let bound = raw.signal().limit_bound.load(Ordering::Relaxed);
+                bound.saturating_sub(raw.capacity()).min(now)
+            } else {
+                now
+            };
+            if safe > pos {
+                pos = safe;
                 // Release pairs with the Acquire gate load in `min_gate`.
                 raw.gate(i).store(pos, Ordering::Release);
             }

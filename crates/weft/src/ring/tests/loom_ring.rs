@@ -232,3 +232,75 @@ fn publish_wakes_a_parked_subscriber() {
         drop(t.join().unwrap());
     });
 }
+
+/// A gated subscriber joining from the oldest message while the publisher runs on a limit it
+/// got from a scan that did not see the new gate: whatever it starts at, it never lags and
+/// receives every message from there on, in order.
+#[test]
+fn a_gated_subscriber_from_the_oldest_never_lags() {
+    loom::model(|| {
+        let (mut tx, ring) = bounded::<u64>(2, 0);
+        // A backlog before anyone gates (message i is sequence i - 1).
+        tx.try_publish(1).unwrap();
+        let t = thread::spawn(move || {
+            for i in 2..=4u64 {
+                let mut v = i;
+                while let Err(e) = tx.try_publish(v) {
+                    assert!(matches!(e, PublishError::Full(_)), "{e:?}");
+                    v = e.into_inner();
+                    loom::thread::yield_now();
+                }
+            }
+        });
+        let mut rx = ring.subscribe_from_oldest();
+        let mut last = None;
+        while last != Some(4) {
+            match rx.try_recv() {
+                Ok(v) => {
+                    if let Some(l) = last {
+                        assert_eq!(v, l + 1, "a gap after {l}");
+                    }
+                    last = Some(v);
+                }
+                Err(RecvError::Empty) => loom::thread::yield_now(),
+                Err(e) => panic!("a gated subscriber saw {e:?}"),
+            }
+        }
+        t.join().unwrap();
+    });
+}
+
+/// As [`a_gated_subscriber_from_the_oldest_never_lags`], with the claiming producers of an
+/// MPMC ring.
+#[test]
+fn a_gated_mpmc_subscriber_from_the_oldest_never_lags() {
+    loom::model(|| {
+        let (tx, ring) = mpmc_bounded::<u64>(2, 0);
+        tx.try_publish(1).unwrap();
+        let t = thread::spawn(move || {
+            for i in 2..=4u64 {
+                let mut v = i;
+                while let Err(e) = tx.try_publish(v) {
+                    assert!(matches!(e, PublishError::Full(_)), "{e:?}");
+                    v = e.into_inner();
+                    loom::thread::yield_now();
+                }
+            }
+        });
+        let mut rx = ring.subscribe_from_oldest();
+        let mut last = None;
+        while last != Some(4) {
+            match rx.try_recv() {
+                Ok(v) => {
+                    if let Some(l) = last {
+                        assert_eq!(v, l + 1, "a gap after {l}");
+                    }
+                    last = Some(v);
+                }
+                Err(RecvError::Empty) => loom::thread::yield_now(),
+                Err(e) => panic!("a gated subscriber saw {e:?}"),
+            }
+        }
+        t.join().unwrap();
+    });
+}
