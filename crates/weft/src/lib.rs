@@ -99,6 +99,18 @@ pub mod affinity {
     pub fn available_cores() -> usize {
         crate::sys::available_cores()
     }
+
+    /// The cores this process may run on (its affinity set), ascending.
+    ///
+    /// # Examples
+    /// ```
+    /// let cores = weft::affinity::allowed_cores();
+    /// assert_eq!(cores.len(), weft::affinity::available_cores());
+    /// weft::affinity::pin_current_thread(cores[0]).unwrap();
+    /// ```
+    pub fn allowed_cores() -> Vec<usize> {
+        crate::sys::allowed_cores()
+    }
 }
 
 pub use error::{Error, ErrorKind, Result, Role};

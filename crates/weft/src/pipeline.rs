@@ -128,7 +128,11 @@ impl PipelineBuilder {
         self
     }
 
-    /// Pins stage `i` to core `(first + i) % cores`.
+    /// Pins the stages to cores: stage 0 to core `first`, each next stage to the next core
+    /// this process may run on ([`affinity::allowed_cores`](crate::affinity::allowed_cores),
+    /// ascending, wrapping around). [`build`](Chain::build) fails with
+    /// [`Error::InvalidArgument`] when `first` is not one of those cores, and with the OS's
+    /// error when a stage cannot pin itself.
     pub fn pin_cores(mut self, first: usize) -> Self {
         self.pin_from = Some(first);
         self
@@ -283,26 +287,59 @@ fn start<I: bytemuck::Pod, O>(
         stages: Vec::new(),
         ctl: ctl.clone(),
     };
-    let cores = crate::affinity::available_cores();
+    let pins = match cfg.pin_from {
+        Some(first) => Some(stage_cores(first, jobs.len())?),
+        None => None,
+    };
+    // Each stage reports whether it pinned itself before it runs: a failure fails `build`.
+    let (pinned, pin_results) = std::sync::mpsc::channel::<Result<()>>();
+    let n = jobs.len();
     for (i, job) in jobs.into_iter().enumerate() {
         let name = format!("{}-{i}", cfg.prefix);
         let ctl = ctl.clone();
-        let pin = cfg.pin_from.map(|first| (first + i) % cores);
+        let pin = pins.as_ref().map(|cores| cores[i]);
+        let pinned = pinned.clone();
         let thread_name = name.clone();
         let h = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
-                if let Some(core) = pin {
-                    // Pinning is a hint: a core outside the allowed set leaves the stage
-                    // unpinned rather than failing it.
-                    let _ = crate::affinity::pin_current_thread(core);
+                let r = pin.map_or(Ok(()), crate::affinity::pin_current_thread);
+                let ok = r.is_ok();
+                let _ = pinned.send(r);
+                if ok {
+                    job(thread_name, ctl)
                 }
-                job(thread_name, ctl)
             })
             .map_err(|e| Error::io("spawn", &name, e))?;
         p.stages.push(h);
     }
+    for _ in 0..n {
+        // Every stage sends once, first thing. On an error `p` is dropped, which stops and
+        // joins the stages already running.
+        pin_results.recv().map_err(|_| Error::InvalidArgument {
+            what: "pipeline stage start",
+            value: 0,
+            expected: "every stage to report its pinning",
+        })??;
+    }
     Ok(p)
+}
+
+/// The core of each of `stages` stages pinned from core `first`: the allowed cores in
+/// ascending order, starting at `first` and wrapping around.
+fn stage_cores(first: usize, stages: usize) -> Result<Vec<usize>> {
+    let allowed = crate::affinity::allowed_cores();
+    let k = allowed
+        .iter()
+        .position(|&c| c == first)
+        .ok_or(Error::InvalidArgument {
+            what: "pin_cores: first core",
+            value: first as u64,
+            expected: "a core this process may run on (affinity::allowed_cores)",
+        })?;
+    Ok((0..stages)
+        .map(|i| allowed[(k + i) % allowed.len()])
+        .collect())
 }
 
 /// A running pipeline: publish into its input, receive from its output. Dropping it stops

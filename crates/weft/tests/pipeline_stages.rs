@@ -159,3 +159,70 @@ fn lossy_links_skip_instead_of_waiting() {
     }
     assert_eq!(p.shutdown(), None);
 }
+
+/// The CPUs a thread may run on, from the kernel (`Cpus_allowed_list` of
+/// /proc/thread-self/status): "1", "0-1", "0,2".
+#[cfg(not(miri))]
+fn my_cpus() -> String {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// Each stage runs on a thread named after the pipeline and its index, pinned to its own core
+/// when asked: stage 0 on the first core given, the next stages on the following allowed
+/// cores, wrapping around.
+#[cfg(not(miri))]
+#[test]
+fn stages_run_on_named_threads_pinned_to_their_cores() {
+    let allowed = weft::affinity::allowed_cores();
+    let first = *allowed.last().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = |seen: &Arc<std::sync::Mutex<Vec<(String, String)>>>| {
+        let seen = seen.clone();
+        move |x: u64| {
+            let me = std::thread::current();
+            seen.lock()
+                .unwrap()
+                .push((me.name().unwrap_or("").to_string(), my_cpus()));
+            x
+        }
+    };
+    let mut p = Pipeline::builder()
+        .name("pinned")
+        .pin_cores(first)
+        .input::<u64>()
+        .then(record(&seen))
+        .then(record(&seen))
+        .build()
+        .unwrap();
+    p.publish(7);
+    assert_eq!(p.output().recv_timeout(Duration::from_secs(5)), Ok(7));
+    let seen = seen.lock().unwrap().clone();
+    // Stage 0 on the last allowed core, stage 1 wraps around to the first.
+    let want = [
+        ("pinned-0".to_string(), first.to_string()),
+        ("pinned-1".to_string(), allowed[0].to_string()),
+    ];
+    assert_eq!(seen, want);
+}
+
+/// A first core the process may not run on is an error from `build`, not a pipeline that
+/// quietly runs unpinned.
+#[cfg(not(miri))]
+#[test]
+fn pinning_to_a_core_outside_the_allowed_set_is_an_error() {
+    let outside = weft::affinity::allowed_cores().last().unwrap() + 1;
+    let err = Pipeline::builder()
+        .pin_cores(outside)
+        .input::<u64>()
+        .then(|x| x)
+        .build()
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(err.kind(), weft::ErrorKind::InvalidArgument, "{err}");
+}

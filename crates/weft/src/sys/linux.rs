@@ -421,6 +421,17 @@ pub(crate) fn pin_current_thread(core: usize) -> Result<()> {
     rustix::thread::sched_setaffinity(None, &set).map_err(|e| Error::io("pin", "thread", e))
 }
 
+/// The cores this process may run on, ascending (empty if the OS does not say).
+pub(crate) fn allowed_cores() -> Vec<usize> {
+    rustix::thread::sched_getaffinity(None)
+        .map(|s| {
+            (0..rustix::thread::CpuSet::MAX_CPU)
+                .filter(|&c| s.is_set(c))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The number of cores this process may run on.
 pub(crate) fn available_cores() -> usize {
     rustix::thread::sched_getaffinity(None)

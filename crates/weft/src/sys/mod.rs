@@ -13,9 +13,9 @@ mod imp;
 compile_error!("weft's platform layer is implemented for Linux only (crates/weft/src/sys)");
 
 pub(crate) use imp::{
-    Mapping, ProcessId, ShmFile, available_cores, futex_wait, futex_wake_all, list_objects,
-    machine_barrier, machine_barrier_register, monotonic_ns, pid_alive, pid_namespace,
-    pin_current_thread, process_barrier, process_barrier_register, process_state,
+    Mapping, ProcessId, ShmFile, allowed_cores, available_cores, futex_wait, futex_wake_all,
+    list_objects, machine_barrier, machine_barrier_register, monotonic_ns, pid_alive,
+    pid_namespace, pin_current_thread, process_barrier, process_barrier_register, process_state,
     process_state_low32,
 };
 
