@@ -255,7 +255,11 @@ impl Options {
         }
     }
 
-    /// Map the ring with transparent hugepages advised (Linux; needs `std`).
+    /// Back the ring with transparent hugepages (Linux; needs `std`): its memory is placed on
+    /// a 2 MiB boundary, rounded up to whole 2 MiB pages and advised `MADV_HUGEPAGE`, so that
+    /// the kernel can map it with hugepages unless the system turned them off
+    /// (`/sys/kernel/mm/transparent_hugepage/enabled`). Building the ring fails with
+    /// `Error::Io` when the kernel refuses the advice.
     pub const fn hugepages(mut self, on: bool) -> Options {
         self.hugepages = on;
         self

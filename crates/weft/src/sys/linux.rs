@@ -133,6 +133,9 @@ pub(crate) fn list_objects() -> Vec<String> {
     names
 }
 
+/// The size of a transparent hugepage on x86-64 (and the alignment it needs).
+const HUGEPAGE: usize = 2 << 20;
+
 /// A read-write shared mapping, unmapped on drop.
 #[derive(Debug)]
 pub(crate) struct Mapping {
@@ -202,25 +205,72 @@ impl Mapping {
                 expected: "must be at least 1",
             });
         }
+        // Transparent hugepages back only whole, aligned 2 MiB ranges: a hugepage mapping is
+        // rounded up to whole hugepages and placed on a hugepage boundary (mapped one hugepage
+        // larger, then trimmed at both ends), or most of a ring a few MiB long would get none.
+        let (len, extra) = if hugepages {
+            let len = len
+                .checked_next_multiple_of(HUGEPAGE)
+                .ok_or(Error::InvalidArgument {
+                    what: "mapping length",
+                    value: len as u64,
+                    expected: "a length that rounds up to whole 2 MiB pages",
+                })?;
+            (len, HUGEPAGE)
+        } else {
+            (len, 0)
+        };
         // SAFETY: a fresh anonymous mapping with a null hint aliases nothing.
         let ptr = unsafe {
             rustix::mm::mmap_anonymous(
                 core::ptr::null_mut(),
-                len,
+                len + extra,
                 rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
                 rustix::mm::MapFlags::PRIVATE,
             )
         }
-        .map_err(|e| Error::io("map", "anonymous", e))?;
+        .map_err(|e| Error::io("map", "anonymous", e))?
+        .cast::<u8>();
+        let head = ptr.align_offset(HUGEPAGE).min(extra);
+        let ptr = if extra > 0 {
+            // SAFETY: `head <= extra` and `head + len <= len + extra`: both trimmed ranges lie in
+            // the mapping just made, which nothing else uses yet.
+            unsafe {
+                if head > 0 {
+                    let _ = rustix::mm::munmap(ptr.cast(), head);
+                }
+                let tail = extra - head;
+                if tail > 0 {
+                    let _ = rustix::mm::munmap(ptr.add(head + len).cast(), tail);
+                }
+                ptr.add(head)
+            }
+        } else {
+            ptr
+        };
         let map = Mapping {
-            ptr: NonNull::new(ptr.cast()).expect("mmap never returns null on success"),
+            ptr: NonNull::new(ptr).expect("mmap never returns null on success"),
             len,
         };
-        map.advise(hugepages, lock, "anonymous")?;
+        if hugepages {
+            // SAFETY: the range is exactly our own live mapping; the advice changes no contents.
+            // Asked for explicitly, so a kernel that refuses it (no hugepage support) is an
+            // error, unlike for shared files below.
+            unsafe {
+                rustix::mm::madvise(
+                    map.ptr.as_ptr().cast(),
+                    map.len,
+                    rustix::mm::Advice::LinuxHugepage,
+                )
+            }
+            .map_err(|e| Error::io("advise hugepages", "anonymous", e))?;
+        }
+        map.advise(false, lock, "anonymous")?;
         Ok(map)
     }
 
     fn advise(&self, hugepages: bool, lock: bool, name: &str) -> Result<()> {
+        // Shared files: hugepages are advised only (shmem hugepages are a system setting).
         if hugepages {
             // SAFETY: the range is exactly our own live mapping; the advice changes no contents.
             // Failure (THP disabled for shmem) is not an error: the mapping works without it.
@@ -438,4 +488,53 @@ pub(crate) fn available_cores() -> usize {
         .map(|s| s.count() as usize)
         .unwrap_or(1)
         .max(1)
+}
+
+#[cfg(all(test, not(miri)))]
+mod tests {
+    use super::*;
+
+    /// The kernel's account of the mapping that starts at `start`: the value of `field` (kB)
+    /// in its /proc/self/smaps entry.
+    fn smaps_kb(start: usize, field: &str) -> Option<u64> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let head = format!("{start:x}-");
+        // A mapping's entry: its range line ("start-end perms ..."), then "Field: value" lines.
+        let is_range = |l: &str| {
+            l.split_whitespace()
+                .next()
+                .and_then(|r| r.split_once('-'))
+                .is_some_and(|(a, b)| {
+                    u64::from_str_radix(a, 16).is_ok() && u64::from_str_radix(b, 16).is_ok()
+                })
+        };
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
+        lines.next()?;
+        lines
+            .take_while(|l| !is_range(l))
+            .find_map(|l| l.strip_prefix(field))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    }
+
+    /// A hugepage mapping starts on a hugepage boundary and covers whole hugepages, and once
+    /// written the kernel backs it with hugepages (unless the system turned them off).
+    #[test]
+    fn a_hugepage_mapping_is_aligned_and_backed_by_hugepages() {
+        let m = Mapping::anonymous(3 << 20, true, false).unwrap();
+        assert_eq!(m.as_ptr() as usize % HUGEPAGE, 0);
+        assert_eq!(m.len(), 4 << 20);
+        // SAFETY: the mapping is ours, `len` bytes long and writable.
+        unsafe { core::ptr::write_bytes(m.as_ptr(), 1, m.len()) };
+        let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .unwrap_or_default();
+        if mode.is_empty() || mode.contains("[never]") {
+            eprintln!("transparent hugepages are off here ({mode:?}): backing not checked");
+            return;
+        }
+        let huge = smaps_kb(m.as_ptr() as usize, "AnonHugePages:").expect("the mapping in smaps");
+        assert_eq!(huge, 4096, "kB of hugepages in a 4 MiB hugepage mapping");
+        // A plain mapping is neither rounded nor advised.
+        let plain = Mapping::anonymous(3 << 20, false, false).unwrap();
+        assert_eq!(plain.len(), 3 << 20);
+    }
 }
