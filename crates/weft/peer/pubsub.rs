@@ -199,8 +199,9 @@ fn loan(args: &[String]) -> i32 {
 }
 
 /// `pubsub-scribble REGION MILLIS SEED`: a hostile peer. Writes random values over the
-/// region's descriptor rings, reference counts, free-list head, holdings and topic table
-/// (through the file, not through weft) for MILLIS milliseconds.
+/// region's descriptor rings, block words (counts and marks), registration lock, holdings,
+/// topic table, inline rings, publish records and publishers maps (through the file, not
+/// through weft) for MILLIS milliseconds.
 fn scribble(args: &[String]) -> i32 {
     use std::os::unix::fs::FileExt;
     let region: String = arg(args, 1, "region");

@@ -1,6 +1,7 @@
-//! A hostile or broken peer: scribbling on descriptors, reference counts, the free-list head,
-//! holdings, the topic table, inline rings and publish records gives errors, never a panic or
-//! an out-of-bounds access; a damaged region file is refused at connect.
+//! A hostile or broken peer: scribbling on descriptors, block words (counts and marks; the
+//! pool has no free list: a block is claimed by a CAS on its word), holdings, the topic
+//! table, inline rings and publish records gives errors, never a panic or an out-of-bounds
+//! access; a damaged region file is refused at connect.
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! Publish/subscribe in a named region: [`Publisher`], [`Subscriber`], [`Loan`], [`Sample`].
 //!
 //! The region layout (docs/protocol.md, "Region"): the object header, a configuration line,
-//! the pool's free-list head, the registration lock, the participants table (liveness rows,
+//! a line left zero (the pool's free-list head in layout version 1), the registration lock, the participants table (liveness rows,
 //! then one line per participant with its publish-in-flight record), the holdings (per
 //! participant, every block reference it holds), the topic table, one hot line and one
 //! statistics line per topic, one descriptor ring per topic, the inline areas (a seqlock ring
