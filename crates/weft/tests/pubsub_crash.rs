@@ -425,11 +425,13 @@ fn subscribers_learn_that_their_publisher_died_and_a_slow_live_one_is_not_dead()
     let mut sub = s.subscribe("/beat").unwrap();
     // The creating publisher leaves cleanly: that is not a death.
     drop(p);
-    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/beat", "3", "700"]);
+    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/beat", "3", "1100"]);
     peer.expect("ready");
     for i in 0..3u64 {
-        // 700 ms between messages: the waiting subscriber checks liveness many times and
-        // must not call the live publisher dead.
+        // A message a little less often than once a second, longer than the region's
+        // liveness timeout (1 s): the waiting subscriber checks liveness many times between
+        // two messages and must not call the live publisher dead (liveness does not depend
+        // on the message rate).
         let m = sub.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!(&*m, &i.to_le_bytes());
     }
