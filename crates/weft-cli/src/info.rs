@@ -30,6 +30,8 @@ pub struct TopicView {
     pub type_size: u64,
     /// Messages published.
     pub published: u64,
+    /// Blocks of the pool the topic's ring holds.
+    pub pool_blocks: u64,
     /// Messages subscribers reported lost (lag).
     pub lagged: u64,
     /// Subscriptions open.
@@ -70,6 +72,7 @@ impl From<&TopicDetails> for TopicView {
             type_name: t.type_name.clone(),
             type_size: t.type_size,
             published: t.stats.published,
+            pool_blocks: t.stats.pool_blocks,
             lagged: t.stats.lagged,
             subscribers: t.stats.subscribers,
             recovered: t.stats.recovered,
@@ -346,6 +349,7 @@ fn topic_table(w: &mut impl Write, topics: &[TopicDetails]) -> std::io::Result<(
         "TYPE",
         ">MAX MSG",
         ">PUBLISHED",
+        ">BLOCKS",
         ">LAGGED",
         ">SUBSCRIBERS",
         ">RECOVERED",
@@ -361,6 +365,7 @@ fn topic_table(w: &mut impl Write, topics: &[TopicDetails]) -> std::io::Result<(
             cell(ty),
             cell(out::bytes(d.max_len)),
             cell(d.stats.published),
+            cell(d.stats.pool_blocks),
             cell(d.stats.lagged),
             cell(d.stats.subscribers),
             cell(d.stats.recovered),

@@ -31,6 +31,8 @@ fn info_region_reports_topics_participants_holdings_and_pool() {
     assert_eq!(t["type_name"], serde_json::Value::Null);
     assert_eq!(t["max_len"], 4096);
     assert_eq!(t["published"], 5);
+    // The five blocks the ring holds are the pool's whole use (1024 - free).
+    assert_eq!(t["pool_blocks"], 5);
     assert_eq!(t["subscribers"], 1);
     assert_eq!(t["lagged"], 0);
     let parts = r["participants"].as_array().unwrap();

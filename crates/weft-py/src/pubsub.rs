@@ -350,7 +350,8 @@ impl Publisher {
             .py()
     }
 
-    /// Statistics of `topic`: a dict of `published`, `lagged`, `subscribers`, `recovered`.
+    /// Statistics of `topic`: a dict of `published`, `pool_blocks`, `lagged`, `subscribers`,
+    /// `recovered`.
     fn stats<'py>(
         &self,
         py: Python<'py>,
@@ -359,6 +360,7 @@ impl Publisher {
         let s = self.shared()?.with(|p| p.stats(&topic.topic)).py()?;
         let d = pyo3::types::PyDict::new(py);
         d.set_item("published", s.published)?;
+        d.set_item("pool_blocks", s.pool_blocks)?;
         d.set_item("lagged", s.lagged)?;
         d.set_item("subscribers", s.subscribers)?;
         d.set_item("recovered", s.recovered)?;

@@ -279,6 +279,7 @@ def test_stats(region):
     pub.publish(topic, b"1")
     st = pub.stats(topic)
     assert st["published"] == 1 and st["subscribers"] == 1
+    assert st["pool_blocks"] == 1  # the ring holds the one block published
     s.close()
 
 

@@ -140,6 +140,39 @@ fn a_held_sample_keeps_its_block_while_the_ring_moves_on() {
     assert_eq!((info.free_blocks, info.kept_blocks), (64 - 9, 1));
 }
 
+/// A topic's `pool_blocks` is what its ring holds of the pool: with no sample or loan held,
+/// every block not free (or kept for a publisher's next loan) is there.
+#[test]
+fn topic_statistics_count_the_blocks_the_ring_holds() {
+    let name = unique("ps-poolstat");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let a = p.register("/a").unwrap();
+    let b = p.register("/b").unwrap();
+    let i = p.register_spec("/i", &TopicSpec::inline(8)).unwrap();
+    let in_use = || {
+        let r = p.region_info();
+        r.blocks - r.free_blocks - r.kept_blocks
+    };
+    assert_eq!(p.stats(&a).unwrap().pool_blocks, 0);
+    for n in 1..=3u64 {
+        p.publish(&a, b"x").unwrap();
+        assert_eq!(p.stats(&a).unwrap().pool_blocks, n);
+    }
+    assert_eq!(in_use(), 3);
+    // Once the ring has gone around, it holds one block per slot (8), whatever the count.
+    for _ in 0..20 {
+        p.publish(&b, b"y").unwrap();
+    }
+    let sb = p.stats(&b).unwrap();
+    assert_eq!((sb.published, sb.pool_blocks), (20, 8));
+    assert_eq!(in_use(), 3 + 8);
+    // Inline topics copy into their ring: no blocks.
+    p.publish(&i, &7u64.to_le_bytes()).unwrap();
+    assert_eq!(p.stats(&i).unwrap().pool_blocks, 0);
+    assert_eq!(in_use(), 3 + 8);
+}
+
 #[test]
 fn pool_exhaustion_is_full_and_released_samples_refill_it() {
     let name = unique("ps-full");

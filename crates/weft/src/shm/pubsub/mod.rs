@@ -437,14 +437,21 @@ impl From<TopicMode> for TopicSpec {
     }
 }
 
-/// Statistics of one topic, read from its own cache line (and the tail) without disturbing
-/// publishers or subscribers.
+/// Statistics of one topic. Reading them writes nothing: they come from the topic's own
+/// statistics line, plus one load of the topic's tail (the line its publishers write) and a
+/// walk over the participants' holdings (for `subscribers`), so a reader costs the hot path at
+/// most one cache-line transfer per line it reads, and nothing when nobody reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicStats {
     /// The topic's path.
     pub name: String,
     /// Messages published (claimed sequences) so far.
     pub published: u64,
+    /// Blocks of the pool that the topic's descriptor ring holds: one per slot written since
+    /// the topic was registered, up to the ring's size (0 for inline topics, which use no
+    /// blocks). Blocks held by samples and loans belong to participants, not topics: see
+    /// [`RegionInfo`] for the pool as a whole, and `weft info` for each participant's.
+    pub pool_blocks: u64,
     /// Messages subscribers reported lost (sum of their `Lagged { skipped }`).
     pub lagged: u64,
     /// Subscriptions open now: every participant records its subscriptions, so a killed
@@ -582,9 +589,16 @@ fn start_seq(r: &Region, i: u32) -> Result<u64> {
 
 fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
     let s = r.stats(i)?;
+    let published = published(r, i)?.saturating_sub(start_seq(r, i)?);
+    let pool_blocks = if topic_mode(r, i)? == TopicMode::Inline {
+        0
+    } else {
+        published.min(r.geo.ring_slots)
+    };
     Ok(TopicStats {
         name,
-        published: published(r, i)?.saturating_sub(start_seq(r, i)?),
+        published,
+        pool_blocks,
         // Relaxed: statistics.
         lagged: s.lagged.load(Ordering::Relaxed),
         subscribers: r.subscriptions(i),
