@@ -4,18 +4,10 @@
 
 mod common;
 
-use common::{Cleanup, Peer, unique};
+use common::{Cleanup, pid_namespaces_available, spawn_in_pid_namespace, unique};
 use std::time::{Duration, Instant};
 use weft::pubsub::{Config, Publisher, Subscriber};
 use weft::{Error, Role};
-
-fn pid_namespaces_available() -> bool {
-    std::process::Command::new("unshare")
-        .args(["--pid", "--fork", "true"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
 
 #[test]
 fn a_publisher_in_another_pid_namespace_sending_once_a_second_is_alive_until_killed() {
@@ -33,22 +25,7 @@ fn a_publisher_in_another_pid_namespace_sending_once_a_second_is_alive_until_kil
     let s = Subscriber::connect_with(&name, &Config::default().liveness_timeout(bound)).unwrap();
     let mut sub = s.subscribe("/beat").unwrap();
     drop(p);
-    let peer_exe = env!("CARGO_BIN_EXE_weft-test-peer");
-    // --kill-child: when `unshare` is SIGKILLed, the kernel kills the peer (PDEATHSIG).
-    let mut peer = Peer::spawn_program(
-        "unshare",
-        &[
-            "--pid",
-            "--fork",
-            "--kill-child=SIGKILL",
-            peer_exe,
-            "pubsub-linger",
-            &name,
-            "/beat",
-            "3",
-            "1000",
-        ],
-    );
+    let mut peer = spawn_in_pid_namespace(&["pubsub-linger", &name, "/beat", "3", "1000"]);
     peer.expect("ready");
     // One message a second, twice the liveness bound: the heartbeat, not the traffic, keeps
     // the publisher alive.

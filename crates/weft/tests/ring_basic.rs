@@ -136,38 +136,33 @@ fn latest_skips_to_the_newest() {
 
 /// A publisher that last scanned the gates when nobody gated may still write a whole window
 /// before it looks again: a subscriber joining from the oldest message starts where that
-/// window cannot reach, and is never overrun.
+/// window cannot reach, and is never overrun. The same on an MPMC ring, whose producers keep
+/// the same kind of limit.
 #[test]
 fn a_gated_subscriber_from_the_oldest_starts_past_what_the_publisher_may_still_overwrite() {
-    let (mut tx, ring) = ring::bounded::<u64>(4, 0);
-    // The fifth publish scans the gates (none) and may then run to sequence 7 unchecked.
-    for i in 0..5 {
-        tx.try_publish(i).unwrap();
+    fn check(
+        ring: ring::Ring<u64>,
+        mut try_publish: impl FnMut(u64) -> Result<(), PublishError<u64>>,
+    ) {
+        // The fifth publish scans the gates (none) and may then run to sequence 7 unchecked.
+        for i in 0..5 {
+            try_publish(i).unwrap();
+        }
+        let mut old = ring.subscribe_from_oldest();
+        for i in 5..8 {
+            try_publish(i).unwrap();
+        }
+        // Its next scan sees the gate: four ahead of it is the limit.
+        assert_eq!(try_publish(8), Err(PublishError::Full(8)));
+        let mut got = Vec::new();
+        assert_eq!(old.drain(&mut got), Ok(4));
+        assert_eq!(got, [4, 5, 6, 7]);
+        assert_eq!(old.lagged(), 0);
     }
-    let mut old = ring.subscribe_from_oldest();
-    for i in 5..8 {
-        tx.try_publish(i).unwrap();
-    }
-    // Its next scan sees the gate: four ahead of it is the limit.
-    assert_eq!(tx.try_publish(8), Err(PublishError::Full(8)));
-    let mut got = Vec::new();
-    assert_eq!(old.drain(&mut got), Ok(4));
-    assert_eq!(got, [4, 5, 6, 7]);
-    assert_eq!(old.lagged(), 0);
-    // The same on an MPMC ring, whose producers keep the same kind of limit.
-    let (tx, ring) = ring::mpmc_bounded::<u64>(4, 0);
-    for i in 0..5 {
-        tx.try_publish(i).unwrap();
-    }
-    let mut old = ring.subscribe_from_oldest();
-    for i in 5..8 {
-        tx.try_publish(i).unwrap();
-    }
-    assert_eq!(tx.try_publish(8), Err(PublishError::Full(8)));
-    let mut got = Vec::new();
-    old.drain(&mut got).unwrap();
-    assert_eq!(got, [4, 5, 6, 7]);
-    assert_eq!(old.lagged(), 0);
+    let (mut tx, r) = ring::bounded::<u64>(4, 0);
+    check(r, move |v| tx.try_publish(v));
+    let (tx, r) = ring::mpmc_bounded::<u64>(4, 0);
+    check(r, move |v| tx.try_publish(v));
 }
 
 #[test]

@@ -3,18 +3,10 @@
 
 mod common;
 
-use common::{Cleanup, Peer, unique};
+use common::{Cleanup, pid_namespaces_available, spawn_in_pid_namespace, unique};
 use std::time::{Duration, Instant};
 use weft::stream::StreamReader;
 use weft::{Error, Role};
-
-fn pid_namespaces_available() -> bool {
-    std::process::Command::new("unshare")
-        .args(["--pid", "--fork", "true"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
 
 #[test]
 fn a_slow_writer_in_another_pid_namespace_is_alive_until_killed() {
@@ -25,21 +17,7 @@ fn a_slow_writer_in_another_pid_namespace_is_alive_until_killed() {
     }
     let name = unique("pidns");
     let _c = Cleanup(name.clone());
-    let peer_exe = env!("CARGO_BIN_EXE_weft-test-peer");
-    // --kill-child: when `unshare` is SIGKILLed, the kernel kills the peer (PDEATHSIG).
-    let mut peer = Peer::spawn_program(
-        "unshare",
-        &[
-            "--pid",
-            "--fork",
-            "--kill-child=SIGKILL",
-            peer_exe,
-            "stream-slow-writer",
-            &name,
-            "1500",
-            "3",
-        ],
-    );
+    let mut peer = spawn_in_pid_namespace(&["stream-slow-writer", &name, "1500", "3"]);
     peer.expect("ready");
     let mut r = StreamReader::open(&name).unwrap();
     // Records 1.5 s apart, longer than the 1 s liveness timeout: the heartbeat, not the

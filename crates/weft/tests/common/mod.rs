@@ -19,6 +19,29 @@ pub fn unique(tag: &str) -> String {
     format!("t-{tag}-{}-{n}", std::process::id())
 }
 
+/// Whether this process may create a pid namespace (`unshare --pid`: CAP_SYS_ADMIN, root as
+/// in CI), which the tests of liveness by heartbeat need.
+pub fn pid_namespaces_available() -> bool {
+    Command::new("unshare")
+        .args(["--pid", "--fork", "true"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Spawns the test peer with `args` in a new pid namespace, where this process cannot see
+/// its pid: `unshare --kill-child` makes the kernel kill the peer when `unshare` is killed.
+pub fn spawn_in_pid_namespace(args: &[&str]) -> Peer {
+    let mut all = vec![
+        "--pid",
+        "--fork",
+        "--kill-child=SIGKILL",
+        env!("CARGO_BIN_EXE_weft-test-peer"),
+    ];
+    all.extend_from_slice(args);
+    Peer::spawn_program("unshare", &all)
+}
+
 /// Removes `/dev/shm/weft.NAME` when dropped, whatever happened in the test.
 pub struct Cleanup(pub String);
 

@@ -233,40 +233,48 @@ fn publish_wakes_a_parked_subscriber() {
     });
 }
 
-/// A gated subscriber joining from the oldest message while the publisher runs on a limit it
-/// got from a scan that did not see the new gate: whatever it starts at, it never lags and
-/// receives every message from there on, in order.
+/// The model of a gated subscriber joining from the oldest message of `ring`, whose
+/// publisher already published 1 (sequence 0) and publishes 2, 3 and 4 with `try_publish`
+/// on another thread while the subscriber joins and reads: whatever it starts at, it never
+/// lags and receives every message from there on, in order.
+fn join_from_oldest_while_publishing(
+    ring: crate::ring::Ring<u64>,
+    mut try_publish: impl FnMut(u64) -> Result<(), PublishError<u64>> + Send + 'static,
+) {
+    let t = thread::spawn(move || {
+        for i in 2..=4u64 {
+            let mut v = i;
+            while let Err(e) = try_publish(v) {
+                assert!(matches!(e, PublishError::Full(_)), "{e:?}");
+                v = e.into_inner();
+                loom::thread::yield_now();
+            }
+        }
+    });
+    let mut rx = ring.subscribe_from_oldest();
+    let mut last = None;
+    while last != Some(4) {
+        match rx.try_recv() {
+            Ok(v) => {
+                if let Some(l) = last {
+                    assert_eq!(v, l + 1, "a gap after {l}");
+                }
+                last = Some(v);
+            }
+            Err(RecvError::Empty) => loom::thread::yield_now(),
+            Err(e) => panic!("a gated subscriber saw {e:?}"),
+        }
+    }
+    t.join().unwrap();
+}
+
+/// A bounded publisher runs on the limit of a scan that may not have seen the new gate.
 #[test]
 fn a_gated_subscriber_from_the_oldest_never_lags() {
     loom::model(|| {
         let (mut tx, ring) = bounded::<u64>(2, 0);
-        // A backlog before anyone gates (message i is sequence i - 1).
         tx.try_publish(1).unwrap();
-        let t = thread::spawn(move || {
-            for i in 2..=4u64 {
-                let mut v = i;
-                while let Err(e) = tx.try_publish(v) {
-                    assert!(matches!(e, PublishError::Full(_)), "{e:?}");
-                    v = e.into_inner();
-                    loom::thread::yield_now();
-                }
-            }
-        });
-        let mut rx = ring.subscribe_from_oldest();
-        let mut last = None;
-        while last != Some(4) {
-            match rx.try_recv() {
-                Ok(v) => {
-                    if let Some(l) = last {
-                        assert_eq!(v, l + 1, "a gap after {l}");
-                    }
-                    last = Some(v);
-                }
-                Err(RecvError::Empty) => loom::thread::yield_now(),
-                Err(e) => panic!("a gated subscriber saw {e:?}"),
-            }
-        }
-        t.join().unwrap();
+        join_from_oldest_while_publishing(ring, move |v| tx.try_publish(v));
     });
 }
 
@@ -277,30 +285,6 @@ fn a_gated_mpmc_subscriber_from_the_oldest_never_lags() {
     loom::model(|| {
         let (tx, ring) = mpmc_bounded::<u64>(2, 0);
         tx.try_publish(1).unwrap();
-        let t = thread::spawn(move || {
-            for i in 2..=4u64 {
-                let mut v = i;
-                while let Err(e) = tx.try_publish(v) {
-                    assert!(matches!(e, PublishError::Full(_)), "{e:?}");
-                    v = e.into_inner();
-                    loom::thread::yield_now();
-                }
-            }
-        });
-        let mut rx = ring.subscribe_from_oldest();
-        let mut last = None;
-        while last != Some(4) {
-            match rx.try_recv() {
-                Ok(v) => {
-                    if let Some(l) = last {
-                        assert_eq!(v, l + 1, "a gap after {l}");
-                    }
-                    last = Some(v);
-                }
-                Err(RecvError::Empty) => loom::thread::yield_now(),
-                Err(e) => panic!("a gated subscriber saw {e:?}"),
-            }
-        }
-        t.join().unwrap();
+        join_from_oldest_while_publishing(ring, move |v| tx.try_publish(v));
     });
 }
