@@ -907,7 +907,6 @@ impl RawRing {
         self.stamp(self.slot_ptr(seq)).load(Ordering::Acquire) >= done(seq - self.capacity)
     }
 
-    /// The smallest gate at or below `upto` (`upto` when no gate is set).
     /// The limit of a bounded publisher at `upto` whose window is `ahead`: the slowest gate
     /// at or below `upto`, plus `ahead`. Announces `upto + ahead` (the largest limit this scan
     /// can give) in [`Signal::limit_bound`] first, so that a subscriber joining from the
@@ -923,6 +922,7 @@ impl RawRing {
         self.min_gate(upto).saturating_add(ahead)
     }
 
+    /// The smallest gate at or below `upto` (`upto` when no gate is set).
     pub(crate) fn min_gate(&self, upto: u64) -> u64 {
         // Pairs with the SeqCst fence in `Subscriber::join_gate`: either we see the new gate,
         // or the joining subscriber sees our cursor and starts at or after it.

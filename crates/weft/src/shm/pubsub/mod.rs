@@ -1,11 +1,12 @@
 //! Publish/subscribe in a named region: [`Publisher`], [`Subscriber`], [`Loan`], [`Sample`].
 //!
 //! The region layout (docs/protocol.md, "Region"): the object header, a configuration line,
-//! a line left zero (the pool's free-list head in layout version 1), the registration lock, the participants table (liveness rows,
-//! then one line per participant with its publish-in-flight record), the holdings (per
-//! participant, every block reference it holds), the topic table, one hot line and one
-//! statistics line per topic, one descriptor ring per topic, the inline areas (a seqlock ring
-//! each, for inline topics), the blocks' metadata, and the blocks (page-aligned).
+//! a line left zero (the pool's free-list head in layout version 1), the registration lock,
+//! the participants table (liveness rows, then one line per participant with its
+//! publish-in-flight record), the holdings (per participant, every block reference it
+//! holds), the topic table, one hot line and one statistics line per topic, one descriptor
+//! ring per topic, the inline areas (a seqlock ring each, for inline topics), the blocks'
+//! metadata, and the blocks (page-aligned).
 //!
 //! Ordering and slot ownership with several publishers on one topic: a publisher claims the
 //! next sequence by a CAS on that sequence's slot stamp, which writes its participant index
