@@ -61,6 +61,9 @@ pub struct Publisher<T: bytemuck::Pod> {
     limit: u64,
     /// `capacity - watermark`: how far ahead of the slowest gated subscriber we may run.
     ahead: u64,
+    /// The largest limit bound this handle announced to joining subscribers
+    /// ([`RawRing::gate_limit`]).
+    announced: u64,
     strategy: WaitStrategy,
     _t: PhantomData<fn(T) -> T>,
 }
@@ -93,6 +96,7 @@ impl<T: bytemuck::Pod> Publisher<T> {
             raw,
             limit: if bounded { 0 } else { u64::MAX },
             ahead,
+            announced: 0,
             strategy: WaitStrategy::default(),
             _t: PhantomData,
         }
@@ -139,7 +143,9 @@ impl<T: bytemuck::Pod> Publisher<T> {
 
     #[cold]
     fn refresh_limit(&mut self) {
-        self.limit = self.raw.gate_limit(self.next(), self.ahead);
+        self.limit = self
+            .raw
+            .gate_limit(self.next(), self.ahead, &mut self.announced);
     }
 
     /// Writes `n = values.len()` sequences and publishes them with one cursor store.
@@ -518,7 +524,9 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
     /// it); stored as the handle's hint.
     #[cold]
     fn refresh_limit(&self, upto: u64) -> u64 {
-        let limit = self.raw.gate_limit(upto, self.ahead);
+        // Always announced: the handle may be shared between threads (`&self`), and only a
+        // bound this thread announced is known to come before its scan.
+        let limit = self.raw.gate_limit(upto, self.ahead, &mut 0);
         // Relaxed: a hint (see the field).
         self.limit.store(limit, Ordering::Relaxed);
         limit

@@ -911,14 +911,21 @@ impl RawRing {
     /// at or below `upto`, plus `ahead`. Announces `upto + ahead` (the largest limit this scan
     /// can give) in [`Signal::limit_bound`] first, so that a subscriber joining from the
     /// oldest message, whose gate this scan may miss, knows how far the publisher may still
-    /// write (see `Subscriber::join`).
-    pub(crate) fn gate_limit(&self, upto: u64, ahead: u64) -> u64 {
-        // Relaxed: ordered before the SeqCst fence in `min_gate`. A joiner whose own fence
-        // follows that fence reads this bound or a later one; a joiner whose fence precedes
-        // it has its gate seen by the scan.
-        self.signal()
-            .limit_bound
-            .fetch_max(upto.saturating_add(ahead), Ordering::Relaxed);
+    /// write (see `Subscriber::join`). `announced` is the largest bound the calling thread
+    /// announced before (0: none known): a publisher spinning on a full ring scans again and
+    /// again at the same `upto`, and announces only once.
+    pub(crate) fn gate_limit(&self, upto: u64, ahead: u64, announced: &mut u64) -> u64 {
+        let bound = upto.saturating_add(ahead);
+        if bound > *announced {
+            // Relaxed: ordered before the SeqCst fence in `min_gate`. A joiner whose own fence
+            // follows that fence reads this bound or a later one; a joiner whose fence
+            // precedes it has its gate seen by the scan. A bound this thread announced before
+            // is sequenced before the fence as well.
+            self.signal()
+                .limit_bound
+                .fetch_max(bound, Ordering::Relaxed);
+            *announced = bound;
+        }
         self.min_gate(upto).saturating_add(ahead)
     }
 

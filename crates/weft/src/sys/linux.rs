@@ -231,8 +231,8 @@ impl Mapping {
         }
         .map_err(|e| Error::io("map", "anonymous", e))?
         .cast::<u8>();
-        let head = ptr.align_offset(HUGEPAGE).min(extra);
         let ptr = if extra > 0 {
+            let head = ptr.align_offset(HUGEPAGE).min(extra);
             // SAFETY: `head <= extra` and `head + len <= len + extra`: both trimmed ranges lie in
             // the mapping just made, which nothing else uses yet.
             unsafe {
@@ -253,34 +253,32 @@ impl Mapping {
             len,
         };
         if hugepages {
-            // SAFETY: the range is exactly our own live mapping; the advice changes no contents.
             // Asked for explicitly, so a kernel that refuses it (no hugepage support) is an
-            // error, unlike for shared files below.
-            unsafe {
-                rustix::mm::madvise(
-                    map.ptr.as_ptr().cast(),
-                    map.len,
-                    rustix::mm::Advice::LinuxHugepage,
-                )
-            }
-            .map_err(|e| Error::io("advise hugepages", "anonymous", e))?;
+            // error, unlike for shared files (`advise`).
+            map.advise_hugepages()
+                .map_err(|e| Error::io("advise hugepages", "anonymous", e))?;
         }
         map.advise(false, lock, "anonymous")?;
         Ok(map)
     }
 
+    /// `MADV_HUGEPAGE` over the whole mapping.
+    fn advise_hugepages(&self) -> rustix::io::Result<()> {
+        // SAFETY: the range is exactly our own live mapping; the advice changes no contents.
+        unsafe {
+            rustix::mm::madvise(
+                self.ptr.as_ptr().cast(),
+                self.len,
+                rustix::mm::Advice::LinuxHugepage,
+            )
+        }
+    }
+
     fn advise(&self, hugepages: bool, lock: bool, name: &str) -> Result<()> {
-        // Shared files: hugepages are advised only (shmem hugepages are a system setting).
         if hugepages {
-            // SAFETY: the range is exactly our own live mapping; the advice changes no contents.
-            // Failure (THP disabled for shmem) is not an error: the mapping works without it.
-            let _ = unsafe {
-                rustix::mm::madvise(
-                    self.ptr.as_ptr().cast(),
-                    self.len,
-                    rustix::mm::Advice::LinuxHugepage,
-                )
-            };
+            // Shared files: hugepages are only advised (shmem hugepages are a system setting);
+            // a refusal (THP disabled for shmem) is not an error: the mapping works without it.
+            let _ = self.advise_hugepages();
         }
         if lock {
             // SAFETY: the range is exactly our own live mapping; mlock changes no contents.
@@ -484,10 +482,7 @@ pub(crate) fn allowed_cores() -> Vec<usize> {
 
 /// The number of cores this process may run on.
 pub(crate) fn available_cores() -> usize {
-    rustix::thread::sched_getaffinity(None)
-        .map(|s| s.count() as usize)
-        .unwrap_or(1)
-        .max(1)
+    allowed_cores().len().max(1)
 }
 
 #[cfg(all(test, not(miri)))]

@@ -561,9 +561,10 @@ fn free_inline_area(r: &Region) -> Result<u32> {
         })
 }
 
-/// The number of sequences claimed on topic `i` so far (its tail, or its inline claim counter).
-fn published(r: &Region, i: u32) -> Result<u64> {
-    let n = if topic_mode(r, i)? == TopicMode::Inline {
+/// The number of sequences claimed on topic `i` (of `mode`) so far: its tail, or its inline
+/// claim counter.
+fn published(r: &Region, i: u32, mode: TopicMode) -> Result<u64> {
+    let n = if mode == TopicMode::Inline {
         let (ring, _) = r.inline_ring(i)?;
         // Acquire: pairs with the AcqRel claims (`RawRing::claim`). Checked below.
         ring.cursor().load(Ordering::Acquire)
@@ -590,8 +591,9 @@ fn start_seq(r: &Region, i: u32) -> Result<u64> {
 
 fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
     let s = r.stats(i)?;
-    let published = published(r, i)?.saturating_sub(start_seq(r, i)?);
-    let pool_blocks = if topic_mode(r, i)? == TopicMode::Inline {
+    let mode = topic_mode(r, i)?;
+    let published = published(r, i, mode)?.saturating_sub(start_seq(r, i)?);
+    let pool_blocks = if mode == TopicMode::Inline {
         0
     } else {
         published.min(r.geo.ring_slots)
@@ -2239,7 +2241,7 @@ impl Subscriber {
             (None, mode == TopicMode::Latest)
         };
         let generation = r.topic_generation(i)?;
-        let tail = published(r, i)?;
+        let tail = published(r, i, mode)?;
         // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one; and
         // nothing from before this registration of the entry.
         let back = (history as u64).min(r.geo.ring_slots - 1);
