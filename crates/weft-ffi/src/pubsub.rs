@@ -378,8 +378,9 @@ unsafe fn register_spec(
     })
 }
 
-/// Registers `topic` as a latest-value inline topic of `size`-byte messages (1 to 56), or
-/// finds it if it is registered already as one of that size. Published like any inline topic;
+/// Registers `topic` as a latest-value inline topic of `size`-byte messages (1 to 56, or up to
+/// 16 * ring_slots - 8: a latest-value ring takes fewer, larger slots), or finds it if it is
+/// registered already as one of that size. Published like any inline topic;
 /// every receive gets the newest message (never an older one than the subscription received
 /// before, never `WEFT_ERROR_LAGGED`), a whole copy with no block behind it.
 ///

@@ -235,7 +235,8 @@ impl Publisher {
     /// registered already under that name. An `INLINE` topic needs `size`, its fixed message
     /// size in bytes (1 to 56); the other modes refuse it. `latest=True` makes an `INLINE`
     /// topic a latest-value one: every receive gets the newest message, as on a `LATEST`
-    /// topic, with no block behind it. `single_publisher=True` (any mode) gives the topic one
+    /// topic, with no block behind it; its messages may be larger, up to 16 * ring_slots - 8
+    /// bytes (4088 with the default ring_slots). `single_publisher=True` (any mode) gives the topic one
     /// publisher at a time, which publishes without the shared claim's atomic
     /// read-modify-writes; another live publisher registering it gets `weft.InUseError`, and
     /// the next registrant takes it over once its holder is gone.
@@ -272,7 +273,8 @@ impl Publisher {
                 return Err(weft::Error::InvalidArgument {
                     what: "size of an INLINE topic",
                     value: 0,
-                    expected: "register(topic, TopicMode.INLINE, size=n) with n in 1 ..= 56",
+                    expected: "register(topic, TopicMode.INLINE, size=n) with n in 1 ..= 56 \
+                               (latest=True: up to 16 * ring_slots - 8)",
                 })
                 .py();
             }

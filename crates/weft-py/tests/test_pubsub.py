@@ -185,6 +185,23 @@ def test_latest_inline_topic_gives_the_newest_value(region):
         s.try_recv()
 
 
+def test_latest_inline_values_may_be_larger_than_a_line(region):
+    pub, sub = region
+    # ring_slots=16: latest values up to 16 * 16 - 8 = 248 bytes, other inline ones 56.
+    with pytest.raises(weft.InvalidArgumentError, match="latest"):
+        pub.register("/frame", weft.TopicMode.INLINE, size=249, latest=True)
+    with pytest.raises(weft.InvalidArgumentError, match="size"):
+        pub.register("/frame", weft.TopicMode.INLINE, size=248)
+    topic = pub.register("/frame", weft.TopicMode.INLINE, size=248, latest=True)
+    s = sub.subscribe("/frame")
+    for k in range(1, 6):
+        pub.publish(topic, bytes([k]) * 248)
+    m = s.recv(timeout=5)
+    assert (bytes(m), m.seq) == (bytes([5]) * 248, 4)
+    with pytest.raises(weft.EmptyError):
+        s.try_recv()
+
+
 def test_single_publisher_topic_has_one_live_holder(region, name):
     pub, sub = region
     topic = pub.register("/frames", single_publisher=True)

@@ -401,3 +401,26 @@ fn a_corrupt_block_word_costs_a_subscriber_no_entries() {
     assert_eq!(&*sub.try_recv_ref().unwrap(), b"second");
     assert!(matches!(sub.try_recv(), Err(Error::Empty)));
 }
+
+#[test]
+fn a_large_inline_message_on_a_topic_that_is_not_latest_is_refused() {
+    // Only latest-value inline topics carry messages larger than a line; a peer that clears
+    // the latest flag of one (entry offset 124) must not make a plain inline receiver copy a
+    // kilobyte into its line-sized buffer.
+    let name = unique("ph-inline-large");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg().ring_slots(64)).unwrap();
+    p.register_spec("/i", &TopicSpec::inline(1000).latest())
+        .unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    s.subscribe("/i").unwrap();
+    let (f, l) = layout(&name);
+    common::region::put32(&f, l.entry(0) + 124, 0);
+    let err = s.subscribe("/i").map(|_| ()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    // A message size beyond what the area holds is refused as well.
+    common::region::put32(&f, l.entry(0) + 124, 2);
+    common::region::put32(&f, l.entry(0) + 116, 1017);
+    let err = s.subscribe("/i").map(|_| ()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+}

@@ -826,3 +826,163 @@ fn values_are_read_by_size_from_every_kind_of_topic() {
     p.publish(&lat, &13u64.to_ne_bytes()).unwrap();
     assert_eq!(sl.try_recv_value::<u64>().unwrap(), 13);
 }
+
+/// A latest-value message of nearly a kilobyte, whose every word derives from its counter: a
+/// copy mixed from two publishes shows.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Frame {
+    n: u64,
+    words: [u64; 120],
+}
+
+impl Frame {
+    fn new(n: u64) -> Frame {
+        Frame {
+            n,
+            words: core::array::from_fn(|i| n.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64),
+        }
+    }
+    fn whole(&self) -> bool {
+        *self == Frame::new(self.n)
+    }
+}
+
+impl PartialEq for Frame {
+    fn eq(&self, o: &Frame) -> bool {
+        bytemuck::bytes_of(self) == bytemuck::bytes_of(o)
+    }
+}
+
+/// 64 descriptor slots: inline areas of 4 KiB of slots, so latest values of up to 1016 bytes.
+fn large() -> Config {
+    small().ring_slots(64)
+}
+
+#[test]
+fn a_latest_inline_topic_carries_messages_larger_than_a_line() {
+    let name = unique("pi-large");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &large()).unwrap();
+    assert_eq!(weft::pubsub::latest_inline_max(64), 1016);
+    assert_eq!(weft::pubsub::latest_inline_max(2), 56);
+    // Larger than a line only for latest values, and only as large as the area holds.
+    for bad in [
+        TopicSpec::inline(57),
+        TopicSpec::inline(1017).latest(),
+        TopicSpec::inline(1 << 20).latest(),
+    ] {
+        assert_eq!(
+            p.register_spec("/bad", &bad).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+    let spec = TopicSpec::new(TopicMode::Inline).typed::<Frame>().latest();
+    let t = p.register_spec("/frame", &spec).unwrap();
+    assert_eq!(t.message_size(), Some(std::mem::size_of::<Frame>()));
+    let raw = p
+        .register_spec("/raw", &TopicSpec::inline(1016).latest())
+        .unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_typed::<Frame>("/frame").unwrap();
+    let mut sraw = s.subscribe("/raw").unwrap();
+    assert!(matches!(sub.try_recv_value::<Frame>(), Err(Error::Empty)));
+    // Every receive path gets the newest whole value: by value, into a buffer, as an owned
+    // sample (a heap copy, 16-aligned for `value`), as a borrowed one.
+    for n in 1..=3 {
+        p.publish_typed(&t, &Frame::new(n)).unwrap();
+    }
+    assert!(sub.try_recv_value::<Frame>().unwrap() == Frame::new(3));
+    assert!(matches!(sub.try_recv_value::<Frame>(), Err(Error::Empty)));
+    for n in 4..=9 {
+        p.publish_typed(&t, &Frame::new(n)).unwrap();
+    }
+    let mut buf = vec![0u8; std::mem::size_of::<Frame>() + 8];
+    // A buffer shorter than the message is refused before anything is received.
+    assert_eq!(
+        sub.try_recv_into(&mut buf[..100]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        sub.try_recv_into(&mut buf).unwrap(),
+        std::mem::size_of::<Frame>()
+    );
+    assert!(
+        bytemuck::pod_read_unaligned::<Frame>(&buf[..std::mem::size_of::<Frame>()])
+            == Frame::new(9)
+    );
+    p.publish_typed(&t, &Frame::new(10)).unwrap();
+    let m = sub.try_recv().unwrap();
+    assert_eq!(m.len(), std::mem::size_of::<Frame>());
+    assert!(*m.value::<Frame>().unwrap() == Frame::new(10));
+    assert_eq!(m.seq(), 9);
+    p.publish_typed(&t, &Frame::new(11)).unwrap();
+    let r = sub.try_recv_ref().unwrap();
+    assert!(*r.value::<Frame>().unwrap() == Frame::new(11));
+    drop(r);
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    // Untyped, the largest size the area holds.
+    let big: Vec<u8> = (0..1016u32).map(|i| (i % 251) as u8).collect();
+    p.publish(&raw, &big).unwrap();
+    assert_eq!(
+        &*sraw.recv_timeout(Duration::from_secs(5)).unwrap(),
+        &big[..]
+    );
+    assert_eq!(
+        p.publish(&raw, &big[..1000]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let d = weft::pubsub::details(&name).unwrap();
+    let max = |n: &str| d.topics.iter().find(|t| t.stats.name == n).unwrap().max_len;
+    assert_eq!(max("/raw"), 1016);
+}
+
+#[test]
+fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
+    let name = unique("pi-large-race");
+    let _c = Cleanup(name.clone());
+    // Four slots of 1 KiB: the publisher laps the ring every fourth publish, so copies that
+    // overlap a write are frequent.
+    let p = Publisher::create(&name, &large()).unwrap();
+    let spec = TopicSpec::new(TopicMode::Inline)
+        .typed::<Frame>()
+        .latest()
+        .single_publisher();
+    let t = p.register_spec("/frame", &spec).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_typed::<Frame>("/frame").unwrap();
+    let n: u64 = if cfg!(miri) { 50 } else { 300_000 };
+    let publisher = std::thread::spawn(move || {
+        {
+            let mut w = p.inline_writer::<Frame>(&t).unwrap();
+            for i in 1..=n {
+                w.publish(&Frame::new(i)).unwrap();
+            }
+        }
+        p
+    });
+    let (mut last, mut received) = (0u64, 0u64);
+    let mut buf = vec![0u8; std::mem::size_of::<Frame>()];
+    while last != n {
+        // Alternate the by-value and the into-a-buffer paths.
+        let f = if received % 2 == 0 {
+            match sub.try_recv_value::<Frame>() {
+                Ok(f) => f,
+                Err(Error::Empty) => continue,
+                Err(e) => panic!("{e}"),
+            }
+        } else {
+            match sub.try_recv_into(&mut buf) {
+                Ok(_) => bytemuck::pod_read_unaligned(&buf),
+                Err(Error::Empty) => continue,
+                Err(e) => panic!("{e}"),
+            }
+        };
+        assert!(f.whole(), "a torn value after {received} ({})", f.n);
+        assert!(f.n > last, "{} after {last}", f.n);
+        last = f.n;
+        received += 1;
+    }
+    let _p = publisher.join().unwrap();
+    assert!(received >= 1);
+}

@@ -227,6 +227,28 @@ static void latest_and_history(void) {
     EXPECT(weft_subscription_try_recv(is, &newer), WEFT_ERROR_EMPTY);
     OK(weft_subscription_close(&is));
     OK(weft_topic_free(&inl));
+    /* Latest values may be larger than a line: up to 16 * ring_slots - 8 = 120 bytes here. */
+    EXPECT(weft_publisher_register_inline_latest(p, "/wide", 121, &inl),
+           WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_publisher_register_inline(p, "/wide", 120, &inl), WEFT_ERROR_INVALID_ARGUMENT);
+    OK(weft_publisher_register_inline_latest(p, "/wide", 120, &inl));
+    OK(weft_subscriber_subscribe(sub, "/wide", &is));
+    uint8_t wide[120];
+    for (int k = 1; k <= 3; k++) {
+        memset(wide, k, sizeof wide);
+        OK(weft_publisher_publish(p, inl, wide, sizeof wide, NULL));
+    }
+    expect_sample(is, wide, sizeof wide, 2);
+    memset(wide, 9, sizeof wide);
+    OK(weft_publisher_publish(p, inl, wide, sizeof wide, NULL));
+    const uint8_t *wdata = NULL;
+    size_t wlen = 0;
+    uint64_t wseq = 0;
+    OK(weft_subscription_try_recv_borrowed(is, &wdata, &wlen, &wseq));
+    CHECK(wlen == sizeof wide && memcmp(wdata, wide, wlen) == 0 && wseq == 3);
+    OK(weft_subscription_release(is));
+    OK(weft_subscription_close(&is));
+    OK(weft_topic_free(&inl));
     EXPECT(weft_publisher_register_with(p, "/m", 3, &inl), WEFT_ERROR_INVALID_ARGUMENT);
     EXPECT_MESSAGE("topic mode 3");
     EXPECT(weft_publisher_register_with(p, "/m", -1, &inl), WEFT_ERROR_INVALID_ARGUMENT);

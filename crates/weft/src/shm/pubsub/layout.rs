@@ -21,8 +21,37 @@ pub(crate) const MAX_BLOCKS: u64 = 1 << 24;
 pub(crate) const MAX_BLOCK_SIZE: u64 = (1 << 32) - 64;
 
 /// The largest message of an inline topic: its slot stamp and the message share one 64-byte
-/// cache line.
+/// cache line. A latest-value inline topic may carry larger messages, up to
+/// [`latest_inline_max`].
 pub const INLINE_MAX: usize = 56;
+
+/// The largest message of a latest-value inline topic in a region of `ring_slots` descriptor
+/// slots per ring: its inline area holds `64 * ring_slots` bytes of slots, and a latest-value
+/// ring keeps at least four of them (a reader's copy of the newest message survives three more
+/// publishes). 56 bytes with 2 slots, 4088 with the default 256.
+pub const fn latest_inline_max(ring_slots: u64) -> u64 {
+    let big = 16 * ring_slots - 8;
+    if big > INLINE_MAX as u64 {
+        big
+    } else {
+        INLINE_MAX as u64
+    }
+}
+
+/// The slots of an inline topic's ring of `size`-byte messages in a region of `ring_slots`:
+/// `ring_slots` while a slot fits a line (every message up to [`INLINE_MAX`] bytes), else as
+/// many slots of the message's stride as the area's `64 * ring_slots` bytes hold.
+pub(crate) fn inline_capacity(ring_slots: u64, size: u32) -> u64 {
+    let stride = crate::ring::raw::Shape {
+        capacity: ring_slots,
+        value_size: size as u64,
+        gates: 0,
+        flags: crate::ring::raw::FLAG_MPMC,
+        watermark: 0,
+    }
+    .stride() as u64;
+    ring_slots.min(64 * ring_slots / stride)
+}
 /// Topic flag: one publisher at a time, which holds the topic's lease word (participant + 1,
 /// 0 none): for an inline topic the ring header's publishers word, for a blocks or latest
 /// topic [`TopicHot::lease`].
@@ -32,7 +61,8 @@ pub(crate) const EXCLUSIVE: u32 = 1;
 pub(crate) const INLINE_LATEST: u32 = 2;
 
 /// Bytes of one inline area: the ring header (three lines: geometry, claim counter, wake
-/// words) and `ring_slots` slots of at most one line each (`ring::raw`, no gates).
+/// words) and `64 * ring_slots` bytes of slots: `ring_slots` slots of at most one line each, or
+/// fewer larger ones ([`inline_capacity`]) (`ring::raw`, no gates).
 pub(crate) const fn inline_area_size(ring_slots: u64) -> u64 {
     192 + 64 * ring_slots
 }
@@ -96,7 +126,8 @@ pub(crate) struct TopicEntry {
     pub(crate) type_name: [AtomicU64; 8],
     /// An inline topic's area, `0 .. inline_topics`.
     pub(crate) inline_area: AtomicU32,
-    /// An inline topic's message size, `1 ..= INLINE_MAX`; 0 for other modes.
+    /// An inline topic's message size, `1 ..= INLINE_MAX` (`..= latest_inline_max` for a
+    /// latest-value one); 0 for other modes.
     pub(crate) msg_size: AtomicU32,
     /// [`TYPE_NAMED`] when the type's stable name is part of its fingerprint (then
     /// `type_name` holds it); otherwise `type_name` is the Rust path, for messages only.

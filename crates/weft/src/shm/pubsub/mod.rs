@@ -22,7 +22,7 @@ mod region;
 // Read-only views for tools (`weft info`, `weft clean`).
 pub(crate) mod inspect;
 
-pub use layout::{INLINE_MAX, TYPE_NAME_MAX};
+pub use layout::{INLINE_MAX, TYPE_NAME_MAX, latest_inline_max};
 pub use name::{TOPIC_MAX, split_uri, validate_topic};
 
 use self::layout::{
@@ -153,7 +153,9 @@ impl Config {
         self
     }
     /// Descriptors per topic ring (a power of two, 2 ..= 2^20): how far a subscriber may fall
-    /// behind before it lags.
+    /// behind before it lags. Also the slots of an inline topic's ring (its area holds 64
+    /// bytes per slot), which bounds a latest-value inline topic's messages
+    /// ([`latest_inline_max`]).
     pub fn ring_slots(mut self, n: usize) -> Config {
         self.ring_slots = n as u64;
         self
@@ -398,13 +400,21 @@ impl TopicSpec {
     /// (never an older one than it delivered before, never [`Error::Lagged`]), copied out of
     /// its slot by the seqlock, so it is never torn. Readers write nothing to the region, so
     /// a reader that dies, even mid-read, holds up nobody; a publisher that dies mid-write
-    /// leaves the value before it readable. What [`TopicMode::Latest`] gives for values of
-    /// at most [`INLINE_MAX`] bytes, without the pool: no block, no reference count. Publish
-    /// as on any inline topic.
+    /// leaves the value before it readable. What [`TopicMode::Latest`] gives, without the
+    /// pool: no block, no reference count. Publish as on any inline topic.
+    ///
+    /// Messages may be larger than [`INLINE_MAX`] here, up to [`latest_inline_max`] of the
+    /// region's [`Config::ring_slots`] (4088 bytes with the default 256): the topic's ring then
+    /// has as many slots as its inline area holds (at least four), and each receive copies
+    /// the whole message. Receive those with [`Subscription::try_recv_value`] or
+    /// [`Subscription::try_recv_into`] (no allocation); a [`Sample`] of one holds a heap copy.
+    /// Up to a few kilobytes the copy costs less than a block's reference counting; larger
+    /// values are cheaper in [`TopicMode::Latest`], whose readers copy nothing.
     ///
     /// # Errors
     /// The registration refuses it for a topic that is not inline
-    /// ([`Error::InvalidArgument`]: use [`TopicMode::Latest`]).
+    /// ([`Error::InvalidArgument`]: use [`TopicMode::Latest`]), and a message size above
+    /// [`latest_inline_max`].
     ///
     /// # Examples
     /// ```
@@ -951,17 +961,27 @@ impl Publisher {
             type_info_named::<u8>(&ty.name)?;
         }
         let size = if let Some(ty) = &spec.ty {
-            self.check_type_fits(topic, ty)?;
+            self.check_type_fits(topic, ty, spec.mode)?;
             ty.size
         } else {
             spec.size.unwrap_or(0) as u64
         };
         let inline_size = if spec.mode == TopicMode::Inline {
-            if size == 0 || size > INLINE_MAX as u64 {
+            if size == 0 || size > INLINE_MAX as u64 && !spec.latest {
                 return Err(Error::InvalidArgument {
                     what: "message size of an inline topic",
                     value: size,
-                    expected: "1 ..= 56 bytes (TopicSpec::inline(size) or a typed spec)",
+                    expected: "1 ..= 56 bytes (TopicSpec::inline(size) or a typed spec; \
+                               larger for a latest-value one, TopicSpec::latest)",
+                });
+            }
+            let slots = self.member.region.geo.ring_slots;
+            if size > latest_inline_max(slots) {
+                return Err(Error::InvalidArgument {
+                    what: "message size of a latest-value inline topic",
+                    value: size,
+                    expected: "at most 16 * ring_slots - 8 bytes (latest_inline_max: a \
+                               larger Config::ring_slots, or TopicMode::Latest)",
                 });
             }
             if spec.ty.as_ref().is_some_and(|t| t.align > 16) {
@@ -1107,8 +1127,10 @@ impl Publisher {
     }
 
     /// A typed topic's type must fit a block and its alignment.
-    fn check_type_fits(&self, topic: &str, ty: &TypeInfo) -> Result<()> {
-        if ty.size > self.region().geo.block_size {
+    fn check_type_fits(&self, topic: &str, ty: &TypeInfo, mode: TopicMode) -> Result<()> {
+        // An inline topic's values live in its ring's slots, not in blocks (its own size
+        // limits are checked by the caller).
+        if mode != TopicMode::Inline && ty.size > self.region().geo.block_size {
             return Err(Error::TooLarge {
                 name: alloc::format!("{}{}", self.member.name(), topic),
                 len: ty.size,
@@ -2265,7 +2287,7 @@ impl Subscriber {
             lap_mark: raw::NEVER_LAPPED,
             waits: crate::WaitStats::default(),
             spare: None,
-            copy: InlineBuf([0; INLINE_MAX]),
+            copy: alloc::vec![0; copy_words(inline.map_or(0, |(_, size)| size))],
             plain_size: match inline {
                 Some((_, size)) if !latest => size,
                 _ => 0,
@@ -2380,8 +2402,9 @@ pub struct Subscription {
     /// the first borrowed receive): a borrowed receive records its reference there without
     /// claiming an entry, and its release leaves the entry reserved.
     spare: Option<u32>,
-    /// Where a borrowed receive on an inline topic copies the message.
-    copy: InlineBuf,
+    /// Where a borrowed receive on an inline topic copies the message: at least
+    /// [`INLINE_MAX`] bytes and the topic's message size, 16-aligned (see [`InlineBuf`]).
+    copy: Vec<u128>,
     /// The topic's descriptor ring (resolved at subscribe; its memory is the mapping that
     /// `member` keeps alive).
     ring: RingAt,
@@ -2525,6 +2548,64 @@ impl Subscription {
             expected: core::any::type_name::<T>().into(),
             expected_size: core::mem::size_of::<T>() as u64,
         })
+    }
+
+    /// The next message copied into `buf`; returns its length. No sample is built and nothing
+    /// is allocated: for an inline topic the seqlock copies the slot straight into `buf` (the
+    /// way to read a latest-value inline topic's large messages); for a blocks or latest topic
+    /// it is [`Subscription::try_recv`]'s payload, copied, and the block released at once.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`], before anything is received, when `buf` is shorter than
+    /// the largest message the topic can carry (an inline topic's message size, else the
+    /// region's block size); as [`Subscription::try_recv`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber, TopicSpec};
+    /// # let region = format!("doc-into-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// // A 1 KiB latest value: larger than a line, still inline.
+    /// let frame = publisher.register_spec("/frame", &TopicSpec::inline(1024).latest())?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut sub = subscriber.subscribe("/frame")?;
+    /// for k in 1..=3u8 {
+    ///     publisher.publish(&frame, &[k; 1024])?;
+    /// }
+    /// let mut buf = [0u8; 1024];
+    /// assert_eq!(sub.try_recv_into(&mut buf)?, 1024);
+    /// assert_eq!(buf, [3; 1024]); // the newest
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn try_recv_into(&mut self, buf: &mut [u8]) -> Result<usize> {
+        let most = match self.inline {
+            Some((_, size)) => size as u64,
+            None => self.member.region.geo.block_size,
+        };
+        if (buf.len() as u64) < most {
+            return Err(Error::InvalidArgument {
+                what: "buffer length for try_recv_into",
+                value: buf.len() as u64,
+                expected: "at least the topic's largest message (an inline topic's message \
+                           size, else the region's block size)",
+            });
+        }
+        if let Some((ring, size)) = self.inline {
+            let n = size as usize;
+            if self.latest {
+                return match self.read_inline_latest(ring, &mut buf[..n])? {
+                    Some(_) => Ok(n),
+                    None => Err(self.empty()),
+                };
+            }
+            if ring.read_bytes(self.next, &mut buf[..n]) == raw::Read::Value(()) {
+                self.next += 1;
+                return Ok(n);
+            }
+        }
+        let s = self.try_recv()?;
+        buf[..s.len()].copy_from_slice(&s);
+        Ok(s.len())
     }
 
     #[inline]
@@ -2736,11 +2817,12 @@ impl Subscription {
                 seq,
             },
             Msg::Copied(s) => {
-                let n = s.len().min(INLINE_MAX);
-                self.copy.0[..n].copy_from_slice(&s[..n]);
+                let copy = bytemuck::cast_slice_mut::<u128, u8>(&mut self.copy);
+                let n = s.len().min(copy.len());
+                copy[..n].copy_from_slice(&s[..n]);
                 SampleRef {
                     member: &self.member,
-                    ptr: self.copy.0.as_ptr(),
+                    ptr: copy.as_ptr(),
                     len: n as u32,
                     block: NO_BLOCK,
                     entry: 0,
@@ -2947,20 +3029,27 @@ impl Subscription {
     /// [`Subscription::read_inline_latest`] as a step.
     #[inline]
     fn step_inline_latest(&mut self, ring: RawRing, size: u32) -> Result<Step> {
-        let mut buf = InlineBuf([0; INLINE_MAX]);
-        Ok(
-            match self.read_inline_latest(ring, &mut buf.0[..size as usize])? {
-                Some(seq) => Step::Msg(Msg::Copied(Sample {
-                    payload: Payload::Inline(buf),
-                    len: size,
-                    seq,
-                })),
-                None => Step::Nothing {
-                    holder: None,
-                    stuck: self.stuck_latest,
-                },
+        let mut payload = if size as usize <= INLINE_MAX {
+            Payload::Inline(InlineBuf([0; INLINE_MAX]))
+        } else {
+            Payload::Heap(alloc::vec![0; copy_words(size)])
+        };
+        let dst = match &mut payload {
+            Payload::Inline(buf) => &mut buf.0[..size as usize],
+            Payload::Heap(words) => &mut bytemuck::cast_slice_mut(words)[..size as usize],
+            Payload::Block { .. } => unreachable!("built just above"),
+        };
+        Ok(match self.read_inline_latest(ring, dst)? {
+            Some(seq) => Step::Msg(Msg::Copied(Sample {
+                payload,
+                len: size,
+                seq,
+            })),
+            None => Step::Nothing {
+                holder: None,
+                stuck: self.stuck_latest,
             },
-        )
+        })
     }
 
     /// Nothing to receive now: `Closed` on an unregistered topic that delivered everything,
@@ -3231,6 +3320,14 @@ enum Payload {
     },
     /// A copy taken from an inline topic's slot.
     Inline(InlineBuf),
+    /// A copy of a latest-value inline message larger than [`INLINE_MAX`] (16-aligned).
+    Heap(Vec<u128>),
+}
+
+/// The `u128` words (16-aligned, as [`InlineBuf`]) that hold an inline message of `size` bytes,
+/// and at least [`INLINE_MAX`].
+fn copy_words(size: u32) -> usize {
+    (size as usize).max(INLINE_MAX).div_ceil(16)
 }
 
 /// A received message: derefs to the payload. For blocks and latest topics it is borrowed in
@@ -3263,7 +3360,7 @@ impl Sample {
     pub fn value<T: bytemuck::Pod>(&self) -> Result<&T> {
         value_of(self, || match &self.payload {
             Payload::Block { member, .. } => member.name().into(),
-            Payload::Inline(_) => "an inline sample".into(),
+            Payload::Inline(_) | Payload::Heap(_) => "an inline sample".into(),
         })
     }
 
@@ -3286,6 +3383,7 @@ impl core::ops::Deref for Sample {
                 core::slice::from_raw_parts(*ptr, self.len as usize)
             },
             Payload::Inline(buf) => &buf.0[..self.len as usize],
+            Payload::Heap(words) => &bytemuck::cast_slice(words)[..self.len as usize],
         }
     }
 }

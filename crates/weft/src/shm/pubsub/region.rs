@@ -6,6 +6,7 @@ use super::layout::{
     CONFIG_OFFSET, EXCLUSIVE, Geometry, INLINE_LATEST, INLINE_MAX, MODE_BLOCKS, MODE_INLINE,
     MODE_LATEST, MemberExt, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_CLOSED,
     TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine, inline_area_size,
+    inline_capacity, latest_inline_max,
 };
 use super::name::TOPIC_MAX;
 use crate::error::{Error, Result, Role};
@@ -71,7 +72,7 @@ unsafe impl Sync for Region {}
 /// The shape of an inline topic's ring.
 pub(crate) fn inline_shape(slots: u64, size: u32) -> Shape {
     Shape {
-        capacity: slots,
+        capacity: inline_capacity(slots, size),
         value_size: size as u64,
         gates: 0,
         flags: FLAG_MPMC,
@@ -218,12 +219,12 @@ impl Region {
         let area = t.inline_area.load(Ordering::Relaxed);
         let size = t.msg_size.load(Ordering::Relaxed);
         self.check("inline area", area, self.geo.inline_topics)?;
-        if size == 0 || size as usize > INLINE_MAX {
+        if size == 0 || size as u64 > latest_inline_max(self.geo.ring_slots) {
             return Err(Error::corrupt(
                 self.obj.name(),
                 "inline message size",
                 size as u64,
-                "1 ..= 56",
+                "1 ..= 56 bytes, or up to 16 * ring_slots - 8 for a latest-value topic",
             ));
         }
         Ok((area, size))
@@ -356,12 +357,24 @@ impl Region {
         // areas start on 64 bytes and each is a multiple of 64), holds only atomics, and the
         // mapping lives as long as `self`, which every user of the ring keeps.
         let ring = unsafe { RawRing::attach(base, len, size as u64, self.obj.name()) }?;
-        if ring.flags() != FLAG_MPMC || ring.capacity() != self.geo.ring_slots {
+        if ring.flags() != FLAG_MPMC
+            || ring.capacity() != inline_capacity(self.geo.ring_slots, size)
+        {
             return Err(Error::corrupt(
                 self.obj.name(),
                 "inline ring flags or capacity",
                 ring.flags(),
-                "an MPMC ring of ring_slots slots",
+                "an MPMC ring of ring_slots slots (fewer for messages above 56 bytes)",
+            ));
+        }
+        // Only a latest-value topic carries messages larger than a line's slot (receivers of
+        // other inline topics copy into a buffer of INLINE_MAX bytes).
+        if size as usize > INLINE_MAX && self.topic_flags(i)? & INLINE_LATEST == 0 {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "inline message size",
+                size as u64,
+                "1 ..= 56 bytes for an inline topic that is not latest-value",
             ));
         }
         Ok((ring, size))
@@ -536,12 +549,19 @@ impl Region {
         let size = t.type_size.load(Ordering::Relaxed);
         let align = t.type_align.load(Ordering::Relaxed);
         let len = t.type_name_len.load(Ordering::Relaxed);
-        if size == 0 || size > self.geo.block_size {
+        // The largest value any topic carries: a block, or a latest-value inline message.
+        if size == 0
+            || size
+                > self
+                    .geo
+                    .block_size
+                    .max(latest_inline_max(self.geo.ring_slots))
+        {
             return Err(Error::corrupt(
                 name,
                 "topic type size",
                 size,
-                "1 ..= the block size",
+                "1 ..= the block size (or a latest-value inline topic's largest message)",
             ));
         }
         if !align.is_power_of_two() || align > 64 {
