@@ -6,7 +6,9 @@
 //!   publish + receive (`CLOCK_THREAD_CPUTIME_ID`, so that the time this thread spends
 //!   preempted on a loaded machine is not counted). Each weft mode is compared with the peer
 //!   closest to it: Blocks with crossbar's pool and iceoryx2, Latest with crossbar's pinned
-//!   block, Inline with crossbar's PodBus (8 B only).
+//!   block, Inline with crossbar's PodBus (8 B only). Latest values that a latest-value inline
+//!   topic takes (8 B and 1 KiB here) lead with it, received whole into a buffer; above that
+//!   the rows are the block-based Latest's.
 //! - `pubsub/latency-SIZE/MODE`: one-way latency between two processes, publisher pinned to
 //!   core 0, subscriber (busy-spinning) to core 1; a message every 5 µs carries its send time
 //!   (CLOCK_REALTIME, one clock for both processes); p50 and p99 of the receive time minus it.
@@ -112,9 +114,11 @@ fn impls(mode: &str, size: usize) -> Vec<(&'static str, &'static str)> {
             ("crossbar-pool", "crossbar 1.2 pool"),
             ("iceoryx2", "iceoryx2 0.10"),
         ],
-        // Values that fit an inline slot: weft's latest-value inline topics lead (the first
-        // weft row is the scenario's headline), the block-based Latest follows.
-        "latest" if size <= 8 => vec![
+        // Values that fit an inline latest-value topic (up to `latest_inline_max` of the
+        // region, a few KiB): weft's latest-value inline topics lead (the first weft row is
+        // the scenario's headline), the block-based Latest follows. Above that, Latest is the
+        // mode weft's docs point to.
+        "latest" if size <= INLINE_LATEST_BENCH_MAX => vec![
             (
                 "weft-latest-inline-single",
                 "weft 0.1 latest inline (single publisher)",
@@ -235,6 +239,27 @@ fn make_local(key: &str, name: &str, size: usize) -> Box<dyn Side> {
             } else {
                 weft_config(size, &spec)
             };
+            if size > 8 {
+                // Messages larger than a u64: untyped, copied in and out as bytes.
+                let spec = TopicSpec::inline(size).latest();
+                let spec = if key.ends_with("-single") {
+                    spec.single_publisher()
+                } else {
+                    spec
+                };
+                let config = weft_config(size, &spec).ring_slots(latest_inline_ring(size));
+                let p = Publisher::create(name, &config).expect("weft create");
+                let topic = p.register_spec("/bench", &spec).expect("weft register");
+                let s = Subscriber::connect(name).expect("weft connect");
+                let sub = s.subscribe("/bench").expect("weft subscribe");
+                return Box::new(WeftInlineBytes {
+                    p,
+                    topic,
+                    sub,
+                    _s: s,
+                    buf: vec![0; size],
+                });
+            }
             let p = Publisher::create(name, &config).expect("weft create");
             let topic = p.register_spec("/bench", &spec).expect("weft register");
             let s = Subscriber::connect(name).expect("weft connect");
@@ -291,6 +316,16 @@ fn make_local(key: &str, name: &str, size: usize) -> Box<dyn Side> {
 const RING: usize = 8;
 /// Slots of an inline topic's ring and of a PodBus.
 const INLINE_RING: usize = 4096;
+/// The largest latest-value message the bench sends inline (the rows above it are Latest's).
+const INLINE_LATEST_BENCH_MAX: usize = 4096;
+
+/// The region's `ring_slots` for a latest-value inline topic of `size`-byte messages: 8 slots
+/// (a short ring stays in L1, as the block-based Latest's), so that its inline area of
+/// `64 * ring_slots` bytes holds 8 slots of the message's stride.
+fn latest_inline_ring(size: usize) -> usize {
+    let stride = (8 + size.next_multiple_of(8)).next_power_of_two().max(16);
+    (8 * stride / 64).max(RING)
+}
 
 fn weft_config(size: usize, spec: &TopicSpec) -> Config {
     let slots = if spec.mode() == TopicMode::Inline {
@@ -388,6 +423,32 @@ impl Side for WeftLocal {
 }
 
 /// Inline topic of `u64`: an `InlineWriter` (checked once) and `try_recv_value`.
+/// A latest-value inline topic of messages larger than a `u64`: published from the bytes,
+/// received into a buffer with `try_recv_into` (the whole message copied out, no allocation).
+struct WeftInlineBytes {
+    p: Publisher,
+    topic: weft::pubsub::Topic,
+    sub: weft::pubsub::Subscription,
+    _s: Subscriber,
+    buf: Vec<u8>,
+}
+
+impl Side for WeftInlineBytes {
+    fn send(&mut self, data: &[u8]) {
+        self.p.publish(&self.topic, data).expect("weft publish");
+    }
+    fn recv(&mut self, head: &mut [u8; 16]) -> Option<usize> {
+        match self.sub.try_recv_into(&mut self.buf) {
+            Ok(n) => {
+                head.copy_from_slice(&self.buf[..16]);
+                Some(n)
+            }
+            Err(weft::Error::Empty) => None,
+            Err(e) => panic!("weft recv: {e}"),
+        }
+    }
+}
+
 struct WeftInlineLocal {
     // The writer borrows the publisher, which lives in the box next to it (never moved
     // while the writer exists: dropped first, see `Drop`).
