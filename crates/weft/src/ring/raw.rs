@@ -38,8 +38,15 @@ pub(crate) const MAX_CAPACITY: u64 = 1 << 40;
 const BULK_MIN: usize = 128;
 
 /// Whether [`bulk_copy`] exists on this target (x86-64, outside miri and loom, which see the
-/// word-by-word atomic copy instead).
-const BULK: bool = cfg!(all(target_arch = "x86_64", not(miri), not(loom)));
+/// word-by-word atomic copy instead, as does a build with `--cfg weft_word_copy`: the
+/// ThreadSanitizer run, whose `memcpy` interceptor would see the seqlock's racing copy as a
+/// plain access and report the race the stamps exist to detect).
+const BULK: bool = cfg!(all(
+    target_arch = "x86_64",
+    not(miri),
+    not(loom),
+    not(weft_word_copy)
+));
 
 /// Copies `n` bytes from `src` to `dst`: the C library's `memcpy`, called from inline
 /// assembly. A slot's payload may be written by one side while the other copies it: that is
@@ -54,7 +61,7 @@ const BULK: bool = cfg!(all(target_arch = "x86_64", not(miri), not(loom)));
 ///
 /// # Safety
 /// `src` is valid for reads and `dst` for writes of `n` bytes, and they do not overlap.
-#[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
+#[cfg(all(target_arch = "x86_64", not(miri), not(loom), not(weft_word_copy)))]
 #[inline(always)]
 unsafe fn bulk_copy(dst: *mut u8, src: *const u8, n: usize) {
     unsafe extern "C" {
@@ -77,7 +84,7 @@ unsafe fn bulk_copy(dst: *mut u8, src: *const u8, n: usize) {
 }
 
 /// Never called: [`BULK`] is false on these targets.
-#[cfg(not(all(target_arch = "x86_64", not(miri), not(loom))))]
+#[cfg(not(all(target_arch = "x86_64", not(miri), not(loom), not(weft_word_copy))))]
 #[inline(always)]
 unsafe fn bulk_copy(_dst: *mut u8, _src: *const u8, _n: usize) {
     unreachable!("bulk_copy without BULK")
