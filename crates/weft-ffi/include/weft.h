@@ -69,8 +69,9 @@
 // Topic mode: the newest value only; a receive skips to the newest message.
 #define WEFT_TOPIC_LATEST 1
 
-// Topic mode: small fixed-size values (1 to 56 bytes) copied into ring slots under a
-// seqlock. Registered with `weft_publisher_register_inline`, which takes the size.
+// Topic mode: small fixed-size values (1 to 56 bytes; a latest-value one, registered with
+// `weft_publisher_register_inline_latest`, up to 16 * ring_slots - 8) copied into ring slots
+// under a seqlock. Registered with `weft_publisher_register_inline`, which takes the size.
 #define WEFT_TOPIC_INLINE 2
 
 // One end of a request/response channel, with the message it may be lending.

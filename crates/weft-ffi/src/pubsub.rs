@@ -28,8 +28,9 @@ use weft::pubsub::{
 pub const WEFT_TOPIC_BLOCKS: i32 = 0;
 /// Topic mode: the newest value only; a receive skips to the newest message.
 pub const WEFT_TOPIC_LATEST: i32 = 1;
-/// Topic mode: small fixed-size values (1 to 56 bytes) copied into ring slots under a
-/// seqlock. Registered with `weft_publisher_register_inline`, which takes the size.
+/// Topic mode: small fixed-size values (1 to 56 bytes; a latest-value one, registered with
+/// `weft_publisher_register_inline_latest`, up to 16 * ring_slots - 8) copied into ring slots
+/// under a seqlock. Registered with `weft_publisher_register_inline`, which takes the size.
 pub const WEFT_TOPIC_INLINE: i32 = 2;
 
 /// The shape of a region and how its handles behave. Zero in any field means the default;

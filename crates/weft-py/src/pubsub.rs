@@ -26,8 +26,9 @@ pub(crate) enum TopicMode {
     /// The newest value only: a receive skips to the newest message, never lags.
     #[pyo3(name = "LATEST")]
     Latest,
-    /// Small fixed-size values (1 to 56 bytes, given by `register(..., size=n)`) copied into
-    /// the ring's slots under a seqlock: no pool, no reference counts.
+    /// Small fixed-size values (1 to 56 bytes, given by `register(..., size=n)`; up to
+    /// 16 * ring_slots - 8 with `latest=True`) copied into the ring's slots under a seqlock:
+    /// no pool, no reference counts.
     #[pyo3(name = "INLINE")]
     Inline,
 }

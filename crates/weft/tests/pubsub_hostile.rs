@@ -9,7 +9,7 @@ use common::region::Layout;
 use common::{Cleanup, Peer, shm_path, unique};
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
-use weft::pubsub::{Config, Publisher, Subscriber, TopicSpec};
+use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
 use weft::{Error, ErrorKind};
 
 fn cfg() -> Config {
@@ -418,9 +418,90 @@ fn a_large_inline_message_on_a_topic_that_is_not_latest_is_refused() {
     common::region::put32(&f, l.entry(0) + 124, 0);
     let err = s.subscribe("/i").map(|_| ()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
-    // A message size beyond what the area holds is refused as well.
+    assert!(err.to_string().contains("inline message size"), "{err}");
+    // A message size beyond what the area holds (16 * 64 - 8 bytes) is refused as well.
     common::region::put32(&f, l.entry(0) + 124, 2);
     common::region::put32(&f, l.entry(0) + 116, 1017);
     let err = s.subscribe("/i").map(|_| ()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    assert!(err.to_string().contains("inline message size"), "{err}");
+}
+
+#[test]
+fn a_latest_flag_flipped_during_subscribe_never_reaches_a_receive() {
+    // A peer that flips the latest flag of a large inline topic (entry offset 124) while we
+    // subscribe: whatever the subscription believes, it must agree with the size it was
+    // validated against, so receiving gives a message or an error, never a panic.
+    let name = unique("ph-inline-flip");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg().ring_slots(64)).unwrap();
+    let topic = p
+        .register_spec("/i", &TopicSpec::inline(1000).latest())
+        .unwrap();
+    p.publish(&topic, &[7; 1000]).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let (f, l) = layout(&name);
+    let (mut subscribed, mut refused) = (0u32, 0u32);
+    let end = Instant::now() + Duration::from_secs(2);
+    std::thread::scope(|scope| {
+        // Stops by the clock, so that a failing receive below (a panic) ends the test too.
+        scope.spawn(|| {
+            let mut flag = 0;
+            while Instant::now() < end {
+                common::region::put32(&f, l.entry(0) + 124, flag);
+                flag ^= 2;
+            }
+        });
+        while Instant::now() < end {
+            match s.subscribe("/i") {
+                Ok(mut sub) => {
+                    subscribed += 1;
+                    let mut buf = [0u8; 1000];
+                    match sub.try_recv_into(&mut buf) {
+                        Ok(n) => assert_eq!(&buf[..n], &[7; 1000][..n]),
+                        Err(e) => assert_ne!(e.kind(), ErrorKind::Closed, "{e}"),
+                    }
+                    if let Ok(m) = sub.try_recv() {
+                        assert!(m.iter().all(|&b| b == 7));
+                    }
+                }
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+                    refused += 1;
+                }
+            }
+        }
+    });
+    assert!(subscribed > 0 && refused > 0, "{subscribed} {refused}");
+}
+
+#[test]
+fn a_type_size_that_does_not_fit_its_topic_is_refused() {
+    // The entry's type size (offset 24) must be an inline topic's message size, or fit a
+    // block for the other modes.
+    let name = unique("ph-type-size");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    p.register_spec("/i", &TopicSpec::new(TopicMode::Inline).typed::<u64>())
+        .unwrap();
+    p.register_typed::<u64>("/b").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    s.subscribe_typed::<u64>("/i").unwrap();
+    s.subscribe_typed::<u64>("/b").unwrap();
+    let (f, l) = layout(&name);
+    // cfg(): blocks of 128 bytes.
+    for (entry, size) in [(0u64, 16u64), (0, 0), (1, 129), (1, 0)] {
+        let good = common::region::get64(&f, l.entry(entry) + 24);
+        common::region::put64(&f, l.entry(entry) + 24, size);
+        let topic = if entry == 0 { "/i" } else { "/b" };
+        let err = s.subscribe_typed::<u64>(topic).map(|_| ()).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            ErrorKind::Corrupt,
+            "{topic} type size {size}: {err}"
+        );
+        assert!(err.to_string().contains("topic type size"), "{err}");
+        common::region::put64(&f, l.entry(entry) + 24, good);
+    }
+    s.subscribe_typed::<u64>("/b").unwrap();
 }

@@ -928,6 +928,11 @@ fn a_latest_inline_topic_carries_messages_larger_than_a_line() {
         &*sraw.recv_timeout(Duration::from_secs(5)).unwrap(),
         &big[..]
     );
+    assert!(matches!(sraw.try_recv_ref(), Err(Error::Empty)));
+    let rev: Vec<u8> = big.iter().rev().copied().collect();
+    p.publish(&raw, &rev).unwrap();
+    assert_eq!(&*sraw.try_recv_ref().unwrap(), &rev[..]);
+    assert!(matches!(sraw.try_recv_ref(), Err(Error::Empty)));
     assert_eq!(
         p.publish(&raw, &big[..1000]).unwrap_err().kind(),
         ErrorKind::InvalidArgument

@@ -408,6 +408,46 @@ static void pool_limits(void) {
     EXPECT(weft_publisher_close(&p), WEFT_ERROR_STATE);
 }
 
+/* Latest values of 128 bytes and more (copied in bulk): whole and byte-exact through the copying
+ * and the borrowed receive, never an older one. */
+static void large_latest_values(void) {
+    char region[160];
+    unique_name(region, sizeof region, "wide");
+    weft_pubsub_config cfg = {0};
+    cfg.ring_slots = 16; /* latest values up to 16 * 16 - 8 = 248 bytes */
+    weft_publisher_t *p = NULL;
+    OK(weft_publisher_create(region, &cfg, &p));
+    weft_topic_t *t = NULL;
+    EXPECT(weft_publisher_register_inline_latest(p, "/frame", 249, &t),
+           WEFT_ERROR_INVALID_ARGUMENT);
+    OK(weft_publisher_register_inline_latest(p, "/frame", 248, &t));
+    weft_subscriber_t *sub = NULL;
+    OK(weft_subscriber_connect(region, NULL, &sub));
+    weft_subscription_t *s = NULL;
+    OK(weft_subscriber_subscribe(sub, "/frame", &s));
+    uint8_t frame[248];
+    for (int k = 1; k <= 5; k++) {
+        for (size_t i = 0; i < sizeof frame; i++) frame[i] = (uint8_t)(k * 31 + i);
+        OK(weft_publisher_publish(p, t, frame, sizeof frame, NULL));
+    }
+    expect_sample(s, frame, sizeof frame, 4);
+    weft_sample_t *none = NULL;
+    EXPECT(weft_subscription_try_recv(s, &none), WEFT_ERROR_EMPTY);
+    for (size_t i = 0; i < sizeof frame; i++) frame[i] = (uint8_t)(255 - i);
+    OK(weft_publisher_publish(p, t, frame, sizeof frame, NULL));
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    uint64_t seq = 0;
+    OK(weft_subscription_try_recv_borrowed(s, &data, &len, &seq));
+    CHECK(len == sizeof frame && memcmp(data, frame, len) == 0 && seq == 5);
+    OK(weft_subscription_release(s));
+    EXPECT(weft_subscription_try_recv_borrowed(s, &data, &len, &seq), WEFT_ERROR_EMPTY);
+    OK(weft_subscription_close(&s));
+    OK(weft_subscriber_close(&sub));
+    OK(weft_topic_free(&t));
+    OK(weft_publisher_close(&p));
+}
+
 static bool list_has(weft_name_list_t *list, const char *want) {
     size_t n = 0;
     OK(weft_name_list_len(list, &n));
@@ -777,6 +817,7 @@ int main(void) {
     RUN(lag_is_counted_exactly);
     RUN(waiting_for_another_thread);
     RUN(pool_limits);
+    RUN(large_latest_values);
     RUN(listings);
     RUN(names_and_objects);
     RUN(null_pointers);

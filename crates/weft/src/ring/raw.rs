@@ -56,8 +56,11 @@ const BULK: bool = cfg!(all(
 /// in the language's terms the racing accesses are atomic, as the word-by-word copy's are
 /// (`memcpy` called from Rust would be a non-atomic access, a data race by the letter); what
 /// the hardware lets a racing reader see is at worst torn bytes, which the re-check throws
-/// away. `memcpy` rather than `rep movsb`: on this project's hosts the library's vector copy
-/// moves a kilobyte in about half the time.
+/// away. Both sides of a slot split a value the same way (the bulk copy takes the first
+/// `8 * floor(n / 8)` bytes, the relaxed atomic word the rest, `n` being the topic's or the
+/// type's fixed size on both sides), so no bulk access races with an atomic word access of
+/// another size. `memcpy` rather than `rep movsb`: on this project's hosts the library's
+/// vector copy moves a kilobyte in about half the time.
 ///
 /// # Safety
 /// `src` is valid for reads and `dst` for writes of `n` bytes, and they do not overlap.
@@ -69,8 +72,9 @@ unsafe fn bulk_copy(dst: *mut u8, src: *const u8, n: usize) {
     }
     // SAFETY: the caller guarantees both ranges, as `memcpy` requires. The call follows the C
     // ABI: arguments in rdi, rsi, rdx, every caller-saved register clobbered
-    // (`clobber_abi`), and the stack aligned for a call (the compiler guarantees that at an
-    // asm block without `nostack`, which also keeps the red zone free).
+    // (`clobber_abi`), the stack aligned for a call (the compiler guarantees that at an asm
+    // block without `nostack`, which also keeps the red zone free), and the direction flag
+    // clear (Rust guarantees it on entry to an asm block; `memcpy` leaves it clear).
     unsafe {
         core::arch::asm!(
             "call {f}",

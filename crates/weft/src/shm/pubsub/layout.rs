@@ -28,9 +28,10 @@ pub const INLINE_MAX: usize = 56;
 /// The largest message of a latest-value inline topic in a region of `ring_slots` descriptor
 /// slots per ring: its inline area holds `64 * ring_slots` bytes of slots, and a latest-value
 /// ring keeps at least four of them (a reader's copy of the newest message survives three more
-/// publishes). 56 bytes with 2 slots, 4088 with the default 256.
+/// publishes). 56 bytes with 2 slots, 4088 with the default 256; never less than
+/// [`INLINE_MAX`], and saturating rather than overflowing for a `ring_slots` no region has.
 pub const fn latest_inline_max(ring_slots: u64) -> u64 {
-    let big = 16 * ring_slots - 8;
+    let big = ring_slots.saturating_mul(16).saturating_sub(8);
     if big > INLINE_MAX as u64 {
         big
     } else {
@@ -116,7 +117,8 @@ pub(crate) struct TopicEntry {
     pub(crate) generation: AtomicU32,
     /// A typed topic's fingerprint (see `fingerprint`), 0 for an untyped topic.
     pub(crate) type_fingerprint: AtomicU64,
-    /// `size_of` the type: `1 ..= block size`. Meaningful when the fingerprint is non-zero.
+    /// `size_of` the type: `1 ..= block size`, or an inline topic's `msg_size`. Meaningful
+    /// when the fingerprint is non-zero.
     pub(crate) type_size: AtomicU64,
     /// `align_of` the type: a power of two `<= 64`.
     pub(crate) type_align: AtomicU64,
@@ -489,5 +491,36 @@ mod tests {
             };
             assert_eq!(shape.bytes() as u64, inline_area_size(slots));
         }
+    }
+
+    #[test]
+    fn an_inline_area_holds_a_latest_ring_of_every_allowed_size() {
+        use crate::ring::raw::{FLAG_MPMC, Shape};
+        for slots in [2, 8, 256, 1 << 20] {
+            let max = latest_inline_max(slots);
+            for size in [1, 8, 56, 57, 64, 120, 1000, 1017, 4088, max - 1, max] {
+                if size > max {
+                    continue;
+                }
+                let capacity = inline_capacity(slots, size as u32);
+                let shape = Shape {
+                    capacity,
+                    value_size: size,
+                    gates: 0,
+                    flags: FLAG_MPMC,
+                    watermark: 0,
+                };
+                assert!(
+                    shape.bytes() as u64 <= inline_area_size(slots),
+                    "{size} B in {slots} slots: {} > {}",
+                    shape.bytes(),
+                    inline_area_size(slots)
+                );
+                assert!(capacity.is_power_of_two(), "{size} B in {slots} slots");
+                assert!(capacity >= slots.min(4), "{size} B in {slots} slots");
+            }
+        }
+        assert_eq!(latest_inline_max(0), INLINE_MAX as u64);
+        assert_eq!(latest_inline_max(u64::MAX), u64::MAX - 8);
     }
 }

@@ -71,11 +71,12 @@ pub enum TopicMode {
     /// ring's slot is overwritten in place, the block behind it is not): a reader always holds
     /// a whole value that no writer touches until it lets go, so it is never torn, and a
     /// reader that dies holding one blocks nobody (its block is reclaimed). For values of at
-    /// most [`INLINE_MAX`] bytes, an inline topic with [`TopicSpec::latest`] reads the same
-    /// way without the pool.
+    /// most [`latest_inline_max`] bytes (4088 with the default ring), an inline topic with
+    /// [`TopicSpec::latest`] reads the same way without the pool, copying the value out.
     Latest,
     /// Small fixed-size messages (1 to [`INLINE_MAX`] = 56 bytes, so that a slot's stamp and
-    /// its message share one cache line) copied into the slots of a seqlock ring in the region:
+    /// its message share one cache line; a latest-value inline topic, [`TopicSpec::latest`],
+    /// up to [`latest_inline_max`] bytes) copied into the slots of a seqlock ring in the region:
     /// the broadcast ring of [`crate::ring`] placed in shared memory. No pool, no reference
     /// counts: the fastest path for ticks. Any number of publishers (they claim sequences
     /// with one `fetch_add`); exact [`Error::Lagged`]; 64-bit sequences. A received
@@ -197,8 +198,9 @@ impl Config {
         self
     }
     /// How many topics of the region may be [`TopicMode::Inline`], `0 ..=` [`Config::topics`]
-    /// (default: 8, or every topic if there are fewer). Each has a ring of
-    /// [`Config::ring_slots`] slots of up to 64 bytes, set aside when the region is created.
+    /// (default: 8, or every topic if there are fewer). Each has an area of
+    /// `64 * ring_slots` bytes of slots ([`Config::ring_slots`] slots of up to 64 bytes, or
+    /// fewer larger ones for a latest-value topic), set aside when the region is created.
     pub fn inline_topics(mut self, n: usize) -> Config {
         self.inline_topics = Some(n as u64);
         self
@@ -321,7 +323,8 @@ impl TopicSpec {
         }
     }
 
-    /// An untyped inline topic of `size`-byte messages (1 ..= [`INLINE_MAX`]).
+    /// An untyped inline topic of `size`-byte messages (1 ..= [`INLINE_MAX`]; up to
+    /// [`latest_inline_max`] with [`TopicSpec::latest`]).
     pub fn inline(size: usize) -> TopicSpec {
         TopicSpec::new(TopicMode::Inline).size(size)
     }
@@ -575,7 +578,7 @@ fn free_inline_area(r: &Region) -> Result<u32> {
 /// claim counter.
 fn published(r: &Region, i: u32, mode: TopicMode) -> Result<u64> {
     let n = if mode == TopicMode::Inline {
-        let (ring, _) = r.inline_ring(i)?;
+        let ring = r.inline_ring(i)?.ring;
         // Acquire: pairs with the AcqRel claims (`RawRing::claim`). Checked below.
         ring.cursor().load(Ordering::Acquire)
     } else {
@@ -951,7 +954,8 @@ impl Publisher {
     /// As [`Publisher::register_with`]; [`Error::TypeMismatch`] when the topic exists with
     /// another type (or untyped); for a typed spec, as [`Publisher::register_typed`]; for an
     /// inline topic, [`Error::InvalidArgument`] when the message size is not `1 ..=`
-    /// [`INLINE_MAX`] (or the type's alignment exceeds 16), when it differs from the existing
+    /// [`INLINE_MAX`] (`..=` [`latest_inline_max`] for a latest-value one) or the type's
+    /// alignment exceeds 16, when it differs from the existing
     /// topic's, or when every inline area of the region is taken ([`Config::inline_topics`]).
     pub fn register_spec(&self, topic: &str, spec: &TopicSpec) -> Result<Topic> {
         if let Some(ty) = &spec.ty
@@ -1113,16 +1117,18 @@ impl Publisher {
             return Ok(None);
         };
         let mode = topic_mode(r, i)?;
-        let size = match mode {
-            TopicMode::Inline => r.inline_fields(i)?.1 as usize,
-            _ => 0,
+        let (size, latest) = match mode {
+            TopicMode::Inline => {
+                let at = r.inline_ring(i)?;
+                (at.size as usize, at.latest)
+            }
+            _ => (0, false),
         };
-        let flags = r.topic_flags(i)?;
         Ok(Some(joining_spec(
             mode,
             size,
-            flags & INLINE_LATEST != 0,
-            flags & EXCLUSIVE != 0,
+            latest,
+            r.topic_exclusive(i)?,
         )))
     }
 
@@ -1303,15 +1309,20 @@ impl Publisher {
         let mode = topic_mode(r, index)?;
         let exclusive = r.topic_exclusive(index)?;
         let inline = if mode == TopicMode::Inline {
-            let (ring, size) = r.inline_ring(index)?;
+            let at = r.inline_ring(index)?;
             if exclusive {
-                let signal = ring.signal();
-                r.take_lease(&signal.publishers, ring.cursor(), name, self.member.index)?;
+                let signal = at.ring.signal();
+                r.take_lease(
+                    &signal.publishers,
+                    at.ring.cursor(),
+                    name,
+                    self.member.index,
+                )?;
             }
             Some(InlineTopic {
-                area: r.inline_fields(index)?.0,
-                place: ring.placement(),
-                size,
+                area: at.area,
+                place: at.ring.placement(),
+                size: at.size,
                 exclusive,
             })
         } else {
@@ -1514,7 +1525,9 @@ impl Publisher {
             let ring = unsafe { RawRing::at(base, inl.place) };
             // Acquire: pairs with the AcqRel claims.
             let c = ring.cursor().load(Ordering::Acquire);
-            let settled = (c.saturating_sub(s)..c).all(|q| ring.stamp_of(q) >= raw::done(q));
+            // One lap of the ring (fewer slots than `s` for messages above a line).
+            let lap = ring.capacity();
+            let settled = (c.saturating_sub(lap)..c).all(|q| ring.stamp_of(q) >= raw::done(q));
             return Ok((c, settled));
         }
         let ring = r.ring(topic.index)?;
@@ -2257,8 +2270,10 @@ impl Subscriber {
         };
         let mode = topic_mode(r, i)?;
         let (inline, latest) = if mode == TopicMode::Inline {
-            let latest = r.topic_flags(i)? & INLINE_LATEST != 0;
-            (Some(r.inline_ring(i)?), latest)
+            // The latest flag comes with the ring it was validated against: the copy buffers
+            // below are sized by it.
+            let at = r.inline_ring(i)?;
+            (Some((at.ring, at.size)), at.latest)
         } else {
             (None, mode == TopicMode::Latest)
         };
@@ -2429,6 +2444,9 @@ enum Step {
 enum Msg {
     /// An inline message, copied.
     Copied(Sample),
+    /// A latest-value message larger than a line, copied into the subscription's buffer
+    /// `copy` (no allocation unless an owned sample is asked for).
+    Kept { len: u32, seq: u64 },
     /// A block taken and recorded (the sample is made by the caller: a small value passes
     /// through the step functions instead of a whole sample).
     Block {
@@ -2741,7 +2759,13 @@ impl Subscription {
 
     #[inline(never)]
     fn try_recv_ref_slow(&mut self) -> Result<SampleRef<'_>> {
-        if self.inline.is_some() {
+        if let Some((ring, size)) = self.inline {
+            if self.latest {
+                return match self.step_inline_latest(ring, size)? {
+                    Step::Msg(m) => Ok(self.lent(m)),
+                    Step::Nothing { .. } => Err(self.empty()),
+                };
+            }
             let s = self.try_recv()?;
             return Ok(self.lent(Msg::Copied(s)));
         }
@@ -2829,6 +2853,14 @@ impl Subscription {
                     seq: s.seq,
                 }
             }
+            Msg::Kept { len, seq } => SampleRef {
+                member: &self.member,
+                ptr: bytemuck::cast_slice::<u128, u8>(&self.copy).as_ptr(),
+                len: len.min((self.copy.len() * 16) as u32),
+                block: NO_BLOCK,
+                entry: 0,
+                seq,
+            },
         }
     }
 
@@ -3029,22 +3061,29 @@ impl Subscription {
     /// [`Subscription::read_inline_latest`] as a step.
     #[inline]
     fn step_inline_latest(&mut self, ring: RawRing, size: u32) -> Result<Step> {
-        let mut payload = if size as usize <= INLINE_MAX {
-            Payload::Inline(InlineBuf([0; INLINE_MAX]))
+        let got = if size as usize <= INLINE_MAX {
+            let mut buf = InlineBuf([0; INLINE_MAX]);
+            self.read_inline_latest(ring, &mut buf.0[..size as usize])?
+                .map(|seq| {
+                    Msg::Copied(Sample {
+                        payload: Payload::Inline(buf),
+                        len: size,
+                        seq,
+                    })
+                })
         } else {
-            Payload::Heap(alloc::vec![0; copy_words(size)])
+            // Into the subscription's buffer (sized for the topic at subscribe): a poll that
+            // finds nothing new allocates nothing.
+            let mut copy = core::mem::take(&mut self.copy);
+            let got = self.read_inline_latest(
+                ring,
+                &mut bytemuck::cast_slice_mut::<u128, u8>(&mut copy)[..size as usize],
+            );
+            self.copy = copy;
+            got?.map(|seq| Msg::Kept { len: size, seq })
         };
-        let dst = match &mut payload {
-            Payload::Inline(buf) => &mut buf.0[..size as usize],
-            Payload::Heap(words) => &mut bytemuck::cast_slice_mut(words)[..size as usize],
-            Payload::Block { .. } => unreachable!("built just above"),
-        };
-        Ok(match self.read_inline_latest(ring, dst)? {
-            Some(seq) => Step::Msg(Msg::Copied(Sample {
-                payload,
-                len: size,
-                seq,
-            })),
+        Ok(match got {
+            Some(m) => Step::Msg(m),
             None => Step::Nothing {
                 holder: None,
                 stuck: self.stuck_latest,
@@ -3106,6 +3145,11 @@ impl Subscription {
     fn owned(&self, m: Msg) -> Sample {
         match m {
             Msg::Copied(s) => s,
+            Msg::Kept { len, seq } => Sample {
+                payload: Payload::Heap(self.copy[..copy_words(len)].to_vec()),
+                len,
+                seq,
+            },
             Msg::Block {
                 block,
                 entry,
@@ -3463,8 +3507,8 @@ impl core::ops::Deref for SampleRef<'_> {
     fn deref(&self) -> &[u8] {
         // SAFETY: a block: as in `Sample::deref` (`len` checked against the block size, the
         // block referenced by us, the mapping kept alive by the subscription this borrows).
-        // A copy: `len <= INLINE_MAX` bytes of the subscription's copy buffer, which the
-        // borrow keeps from being written or moved.
+        // A copy: `len` bytes of the subscription's copy buffer, at most its length (`lent`
+        // takes the smaller), which the borrow keeps from being written or moved.
         unsafe { core::slice::from_raw_parts(self.ptr, self.len as usize) }
     }
 }

@@ -49,6 +49,18 @@ impl TypeInfo {
     }
 }
 
+/// An inline topic's ring and the entry fields it was validated against, read once.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InlineRing {
+    pub(crate) ring: RawRing,
+    /// The topic's inline area.
+    pub(crate) area: u32,
+    /// The message size: at most `INLINE_MAX` unless `latest`.
+    pub(crate) size: u32,
+    /// Whether the topic is latest-value (`INLINE_LATEST`).
+    pub(crate) latest: bool,
+}
+
 /// A mapped region whose configuration and topic table were validated at attach.
 #[derive(Debug)]
 pub(crate) struct Region {
@@ -348,9 +360,23 @@ impl Region {
         Ok(())
     }
 
-    /// The ring of inline topic `i`, its header validated, and the message size.
-    pub(crate) fn inline_ring(&self, i: u32) -> Result<(RawRing, u32)> {
+    /// The ring of inline topic `i`, its header validated, with the fields it was validated
+    /// against. The topic's flags are read once, here: a caller that needs to know whether the
+    /// topic is latest-value takes it from the result, never from a second read that a hostile
+    /// peer could have changed in between.
+    pub(crate) fn inline_ring(&self, i: u32) -> Result<InlineRing> {
         let (area, size) = self.inline_fields(i)?;
+        let latest = self.topic_flags(i)? & INLINE_LATEST != 0;
+        // Only a latest-value topic carries messages larger than a line's slot (receivers of
+        // other inline topics copy into a buffer of INLINE_MAX bytes).
+        if size as usize > INLINE_MAX && !latest {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "inline message size",
+                size as u64,
+                "1 ..= 56 bytes for an inline topic that is not latest-value",
+            ));
+        }
         let base = self.inline_base(area)?;
         let len = inline_area_size(self.geo.ring_slots) as usize;
         // SAFETY: the area lies inside the mapping (inline_base), is 64-aligned (the inline
@@ -367,17 +393,12 @@ impl Region {
                 "an MPMC ring of ring_slots slots (fewer for messages above 56 bytes)",
             ));
         }
-        // Only a latest-value topic carries messages larger than a line's slot (receivers of
-        // other inline topics copy into a buffer of INLINE_MAX bytes).
-        if size as usize > INLINE_MAX && self.topic_flags(i)? & INLINE_LATEST == 0 {
-            return Err(Error::corrupt(
-                self.obj.name(),
-                "inline message size",
-                size as u64,
-                "1 ..= 56 bytes for an inline topic that is not latest-value",
-            ));
-        }
-        Ok((ring, size))
+        Ok(InlineRing {
+            ring,
+            area,
+            size,
+            latest,
+        })
     }
 
     /// The record of participant `p`'s inline claim in flight.
@@ -549,19 +570,17 @@ impl Region {
         let size = t.type_size.load(Ordering::Relaxed);
         let align = t.type_align.load(Ordering::Relaxed);
         let len = t.type_name_len.load(Ordering::Relaxed);
-        // The largest value any topic carries: a block, or a latest-value inline message.
-        if size == 0
-            || size
-                > self
-                    .geo
-                    .block_size
-                    .max(latest_inline_max(self.geo.ring_slots))
-        {
+        // A typed inline topic's messages are its values; other topics carry values in blocks.
+        let fits = match self.topic_name(i)? {
+            Some((_, MODE_INLINE)) => size == self.inline_fields(i)?.1 as u64,
+            _ => size != 0 && size <= self.geo.block_size,
+        };
+        if !fits {
             return Err(Error::corrupt(
                 name,
                 "topic type size",
                 size,
-                "1 ..= the block size (or a latest-value inline topic's largest message)",
+                "1 ..= the block size, or an inline topic's message size",
             ));
         }
         if !align.is_power_of_two() || align > 64 {
@@ -837,7 +856,7 @@ impl Region {
         {
             let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
             if self.topic_name(t)?.is_some_and(|(_, m)| m == MODE_INLINE) {
-                let (ring, _) = self.inline_ring(t)?;
+                let ring = self.inline_ring(t)?.ring;
                 self.unstick_inline(t, ring, x);
             }
         }
