@@ -422,7 +422,6 @@ impl Side for WeftLocal {
     }
 }
 
-/// Inline topic of `u64`: an `InlineWriter` (checked once) and `try_recv_value`.
 /// A latest-value inline topic of messages larger than a `u64`: published from the bytes,
 /// received into a buffer with `try_recv_into` (the whole message copied out, no allocation).
 struct WeftInlineBytes {
@@ -449,6 +448,7 @@ impl Side for WeftInlineBytes {
     }
 }
 
+/// Inline topic of `u64`: an `InlineWriter` (checked once) and `try_recv_value`.
 struct WeftInlineLocal {
     // The writer borrows the publisher, which lives in the box next to it (never moved
     // while the writer exists: dropped first, see `Drop`).
