@@ -17,7 +17,8 @@
 //! A topic has one of three modes ([`TopicMode`]): `Blocks` (loaned blocks, any payload up to
 //! the block size, zero copies), `Latest` (the newest value only, never torn) and `Inline`
 //! (messages of up to [`INLINE_MAX`] bytes copied into a seqlock ring: the fastest path for
-//! small values; see [`TopicSpec`]).
+//! small values; a latest-value inline topic, up to [`latest_inline_max`] bytes; see
+//! [`TopicSpec`]).
 //!
 //! The algorithms (`pool`: allocation and marked reference counts; `ring`: the
 //! multi-publisher descriptor ring; `inline`: the broadcast ring of [`crate::ring`] with
