@@ -418,13 +418,13 @@ fn a_large_inline_message_on_a_topic_that_is_not_latest_is_refused() {
     common::region::put32(&f, l.entry(0) + 124, 0);
     let err = s.subscribe("/i").map(|_| ()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
-    assert!(err.to_string().contains("inline message size"), "{err}");
+    assert!(err.to_string().contains("not latest-value"), "{err}");
     // A message size beyond what the area holds (16 * 64 - 8 bytes) is refused as well.
     common::region::put32(&f, l.entry(0) + 124, 2);
     common::region::put32(&f, l.entry(0) + 116, 1017);
     let err = s.subscribe("/i").map(|_| ()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
-    assert!(err.to_string().contains("inline message size"), "{err}");
+    assert!(err.to_string().contains("16 * ring_slots - 8"), "{err}");
 }
 
 #[test]
@@ -453,7 +453,8 @@ fn a_latest_flag_flipped_during_subscribe_never_reaches_a_receive() {
             }
         });
         while Instant::now() < end {
-            match s.subscribe("/i") {
+            // With the newest message in its history, every receive path has one to copy.
+            match s.subscribe_with_history("/i", 1) {
                 Ok(mut sub) => {
                     subscribed += 1;
                     let mut buf = [0u8; 1000];
@@ -461,7 +462,12 @@ fn a_latest_flag_flipped_during_subscribe_never_reaches_a_receive() {
                         Ok(n) => assert_eq!(&buf[..n], &[7; 1000][..n]),
                         Err(e) => assert_ne!(e.kind(), ErrorKind::Closed, "{e}"),
                     }
+                    p.publish(&topic, &[7; 1000]).unwrap();
                     if let Ok(m) = sub.try_recv() {
+                        assert!(m.iter().all(|&b| b == 7));
+                    }
+                    p.publish(&topic, &[7; 1000]).unwrap();
+                    if let Ok(m) = sub.try_recv_ref() {
                         assert!(m.iter().all(|&b| b == 7));
                     }
                 }
@@ -503,5 +509,63 @@ fn a_type_size_that_does_not_fit_its_topic_is_refused() {
         assert!(err.to_string().contains("topic type size"), "{err}");
         common::region::put64(&f, l.entry(entry) + 24, good);
     }
+    s.subscribe_typed::<u64>("/i").unwrap();
     s.subscribe_typed::<u64>("/b").unwrap();
+}
+
+#[test]
+fn a_message_size_flipped_during_register_never_makes_a_publish_overflow_its_area() {
+    // A typed latest-value inline topic of 968-byte values (a ring of four 1 KiB slots). A
+    // peer rewrites its area's ring header as a ring of 64 slots of 56-byte messages, with the
+    // claim counter at 60, and flips the entry's message size (offset 116) between 56 and 968
+    // while we join the topic and publish. Whatever a registration sees, a publish must write
+    // inside the ring it was validated against: the next inline area, never used, stays zero.
+    type Big = [u64; 121];
+    let name = unique("ph-inline-overflow");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg().ring_slots(64).block_size(4096)).unwrap();
+    let spec = TopicSpec::new(TopicMode::Inline).typed::<Big>().latest();
+    p.register_spec("/big", &spec).unwrap();
+    let (f, l) = layout(&name);
+    let area = l.inline_area(0);
+    for (off, v) in [
+        (0, 64u64),
+        (8, 56),
+        (16, 7),
+        (24, 64),
+        (32, 0),
+        (40, 1),
+        (48, 0),
+    ] {
+        common::region::put64(&f, area + off, v);
+    }
+    common::region::put64(&f, area + 64, 60);
+    let next_area = l.inline_area(1);
+    let (mut published, mut refused) = (0u32, 0u32);
+    let end = Instant::now() + Duration::from_secs(2);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut size = 56;
+            while Instant::now() < end {
+                common::region::put32(&f, l.entry(0) + 116, size);
+                size = if size == 56 { 968 } else { 56 };
+            }
+        });
+        while Instant::now() < end {
+            match p
+                .register_spec("/big", &spec)
+                .and_then(|t| p.publish_typed(&t, &[u64::MAX; 121]))
+            {
+                Ok(_) => published += 1,
+                Err(_) => refused += 1,
+            }
+        }
+    });
+    let mut next = vec![0u8; (l.inline_area(2) - next_area) as usize];
+    f.read_exact_at(&mut next, next_area).unwrap();
+    assert!(
+        next.iter().all(|&b| b == 0),
+        "a publish wrote into the next inline area ({published} published, {refused} refused)"
+    );
+    assert!(refused > 0);
 }

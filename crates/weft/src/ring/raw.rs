@@ -458,7 +458,8 @@ impl RawRing {
     }
 
     /// Attaches to memory that another party initialised, validating the geometry against
-    /// the length of the block and the value size the caller expects.
+    /// the length of the block and the value size and flags the caller expects (each field
+    /// read once: the stride is computed from the flags that were checked).
     ///
     /// # Errors
     /// [`Error::Corrupt`](crate::Error::Corrupt) when any header field is impossible.
@@ -470,6 +471,7 @@ impl RawRing {
         base: NonNull<u8>,
         len: usize,
         value_size: u64,
+        flags: u64,
         name: &str,
     ) -> crate::Result<RawRing> {
         use crate::Error;
@@ -508,11 +510,15 @@ impl RawRing {
         if gates > 4096 {
             return Err(Error::corrupt(name, "gate count", gates, "at most 4096"));
         }
+        let f = g.flags.load(Ordering::Relaxed);
+        if f != flags {
+            return Err(Error::corrupt(name, "ring flags", f, "the ring's kind"));
+        }
         let shape = Shape {
             capacity,
             value_size: vs,
             gates,
-            flags: g.flags.load(Ordering::Relaxed),
+            flags,
             watermark: g.watermark.load(Ordering::Relaxed),
         };
         let words = g.words.load(Ordering::Relaxed);
@@ -651,6 +657,12 @@ impl RawRing {
     #[inline(always)]
     fn store_value<T: bytemuck::Pod>(&self, slot: *const u8, v: &T) {
         let size = size_of::<T>();
+        // The callers' invariant (a ring made or validated for `T`'s size; the shared-memory
+        // topics check it when a handle is made), not re-checked on the hot path.
+        debug_assert!(
+            size <= self.words * WORD,
+            "a value larger than the ring's slots"
+        );
         let src = (v as *const T).cast::<u8>();
         let mut full = size / 8;
         if BULK && size >= BULK_MIN {
@@ -682,6 +694,11 @@ impl RawRing {
     #[inline(always)]
     fn load_value<T: bytemuck::Pod>(&self, slot: *const u8) -> T {
         let size = size_of::<T>();
+        // As in `store_value`.
+        debug_assert!(
+            size <= self.words * WORD,
+            "a value larger than the ring's slots"
+        );
         let mut out = MaybeUninit::<T>::uninit();
         let dst = out.as_mut_ptr().cast::<u8>();
         let mut full = size / 8;
@@ -1088,20 +1105,22 @@ mod tests {
         let ring = unsafe { RawRing::init(base, shape) };
         ring.write(0, &[1u32, 2, 3]);
         // SAFETY: the same live block.
-        let other = unsafe { RawRing::attach(base, shape.bytes(), 12, "t") }.unwrap();
+        let other = unsafe { RawRing::attach(base, shape.bytes(), 12, 0, "t") }.unwrap();
         assert_eq!(other.read::<[u32; 3]>(0), Read::Value([1, 2, 3]));
         assert_eq!(other.read::<[u32; 3]>(1), Read::NotYet);
         // SAFETY: the same live block.
-        assert!(unsafe { RawRing::attach(base, shape.bytes(), 16, "t") }.is_err());
+        assert!(unsafe { RawRing::attach(base, shape.bytes(), 16, 0, "t") }.is_err());
         // SAFETY: the same live block, shorter length given.
-        assert!(unsafe { RawRing::attach(base, shape.bytes() - 1, 12, "t") }.is_err());
+        assert!(unsafe { RawRing::attach(base, shape.bytes() - 1, 12, 0, "t") }.is_err());
+        // SAFETY: the same live block; other flags expected.
+        assert!(unsafe { RawRing::attach(base, shape.bytes(), 12, FLAG_MPMC, "t") }.is_err());
         ring.header()
             .geometry
             .0
             .capacity
             .store(3, Ordering::Relaxed);
         // SAFETY: the same live block.
-        let e = unsafe { RawRing::attach(base, shape.bytes(), 12, "t") }.unwrap_err();
+        let e = unsafe { RawRing::attach(base, shape.bytes(), 12, 0, "t") }.unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
         ring.header()
             .geometry
@@ -1109,7 +1128,7 @@ mod tests {
             .capacity
             .store(1 << 20, Ordering::Relaxed);
         // SAFETY: the same live block.
-        assert!(unsafe { RawRing::attach(base, shape.bytes(), 12, "t") }.is_err());
+        assert!(unsafe { RawRing::attach(base, shape.bytes(), 12, 0, "t") }.is_err());
         // SAFETY: allocated above with this layout, no ring used after.
         unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
     }

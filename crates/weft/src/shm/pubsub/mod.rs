@@ -1308,8 +1308,26 @@ impl Publisher {
         let r = self.region();
         let mode = topic_mode(r, index)?;
         let exclusive = r.topic_exclusive(index)?;
-        let inline = if mode == TopicMode::Inline {
-            let at = r.inline_ring(index)?;
+        let at = if mode == TopicMode::Inline {
+            Some(r.inline_ring(index)?)
+        } else {
+            None
+        };
+        let layout = r.topic_type(index)?.map(|t| (t.size, t.align));
+        // A typed publish writes `size_of::<T>()` bytes, checked against `layout`: for an
+        // inline topic that must be the size of the ring validated above, not a size read
+        // again from the entry, which a peer may have changed in between.
+        if let (Some(at), Some((size, _))) = (&at, layout)
+            && size != at.size as u64
+        {
+            return Err(Error::corrupt(
+                r.obj.name(),
+                "topic type size",
+                size,
+                "the inline topic's message size",
+            ));
+        }
+        let inline = if let Some(at) = at {
             if exclusive {
                 let signal = at.ring.signal();
                 r.take_lease(
@@ -1334,7 +1352,6 @@ impl Publisher {
         };
         // From now on a subscriber of this topic that finds us dead reports it.
         r.mark_publisher(index, self.member.index)?;
-        let layout = r.topic_type(index)?.map(|t| (t.size, t.align));
         Ok(Topic {
             index,
             name: name.into(),

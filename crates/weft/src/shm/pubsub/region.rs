@@ -382,15 +382,13 @@ impl Region {
         // SAFETY: the area lies inside the mapping (inline_base), is 64-aligned (the inline
         // areas start on 64 bytes and each is a multiple of 64), holds only atomics, and the
         // mapping lives as long as `self`, which every user of the ring keeps.
-        let ring = unsafe { RawRing::attach(base, len, size as u64, self.obj.name()) }?;
-        if ring.flags() != FLAG_MPMC
-            || ring.capacity() != inline_capacity(self.geo.ring_slots, size)
-        {
+        let ring = unsafe { RawRing::attach(base, len, size as u64, FLAG_MPMC, self.obj.name()) }?;
+        if ring.capacity() != inline_capacity(self.geo.ring_slots, size) {
             return Err(Error::corrupt(
                 self.obj.name(),
-                "inline ring flags or capacity",
-                ring.flags(),
-                "an MPMC ring of ring_slots slots (fewer for messages above 56 bytes)",
+                "inline ring capacity",
+                ring.capacity(),
+                "ring_slots slots (fewer for messages above 56 bytes)",
             ));
         }
         Ok(InlineRing {
@@ -558,9 +556,10 @@ impl Region {
     /// The recorded type of topic `i` (registered), validated; `None` for an untyped topic.
     pub(crate) fn topic_type(&self, i: u32) -> Result<Option<TypeInfo>> {
         let t = self.topic(i)?;
-        if self.topic_state(i)? == TOPIC_FREE {
+        // The mode, read once (with the state): the size bound below depends on it.
+        let Some((_, mode)) = self.topic_name(i)? else {
             return Ok(None);
-        }
+        };
         // Relaxed: ordered after the Acquire load of `state`; each value is checked.
         let fingerprint = t.type_fingerprint.load(Ordering::Relaxed);
         if fingerprint == 0 {
@@ -571,8 +570,8 @@ impl Region {
         let align = t.type_align.load(Ordering::Relaxed);
         let len = t.type_name_len.load(Ordering::Relaxed);
         // A typed inline topic's messages are its values; other topics carry values in blocks.
-        let fits = match self.topic_name(i)? {
-            Some((_, MODE_INLINE)) => size == self.inline_fields(i)?.1 as u64,
+        let fits = match mode {
+            MODE_INLINE => size == self.inline_fields(i)?.1 as u64,
             _ => size != 0 && size <= self.geo.block_size,
         };
         if !fits {
