@@ -427,6 +427,16 @@ fn a_large_inline_message_on_a_topic_that_is_not_latest_is_refused() {
     assert!(err.to_string().contains("16 * ring_slots - 8"), "{err}");
 }
 
+/// A hostile peer: writes the two values in turn to the word at `off` until `end` (by the
+/// clock, so that a failing check in the racing thread, a panic, ends the test too).
+fn flip(f: &std::fs::File, off: u64, values: [u32; 2], end: Instant) {
+    let mut k = 0;
+    while Instant::now() < end {
+        common::region::put32(f, off, values[k]);
+        k ^= 1;
+    }
+}
+
 #[test]
 fn a_latest_flag_flipped_during_subscribe_never_reaches_a_receive() {
     // A peer that flips the latest flag of a large inline topic (entry offset 124) while we
@@ -444,14 +454,7 @@ fn a_latest_flag_flipped_during_subscribe_never_reaches_a_receive() {
     let (mut subscribed, mut refused) = (0u32, 0u32);
     let end = Instant::now() + Duration::from_secs(2);
     std::thread::scope(|scope| {
-        // Stops by the clock, so that a failing receive below (a panic) ends the test too.
-        scope.spawn(|| {
-            let mut flag = 0;
-            while Instant::now() < end {
-                common::region::put32(&f, l.entry(0) + 124, flag);
-                flag ^= 2;
-            }
-        });
+        scope.spawn(|| flip(&f, l.entry(0) + 124, [0, 2], end));
         while Instant::now() < end {
             // With the newest message in its history, every receive path has one to copy.
             match s.subscribe_with_history("/i", 1) {
@@ -544,13 +547,7 @@ fn a_message_size_flipped_during_register_never_makes_a_publish_overflow_its_are
     let (mut published, mut refused) = (0u32, 0u32);
     let end = Instant::now() + Duration::from_secs(2);
     std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let mut size = 56;
-            while Instant::now() < end {
-                common::region::put32(&f, l.entry(0) + 116, size);
-                size = if size == 56 { 968 } else { 56 };
-            }
-        });
+        scope.spawn(|| flip(&f, l.entry(0) + 116, [56, 968], end));
         while Instant::now() < end {
             match p
                 .register_spec("/big", &spec)

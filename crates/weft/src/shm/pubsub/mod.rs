@@ -1117,19 +1117,14 @@ impl Publisher {
             return Ok(None);
         };
         let mode = topic_mode(r, i)?;
-        let (size, latest) = match mode {
+        let (size, latest, exclusive) = match mode {
             TopicMode::Inline => {
                 let at = r.inline_ring(i)?;
-                (at.size as usize, at.latest)
+                (at.size as usize, at.latest, at.exclusive)
             }
-            _ => (0, false),
+            _ => (0, false, r.topic_exclusive(i)?),
         };
-        Ok(Some(joining_spec(
-            mode,
-            size,
-            latest,
-            r.topic_exclusive(i)?,
-        )))
+        Ok(Some(joining_spec(mode, size, latest, exclusive)))
     }
 
     /// A typed topic's type must fit a block and its alignment.
@@ -1307,11 +1302,15 @@ impl Publisher {
     fn topic_handle(&self, index: u32, name: &str, fingerprint: Option<u64>) -> Result<Topic> {
         let r = self.region();
         let mode = topic_mode(r, index)?;
-        let exclusive = r.topic_exclusive(index)?;
         let at = if mode == TopicMode::Inline {
             Some(r.inline_ring(index)?)
         } else {
             None
+        };
+        // An inline topic's flags were read once, with its ring.
+        let exclusive = match &at {
+            Some(at) => at.exclusive,
+            None => r.topic_exclusive(index)?,
         };
         let layout = r.topic_type(index)?.map(|t| (t.size, t.align));
         // A typed publish writes `size_of::<T>()` bytes, checked against `layout`: for an

@@ -59,6 +59,8 @@ pub(crate) struct InlineRing {
     pub(crate) size: u32,
     /// Whether the topic is latest-value (`INLINE_LATEST`).
     pub(crate) latest: bool,
+    /// Whether the topic has one publisher at a time (`EXCLUSIVE`), from the same read.
+    pub(crate) exclusive: bool,
 }
 
 /// A mapped region whose configuration and topic table were validated at attach.
@@ -366,7 +368,8 @@ impl Region {
     /// peer could have changed in between.
     pub(crate) fn inline_ring(&self, i: u32) -> Result<InlineRing> {
         let (area, size) = self.inline_fields(i)?;
-        let latest = self.topic_flags(i)? & INLINE_LATEST != 0;
+        let flags = self.topic_flags(i)?;
+        let latest = flags & INLINE_LATEST != 0;
         // Only a latest-value topic carries messages larger than a line's slot (receivers of
         // other inline topics copy into a buffer of INLINE_MAX bytes).
         if size as usize > INLINE_MAX && !latest {
@@ -396,6 +399,7 @@ impl Region {
             area,
             size,
             latest,
+            exclusive: flags & EXCLUSIVE != 0,
         })
     }
 
