@@ -522,8 +522,7 @@ fn kept_by(ext: &layout::MemberExt) -> bool {
 
 /// The mode of registered topic `i`.
 fn topic_mode(r: &Region, i: u32) -> Result<TopicMode> {
-    Ok(r.topic_name(i)?
-        .map_or(TopicMode::Blocks, |(_, m)| mode_of(m)))
+    Ok(r.entry_mode(i)?.map_or(TopicMode::Blocks, mode_of))
 }
 
 /// The untyped spec that joins a topic of `mode` as it was registered: for an inline topic,
@@ -560,7 +559,7 @@ pub(super) fn mode_of(mode: u32) -> TopicMode {
 fn free_inline_area(r: &Region) -> Result<u32> {
     let mut used = alloc::vec![false; r.geo.inline_topics as usize];
     for i in 0..r.geo.topics as u32 {
-        if r.topic_name(i)?.is_some_and(|(_, m)| m == MODE_INLINE) {
+        if r.entry_mode(i)? == Some(MODE_INLINE) {
             used[r.inline_fields(i)?.0 as usize] = true;
         }
     }
@@ -1174,7 +1173,7 @@ impl Publisher {
             let Some(i) = r.find_topic(topic)? else {
                 return Ok(None);
             };
-            if r.topic_name(i)?.map(|(_, m)| m) != Some(raw_mode) {
+            if r.entry_mode(i)? != Some(raw_mode) {
                 return Err(Error::InvalidArgument {
                     what: "topic mode",
                     value: raw_mode as u64,
@@ -2506,10 +2505,8 @@ impl Subscription {
         // into the sample that is returned. Latest-value ones read the newest instead.
         if let Some((ring, size)) = self.inline {
             if self.latest {
-                return match self.step_inline_latest(ring, size)? {
-                    Step::Msg(m) => Ok(self.owned(m)),
-                    Step::Nothing { .. } => Err(self.empty()),
-                };
+                let m = self.latest_inline_msg(ring, size)?;
+                return Ok(self.owned(m));
             }
             let seq = self.next;
             let mut sample = Sample {
@@ -2777,10 +2774,8 @@ impl Subscription {
     fn try_recv_ref_slow(&mut self) -> Result<SampleRef<'_>> {
         if let Some((ring, size)) = self.inline {
             if self.latest {
-                return match self.step_inline_latest(ring, size)? {
-                    Step::Msg(m) => Ok(self.lent(m)),
-                    Step::Nothing { .. } => Err(self.empty()),
-                };
+                let m = self.latest_inline_msg(ring, size)?;
+                return Ok(self.lent(m));
             }
             let s = self.try_recv()?;
             return Ok(self.lent(Msg::Copied(s)));
@@ -3072,6 +3067,16 @@ impl Subscription {
             }
         }
         Ok(None)
+    }
+
+    /// The newest message of a latest-value inline topic, or `Empty` / `Closed` when there is
+    /// nothing newer than what was received.
+    #[inline]
+    fn latest_inline_msg(&mut self, ring: RawRing, size: u32) -> Result<Msg> {
+        match self.step_inline_latest(ring, size)? {
+            Step::Msg(m) => Ok(m),
+            Step::Nothing { .. } => Err(self.empty()),
+        }
     }
 
     /// [`Subscription::read_inline_latest`] as a step.

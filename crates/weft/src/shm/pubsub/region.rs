@@ -508,13 +508,14 @@ impl Region {
         Ok(self.topic(i)?.generation.load(Ordering::Relaxed))
     }
 
-    /// The name and mode of topic `i` if it is registered (or being unregistered), validated.
-    pub(crate) fn topic_name(&self, i: u32) -> Result<Option<(String, u32)>> {
+    /// The mode of topic `i`, validated (an inline topic's fields too), or `None` while the
+    /// entry is free: one read of each, without building the name.
+    pub(crate) fn entry_mode(&self, i: u32) -> Result<Option<u32>> {
         let t = self.topic(i)?;
         if self.topic_state(i)? == TOPIC_FREE {
             return Ok(None);
         }
-        // Relaxed: ordered after the Acquire load of `state`; each value is checked.
+        // Relaxed: ordered after the Acquire load of `state`; checked.
         let mode = t.mode.load(Ordering::Relaxed);
         if !matches!(mode, MODE_BLOCKS | MODE_LATEST | MODE_INLINE) {
             return Err(Error::corrupt(
@@ -527,7 +528,16 @@ impl Region {
         if mode == MODE_INLINE {
             self.inline_fields(i)?;
         }
-        // Relaxed: as above.
+        Ok(Some(mode))
+    }
+
+    /// The name and mode of topic `i` if it is registered (or being unregistered), validated.
+    pub(crate) fn topic_name(&self, i: u32) -> Result<Option<(String, u32)>> {
+        let Some(mode) = self.entry_mode(i)? else {
+            return Ok(None);
+        };
+        let t = self.topic(i)?;
+        // Relaxed: ordered after the Acquire load of `state` in `entry_mode`; checked.
         let len = t.name_len.load(Ordering::Relaxed) as usize;
         if !(2..=TOPIC_MAX).contains(&len) {
             return Err(Error::corrupt(
@@ -561,7 +571,7 @@ impl Region {
     pub(crate) fn topic_type(&self, i: u32) -> Result<Option<TypeInfo>> {
         let t = self.topic(i)?;
         // The mode, read once (with the state): the size bound below depends on it.
-        let Some((_, mode)) = self.topic_name(i)? else {
+        let Some(mode) = self.entry_mode(i)? else {
             return Ok(None);
         };
         // Relaxed: ordered after the Acquire load of `state`; each value is checked.
@@ -639,9 +649,7 @@ impl Region {
         }
         // An inline topic's ring goes to the next inline registration: not while a live
         // publisher may still write to it.
-        if self.topic_name(t)?.is_some_and(|(_, m)| m == MODE_INLINE)
-            && self.inline_writers(t as u64 + 1, me)?
-        {
+        if self.entry_mode(t)? == Some(MODE_INLINE) && self.inline_writers(t as u64 + 1, me)? {
             return Ok(false);
         }
         let ring = self.ring(t)?;
@@ -858,7 +866,7 @@ impl Region {
             && let Some(x) = inline::held(topic, seq, topic)
         {
             let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
-            if self.topic_name(t)?.is_some_and(|(_, m)| m == MODE_INLINE) {
+            if self.entry_mode(t)? == Some(MODE_INLINE) {
                 let ring = self.inline_ring(t)?.ring;
                 self.unstick_inline(t, ring, x);
             }
