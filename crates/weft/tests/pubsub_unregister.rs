@@ -190,3 +190,77 @@ fn the_existing_spec_is_the_registered_topics_not_one_still_draining() {
         ErrorKind::InvalidName
     );
 }
+
+/// Readers that hold no registration lock (a publisher's first look before it registers, a
+/// subscriber, `existing_spec`) while another publisher unregisters the topic and registers
+/// the name again, in another mode or size, over and over: each gets one registration's
+/// topic or a plain refusal, never `Corrupt` from the fields of two registrations mixed.
+#[test]
+fn readers_racing_a_name_registered_again_in_another_mode_see_one_registration() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    const FLIPS: usize = 20_000;
+    let name = unique("pu-race");
+    let _c = Cleanup(name.clone());
+    let config = Config::default()
+        .topics(2)
+        .inline_topics(2)
+        .ring_slots(8)
+        .blocks(32)
+        .block_size(128)
+        .participants(8);
+    let specs = [
+        TopicSpec::inline(8).typed::<u64>(),
+        TopicSpec::new(TopicMode::Latest),
+        TopicSpec::inline(24).latest(),
+        TopicSpec::inline(16),
+    ];
+    let flipper = Publisher::create(&name, &config).unwrap();
+    let stop = AtomicBool::new(false);
+    let (joined, subscribed) = (AtomicU64::new(0), AtomicU64::new(0));
+    let not_corrupt = |who: &str, r: weft::Result<()>| {
+        if let Err(e) = r {
+            assert_ne!(e.kind(), ErrorKind::Corrupt, "{who}: {e}");
+        }
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let p = Publisher::open(&name).unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                for spec in &specs {
+                    not_corrupt(
+                        "register",
+                        p.register_spec("/flip", spec).map(|t| {
+                            joined.fetch_add(1, Ordering::Relaxed);
+                            drop(t);
+                        }),
+                    );
+                    not_corrupt("existing_spec", p.existing_spec("/flip").map(drop));
+                }
+            }
+        });
+        scope.spawn(|| {
+            let s = Subscriber::connect(&name).unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                not_corrupt(
+                    "subscribe",
+                    s.subscribe("/flip").map(|sub| {
+                        subscribed.fetch_add(1, Ordering::Relaxed);
+                        drop(sub);
+                    }),
+                );
+            }
+        });
+        for k in 0..FLIPS {
+            match flipper.register_spec("/flip", &specs[k % specs.len()]) {
+                Ok(t) => flipper.unregister(&t).unwrap(),
+                // The other publisher's registration of another spec (or a table still full of
+                // entries being drained) refuses ours: a refusal, not corruption.
+                Err(e) => assert_ne!(e.kind(), ErrorKind::Corrupt, "flip: {e}"),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    // The race happened: both readers found registered topics.
+    assert!(joined.load(Ordering::Relaxed) > 0);
+    assert!(subscribed.load(Ordering::Relaxed) > 0);
+}

@@ -39,7 +39,7 @@ use crate::pubsub::ring::{Claimed, Read, RingAt, SEQ_LIMIT, desc, undesc};
 use crate::ring::raw::{self, Placement, RawRing};
 use crate::ring::wake;
 use crate::shm::liveness::PeerStatus;
-use crate::sync::{Arc, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicU64, Ordering, fence};
 use crate::sys;
 use crate::wait::{Deadline, Next, Waiter};
 use alloc::string::String;
@@ -518,6 +518,29 @@ fn kept_by(ext: &layout::MemberExt) -> bool {
     // Relaxed: a statistic, racy by nature.
     let old = ext.pub_old.load(Ordering::Relaxed);
     old & 0xffff_ffff != 0 && old & crate::pubsub::pool::KEPT_OLD != 0
+}
+
+/// Reads topic `topic`'s entry with `read(index, generation)` until one pass reads fields of a
+/// single registration (a reader without the registration lock may find the entry
+/// unregistered and registered again under it); `None`: not registered. A pass that saw the
+/// registration change is thrown away, its error included.
+fn consistent<T>(
+    r: &Region,
+    topic: &str,
+    mut read: impl FnMut(u32, u32) -> Result<T>,
+) -> Result<Option<T>> {
+    let mut last = 0;
+    for _ in 0..region::REREADS {
+        let Some((i, generation)) = r.find_topic(topic)? else {
+            return Ok(None);
+        };
+        let got = read(i, generation);
+        if r.same_registration(i, generation)? {
+            return got.map(Some);
+        }
+        last = i;
+    }
+    Err(r.unstable(last))
 }
 
 /// The mode of registered topic `i`.
@@ -1112,18 +1135,17 @@ impl Publisher {
     pub fn existing_spec(&self, topic: &str) -> Result<Option<TopicSpec>> {
         validate_topic(topic)?;
         let r = self.region();
-        let Some(i) = r.find_topic(topic)? else {
-            return Ok(None);
-        };
-        let mode = topic_mode(r, i)?;
-        let (size, latest, exclusive) = match mode {
-            TopicMode::Inline => {
-                let at = r.inline_ring(i)?;
-                (at.size as usize, at.latest, at.exclusive)
-            }
-            _ => (0, false, r.topic_exclusive(i)?),
-        };
-        Ok(Some(joining_spec(mode, size, latest, exclusive)))
+        consistent(r, topic, |i, _| {
+            let mode = topic_mode(r, i)?;
+            let (size, latest, exclusive) = match mode {
+                TopicMode::Inline => {
+                    let at = r.inline_ring(i)?;
+                    (at.size as usize, at.latest, at.exclusive)
+                }
+                _ => (0, false, r.topic_exclusive(i)?),
+            };
+            Ok(joining_spec(mode, size, latest, exclusive))
+        })
     }
 
     /// A typed topic's type must fit a block and its alignment.
@@ -1170,7 +1192,7 @@ impl Publisher {
         };
         let r = self.region();
         let existing = |r: &Region| -> Result<Option<Topic>> {
-            let Some(i) = r.find_topic(topic)? else {
+            let Some((i, generation)) = r.find_topic(topic)? else {
                 return Ok(None);
             };
             if r.entry_mode(i)? != Some(raw_mode) {
@@ -1210,11 +1232,15 @@ impl Publisher {
             }
             Ok(Some(self.topic_handle(
                 i,
+                generation,
                 topic,
                 found.map(|t| t.fingerprint),
             )?))
         };
-        if let Some(t) = existing(r)? {
+        // Without the lock, the entry may be unregistered and registered again while it is
+        // read: a refusal (or a handle of a registration that is gone, `topic_handle`) is only
+        // believed under the lock, where entries do not change.
+        if let Ok(Some(t)) = existing(r) {
             return Ok(t);
         }
         let _lock = RegisterLock::take(r, self.member.index)?;
@@ -1239,6 +1265,13 @@ impl Publisher {
             if t.state.load(Ordering::Relaxed) != TOPIC_FREE {
                 continue;
             }
+            // The generation changes before any other field of the entry, so that a reader
+            // without the lock that reads a field of this registration also reads its
+            // generation (`Region::same_registration`).
+            let generation = t.generation.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+            // SYNC POINT: Release fence pairs with the Acquire fence in `same_registration`:
+            // the increment comes before the stores below.
+            fence(Ordering::Release);
             let st = r.stats(i)?;
             let start = if let Some(area) = area {
                 let base = r.inline_base(area)?;
@@ -1260,7 +1293,6 @@ impl Publisher {
             // Relaxed: published by the Release store of READY below.
             st.start_seq.store(start, Ordering::Relaxed);
             st.close_seq.store(u64::MAX, Ordering::Relaxed);
-            t.generation.fetch_add(1, Ordering::Relaxed);
             // Relaxed: published by the Release store of READY below.
             t.msg_size.store(inline_size, Ordering::Relaxed);
             t.flags.store(flags, Ordering::Relaxed);
@@ -1289,7 +1321,7 @@ impl Publisher {
             // SYNC POINT: Release pairs with the Acquire load of `state` in
             // `Region::topic_name` and `Region::topic_type`.
             t.state.store(TOPIC_READY, Ordering::Release);
-            return self.topic_handle(i, topic, ty.map(|t| t.fingerprint));
+            return self.topic_handle(i, generation, topic, ty.map(|t| t.fingerprint));
         }
         Err(Error::InvalidArgument {
             what: "topics in the region",
@@ -1298,7 +1330,17 @@ impl Publisher {
         })
     }
 
-    fn topic_handle(&self, index: u32, name: &str, fingerprint: Option<u64>) -> Result<Topic> {
+    /// A handle on entry `index` as registration `generation` (read before any other field
+    /// of the entry) left it. Outside the registration lock the entry may change while it is
+    /// read: an `Err` then says nothing about the topic, and the caller asks again under the
+    /// lock.
+    fn topic_handle(
+        &self,
+        index: u32,
+        generation: u32,
+        name: &str,
+        fingerprint: Option<u64>,
+    ) -> Result<Topic> {
         let r = self.region();
         let mode = topic_mode(r, index)?;
         let at = if mode == TopicMode::Inline {
@@ -1325,6 +1367,18 @@ impl Publisher {
                 "the inline topic's message size",
             ));
         }
+        let changed = || {
+            Error::corrupt(
+                r.obj.name(),
+                "topic generation",
+                generation as u64,
+                "unchanged while the registration lock is held",
+            )
+        };
+        // Nothing below is done for a registration that is gone.
+        if !r.same_registration(index, generation)? {
+            return Err(changed());
+        }
         let inline = if let Some(at) = at {
             if exclusive {
                 let signal = at.ring.signal();
@@ -1350,6 +1404,11 @@ impl Publisher {
         };
         // From now on a subscriber of this topic that finds us dead reports it.
         r.mark_publisher(index, self.member.index)?;
+        // A lease or mark taken on a later registration is that registration's (ours, when
+        // the caller retries under the lock); the handle is not.
+        if !r.same_registration(index, generation)? {
+            return Err(changed());
+        }
         Ok(Topic {
             index,
             name: name.into(),
@@ -1358,7 +1417,7 @@ impl Publisher {
             mode,
             inline,
             exclusive,
-            generation: r.topic_generation(index)?,
+            generation,
             layout,
         })
     }
@@ -2278,26 +2337,28 @@ impl Subscriber {
     pub fn subscribe_with_history(&self, topic: &str, history: usize) -> Result<Subscription> {
         validate_topic(topic)?;
         let r = &self.member.region;
-        let Some(i) = r.find_topic(topic)? else {
+        let found = consistent(r, topic, |i, generation| {
+            let mode = topic_mode(r, i)?;
+            let (inline, latest) = if mode == TopicMode::Inline {
+                // The latest flag comes with the ring it was validated against: the copy
+                // buffers below are sized by it.
+                let at = r.inline_ring(i)?;
+                (Some((at.ring, at.size)), at.latest)
+            } else {
+                (None, mode == TopicMode::Latest)
+            };
+            let tail = published(r, i, mode)?;
+            // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one;
+            // and nothing from before this registration of the entry.
+            let back = (history as u64).min(r.geo.ring_slots - 1);
+            let next = tail.saturating_sub(back).max(start_seq(r, i)?);
+            Ok((i, generation, inline, latest, next))
+        })?;
+        let Some((i, generation, inline, latest, next)) = found else {
             return Err(Error::NotFound {
                 name: alloc::format!("{}{}", self.member.name(), topic),
             });
         };
-        let mode = topic_mode(r, i)?;
-        let (inline, latest) = if mode == TopicMode::Inline {
-            // The latest flag comes with the ring it was validated against: the copy buffers
-            // below are sized by it.
-            let at = r.inline_ring(i)?;
-            (Some((at.ring, at.size)), at.latest)
-        } else {
-            (None, mode == TopicMode::Latest)
-        };
-        let generation = r.topic_generation(i)?;
-        let tail = published(r, i, mode)?;
-        // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one; and
-        // nothing from before this registration of the entry.
-        let back = (history as u64).min(r.geo.ring_slots - 1);
-        let next = tail.saturating_sub(back).max(start_seq(r, i)?);
         // The record makes this subscription count in the topic's statistics until it is
         // dropped, or until its participant is reclaimed if it dies.
         let ring = RingAt::new(&r.ring(i)?);

@@ -20,7 +20,7 @@ use crate::ring::raw::{FLAG_MPMC, RawRing, Shape};
 use crate::ring::wake;
 use crate::shm::liveness::{Claim, ParticipantRow, PeerStatus};
 use crate::shm::object::Object;
-use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering, fence};
 use crate::wait::Deadline;
 use alloc::string::String;
 use core::ptr::NonNull;
@@ -97,6 +97,10 @@ pub(crate) fn inline_shape(slots: u64, size: u32) -> Shape {
 pub(crate) fn corrupt(obj: &Object, c: Corrupt) -> Error {
     Error::corrupt(obj.name(), c.what, c.value, c.expected)
 }
+
+/// How many times a reader without the registration lock reads an entry that keeps being
+/// registered again before it gives up (`Region::same_registration`).
+pub(crate) const REREADS: u32 = 64;
 
 impl Region {
     /// Validates the configuration line and the topic table of an opened (or freshly created)
@@ -504,8 +508,27 @@ impl Region {
 
     /// The generation of entry `i` (see `TopicEntry::generation`).
     pub(crate) fn topic_generation(&self, i: u32) -> Result<u32> {
-        // Relaxed: compared with a handle's own copy; the caller loaded `state` with Acquire.
-        Ok(self.topic(i)?.generation.load(Ordering::Relaxed))
+        // SYNC POINT: Acquire pairs with the Release fence after a registration's increment
+        // (`Publisher::register_inner`): read before an entry's other fields, it opens the
+        // window that `same_registration` closes.
+        Ok(self.topic(i)?.generation.load(Ordering::Acquire))
+    }
+
+    /// Whether entry `i` still holds registration `generation`, read by the caller (through
+    /// `find_topic` or `topic_generation`) before the entry fields it has read since: `false`
+    /// when the entry was freed or registered again in between, so that those fields may mix
+    /// two registrations. A registration increments the generation before it writes any other
+    /// field, and no field changes under the registration lock, so under the lock this is
+    /// always `true` (unless a peer scribbled on the word).
+    pub(crate) fn same_registration(&self, i: u32, generation: u32) -> Result<bool> {
+        let t = self.topic(i)?;
+        // SYNC POINT: Acquire fence pairs with the Release fence after a registration's
+        // increment: if any field read before this fence was written by a later
+        // registration, the generation loaded below is that registration's (or a later one).
+        fence(Ordering::Acquire);
+        // Relaxed: ordered by the fence above.
+        let now = t.generation.load(Ordering::Relaxed);
+        Ok(now == generation && self.topic_state(i)? != TOPIC_FREE)
     }
 
     /// The mode of topic `i`, validated (an inline topic's fields too), or `None` while the
@@ -625,17 +648,39 @@ impl Region {
         }))
     }
 
-    /// The index of topic `name`, if registered (unregistered topics are not found).
-    pub(crate) fn find_topic(&self, name: &str) -> Result<Option<u32>> {
+    /// The index of topic `name`, if registered (unregistered topics are not found), and the
+    /// entry's generation, read before its name: pass both to `same_registration` once the
+    /// entry's other fields are read.
+    pub(crate) fn find_topic(&self, name: &str) -> Result<Option<(u32, u32)>> {
         for i in 0..self.geo.topics as u32 {
-            if let Some((n, _)) = self.topic_name(i)?
-                && n == name
-                && self.topic_state(i)? == TOPIC_READY
-            {
-                return Ok(Some(i));
+            for _ in 0..REREADS {
+                let generation = self.topic_generation(i)?;
+                match self.topic_name(i) {
+                    Ok(Some((n, _))) if n == name && self.topic_state(i)? == TOPIC_READY => {
+                        if self.same_registration(i, generation)? {
+                            return Ok(Some((i, generation)));
+                        }
+                    }
+                    Ok(_) => break,
+                    // A name that fails validation within one registration is corrupt; one
+                    // read while the entry was registered again may mix two: read it again.
+                    Err(e) if self.same_registration(i, generation)? => return Err(e),
+                    Err(_) => {}
+                }
             }
         }
         Ok(None)
+    }
+
+    /// The error of a reader that found entry `i` registered again on every one of its
+    /// [`REREADS`] reads: only a peer writing the generation without end does that.
+    pub(crate) fn unstable(&self, i: u32) -> Error {
+        Error::corrupt(
+            self.obj.name(),
+            "topic generation",
+            i as u64,
+            "stable for one read of the topic's entry",
+        )
     }
 
     /// Frees the unregistered topic `t` if no subscription to it is left: its ring's blocks
