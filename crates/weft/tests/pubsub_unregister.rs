@@ -214,6 +214,13 @@ fn readers_racing_a_name_registered_again_in_another_mode_see_one_registration()
         TopicSpec::inline(24).latest(),
         TopicSpec::inline(16),
     ];
+    // What `existing_spec` says of each: the spec to join it with, untyped.
+    let joining = [
+        TopicSpec::inline(8),
+        TopicSpec::new(TopicMode::Latest),
+        TopicSpec::inline(24).latest(),
+        TopicSpec::inline(16),
+    ];
     let flipper = Publisher::create(&name, &config).unwrap();
     let stop = AtomicBool::new(false);
     let (joined, subscribed) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -223,6 +230,8 @@ fn readers_racing_a_name_registered_again_in_another_mode_see_one_registration()
         }
     };
     std::thread::scope(|scope| {
+        // The readers stop when the flips end, or when a flip fails (not hang in the scope).
+        let _stop = StopOnDrop(&stop);
         scope.spawn(|| {
             let p = Publisher::open(&name).unwrap();
             while !stop.load(Ordering::Relaxed) {
@@ -234,7 +243,13 @@ fn readers_racing_a_name_registered_again_in_another_mode_see_one_registration()
                             drop(t);
                         }),
                     );
-                    not_corrupt("existing_spec", p.existing_spec("/flip").map(drop));
+                    match p.existing_spec("/flip") {
+                        // One registration's spec (a typed one's without its type).
+                        Ok(Some(found)) => {
+                            assert!(joining.contains(&found), "existing_spec: {found:?}")
+                        }
+                        other => not_corrupt("existing_spec", other.map(drop)),
+                    }
                 }
             }
         });
@@ -248,6 +263,11 @@ fn readers_racing_a_name_registered_again_in_another_mode_see_one_registration()
                         drop(sub);
                     }),
                 );
+                // A typed subscription checks the type of the registration it subscribes to.
+                not_corrupt(
+                    "subscribe_typed",
+                    s.subscribe_typed::<u64>("/flip").map(drop),
+                );
             }
         });
         for k in 0..FLIPS {
@@ -258,9 +278,68 @@ fn readers_racing_a_name_registered_again_in_another_mode_see_one_registration()
                 Err(e) => assert_ne!(e.kind(), ErrorKind::Corrupt, "flip: {e}"),
             }
         }
-        stop.store(true, Ordering::Relaxed);
     });
     // The race happened: both readers found registered topics.
     assert!(joined.load(Ordering::Relaxed) > 0);
     assert!(subscribed.load(Ordering::Relaxed) > 0);
+}
+
+/// Sets the flag when dropped: threads that loop until it is set stop even when the thread
+/// that sets it panics.
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A subscriber of "/a" racing a publisher that registers the region's only table entry as
+/// "/a" and "/b" in turn (unregistering each after one message): a subscription is never
+/// made on the entry's next registration, so it receives only "/a"'s messages. The entry may
+/// be freed and registered again between the subscriber's read of it and its subscription
+/// record; the subscriber checks again after the record, behind a fence the freer pairs with.
+#[test]
+fn a_subscription_never_lands_on_the_next_registration_of_its_entry() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    const FLIPS: usize = 20_000;
+    let name = unique("pu-land");
+    let _c = Cleanup(name.clone());
+    let config = Config::default()
+        .topics(1)
+        .inline_topics(1)
+        .ring_slots(8)
+        .blocks(32)
+        .block_size(128)
+        .participants(4);
+    let p = Publisher::create(&name, &config).unwrap();
+    let stop = AtomicBool::new(false);
+    let received = AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        let _stop = StopOnDrop(&stop);
+        scope.spawn(|| {
+            let s = Subscriber::connect(&name).unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(mut sub) = s.subscribe_with_history("/a", 4) else {
+                    continue;
+                };
+                while let Ok(m) = sub.try_recv() {
+                    assert_eq!(&*m, b"a", "a message of another registration of the entry");
+                    received.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        for k in 0..FLIPS {
+            let topic = if k % 2 == 0 { "/a" } else { "/b" };
+            // While a subscription to the closed "/a" is left, the only entry is not free:
+            // the registration is refused and tried again.
+            let Ok(t) = p.register(topic) else { continue };
+            p.publish(&t, &topic.as_bytes()[1..]).unwrap();
+            p.unregister(&t).unwrap();
+        }
+    });
+    assert!(
+        received.load(Ordering::Relaxed) > 0,
+        "the race never happened"
+    );
 }

@@ -127,27 +127,31 @@ pub fn details(region: &str) -> Result<RegionDetails> {
     let r = open_region(region, &Config::default())?;
     let mut topics = Vec::new();
     for i in 0..r.geo.topics as u32 {
-        let Some((name, mode)) = r.topic_name(i)? else {
-            continue;
-        };
-        let mode = super::mode_of(mode);
-        let ty = r.topic_type(i)?;
-        // An inline topic carries messages of its size in ring slots, not blocks (typed or
-        // not: the entry records the size either way).
-        let max_len = match mode {
-            TopicMode::Inline => r.inline_fields(i)?.1 as u64,
-            _ => r.geo.block_size,
-        };
-        let flags = r.topic_flags(i)?;
-        topics.push(TopicDetails {
-            stats: topic_stats(&r, i, name)?,
-            mode,
-            max_len,
-            type_size: ty.as_ref().map_or(0, |t| t.size),
-            type_name: ty.map(|t| t.name),
-            latest: mode == TopicMode::Latest || flags & INLINE_LATEST != 0,
-            single_publisher: flags & EXCLUSIVE != 0,
-        });
+        // Each entry as one registration left it (topics may be registered meanwhile).
+        let entry = r.stable(i, || {
+            let Some((name, mode)) = r.topic_name(i)? else {
+                return Ok(None);
+            };
+            let mode = super::mode_of(mode);
+            let ty = r.topic_type(i)?;
+            // An inline topic carries messages of its size in ring slots, not blocks (typed
+            // or not: the entry records the size either way).
+            let max_len = match mode {
+                TopicMode::Inline => r.inline_fields(i)?.1 as u64,
+                _ => r.geo.block_size,
+            };
+            let flags = r.topic_flags(i)?;
+            Ok(Some(TopicDetails {
+                stats: topic_stats(&r, i, name)?,
+                mode,
+                max_len,
+                type_size: ty.as_ref().map_or(0, |t| t.size),
+                type_name: ty.map(|t| t.name),
+                latest: mode == TopicMode::Latest || flags & INLINE_LATEST != 0,
+                single_publisher: flags & EXCLUSIVE != 0,
+            }))
+        })?;
+        topics.extend(entry.map(|(t, _)| t));
     }
     Ok(RegionDetails {
         name: region.into(),

@@ -647,11 +647,14 @@ fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
 fn all_topics(r: &Region) -> Result<Vec<TopicStats>> {
     let mut out = Vec::new();
     for i in 0..r.geo.topics as u32 {
-        if let Some((name, _)) = r.topic_name(i)?
-            && r.topic_state(i)? == TOPIC_READY
-        {
-            out.push(topic_stats(r, i, name)?);
-        }
+        // Each entry as one registration left it (topics may be registered meanwhile).
+        let entry = r.stable(i, || match r.topic_name(i)? {
+            Some((name, _)) if r.topic_state(i)? == TOPIC_READY => {
+                topic_stats(r, i, name).map(Some)
+            }
+            _ => Ok(None),
+        })?;
+        out.extend(entry.map(|(t, _)| t));
     }
     Ok(out)
 }
@@ -1379,36 +1382,38 @@ impl Publisher {
         if !r.same_registration(index, generation)? {
             return Err(changed());
         }
-        let inline = if let Some(at) = at {
-            if exclusive {
-                let signal = at.ring.signal();
-                r.take_lease(
-                    &signal.publishers,
-                    at.ring.cursor(),
-                    name,
-                    self.member.index,
-                )?;
-            }
-            Some(InlineTopic {
-                area: at.area,
-                place: at.ring.placement(),
-                size: at.size,
-                exclusive,
-            })
-        } else {
-            if exclusive {
+        let me = self.member.index;
+        // The lease word of a single-publisher topic (inline: in its ring's header).
+        let lease = match &at {
+            Some(at) if exclusive => Some((&at.ring.signal().publishers, at.ring.cursor())),
+            None if exclusive => {
                 let hot = r.hot(index)?;
-                r.take_lease(&hot.lease, &hot.tail, name, self.member.index)?;
+                Some((&hot.lease, &hot.tail))
             }
-            None
+            _ => None,
+        };
+        let leased = match lease {
+            Some((word, counter)) => r.take_lease(word, counter, name, me)?,
+            None => false,
         };
         // From now on a subscriber of this topic that finds us dead reports it.
-        r.mark_publisher(index, self.member.index)?;
-        // A lease or mark taken on a later registration is that registration's (ours, when
-        // the caller retries under the lock); the handle is not.
+        let marked = r.mark_publisher(index, me)?;
+        // The entry may have been registered again since the check above: what we took
+        // belongs to that registration, for which we have no handle, so it is given back (the
+        // caller asks again under the lock).
         if !r.same_registration(index, generation)? {
+            if leased && let Some((word, _)) = lease {
+                r.drop_lease(word, me);
+            }
+            r.unmark_publisher(index, me, marked)?;
             return Err(changed());
         }
+        let inline = at.map(|at| InlineTopic {
+            area: at.area,
+            place: at.ring.placement(),
+            size: at.size,
+            exclusive,
+        });
         Ok(Topic {
             index,
             name: name.into(),
@@ -2105,13 +2110,14 @@ impl<'a> RegisterLock<'a> {
                     let alive = r
                         .row(holder)
                         .is_ok_and(|row| row.status(r.liveness) == PeerStatus::Alive);
+                    if deadline.expired() {
+                        // Also when a peer keeps writing garbage into the word.
+                        return Err(Error::Timeout);
+                    }
                     if !alive || holder == me {
                         // A dead holder (or garbage): break the lock. AcqRel as above.
                         let _ = word.compare_exchange(h, 0, Ordering::AcqRel, Ordering::Relaxed);
                         continue;
-                    }
-                    if deadline.expired() {
-                        return Err(Error::Timeout);
                     }
                     std::thread::sleep(Duration::from_micros(100));
                 }
@@ -2335,9 +2341,54 @@ impl Subscriber {
     /// # Ok::<(), weft::Error>(())
     /// ```
     pub fn subscribe_with_history(&self, topic: &str, history: usize) -> Result<Subscription> {
+        self.subscribe_inner(topic, history, None)
+    }
+
+    /// Subscribes to `topic` with `history`; `want`: a typed subscription, whose type is
+    /// checked against the same registration as the rest.
+    fn subscribe_inner(
+        &self,
+        topic: &str,
+        history: usize,
+        want: Option<&TypeInfo>,
+    ) -> Result<Subscription> {
         validate_topic(topic)?;
         let r = &self.member.region;
+        let mut last = 0;
+        for _ in 0..region::REREADS {
+            let Some(s) = self.subscribe_once(topic, history, want)? else {
+                return Err(Error::NotFound {
+                    name: alloc::format!("{}{}", self.member.name(), topic),
+                });
+            };
+            // SYNC POINT: SeqCst fence between our subscription record (stored by
+            // `hold_subscription`) and the check below, paired with the one in `free_topic`
+            // between its store of the free state and its count of the subscriptions: either
+            // the freer counts us and keeps the entry, or we see it free (or registered
+            // again) here, give the record back and read again.
+            fence(Ordering::SeqCst);
+            if r.same_registration(s.topic, s.generation)? {
+                return Ok(s);
+            }
+            last = s.topic;
+            // Dropped as any subscription: the record goes (the entry is not ours to free).
+            drop(s);
+        }
+        Err(r.unstable(last))
+    }
+
+    /// One attempt of `subscribe_inner`: the entry read, the subscription recorded.
+    fn subscribe_once(
+        &self,
+        topic: &str,
+        history: usize,
+        want: Option<&TypeInfo>,
+    ) -> Result<Option<Subscription>> {
+        let r = &self.member.region;
         let found = consistent(r, topic, |i, generation| {
+            if let Some(want) = want {
+                check_type(r, topic, r.topic_type(i)?.as_ref(), want)?;
+            }
             let mode = topic_mode(r, i)?;
             let (inline, latest) = if mode == TopicMode::Inline {
                 // The latest flag comes with the ring it was validated against: the copy
@@ -2355,15 +2406,13 @@ impl Subscriber {
             Ok((i, generation, inline, latest, next))
         })?;
         let Some((i, generation, inline, latest, next)) = found else {
-            return Err(Error::NotFound {
-                name: alloc::format!("{}{}", self.member.name(), topic),
-            });
+            return Ok(None);
         };
         // The record makes this subscription count in the topic's statistics until it is
         // dropped, or until its participant is reclaimed if it dies.
         let ring = RingAt::new(&r.ring(i)?);
         let entry = self.member.hold_subscription(i)?;
-        Ok(Subscription {
+        Ok(Some(Subscription {
             ring,
             member: self.member.clone(),
             entry,
@@ -2384,7 +2433,7 @@ impl Subscriber {
                 _ => 0,
             },
             inline,
-        })
+        }))
     }
 
     /// Subscribes to the typed topic `topic`, checking that it was registered for a type of
@@ -2415,11 +2464,7 @@ impl Subscriber {
     }
 
     fn subscribe_as(&self, topic: &str, want: &TypeInfo) -> Result<Subscription> {
-        let sub = self.subscribe(topic)?;
-        let r = &self.member.region;
-        let found = r.topic_type(sub.topic)?;
-        check_type(r, topic, found.as_ref(), want)?;
-        Ok(sub)
+        self.subscribe_inner(topic, 0, Some(want))
     }
 
     /// Subscribes to `topic`, waiting up to `timeout` for a publisher to register it.

@@ -98,6 +98,15 @@ pub(crate) fn corrupt(obj: &Object, c: Corrupt) -> Error {
     Error::corrupt(obj.name(), c.what, c.value, c.expected)
 }
 
+/// What `Region::mark_publisher` changed, for `Region::unmark_publisher`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Marked {
+    /// The publisher's bit was not set before.
+    new: bool,
+    /// The `died` statistic it cleared.
+    died: u64,
+}
+
 /// How many times a reader without the registration lock reads an entry that keeps being
 /// registered again before it gives up (`Region::same_registration`).
 pub(crate) const REREADS: u32 = 64;
@@ -122,9 +131,15 @@ impl Region {
             liveness,
             id,
         };
+        // Every entry is validated, each from one registration (publishers may be registering
+        // and unregistering topics meanwhile).
         for i in 0..geo.topics as u32 {
-            region.topic_name(i)?;
-            region.topic_type(i)?;
+            region.stable(i, || {
+                Ok(match region.topic_name(i)? {
+                    Some(_) => region.topic_type(i).map(|_| Some(()))?,
+                    None => None,
+                })
+            })?;
         }
         Ok(Arc::new(region))
     }
@@ -273,21 +288,26 @@ impl Region {
     /// sequence counter the holder advances alone (an inline ring's cursor, a blocks topic's
     /// tail).
     ///
+    /// Returns whether the lease is newly ours (`false`: we held it already).
+    ///
     /// # Errors
-    /// [`Error::InUse`], naming the topic, while another live participant holds it.
+    /// [`Error::InUse`], naming the topic, while another live participant holds it;
+    /// [`Error::Corrupt`] when the word changes under every one of [`REREADS`] attempts.
     pub(crate) fn take_lease(
         &self,
         lease: &AtomicU64,
         counter: &AtomicU64,
         topic: &str,
         me: u32,
-    ) -> Result<()> {
-        loop {
+    ) -> Result<bool> {
+        // Takers of a dead holder's lease race once: the loser then sees a live holder. A
+        // word that keeps changing is a peer writing it.
+        for _ in 0..REREADS {
             // Acquire pairs with the Release store in `release_leases`: the previous holder's
             // counter is visible to us.
             let cur = lease.load(Ordering::Acquire);
             if cur == me as u64 + 1 {
-                return Ok(());
+                return Ok(false);
             }
             if cur != 0 {
                 // Another process may write this word: an index like any other.
@@ -311,9 +331,23 @@ impl Region {
                 // The counter as the previous holder (dead or gone) left it. Acquire: pairs
                 // with its last Release store of the counter.
                 let _ = counter.load(Ordering::Acquire);
-                return Ok(());
+                return Ok(true);
             }
         }
+        Err(Error::corrupt(
+            self.obj.name(),
+            "single-publisher lease",
+            lease.load(Ordering::Relaxed),
+            "a word that changes only when a holder dies or leaves",
+        ))
+    }
+
+    /// Gives back a lease `take_lease` newly took for `me` (a handle that was not made after
+    /// all). Nothing happens if the word no longer names `me`.
+    pub(crate) fn drop_lease(&self, lease: &AtomicU64, me: u32) {
+        // SYNC POINT: Release pairs with the Acquire load in `take_lease`, as in
+        // `release_leases`.
+        let _ = lease.compare_exchange(me as u64 + 1, 0, Ordering::Release, Ordering::Relaxed);
     }
 
     /// Whether a live participant other than `me` may still write into inline topic `t`'s
@@ -508,9 +542,8 @@ impl Region {
 
     /// The generation of entry `i` (see `TopicEntry::generation`).
     pub(crate) fn topic_generation(&self, i: u32) -> Result<u32> {
-        // SYNC POINT: Acquire pairs with the Release fence after a registration's increment
-        // (`Publisher::register_inner`): read before an entry's other fields, it opens the
-        // window that `same_registration` closes.
+        // Acquire: keeps the reads of the entry's other fields after it (it opens the window
+        // that `same_registration` closes).
         Ok(self.topic(i)?.generation.load(Ordering::Acquire))
     }
 
@@ -523,12 +556,19 @@ impl Region {
     pub(crate) fn same_registration(&self, i: u32, generation: u32) -> Result<bool> {
         let t = self.topic(i)?;
         // SYNC POINT: Acquire fence pairs with the Release fence after a registration's
-        // increment: if any field read before this fence was written by a later
-        // registration, the generation loaded below is that registration's (or a later one).
+        // increment: if any field read before this fence was written by a later registration
+        // (of this entry, or of another entry now using this one's old inline area), the
+        // state and generation loaded below are that registration's or later.
         fence(Ordering::Acquire);
-        // Relaxed: ordered by the fence above.
-        let now = t.generation.load(Ordering::Relaxed);
-        Ok(now == generation && self.topic_state(i)? != TOPIC_FREE)
+        // The state first: the entry may have been freed (state 0, generation unchanged) and
+        // registered again (generation + 1, then state 2) between two loads; in this order a
+        // state of the later registration comes with its generation (Acquire: pairs with the
+        // Release store of READY, which follows the increment).
+        if self.topic_state(i)? == TOPIC_FREE {
+            return Ok(false);
+        }
+        // Relaxed: ordered after the Acquire load of the state.
+        Ok(t.generation.load(Ordering::Relaxed) == generation)
     }
 
     /// The mode of topic `i`, validated (an inline topic's fields too), or `None` while the
@@ -653,23 +693,42 @@ impl Region {
     /// entry's other fields are read.
     pub(crate) fn find_topic(&self, name: &str) -> Result<Option<(u32, u32)>> {
         for i in 0..self.geo.topics as u32 {
-            for _ in 0..REREADS {
-                let generation = self.topic_generation(i)?;
-                match self.topic_name(i) {
-                    Ok(Some((n, _))) if n == name && self.topic_state(i)? == TOPIC_READY => {
-                        if self.same_registration(i, generation)? {
-                            return Ok(Some((i, generation)));
-                        }
+            let found = self.stable(i, || {
+                Ok(match self.topic_name(i)? {
+                    Some((n, _)) if n == name => {
+                        (self.topic_state(i)? == TOPIC_READY).then_some(())
                     }
-                    Ok(_) => break,
-                    // A name that fails validation within one registration is corrupt; one
-                    // read while the entry was registered again may mix two: read it again.
-                    Err(e) if self.same_registration(i, generation)? => return Err(e),
-                    Err(_) => {}
-                }
+                    _ => None,
+                })
+            })?;
+            if let Some(((), generation)) = found {
+                return Ok(Some((i, generation)));
             }
         }
         Ok(None)
+    }
+
+    /// `read()` of entry `i` without the registration lock, repeated until one pass reads
+    /// fields of a single registration (a pass that saw the entry freed or registered again is
+    /// thrown away, its error included); returns what it read and the registration's
+    /// generation. `Ok(None)` from `read` (the entry was free, or is not the one looked for)
+    /// is returned as it is.
+    pub(crate) fn stable<T>(
+        &self,
+        i: u32,
+        mut read: impl FnMut() -> Result<Option<T>>,
+    ) -> Result<Option<(T, u32)>> {
+        for _ in 0..REREADS {
+            let generation = self.topic_generation(i)?;
+            let got = read();
+            if let Ok(None) = got {
+                return Ok(None);
+            }
+            if self.same_registration(i, generation)? {
+                return got.map(|v| v.map(|v| (v, generation)));
+            }
+        }
+        Err(self.unstable(i))
     }
 
     /// The error of a reader that found entry `i` registered again on every one of its
@@ -709,6 +768,20 @@ impl Region {
                 }
                 self.reclaim_row(holder)?;
             }
+        }
+        let entry = self.topic(t)?;
+        // The entry is free from here on, before its count of subscriptions: a subscriber
+        // records its subscription, then checks that the entry is not free. SYNC POINT: the
+        // SeqCst fence pairs with the one in `Subscriber::subscribe_inner` (Dekker): either
+        // we count the new subscription, and the entry stays closed, or the subscriber sees
+        // the entry free, gives its record back and reads again. (Release: pairs with the
+        // Acquire loads of `topic_state`. Registrations wait for the lock we hold.)
+        entry.state.store(TOPIC_FREE, Ordering::Release);
+        fence(Ordering::SeqCst);
+        if self.subscriptions(t) != 0 {
+            // Release: as above.
+            entry.state.store(TOPIC_CLOSED, Ordering::Release);
+            return Ok(false);
         }
         // Our publish record carries each slot's reference below: first finish what an
         // earlier release left in it.
@@ -911,8 +984,13 @@ impl Region {
             && let Some(x) = inline::held(topic, seq, topic)
         {
             let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
-            if self.entry_mode(t)? == Some(MODE_INLINE) {
-                let ring = self.inline_ring(t)?.ring;
+            let inline = self.stable(t, || {
+                Ok(match self.entry_mode(t)? {
+                    Some(MODE_INLINE) => Some(self.inline_ring(t)?.ring),
+                    _ => None,
+                })
+            })?;
+            if let Some((ring, _)) = inline {
                 self.unstick_inline(t, ring, x);
             }
         }
@@ -1000,7 +1078,7 @@ impl Region {
     /// Participant `p` publishes topic `t` (it registered it): the topic's publishers that are
     /// no longer alive are forgotten, and so is a remembered death (a new publisher took the
     /// topic over), then `p`'s bit is set.
-    pub(crate) fn mark_publisher(&self, t: u32, p: u32) -> Result<()> {
+    pub(crate) fn mark_publisher(&self, t: u32, p: u32) -> Result<Marked> {
         let map = self.pubmap(t)?;
         for q in Self::members_of(map) {
             let alive = self
@@ -1015,9 +1093,26 @@ impl Region {
             }
         }
         // Relaxed: as above.
-        self.stats(t)?.died.store(0, Ordering::Relaxed);
+        let died = self.stats(t)?.died.swap(0, Ordering::Relaxed);
+        let bit = 1u64 << (p % 64);
         // SYNC POINT: Release pairs with the Acquire load in `members_of`.
-        map[p as usize / 64].fetch_or(1u64 << (p % 64), Ordering::Release);
+        let was = map[p as usize / 64].fetch_or(bit, Ordering::Release) & bit != 0;
+        Ok(Marked { new: !was, died })
+    }
+
+    /// Undoes a `mark_publisher` of `p` on topic `t` whose handle was not made after all: the
+    /// bit goes if the mark set it, and the death it cleared is remembered again unless a
+    /// publisher has cleared or set it since.
+    pub(crate) fn unmark_publisher(&self, t: u32, p: u32, m: Marked) -> Result<()> {
+        if m.new {
+            // Relaxed: as in `forget_publisher`.
+            self.pubmap(t)?[p as usize / 64].fetch_and(!(1u64 << (p % 64)), Ordering::Relaxed);
+        }
+        // Relaxed: a hint, as in `mark_publisher`.
+        let _ =
+            self.stats(t)?
+                .died
+                .compare_exchange(0, m.died, Ordering::Relaxed, Ordering::Relaxed);
         Ok(())
     }
 
