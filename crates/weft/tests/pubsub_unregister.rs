@@ -6,7 +6,7 @@ mod common;
 
 use common::{Cleanup, Peer, unique};
 use std::time::Duration;
-use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
+use weft::pubsub::{Config, Publisher, Subscriber, Topic, TopicMode, TopicSpec};
 use weft::{Error, ErrorKind, WaitStrategy};
 
 fn two_topics() -> Config {
@@ -342,4 +342,65 @@ fn a_subscription_never_lands_on_the_next_registration_of_its_entry() {
         received.load(Ordering::Relaxed) > 0,
         "the race never happened"
     );
+}
+
+/// A handle never closes a registration other than its own: two publishers hold handles on
+/// one registration and unregister it at the same time; the one whose close wins frees the
+/// entry and registers the name again at once, and the other's unregister, still running,
+/// must not close that new registration (its publishes go on being accepted).
+#[test]
+fn an_unregister_never_closes_the_next_registration_of_its_entry() {
+    const ROUNDS: usize = 2_000;
+    let name = unique("pu-stale");
+    let _c = Cleanup(name.clone());
+    let config = Config::default()
+        .topics(1)
+        .ring_slots(8)
+        .blocks(32)
+        .block_size(128)
+        .participants(4);
+    let a = Publisher::create(&name, &config).unwrap();
+    let b = Publisher::open(&name).unwrap();
+    // Registering, or unregistering, waits for the registration lock and for the one table
+    // entry to be freed by the other publisher's close: refusals meanwhile are retried.
+    let retry = |what: &str, f: &dyn Fn() -> weft::Result<Topic>| {
+        for _ in 0..1_000_000 {
+            match f() {
+                Err(e) if matches!(e.kind(), ErrorKind::Timeout | ErrorKind::InvalidArgument) => {
+                    std::thread::yield_now()
+                }
+                other => return other.unwrap(),
+            }
+        }
+        panic!("{what}: refused a million times");
+    };
+    // Channels, not barriers: a side that fails drops its ends, and the other stops too.
+    let (go, go_rx) = std::sync::mpsc::channel::<()>();
+    let (joined_tx, joined) = std::sync::mpsc::channel::<()>();
+    let (closed_tx, closed) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        // A publisher moves into its thread (it is not shared between threads).
+        scope.spawn(move || {
+            while go_rx.recv().is_ok() {
+                let t = a.register("/x").unwrap();
+                joined_tx.send(()).unwrap();
+                a.unregister(&t).unwrap();
+                closed_tx.send(()).unwrap();
+            }
+        });
+        for round in 0..ROUNDS {
+            let t = retry("register", &|| b.register("/x"));
+            go.send(()).unwrap();
+            joined.recv().expect("the other publisher stopped");
+            // Racing the other publisher's unregister of the same registration.
+            b.unregister(&t).unwrap();
+            let again = retry("register again", &|| b.register("/x"));
+            closed.recv().expect("the other publisher stopped");
+            if let Err(e) = b.publish(&again, b"still open") {
+                panic!("round {round}: the other handle closed the next registration: {e}");
+            }
+            b.unregister(&again).unwrap();
+        }
+        drop(go);
+    });
 }

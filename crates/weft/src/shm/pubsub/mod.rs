@@ -1526,7 +1526,9 @@ impl Publisher {
     /// Unregistering a topic that is already unregistered does nothing.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a topic of another publisher; [`Error::Corrupt`].
+    /// [`Error::InvalidArgument`] for a topic of another publisher; [`Error::Timeout`] when
+    /// another live publisher holds the region's registration lock for a second;
+    /// [`Error::Corrupt`].
     ///
     /// # Examples
     /// ```
@@ -1549,21 +1551,28 @@ impl Publisher {
         let r = self.region();
         let t = topic.index;
         let e = r.topic(t)?;
-        if r.topic_generation(t)? != topic.generation {
-            return Ok(());
-        }
-        // SYNC POINT: AcqRel CAS: from here every publish through any handle is refused
-        // (`check_open` loads `state` with Acquire). Only one unregistering publisher wins.
-        if e.state
-            .compare_exchange(
-                TOPIC_READY,
-                TOPIC_CLOSING,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_err()
         {
-            return Ok(());
+            // Under the registration lock the entry is not registered again between the check
+            // of the handle's generation and the close: a handle of an unregistered topic
+            // never closes the entry's next registration.
+            let _lock = RegisterLock::take(r, self.member.index)?;
+            if r.topic_generation(t)? != topic.generation {
+                return Ok(());
+            }
+            // SYNC POINT: AcqRel CAS: from here every publish through any handle is refused
+            // (`check_open` loads `state` with Acquire). Only one unregistering publisher
+            // wins.
+            if e.state
+                .compare_exchange(
+                    TOPIC_READY,
+                    TOPIC_CLOSING,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_err()
+            {
+                return Ok(());
+            }
         }
         // Publishes that passed their check before the CAS finish (at most the claim
         // timeout); a dead publisher's claim is left to the subscribers' recovery.
