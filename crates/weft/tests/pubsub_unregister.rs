@@ -201,13 +201,7 @@ fn readers_racing_a_name_registered_again_in_another_mode_see_one_registration()
     const FLIPS: usize = 20_000;
     let name = unique("pu-race");
     let _c = Cleanup(name.clone());
-    let config = Config::default()
-        .topics(2)
-        .inline_topics(2)
-        .ring_slots(8)
-        .blocks(32)
-        .block_size(128)
-        .participants(8);
+    let config = two_topics().inline_topics(2);
     let specs = [
         TopicSpec::inline(8).typed::<u64>(),
         TopicSpec::new(TopicMode::Latest),
@@ -305,14 +299,7 @@ fn a_subscription_never_lands_on_the_next_registration_of_its_entry() {
     const FLIPS: usize = 20_000;
     let name = unique("pu-land");
     let _c = Cleanup(name.clone());
-    let config = Config::default()
-        .topics(1)
-        .inline_topics(1)
-        .ring_slots(8)
-        .blocks(32)
-        .block_size(128)
-        .participants(4);
-    let p = Publisher::create(&name, &config).unwrap();
+    let p = Publisher::create(&name, &two_topics().topics(1)).unwrap();
     let stop = AtomicBool::new(false);
     let received = AtomicU64::new(0);
     std::thread::scope(|scope| {
@@ -353,13 +340,7 @@ fn an_unregister_never_closes_the_next_registration_of_its_entry() {
     const ROUNDS: usize = 2_000;
     let name = unique("pu-stale");
     let _c = Cleanup(name.clone());
-    let config = Config::default()
-        .topics(1)
-        .ring_slots(8)
-        .blocks(32)
-        .block_size(128)
-        .participants(4);
-    let a = Publisher::create(&name, &config).unwrap();
+    let a = Publisher::create(&name, &two_topics().topics(1)).unwrap();
     let b = Publisher::open(&name).unwrap();
     // Registering, or unregistering, waits for the registration lock and for the one table
     // entry to be freed by the other publisher's close: refusals meanwhile are retried.

@@ -520,29 +520,6 @@ fn kept_by(ext: &layout::MemberExt) -> bool {
     old & 0xffff_ffff != 0 && old & crate::pubsub::pool::KEPT_OLD != 0
 }
 
-/// Reads topic `topic`'s entry with `read(index, generation)` until one pass reads fields of a
-/// single registration (a reader without the registration lock may find the entry
-/// unregistered and registered again under it); `None`: not registered. A pass that saw the
-/// registration change is thrown away, its error included.
-fn consistent<T>(
-    r: &Region,
-    topic: &str,
-    mut read: impl FnMut(u32, u32) -> Result<T>,
-) -> Result<Option<T>> {
-    let mut last = 0;
-    for _ in 0..region::REREADS {
-        let Some((i, generation)) = r.find_topic(topic)? else {
-            return Ok(None);
-        };
-        let got = read(i, generation);
-        if r.same_registration(i, generation)? {
-            return got.map(Some);
-        }
-        last = i;
-    }
-    Err(r.unstable(last))
-}
-
 /// The mode of registered topic `i`.
 fn topic_mode(r: &Region, i: u32) -> Result<TopicMode> {
     Ok(r.entry_mode(i)?.map_or(TopicMode::Blocks, mode_of))
@@ -1138,7 +1115,7 @@ impl Publisher {
     pub fn existing_spec(&self, topic: &str) -> Result<Option<TopicSpec>> {
         validate_topic(topic)?;
         let r = self.region();
-        consistent(r, topic, |i, _| {
+        let spec = r.find_topic_with(topic, |i| {
             let mode = topic_mode(r, i)?;
             let (size, latest, exclusive) = match mode {
                 TopicMode::Inline => {
@@ -1148,7 +1125,8 @@ impl Publisher {
                 _ => (0, false, r.topic_exclusive(i)?),
             };
             Ok(joining_spec(mode, size, latest, exclusive))
-        })
+        })?;
+        Ok(spec.map(|(_, spec, _)| spec))
     }
 
     /// A typed topic's type must fit a block and its alignment.
@@ -2394,7 +2372,7 @@ impl Subscriber {
         want: Option<&TypeInfo>,
     ) -> Result<Option<Subscription>> {
         let r = &self.member.region;
-        let found = consistent(r, topic, |i, generation| {
+        let found = r.find_topic_with(topic, |i| {
             if let Some(want) = want {
                 check_type(r, topic, r.topic_type(i)?.as_ref(), want)?;
             }
@@ -2412,9 +2390,9 @@ impl Subscriber {
             // and nothing from before this registration of the entry.
             let back = (history as u64).min(r.geo.ring_slots - 1);
             let next = tail.saturating_sub(back).max(start_seq(r, i)?);
-            Ok((i, generation, inline, latest, next))
+            Ok((inline, latest, next))
         })?;
-        let Some((i, generation, inline, latest, next)) = found else {
+        let Some((i, (inline, latest, next), generation)) = found else {
             return Ok(None);
         };
         // The record makes this subscription count in the topic's statistics until it is

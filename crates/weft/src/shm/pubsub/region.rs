@@ -692,17 +692,28 @@ impl Region {
     /// entry's generation, read before its name: pass both to `same_registration` once the
     /// entry's other fields are read.
     pub(crate) fn find_topic(&self, name: &str) -> Result<Option<(u32, u32)>> {
+        Ok(self
+            .find_topic_with(name, |_| Ok(()))?
+            .map(|(i, (), generation)| (i, generation)))
+    }
+
+    /// [`Region::find_topic`], with `read(index)` of the entry's other fields done in the same
+    /// pass ([`Region::stable`]): what it returns comes from the registration whose name
+    /// matched, and whose generation is returned with it.
+    pub(crate) fn find_topic_with<T>(
+        &self,
+        name: &str,
+        mut read: impl FnMut(u32) -> Result<T>,
+    ) -> Result<Option<(u32, T, u32)>> {
         for i in 0..self.geo.topics as u32 {
-            let found = self.stable(i, || {
-                Ok(match self.topic_name(i)? {
-                    Some((n, _)) if n == name => {
-                        (self.topic_state(i)? == TOPIC_READY).then_some(())
-                    }
-                    _ => None,
-                })
+            let found = self.stable(i, || match self.topic_name(i)? {
+                Some((n, _)) if n == name && self.topic_state(i)? == TOPIC_READY => {
+                    read(i).map(Some)
+                }
+                _ => Ok(None),
             })?;
-            if let Some(((), generation)) = found {
-                return Ok(Some((i, generation)));
+            if let Some((v, generation)) = found {
+                return Ok(Some((i, v, generation)));
             }
         }
         Ok(None)
