@@ -175,7 +175,8 @@ impl Publisher {
     /// Creates the region `region` and joins it as a publisher.
     ///
     /// The region holds `blocks` blocks of `block_size` bytes (the largest message), up to
-    /// `topics` topics of `ring_slots` descriptors each (the history a late joiner can get),
+    /// `topics` topics of `ring_slots` descriptors each (the history a late joiner can get; a
+    /// latest topic uses 2),
     /// and `participants` publishers and subscribers at once.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments, one per Config setting

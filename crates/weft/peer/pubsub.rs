@@ -174,17 +174,17 @@ fn linger(args: &[String]) -> i32 {
     sleep_forever()
 }
 
-/// `pubsub-loan REGION TOPIC N [single]`: joins as a publisher (of a single-publisher topic
-/// with `single`), loans N blocks and writes into them, says "ready N", and waits to be
-/// killed mid-loan.
+/// `pubsub-loan REGION TOPIC N [single|latest]`: joins as a publisher (of a single-publisher
+/// blocks topic with `single`, of a latest topic with `latest`), loans N blocks and writes
+/// into them, says "ready N", and waits to be killed mid-loan.
 fn loan(args: &[String]) -> i32 {
     let region: String = arg(args, 1, "region");
     let topic: String = arg(args, 2, "topic");
     let n: usize = arg(args, 3, "n");
-    let spec = TopicSpec::new(TopicMode::Blocks);
     let spec = match args.get(4).map(String::as_str) {
-        Some("single") => spec.single_publisher(),
-        _ => spec,
+        Some("single") => TopicSpec::new(TopicMode::Blocks).single_publisher(),
+        Some("latest") => TopicSpec::new(TopicMode::Latest),
+        _ => TopicSpec::new(TopicMode::Blocks),
     };
     let p = Publisher::open(&region).expect("open");
     let t = p.register_spec(&topic, &spec).expect("register");

@@ -395,6 +395,53 @@ fn a_latest_topic_delivers_only_the_newest_value() {
 }
 
 #[test]
+fn a_latest_topic_holds_two_blocks_of_the_pool_whatever_the_ring_size() {
+    // Rings of 64 descriptors over a pool of 8 blocks: a blocks topic would keep a block per
+    // slot written; a latest topic keeps the newest value and the one before it, so it goes
+    // on publishing, and the pool stays free for the blocks topic beside it.
+    let name = unique("ps-latest-pool");
+    let _c = Cleanup(name.clone());
+    let config = Config::default()
+        .topics(2)
+        .ring_slots(64)
+        .blocks(8)
+        .block_size(128)
+        .participants(4);
+    let p = Publisher::create(&name, &config).unwrap();
+    let last = p.register_with("/last", TopicMode::Latest).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/last").unwrap();
+    for i in 0..200u64 {
+        p.publish(&last, &i.to_le_bytes()).unwrap();
+        if i % 3 == 0 {
+            let m = sub.try_recv().unwrap();
+            assert_eq!((m.seq(), &*m), (i, &i.to_le_bytes()[..]));
+        }
+        let st = p.stats(&last).unwrap();
+        assert_eq!(st.pool_blocks, (i + 1).min(2));
+        let info = p.region_info();
+        // The ring's two blocks, and the one the publisher keeps for its next loan.
+        assert!(
+            info.blocks - info.free_blocks <= 3,
+            "{} blocks in use after {} publishes",
+            info.blocks - info.free_blocks,
+            i + 1
+        );
+    }
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.seq(), &*m), (199, &199u64.to_le_bytes()[..]));
+    // The rest of the pool serves a blocks topic.
+    let blocks = p.register("/blocks").unwrap();
+    let mut all = s.subscribe("/blocks").unwrap();
+    for i in 0..5u64 {
+        p.publish(&blocks, &i.to_le_bytes()).unwrap();
+    }
+    for i in 0..5u64 {
+        assert_eq!(&*all.try_recv().unwrap(), &i.to_le_bytes());
+    }
+}
+
+#[test]
 fn a_latest_reader_on_another_thread_sees_only_whole_values_in_order() {
     let name = unique("ps-latest-mt");
     let _c = Cleanup(name.clone());

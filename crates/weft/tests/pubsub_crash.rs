@@ -247,6 +247,59 @@ fn killed_mid_publish(stored: bool) {
     assert!(matches!(sub.try_recv(), Err(weft::Error::Lagged { .. })));
 }
 
+/// As `killed_mid_publish` (descriptor stored), on a latest topic, whose ring has two slots:
+/// the dead publisher claimed sequence 2, which takes slot 0 from sequence 0 (in a blocks
+/// topic's ring of `SLOTS` it would be slot 2). A reader still gets the newest whole value,
+/// and the writer's publish that needs slot 0 again reclaims the dead row and goes on; no
+/// block leaks.
+#[test]
+fn a_publisher_killed_mid_publish_on_a_latest_topic_is_recovered_in_its_two_slots() {
+    let name = unique("pc-mid-latest");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register_with("/mid", TopicMode::Latest).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/mid").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/mid", "1", "latest"]);
+    peer.expect("ready 1");
+    peer.kill9();
+    assert_eq!(p.publish(&t, b"zero").unwrap(), 0);
+    assert_eq!(p.publish(&t, b"one").unwrap(), 1);
+
+    let o = offsets();
+    let f = file(&name);
+    let (row, _, block) = held_loan(&f, &o);
+    let new = dead_publish(&f, &o, row, block, 2);
+    // Its claim of sequence 2, in slot 0 of the latest ring, with the descriptor stored: the
+    // slot's reference on sequence 0's block had moved to its publish record (`pub_old`, at
+    // 32 in its extension line), not released yet; the tail has moved past.
+    let old = get64(&f, o.rings + 8);
+    assert_ne!(old, 0, "sequence 0's descriptor in slot 0");
+    put64(&f, o.ext + 64 * row + 32, old & 0xffff_ffff);
+    put64(&f, o.rings, (1 << 63) | (row << 40) | 2);
+    put64(&f, o.rings + 8, new);
+    put64(&f, o.hot, 3);
+
+    // While sequence 2 is claimed, the newest whole value is sequence 1's.
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.seq(), &*m), (1, &b"one"[..]));
+    drop(m);
+    assert_eq!(p.publish(&t, b"three").unwrap(), 3);
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.seq(), &*m), (3, &b"three"[..]));
+    drop(m);
+    // Slot 0 again: the dead claim is committed by the reclaim, then overwritten.
+    assert_eq!(p.publish(&t, b"four").unwrap(), 4);
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.seq(), &*m), (4, &b"four"[..]));
+    drop(m);
+    assert_eq!(s.topics().unwrap()[0].recovered, 1);
+    // Nothing leaked: the ring's two descriptors hold blocks, and the publisher keeps one
+    // for its next loan.
+    let info = p.region_info();
+    assert_eq!(info.free_blocks, BLOCKS - 2 - info.kept_blocks);
+}
+
 /// The holder of a single-publisher topic is SIGKILLed inside `publish`, after it claimed
 /// sequence 0 and stored the descriptor but before it advanced the tail (both are plain
 /// stores on this path). The state its death leaves is written into the region as in

@@ -23,17 +23,18 @@ fn cfg() -> Config {
         .block_size(256)
 }
 
-/// Makes topic `topic` look as if `start` messages had been published, each slot holding an
-/// empty descriptor of its last lap (docs/protocol.md, "Region").
-fn preset(name: &str, topic: u64, start: u64) {
+/// Makes topic `topic`, whose ring has `slots` slots (`SLOTS`, or 2 for a latest topic), look
+/// as if `start` messages had been published, each slot holding an empty descriptor of its
+/// last lap (docs/protocol.md, "Region").
+fn preset(name: &str, topic: u64, slots: u64, start: u64) {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open(shm_path(name))
         .unwrap();
     let l = common::region::Layout::of_file(&f);
-    for s in start - SLOTS..start {
-        let slot = l.slot(topic, s);
+    for s in start - slots..start {
+        let slot = l.ring_slot(topic, s, slots);
         f.write_all_at(&(s + 1).to_le_bytes(), slot).unwrap();
         f.write_all_at(&0u64.to_le_bytes(), slot + 8).unwrap();
     }
@@ -49,8 +50,8 @@ fn sequences_count_across_2_pow_32() {
     let blocks = p.register("/blocks").unwrap();
     let latest = p.register_with("/latest", TopicMode::Latest).unwrap();
     let start = (1u64 << 32) - 3;
-    preset(&name, 0, start);
-    preset(&name, 1, start);
+    preset(&name, 0, SLOTS, start);
+    preset(&name, 1, 2, start);
     let s = Subscriber::connect(&name).unwrap();
     let mut b = s.subscribe("/blocks").unwrap();
     let mut l = s.subscribe("/latest").unwrap();

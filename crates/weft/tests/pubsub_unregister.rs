@@ -142,6 +142,60 @@ fn registering_the_name_again_makes_a_new_topic() {
 }
 
 #[test]
+fn an_entry_registered_again_in_a_mode_with_another_ring_size_works() {
+    // One entry, registered in turn as a blocks topic (a ring of the region's 8 slots) and a
+    // latest topic (a ring of 2): sequences go on from one registration to the next, so each
+    // one starts with slots whose stamps another ring size left, at tails that are not
+    // multiples of either size.
+    let name = unique("pu-resize");
+    let _c = Cleanup(name.clone());
+    let config = two_topics().topics(1);
+    let p = Publisher::create(&name, &config).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut next = 0u64;
+    for (round, (mode, count)) in [
+        (TopicMode::Blocks, 13u64),
+        (TopicMode::Latest, 5),
+        (TopicMode::Blocks, 11),
+        (TopicMode::Latest, 9),
+        (TopicMode::Blocks, 20),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let t = p.register_with("/t", mode).unwrap();
+        let mut sub = s.subscribe("/t").unwrap();
+        for i in 0..count {
+            let v = next + i;
+            let seq = p
+                .publish(&t, &v.to_le_bytes())
+                .unwrap_or_else(|e| panic!("round {round} ({mode:?}), message {i}: {e}"));
+            assert_eq!(seq, v);
+            if mode == TopicMode::Blocks {
+                let m = sub.try_recv().unwrap();
+                assert_eq!((m.seq(), &*m), (v, &v.to_le_bytes()[..]));
+            }
+        }
+        next += count;
+        if mode == TopicMode::Latest {
+            let m = sub.try_recv().unwrap();
+            let v = next - 1;
+            assert_eq!((m.seq(), &*m), (v, &v.to_le_bytes()[..]));
+        }
+        assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+        p.unregister(&t).unwrap();
+        drop(sub);
+    }
+    // Every ring's block went back to the pool with its registration, except the one the
+    // publisher keeps for its next loan.
+    let info = p.region_info();
+    assert!(
+        info.free_blocks + info.kept_blocks == info.blocks,
+        "{info:?}"
+    );
+}
+
+#[test]
 fn a_killed_subscriber_does_not_keep_an_unregistered_topic() {
     let name = unique("pu-dead");
     let _c = Cleanup(name.clone());

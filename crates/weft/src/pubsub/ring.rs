@@ -138,7 +138,7 @@ impl<'a> Ring<'a> {
     /// The stamp of `t`'s slot when it is free for `t`: the previous lap committed, or never
     /// written on the first lap.
     #[inline(always)]
-    fn free_stamp(&self, t: u64) -> u64 {
+    pub(crate) fn free_stamp(&self, t: u64) -> u64 {
         if t >= self.cap() {
             committed(t - self.cap())
         } else {

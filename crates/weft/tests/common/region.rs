@@ -73,9 +73,15 @@ impl Layout {
         self.table + 256 * t
     }
 
-    /// Slot `seq` of topic `t`'s descriptor ring.
+    /// Slot `seq` of topic `t`'s descriptor ring, for a blocks topic.
     pub fn slot(&self, t: u64, seq: u64) -> u64 {
-        self.rings + 16 * (self.slots * t + (seq & (self.slots - 1)))
+        self.ring_slot(t, seq, self.slots)
+    }
+
+    /// Slot `seq` of topic `t`'s descriptor ring of `n` slots (2 for a latest topic), which
+    /// starts the topic's area of `slots`.
+    pub fn ring_slot(&self, t: u64, seq: u64, n: u64) -> u64 {
+        self.rings + 16 * (self.slots * t + (seq & (n - 1)))
     }
 
     /// Inline area `k` (the ring's header; the slots start 192 bytes in).

@@ -99,6 +99,12 @@ pub(crate) const MODE_BLOCKS: u32 = 1;
 pub(crate) const MODE_LATEST: u32 = 2;
 pub(crate) const MODE_INLINE: u32 = 3;
 
+/// The descriptor slots a latest topic's ring uses, the first of its area's `ring_slots`: its
+/// readers only ever want the newest value, and the slot before the newest keeps a whole value
+/// readable while the next is being committed. Every other slot would only keep an old block
+/// out of the pool (and, for large messages, out of the cache).
+pub(crate) const LATEST_SLOTS: u64 = 2;
+
 /// One topic-table entry, 256 bytes. Written only under the registration lock, before
 /// `state` becomes [`TOPIC_READY`] (Release); afterwards only `state` changes (to
 /// [`TOPIC_CLOSING`] and [`TOPIC_CLOSED`] by an unregistering publisher, back to

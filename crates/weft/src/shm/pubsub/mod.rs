@@ -70,8 +70,11 @@ pub enum TopicMode {
     /// older one, never [`Error::Lagged`]). Values live in pool blocks like `Blocks` (the
     /// ring's slot is overwritten in place, the block behind it is not): a reader always holds
     /// a whole value that no writer touches until it lets go, so it is never torn, and a
-    /// reader that dies holding one blocks nobody (its block is reclaimed). For values of at
-    /// most [`latest_inline_max`] bytes (4088 with the default ring), an inline topic with
+    /// reader that dies holding one blocks nobody (its block is reclaimed). The topic's ring
+    /// has two slots whatever [`Config::ring_slots`] says (the newest value, and the one
+    /// before it while the next is committed), so it keeps two blocks of the pool, and a
+    /// publisher that writes values nobody holds cycles through three blocks, which stay in
+    /// the cache when they fit. For values of at most [`latest_inline_max`] bytes (4088 with the default ring), an inline topic with
     /// [`TopicSpec::latest`] reads the same way without the pool, copying the value out.
     Latest,
     /// Small fixed-size messages (1 to [`INLINE_MAX`] = 56 bytes, so that a slot's stamp and
@@ -154,7 +157,8 @@ impl Config {
         self
     }
     /// Descriptors per topic ring (a power of two, 2 ..= 2^20): how far a subscriber may fall
-    /// behind before it lags. Also the slots of an inline topic's ring (its area holds 64
+    /// behind before it lags, and how many blocks of the pool a blocks topic's ring keeps
+    /// (a [`TopicMode::Latest`] topic's ring has 2, whatever this says). Also the slots of an inline topic's ring (its area holds 64
     /// bytes per slot), which bounds a latest-value inline topic's messages
     /// ([`latest_inline_max`]).
     pub fn ring_slots(mut self, n: usize) -> Config {
@@ -581,8 +585,8 @@ fn published(r: &Region, i: u32, mode: TopicMode) -> Result<u64> {
         // Acquire: pairs with the AcqRel claims (`RawRing::claim`). Checked below.
         ring.cursor().load(Ordering::Acquire)
     } else {
-        // Acquire: see Ring::tail.
-        r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?
+        // Acquire: see Ring::tail (the same word whatever the ring's number of slots).
+        r.ring(i, false)?.tail().map_err(|c| corrupt(&r.obj, c))?
     };
     if n >= SEQ_LIMIT {
         return Err(Error::corrupt(
@@ -608,7 +612,7 @@ fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
     let pool_blocks = if mode == TopicMode::Inline {
         0
     } else {
-        published.min(r.geo.ring_slots)
+        published.min(r.ring_slots(mode == TopicMode::Latest))
     };
     Ok(TopicStats {
         name,
@@ -1268,8 +1272,12 @@ impl Publisher {
                 // when that registration closed (its handles name the old generation). Relaxed:
                 // published by the Release store of READY below.
                 r.hot(i)?.lease.store(0, Ordering::Relaxed);
-                // Sequences go on from where an earlier registration of the entry left them.
-                r.ring(i)?.tail().map_err(|c| corrupt(&r.obj, c))?
+                // Sequences go on from where an earlier registration of the entry left them,
+                // in a ring of as many slots as this mode's.
+                let latest = raw_mode == MODE_LATEST;
+                let tail = r.ring(i, latest)?.tail().map_err(|c| corrupt(&r.obj, c))?;
+                r.restamp(i, latest, tail)?;
+                tail
             };
             // Relaxed: published by the Release store of READY below.
             st.start_seq.store(start, Ordering::Relaxed);
@@ -1584,7 +1592,6 @@ impl Publisher {
     /// The topic's claim counter and whether every sequence claimed below it is complete.
     fn in_flight(&self, topic: &Topic) -> Result<(u64, bool)> {
         let r = self.region();
-        let s = r.geo.ring_slots;
         if let Some(inl) = &topic.inline {
             let base = r.inline_base(inl.area)?;
             // SAFETY: as in `publish_inline`.
@@ -1596,9 +1603,9 @@ impl Publisher {
             let settled = (c.saturating_sub(lap)..c).all(|q| ring.stamp_of(q) >= raw::done(q));
             return Ok((c, settled));
         }
-        let ring = r.ring(topic.index)?;
+        let ring = r.ring(topic.index, topic.mode == TopicMode::Latest)?;
         let c = ring.tail().map_err(|c| corrupt(&r.obj, c))?;
-        let settled = (c.saturating_sub(s)..c).all(|q| {
+        let settled = (c.saturating_sub(ring.cap())..c).all(|q| {
             // Acquire: pairs with the Release commit.
             let st = ring.slot(q).stamp.load(Ordering::Acquire);
             st & (1 << 63) == 0 && st > q
@@ -1798,6 +1805,7 @@ impl Publisher {
             cap: r.geo.block_size as u32,
             ptr,
             exclusive: topic.exclusive,
+            latest: topic.mode == TopicMode::Latest,
             done: false,
         })
     }
@@ -1898,18 +1906,19 @@ impl Publisher {
         }
     }
 
-    /// Publishes block `b` (recorded in holdings entry `entry`) with `len` bytes on topic `t`
-    /// (`exclusive`: a single-publisher topic whose lease we hold).
+    /// Publishes `loan`'s block (recorded in its holdings entry) with its length on its topic.
     #[inline]
-    fn publish_block(
-        &self,
-        t: u32,
-        generation: u32,
-        b: u32,
-        entry: u32,
-        len: u32,
-        exclusive: bool,
-    ) -> Result<u64> {
+    fn publish_block(&self, loan: &Loan<'_>) -> Result<u64> {
+        let Loan {
+            topic: t,
+            generation,
+            block: b,
+            entry,
+            len,
+            exclusive,
+            latest,
+            ..
+        } = *loan;
         self.check_entry_open(t, generation)?;
         // An earlier publish whose release of the previous lap's block gave up left that
         // reference in the publish record, which this publish is about to reuse; so did one
@@ -1919,7 +1928,7 @@ impl Publisher {
         let r = self.region();
         let me = self.member.index;
         let ext = self.member.own_ext();
-        let (ring, hot) = r.ring_hot(t)?;
+        let (ring, hot) = r.ring_hot(t, latest)?;
         if exclusive {
             crate::pubsub::holds_lease(&hot.lease, me as u64 + 1)
                 .map_err(|lease| self.lost_lease(t, lease))?;
@@ -2137,6 +2146,8 @@ pub struct Loan<'a> {
     ptr: *mut u8,
     /// The topic has one publisher, us ([`TopicSpec::single_publisher`]).
     exclusive: bool,
+    /// A latest topic (its ring's number of slots).
+    latest: bool,
     done: bool,
 }
 
@@ -2194,14 +2205,7 @@ impl Loan<'_> {
     /// [`Error::Corrupt`] for a damaged ring.
     #[inline]
     pub fn publish(mut self) -> Result<u64> {
-        let seq = self.publisher.publish_block(
-            self.topic,
-            self.generation,
-            self.block,
-            self.entry,
-            self.len,
-            self.exclusive,
-        )?;
+        let seq = self.publisher.publish_block(&self)?;
         self.done = true;
         Ok(seq)
     }
@@ -2388,7 +2392,7 @@ impl Subscriber {
             let tail = published(r, i, mode)?;
             // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one;
             // and nothing from before this registration of the entry.
-            let back = (history as u64).min(r.geo.ring_slots - 1);
+            let back = (history as u64).min(r.ring_slots(latest) - 1);
             let next = tail.saturating_sub(back).max(start_seq(r, i)?);
             Ok((inline, latest, next))
         })?;
@@ -2397,7 +2401,7 @@ impl Subscriber {
         };
         // The record makes this subscription count in the topic's statistics until it is
         // dropped, or until its participant is reclaimed if it dies.
-        let ring = RingAt::new(&r.ring(i)?);
+        let ring = RingAt::new(&r.ring(i, latest)?);
         let entry = self.member.hold_subscription(i)?;
         Ok(Some(Subscription {
             ring,
@@ -3053,7 +3057,7 @@ impl Subscription {
         let member = self.member.clone();
         let r = &member.region;
         let hot = r.hot(self.topic)?;
-        let ring = r.ring(self.topic)?;
+        let ring = r.ring(self.topic, self.latest)?;
         let next = self.next;
         let latest = self.latest;
         let parked = wake::park_reach(

@@ -3,10 +3,10 @@
 //! a dead participant's blocks and unfinished publish.
 
 use super::layout::{
-    CONFIG_OFFSET, EXCLUSIVE, Geometry, INLINE_LATEST, INLINE_MAX, MODE_BLOCKS, MODE_INLINE,
-    MODE_LATEST, MemberExt, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig, TOPIC_CLOSED,
-    TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine, inline_area_size,
-    inline_capacity, latest_inline_max,
+    CONFIG_OFFSET, EXCLUSIVE, Geometry, INLINE_LATEST, INLINE_MAX, LATEST_SLOTS, MODE_BLOCKS,
+    MODE_INLINE, MODE_LATEST, MemberExt, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig,
+    TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine,
+    inline_area_size, inline_capacity, latest_inline_max,
 };
 use super::name::TOPIC_MAX;
 use crate::error::{Error, Result, Role};
@@ -221,19 +221,57 @@ impl Region {
         Ok(&unsafe { self.slice::<TopicStatsLine>(self.geo.stats, self.geo.topics) }[i as usize])
     }
 
-    pub(crate) fn ring(&self, i: u32) -> Result<Ring<'_>> {
-        Ok(self.ring_hot(i)?.0)
+    /// The slots of a topic's descriptor ring: [`LATEST_SLOTS`] for a latest topic, the
+    /// region's `ring_slots` for a blocks topic.
+    pub(crate) fn ring_slots(&self, latest: bool) -> u64 {
+        if latest {
+            LATEST_SLOTS
+        } else {
+            self.geo.ring_slots
+        }
     }
 
-    /// Topic `i`'s ring and hot line.
+    /// Topic `i`'s descriptor ring, for a registration of a latest topic (`latest`) or of a
+    /// blocks topic.
+    pub(crate) fn ring(&self, i: u32, latest: bool) -> Result<Ring<'_>> {
+        Ok(self.ring_hot(i, latest)?.0)
+    }
+
+    /// Every slot of topic `i`'s ring area (`ring_slots` of them, whatever the mode).
+    fn ring_area(&self, i: u32) -> Result<Ring<'_>> {
+        self.ring(i, false)
+    }
+
+    /// Topic `i`'s ring (as [`Region::ring`]) and hot line.
     #[inline(always)]
-    pub(crate) fn ring_hot(&self, i: u32) -> Result<(Ring<'_>, &TopicHot)> {
+    pub(crate) fn ring_hot(&self, i: u32, latest: bool) -> Result<(Ring<'_>, &TopicHot)> {
         let hot = self.hot(i)?;
         let off = self.geo.rings + 16 * self.geo.ring_slots * i as u64;
-        // SAFETY: `ring_slots` slots of 16 bytes per topic (Geometry); a power of two
-        // (validated by Geometry::new).
-        let slots = unsafe { self.slice::<Slot>(off, self.geo.ring_slots) };
+        // SAFETY: `ring_slots` slots of 16 bytes per topic (Geometry), of which the ring uses
+        // the first `ring_slots(latest)`: a power of two (validated by Geometry::new, or the
+        // constant 2), never more than `ring_slots` (at least 2).
+        let slots = unsafe { self.slice::<Slot>(off, self.ring_slots(latest)) };
         Ok((Ring::new(&hot.tail, slots), hot))
+    }
+
+    /// Fits the stamps of topic `i`'s ring to a new registration of the entry whose ring has
+    /// `ring_slots(latest)` slots and whose first sequence is `tail`. Every sequence below
+    /// `tail` was committed or voided, and the freeing released every descriptor; but an
+    /// earlier registration's ring may have had another number of slots, so a slot may hold a
+    /// sequence other than the one a claim of the new registration expects (the previous lap's,
+    /// `Ring::free_stamp`). The caller holds the registration lock, and the entry is free.
+    pub(crate) fn restamp(&self, i: u32, latest: bool, tail: u64) -> Result<()> {
+        let ring = self.ring(i, latest)?;
+        for q in tail..tail + ring.cap() {
+            let slot = ring.slot(q);
+            // Relaxed (both): published by the Release store of READY that follows; nobody
+            // claims or reads the ring of a free entry.
+            slot.stamp.store(ring.free_stamp(q), Ordering::Relaxed);
+            // None should be left: one would be a reference the freeing did not release, and
+            // is leaked rather than released twice.
+            slot.desc.store(0, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     /// The first byte of inline area `k` (checked against the number of areas).
@@ -767,7 +805,7 @@ impl Region {
         if self.entry_mode(t)? == Some(MODE_INLINE) && self.inline_writers(t as u64 + 1, me)? {
             return Ok(false);
         }
-        let ring = self.ring(t)?;
+        let ring = self.ring_area(t)?;
         // A dead publisher's unfinished claim is settled first (a live one's: not yet).
         for s in 0..self.geo.ring_slots {
             // Acquire: pairs with the claimant's AcqRel CAS.
@@ -938,7 +976,11 @@ impl Region {
         let topic = ext.pub_topic.load(Ordering::Acquire);
         if topic != 0 {
             let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
-            let ring = self.ring(t)?;
+            // The entry cannot be freed while the dead publisher's claim is in it (`free_topic`
+            // settles it first), so this is the claim's registration; a scribbled mode only
+            // names the wrong slot, whose stamp then does not match below.
+            let latest = self.entry_mode(t)? == Some(MODE_LATEST);
+            let ring = self.ring(t, latest)?;
             let seq = ext.pub_seq.load(Ordering::Acquire);
             if seq >= crate::pubsub::ring::SEQ_LIMIT {
                 return Err(Error::corrupt(
@@ -1571,8 +1613,8 @@ mod tests {
         };
         assert!(r.block_ptr(7).is_ok());
         past(r.block_ptr(8).map(|_| ()), "block index", 8);
-        assert!(r.ring_hot(3).is_ok());
-        past(r.ring_hot(4).map(|_| ()), "topic index", 4);
+        assert!(r.ring_hot(3, false).is_ok());
+        past(r.ring_hot(4, true).map(|_| ()), "topic index", 4);
         past(r.topic(4).map(|_| ()), "topic index", 4);
         past(
             r.row(r.geo.participants as u32).map(|_| ()),
