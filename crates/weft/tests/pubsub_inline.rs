@@ -991,3 +991,37 @@ fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
     let _p = publisher.join().unwrap();
     assert!(received >= 1);
 }
+
+#[test]
+fn an_inline_topic_of_another_region_is_refused_even_once_that_region_is_gone() {
+    // A handle keeps where its ring and entry lie in its own region's mapping: another
+    // publisher never follows them, even after that mapping is gone.
+    let name = unique("pi-foreign");
+    let _c = Cleanup(name.clone());
+    let other = unique("pi-foreign2");
+    let _c2 = Cleanup(other.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let mine = p.register_spec("/t", &TopicSpec::inline(8)).unwrap();
+    let q = Publisher::create(&other, &small()).unwrap();
+    let foreign = q.register_spec("/t", &TopicSpec::inline(8)).unwrap();
+    for _ in 0..2 {
+        assert_eq!(
+            p.publish(&foreign, &[1; 8]).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            p.publish_typed(&foreign, &1u64).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+    drop(q);
+    assert!(
+        !std::path::Path::new(&common::shm_path(&other)).exists(),
+        "the other region is gone"
+    );
+    assert_eq!(
+        p.publish(&foreign, &[1; 8]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(p.publish(&mine, &[2; 8]).unwrap(), 0);
+}

@@ -45,6 +45,7 @@ use crate::wait::{Deadline, Next, Waiter};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
+use core::ptr::NonNull;
 use core::time::Duration;
 
 /// A parked subscriber wakes at least this often to look for a dead publisher's stuck claim.
@@ -266,7 +267,20 @@ struct InlineTopic {
     size: u32,
     /// One publisher at a time (we hold the lease): the ring's SPMC path.
     exclusive: bool,
+    /// The first byte of inline area `area`, and the topic's table entry, in the mapping of
+    /// the region the handle came from (`Topic::region`): used only by a publisher that found
+    /// that region to be its own (`Publisher::check_topic`), whose mapping then outlives the
+    /// use, so that a publish resolves neither again.
+    base: NonNull<u8>,
+    entry: NonNull<layout::TopicEntry>,
 }
+
+// SAFETY: the two pointers of `InlineTopic` are dereferenced only by a publisher of the
+// handle's own region (see the field), under that publisher's borrow; a handle by itself
+// touches no memory. The rest is plain data.
+unsafe impl Send for Topic {}
+// SAFETY: as above; nothing in a handle is mutable.
+unsafe impl Sync for Topic {}
 
 impl Topic {
     /// The topic's path ("/prices/AAPL").
@@ -811,6 +825,10 @@ fn share(obj: Object) -> Arc<Object> {
 #[derive(Debug)]
 pub struct Publisher {
     member: Arc<Member>,
+    /// The region's `Region::id` and our participant index, copies kept beside the pointer to
+    /// the member so that a publish reads them without following it.
+    region_id: u64,
+    index: u32,
     claim_timeout: Duration,
     /// Where the next allocation starts looking for a free block.
     cursor: core::cell::Cell<u32>,
@@ -916,6 +934,8 @@ impl Publisher {
 
     fn new(member: Arc<Member>, config: &Config) -> Publisher {
         Publisher {
+            region_id: member.region.id,
+            index: member.index,
             member,
             claim_timeout: config.claim_timeout,
             cursor: core::cell::Cell::new(0),
@@ -1394,12 +1414,17 @@ impl Publisher {
             r.unmark_publisher(index, me, marked)?;
             return Err(changed());
         }
-        let inline = at.map(|at| InlineTopic {
-            area: at.area,
-            place: at.ring.placement(),
-            size: at.size,
-            exclusive,
-        });
+        let inline = match at {
+            Some(at) => Some(InlineTopic {
+                area: at.area,
+                place: at.ring.placement(),
+                size: at.size,
+                exclusive,
+                base: r.inline_base(at.area)?,
+                entry: NonNull::from(r.topic(index)?),
+            }),
+            None => None,
+        };
         Ok(Topic {
             index,
             name: name.into(),
@@ -1474,7 +1499,7 @@ impl Publisher {
     }
 
     fn check_topic(&self, topic: &Topic) -> Result<()> {
-        if topic.region != self.member.region.id {
+        if topic.region != self.region_id {
             return Err(Error::InvalidArgument {
                 what: "topic handle",
                 value: topic.index as u64,
@@ -1685,15 +1710,23 @@ impl Publisher {
         inl: &InlineTopic,
         write: impl FnOnce(&RawRing, u64),
     ) -> Result<u64> {
-        self.check_open(topic)?;
+        self.check_topic(topic)?;
+        // SAFETY: the handle came from our region (checked above), whose mapping lives as long
+        // as `self`: the entry is its table entry (a checked index at register).
+        let e = unsafe { inl.entry.as_ref() };
+        // Acquire: as in `check_entry_open`.
+        if e.state.load(Ordering::Acquire) != TOPIC_READY
+            || e.generation.load(Ordering::Relaxed) != topic.generation
+        {
+            return Err(Error::Closed);
+        }
         let r = self.region();
-        let base = r.inline_base(inl.area)?;
         // SAFETY: `inl.place` came from a ring validated over this very area of this region
-        // (the handle's region id matches ours, checked above); the mapping lives as long as
-        // `self`.
-        let ring = unsafe { RawRing::at(base, inl.place) };
+        // (the handle's region id matches ours, checked above), at `inl.base`; the mapping
+        // lives as long as `self`.
+        let ring = unsafe { RawRing::at(inl.base, inl.place) };
         let seq = if inl.exclusive {
-            inline::publish_exclusive(&ring, self.member.index as u64 + 1, write)
+            inline::publish_exclusive(&ring, self.index as u64 + 1, write)
                 .map_err(|e| self.exclusive_error(topic.index, e))?
         } else {
             let rec = r.inline_record(self.member.index)?;
@@ -1833,6 +1866,7 @@ impl Publisher {
     /// was unregistered; as [`Publisher::loan`] and [`Loan::publish`]. On an inline topic: [`Error::InvalidArgument`] when `data` is not
     /// exactly the topic's message size; [`Error::Timeout`] when the slot it needs stays
     /// claimed by a live, stalled publisher for [`Config::claim_timeout`].
+    #[inline]
     pub fn publish(&self, topic: &Topic, data: &[u8]) -> Result<u64> {
         if let Some(inl) = &topic.inline {
             if data.len() != inl.size as usize {
@@ -1846,6 +1880,13 @@ impl Publisher {
                 ring.write_bytes(seq, data)
             });
         }
+        self.publish_copy(topic, data)
+    }
+
+    /// [`Publisher::publish`] on a blocks or latest topic: kept out of line, so that an inline
+    /// topic's publish stays small where it is called.
+    #[inline(never)]
+    fn publish_copy(&self, topic: &Topic, data: &[u8]) -> Result<u64> {
         if data.len() as u64 > self.region().geo.block_size {
             return Err(Error::TooLarge {
                 name: self.member.name().into(),
