@@ -75,8 +75,9 @@ pub enum TopicMode {
     /// has two slots whatever [`Config::ring_slots`] says (the newest value, and the one
     /// before it while the next is committed), so it keeps two blocks of the pool, and a
     /// publisher that writes values nobody holds cycles through three blocks, which stay in
-    /// the cache when they fit. For values of at most [`latest_inline_max`] bytes (4088 with the default ring), an inline topic with
-    /// [`TopicSpec::latest`] reads the same way without the pool, copying the value out.
+    /// the cache when they fit. For values of at most [`latest_inline_max`] bytes (4088 with
+    /// the default ring), an inline topic with [`TopicSpec::latest`] reads the same way
+    /// without the pool, copying the value out.
     Latest,
     /// Small fixed-size messages (1 to [`INLINE_MAX`] = 56 bytes, so that a slot's stamp and
     /// its message share one cache line; a latest-value inline topic, [`TopicSpec::latest`],
@@ -159,9 +160,9 @@ impl Config {
     }
     /// Descriptors per topic ring (a power of two, 2 ..= 2^20): how far a subscriber may fall
     /// behind before it lags, and how many blocks of the pool a blocks topic's ring keeps
-    /// (a [`TopicMode::Latest`] topic's ring has 2, whatever this says). Also the slots of an inline topic's ring (its area holds 64
-    /// bytes per slot), which bounds a latest-value inline topic's messages
-    /// ([`latest_inline_max`]).
+    /// (a [`TopicMode::Latest`] topic's ring has 2, whatever this says). Also the slots of an
+    /// inline topic's ring (its area holds 64 bytes per slot), which bounds a latest-value
+    /// inline topic's messages ([`latest_inline_max`]).
     pub fn ring_slots(mut self, n: usize) -> Config {
         self.ring_slots = n as u64;
         self
@@ -262,13 +263,12 @@ pub struct Topic {
 /// An inline topic's ring, found and validated once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct InlineTopic {
-    area: u32,
     place: Placement,
     size: u32,
     /// One publisher at a time (we hold the lease): the ring's SPMC path.
     exclusive: bool,
-    /// The first byte of inline area `area`, and the topic's table entry, in the mapping of
-    /// the region the handle came from (`Topic::region`): used only by a publisher that found
+    /// The first byte of the topic's inline area, and the topic's table entry, in the mapping
+    /// of the region the handle came from (`Topic::region`): used only by a publisher that found
     /// that region to be its own (`Publisher::check_topic`), whose mapping then outlives the
     /// use, so that a publish resolves neither again.
     base: NonNull<u8>,
@@ -281,6 +281,44 @@ struct InlineTopic {
 unsafe impl Send for Topic {}
 // SAFETY: as above; nothing in a handle is mutable.
 unsafe impl Sync for Topic {}
+
+impl InlineTopic {
+    /// The topic's ring.
+    ///
+    /// # Safety
+    /// The handle came from the caller's region (`Publisher::check_topic`), whose mapping
+    /// outlives the ring's use.
+    #[inline(always)]
+    unsafe fn ring(&self) -> RawRing {
+        // SAFETY: `place` came from a ring validated over the area at `base`, in the mapping
+        // the caller's contract keeps alive.
+        unsafe { RawRing::at(self.base, self.place) }
+    }
+
+    /// The topic's table entry.
+    ///
+    /// # Safety
+    /// As [`InlineTopic::ring`], the mapping outliving `'a`.
+    #[inline(always)]
+    unsafe fn entry<'a>(&self) -> &'a layout::TopicEntry {
+        // SAFETY: a checked index's entry at register, in the mapping the caller's contract
+        // keeps alive for `'a`; all atomics.
+        unsafe { self.entry.as_ref() }
+    }
+}
+
+/// `Ok` while entry `e` holds registration `generation`, ready for publishes; else `Closed`.
+#[inline(always)]
+fn entry_open(e: &layout::TopicEntry, generation: u32) -> Result<()> {
+    // Acquire: pairs with the Release stores of `state` (a registration's fields, or an
+    // unregistering publisher's close, come first). The generation is only compared.
+    if e.state.load(Ordering::Acquire) != TOPIC_READY
+        || e.generation.load(Ordering::Relaxed) != generation
+    {
+        return Err(Error::Closed);
+    }
+    Ok(())
+}
 
 impl Topic {
     /// The topic's path ("/prices/AAPL").
@@ -1294,10 +1332,7 @@ impl Publisher {
                 r.hot(i)?.lease.store(0, Ordering::Relaxed);
                 // Sequences go on from where an earlier registration of the entry left them,
                 // in a ring of as many slots as this mode's.
-                let latest = raw_mode == MODE_LATEST;
-                let tail = r.ring(i, latest)?.tail().map_err(|c| corrupt(&r.obj, c))?;
-                r.restamp(i, latest, tail)?;
-                tail
+                r.restamp(i, raw_mode == MODE_LATEST)?
             };
             // Relaxed: published by the Release store of READY below.
             st.start_seq.store(start, Ordering::Relaxed);
@@ -1416,7 +1451,6 @@ impl Publisher {
         }
         let inline = match at {
             Some(at) => Some(InlineTopic {
-                area: at.area,
                 place: at.ring.placement(),
                 size: at.size,
                 exclusive,
@@ -1518,15 +1552,7 @@ impl Publisher {
 
     #[inline]
     fn check_entry_open(&self, t: u32, generation: u32) -> Result<()> {
-        let e = self.region().topic(t)?;
-        // Acquire: pairs with the Release stores of `state` (a registration's fields, or an
-        // unregistering publisher's close, come first). The generation is only compared.
-        if e.state.load(Ordering::Acquire) != TOPIC_READY
-            || e.generation.load(Ordering::Relaxed) != generation
-        {
-            return Err(Error::Closed);
-        }
-        Ok(())
+        entry_open(self.region().topic(t)?, generation)
     }
 
     /// Unregisters `topic`, for every publisher: from now on a publish on it (through any
@@ -1600,9 +1626,8 @@ impl Publisher {
         r.stats(t)?.close_seq.store(end, Ordering::Release);
         e.state.store(TOPIC_CLOSED, Ordering::Release);
         if let Some(inl) = &topic.inline {
-            let base = r.inline_base(inl.area)?;
-            // SAFETY: as in `publish_inline`: a placement validated over this area.
-            let ring = unsafe { RawRing::at(base, inl.place) };
+            // SAFETY: the handle is ours (checked on entry); our mapping lives with `self`.
+            let ring = unsafe { inl.ring() };
             wake::wake_always(&ring.signal().notify);
         } else {
             wake::wake_always(&r.hot(t)?.notify);
@@ -1618,9 +1643,9 @@ impl Publisher {
     fn in_flight(&self, topic: &Topic) -> Result<(u64, bool)> {
         let r = self.region();
         if let Some(inl) = &topic.inline {
-            let base = r.inline_base(inl.area)?;
-            // SAFETY: as in `publish_inline`.
-            let ring = unsafe { RawRing::at(base, inl.place) };
+            // SAFETY: the handle is ours (our caller, `unregister`, checked it); our mapping
+            // lives with `self`.
+            let ring = unsafe { inl.ring() };
             // Acquire: pairs with the AcqRel claims.
             let c = ring.cursor().load(Ordering::Acquire);
             // One lap of the ring (fewer slots than `s` for messages above a line).
@@ -1684,13 +1709,13 @@ impl Publisher {
                 expected_size: size,
             });
         }
-        let r = self.region();
-        // SAFETY: as in `publish_inline`: a placement validated over this area of this region.
-        let ring = unsafe { RawRing::at(r.inline_base(inl.area)?, inl.place) };
+        // SAFETY: (both calls) the handle is ours (checked above); the writer borrows `self`,
+        // which keeps our mapping.
+        let (ring, entry) = unsafe { (inl.ring(), inl.entry()) };
         Ok(InlineWriter {
             publisher: self,
             ring,
-            entry: r.topic(topic.index)?,
+            entry,
             generation: topic.generation,
             tag: topic.index as u64 + 1,
             index: topic.index,
@@ -1711,20 +1736,11 @@ impl Publisher {
         write: impl FnOnce(&RawRing, u64),
     ) -> Result<u64> {
         self.check_topic(topic)?;
-        // SAFETY: the handle came from our region (checked above), whose mapping lives as long
-        // as `self`: the entry is its table entry (a checked index at register).
-        let e = unsafe { inl.entry.as_ref() };
-        // Acquire: as in `check_entry_open`.
-        if e.state.load(Ordering::Acquire) != TOPIC_READY
-            || e.generation.load(Ordering::Relaxed) != topic.generation
-        {
-            return Err(Error::Closed);
-        }
-        let r = self.region();
-        // SAFETY: `inl.place` came from a ring validated over this very area of this region
-        // (the handle's region id matches ours, checked above), at `inl.base`; the mapping
+        // SAFETY: (both calls) the handle came from our region (checked above), whose mapping
         // lives as long as `self`.
-        let ring = unsafe { RawRing::at(inl.base, inl.place) };
+        let (ring, e) = unsafe { (inl.ring(), inl.entry()) };
+        entry_open(e, topic.generation)?;
+        let r = self.region();
         let seq = if inl.exclusive {
             inline::publish_exclusive(&ring, self.index as u64 + 1, write)
                 .map_err(|e| self.exclusive_error(topic.index, e))?
@@ -2085,12 +2101,7 @@ impl<T: bytemuck::Pod> InlineWriter<'_, T> {
     /// inline topic ([`Error::Timeout`], [`Error::Corrupt`]).
     #[inline]
     pub fn publish(&mut self, value: &T) -> Result<u64> {
-        // Acquire: pairs with the Release stores of `state` (see `check_entry_open`).
-        if self.entry.state.load(Ordering::Acquire) != TOPIC_READY
-            || self.entry.generation.load(Ordering::Relaxed) != self.generation
-        {
-            return Err(Error::Closed);
-        }
+        entry_open(self.entry, self.generation)?;
         let ring = &self.ring;
         let seq = if self.exclusive {
             let me = self.publisher.member.index as u64 + 1;

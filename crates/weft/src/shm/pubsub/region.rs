@@ -255,13 +255,15 @@ impl Region {
     }
 
     /// Fits the stamps of topic `i`'s ring to a new registration of the entry whose ring has
-    /// `ring_slots(latest)` slots and whose first sequence is `tail`. Every sequence below
-    /// `tail` was committed or voided, and the freeing released every descriptor; but an
-    /// earlier registration's ring may have had another number of slots, so a slot may hold a
-    /// sequence other than the one a claim of the new registration expects (the previous lap's,
-    /// `Ring::free_stamp`). The caller holds the registration lock, and the entry is free.
-    pub(crate) fn restamp(&self, i: u32, latest: bool, tail: u64) -> Result<()> {
+    /// `ring_slots(latest)` slots, and returns its first sequence: the tail, where the entry's
+    /// earlier registrations left it. Every sequence below the tail was committed or voided,
+    /// and the freeing released every descriptor; but an earlier registration's ring may have
+    /// had another number of slots, so a slot may hold a sequence other than the one a claim of
+    /// the new registration expects (the previous lap's, `Ring::free_stamp`). The caller holds
+    /// the registration lock, and the entry is free.
+    pub(crate) fn restamp(&self, i: u32, latest: bool) -> Result<u64> {
         let ring = self.ring(i, latest)?;
+        let tail = ring.tail().map_err(|c| corrupt(&self.obj, c))?;
         for q in tail..tail + ring.cap() {
             let slot = ring.slot(q);
             // Relaxed (both): published by the Release store of READY that follows; nobody
@@ -271,7 +273,7 @@ impl Region {
             // is leaked rather than released twice.
             slot.desc.store(0, Ordering::Relaxed);
         }
-        Ok(())
+        Ok(tail)
     }
 
     /// The first byte of inline area `k` (checked against the number of areas).
