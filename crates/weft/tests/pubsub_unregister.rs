@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::region::{Layout, get32, put64};
 use common::{Cleanup, Peer, unique};
 use std::time::Duration;
 use weft::pubsub::{Config, Publisher, Subscriber, Topic, TopicMode, TopicSpec};
@@ -438,4 +439,63 @@ fn an_unregister_never_closes_the_next_registration_of_its_entry() {
         }
         drop(go);
     });
+}
+
+fn region_file(name: &str) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(common::shm_path(name))
+        .unwrap()
+}
+
+/// A publisher that has written its publish record (`pub_topic`) but not yet claimed a slot
+/// keeps an unregistered topic's entry: freed, the entry's ring would go to the next
+/// registration, and the stalled claim would land in that other topic. (The stalled
+/// publisher is a live participant of this process; its record is written into the region.)
+#[test]
+fn a_publisher_stalled_before_its_claim_keeps_the_unregistered_entry() {
+    let name = unique("pu-stall");
+    let _c = Cleanup(name.clone());
+    let a = Publisher::create(&name, &two_topics().topics(1)).unwrap();
+    let t = a.register("/a").unwrap();
+    let _b = Publisher::open(&name).unwrap();
+    let f = region_file(&name);
+    let o = Layout::of_file(&f);
+    // The creator has row 0, the publisher that joined after it row 1.
+    assert_eq!(get32(&f, o.ext(1)), 1, "row 1 is a publisher's");
+    put64(&f, o.ext(1) + 8, 1); // pub_topic: topic 0
+    a.unregister(&t).unwrap();
+    // Nobody reads /a, but the table's one entry is kept for the stalled publish.
+    assert_eq!(
+        a.register("/b").unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    // Its publish is over: the entry is free for the next registration.
+    put64(&f, o.ext(1) + 8, 0);
+    let b = a.register("/b").unwrap();
+    a.publish(&b, b"fresh").unwrap();
+}
+
+/// A dead publisher's record naming the unregistered topic does not keep its entry: the free
+/// reclaims its row (finishing or voiding what it left), and the entry is free.
+#[test]
+fn a_dead_publishers_record_does_not_keep_the_unregistered_entry() {
+    let name = unique("pu-stall-dead");
+    let _c = Cleanup(name.clone());
+    let a = Publisher::create(&name, &two_topics().topics(1)).unwrap();
+    let t = a.register("/a").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/a", "1"]);
+    peer.expect("ready 1");
+    peer.kill9();
+    let f = region_file(&name);
+    let o = Layout::of_file(&f);
+    assert_eq!(get32(&f, o.ext(1)), 1, "row 1 is the dead publisher's");
+    put64(&f, o.ext(1) + 8, 1); // pub_topic: topic 0
+    put64(&f, o.ext(1) + 16, 1 << 40); // pub_seq: a sequence no slot of the ring holds
+    a.unregister(&t).unwrap();
+    let b = a.register("/b").unwrap();
+    a.publish(&b, b"fresh").unwrap();
+    // Its loan was reclaimed with its row, and the ring's block freed with the entry.
+    assert_eq!(a.region_info().free_blocks, 32 - 1);
 }

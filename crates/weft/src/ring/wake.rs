@@ -97,6 +97,16 @@ pub(crate) fn init_machine() {
     machine::init();
 }
 
+/// Whether this process issues its own SeqCst fence in [`light_machine`] (its registration
+/// for machine-wide barriers failed, or was never made): then a heavy side whose barrier call
+/// fails is still paired with it by its own fence.
+pub(crate) fn fences_itself() -> bool {
+    #[cfg(all(feature = "std", not(loom)))]
+    return !machine::registered();
+    #[cfg(any(loom, not(feature = "std")))]
+    true
+}
+
 /// Prepares the barrier mode; call before handing out handles.
 pub(crate) fn init() {
     #[cfg(all(feature = "std", not(loom)))]

@@ -199,7 +199,11 @@ pub(crate) struct MemberExt {
     /// 0 none, 1 publisher, 2 subscriber, 3 dead publisher (written by its reclaimer).
     /// Written by the owner after its claim.
     pub(crate) role: AtomicU32,
-    _pad: AtomicU32,
+    /// The owner's pid when its process issues its own SeqCst fences on the light side of
+    /// the machine-wide handshake (its `membarrier` registration failed, `ring::wake`); any
+    /// other value (0, or a previous owner's pid) says a freer's fence alone does not order
+    /// it. Written by the owner when it joins.
+    pub(crate) fenced: AtomicU32,
     /// Topic index + 1 of the publish in flight, 0 when none. Owner only.
     pub(crate) pub_topic: AtomicU64,
     /// The sequence the owner is claiming or holds. Owner only.

@@ -1995,6 +1995,17 @@ impl Publisher {
         // Release (both): pairs with the Acquire loads in `Region::recover`.
         ext.pub_new.store(new, Ordering::Release);
         ext.pub_topic.store(t as u64 + 1, Ordering::Release);
+        // The topic may have been closed since the check above, and a freer may be about to
+        // hand its entry to another registration. SYNC POINT: the light half of the machine-wide
+        // handshake with `Region::block_publishers` (Dekker): either the freer sees our record
+        // and keeps the entry, or we see the close (or the entry's next registration) here, and
+        // no claim lands in a ring that has become another topic's.
+        wake::light_machine();
+        if let Err(e) = self.check_entry_open(t, generation) {
+            // Release: as above; nothing is in flight.
+            ext.pub_topic.store(0, Ordering::Release);
+            return Err(e);
+        }
         let mut deadline = None;
         let mut waiter = None;
         let seq = loop {

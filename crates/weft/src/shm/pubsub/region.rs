@@ -399,9 +399,9 @@ impl Region {
     /// only its lease holder has a handle to it, so only the lease holder unregisters it, and
     /// not in the middle of its own publish.
     fn inline_writers(&self, tag: u64, me: u32) -> Result<bool> {
-        if !wake::heavy(wake::Reach::Machine) {
-            // No machine barrier here: a claimant in another process may have skipped its
-            // fence, so its claim may not be visible yet. Keep the ring.
+        if !self.machine_handshake(me)? {
+            // A claimant in another process may have skipped its fence, and no barrier
+            // made up for it: its claim may not be visible yet. Keep the ring.
             return Ok(true);
         }
         for p in 0..self.geo.participants as u32 {
@@ -416,6 +416,55 @@ impl Region {
             self.reclaim_row(p)?;
         }
         Ok(false)
+    }
+
+    /// Whether a live participant other than `me` may still publish blocks into topic `t`
+    /// (`tag = t + 1`): one whose publish record names it (it wrote `pub_topic` and may not
+    /// have claimed yet). A dead one's record is settled here (its row reclaimed). Run by
+    /// `free_topic` on a closed topic: a publisher checks again that the topic is open after
+    /// its record is written (`Publisher::publish_block`), behind the light half of the
+    /// barrier taken here, so either it sees the close or this sees its record.
+    fn block_publishers(&self, tag: u64, me: u32) -> Result<bool> {
+        if !self.machine_handshake(me)? {
+            // As in `inline_writers`: a record may not be visible yet.
+            return Ok(true);
+        }
+        for p in 0..self.geo.participants as u32 {
+            // Acquire: pairs with the owner's Release store of its record.
+            if p == me || self.ext(p)?.pub_topic.load(Ordering::Acquire) != tag {
+                continue;
+            }
+            if self.row(p)?.status(self.liveness) == PeerStatus::Alive {
+                return Ok(true);
+            }
+            // A dead publisher: its claim is finished or voided with the rest of its row.
+            self.reclaim_row(p)?;
+        }
+        Ok(false)
+    }
+
+    /// The heavy half of the machine-wide Dekker handshake (`ring::wake`), run by a freer
+    /// before it reads other participants' records; says whether every live participant other
+    /// than `me` is ordered against it. The `membarrier` call orders them all. If it fails, its
+    /// own SeqCst fence only orders participants that fence their own side (their `fenced`
+    /// word is their pid); anyone else makes the caller keep what it was about to free.
+    pub(crate) fn machine_handshake(&self, me: u32) -> Result<bool> {
+        if wake::heavy(wake::Reach::Machine) {
+            return Ok(true);
+        }
+        for p in 0..self.geo.participants as u32 {
+            if p == me {
+                continue;
+            }
+            let row = self.row(p)?;
+            // Relaxed: see `Member::join`; a stale value only keeps the entry.
+            if row.status(self.liveness) == PeerStatus::Alive
+                && self.ext(p)?.fenced.load(Ordering::Relaxed) != row.pid()
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Gives up every lease participant `i` holds (inline rings' and topics' hot lines).
@@ -804,7 +853,13 @@ impl Region {
         }
         // An inline topic's ring goes to the next inline registration: not while a live
         // publisher may still write to it.
-        if self.entry_mode(t)? == Some(MODE_INLINE) && self.inline_writers(t as u64 + 1, me)? {
+        let busy = if self.entry_mode(t)? == Some(MODE_INLINE) {
+            self.inline_writers(t as u64 + 1, me)?
+        } else {
+            // Nor while a live publisher's blocks publish may still claim in it.
+            self.block_publishers(t as u64 + 1, me)?
+        };
+        if busy {
             return Ok(false);
         }
         let ring = self.ring_area(t)?;
@@ -1287,6 +1342,15 @@ impl Member {
             };
             // Relaxed: display only.
             ext.role.store(r, Ordering::Relaxed);
+            // Relaxed: read by a freer whose machine barrier failed (`machine_handshake`),
+            // which takes any other value (the previous owner's, this store not yet seen) for
+            // a participant its own fence does not order: it only postpones a free.
+            let fenced = if crate::ring::wake::fences_itself() {
+                crate::sys::ProcessId::current().pid
+            } else {
+                0
+            };
+            ext.fenced.store(fenced, Ordering::Relaxed);
             let holdings = region.holdings(i)?;
             let pool = region.pool();
             let member = Arc::new(Member {
