@@ -1,7 +1,8 @@
 //! Loom models of the real block pool and descriptor ring: allocation never hands one block to
 //! two owners, a reference taken while the slot is overwritten and the block recycled, two
-//! publishers racing for slots, a latest-value reader against the writer, and a participant
-//! killed in the middle of a take whose mark others wait on until a survivor settles it.
+//! publishers racing for slots, a latest-value reader against the writer, a participant
+//! killed in the middle of a take whose mark others wait on until a survivor settles it, and a
+//! publish racing the free of its topic.
 
 use super::super::pool::{Entry, TAKING, Take, Who, entry};
 use super::super::ring::Read;
@@ -220,5 +221,52 @@ fn loom_a_take_killed_before_its_record_is_settled_while_another_reads() {
         assert_eq!(entry(m.entry(1, 0).load(Ordering::Relaxed)), Entry::Empty);
         assert_eq!(reader.join().unwrap(), Some(100));
         assert_eq!(m.count(0), 1);
+    });
+}
+
+/// A blocks publish racing the unregister and free of its topic (`Publisher::publish_block`
+/// against `Region::free_topic`). The publisher writes its publish record (`pub_topic`), runs
+/// the light half of the machine-wide barrier and checks that the topic is still open before
+/// it claims a slot; the freer closes the topic, runs the heavy half and frees the entry only
+/// if no record names it. A free hands the ring to the entry's next registration (its
+/// re-stamp), modelled by a cell that both a claim and the free write: loom reports the two
+/// writes unordered if a claim can land after the free. The publisher clears its record
+/// (Release) when its publish is over, which orders a whole publish before a free that sees
+/// the record clear.
+#[test]
+fn loom_a_blocks_publish_racing_the_free_of_its_topic_never_claims_in_a_ring_handed_on() {
+    use super::super::ring::Claimed;
+    use crate::ring::wake;
+    use crate::sync::{AtomicBool, AtomicU64, fence};
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+    builder().check(|| {
+        let m = Mem::new(2, 2);
+        let record = Arc::new(AtomicU64::new(0));
+        let open = Arc::new(AtomicBool::new(true));
+        let ring_owner = Arc::new(UnsafeCell::new(0u64));
+        let (m2, r2, o2, c2) = (m.clone(), record.clone(), open.clone(), ring_owner.clone());
+        let publisher = thread::spawn(move || {
+            r2.store(1, Ordering::Release);
+            wake::light_machine();
+            // Relaxed: ordered by the barrier above (the handshake with the freer).
+            let claimed = o2.load(Ordering::Relaxed)
+                && matches!(m2.ring().try_claim(0, |_| {}), Ok(Claimed::Mine { .. }));
+            if claimed {
+                // SAFETY: loom checks that no other access to the cell is concurrent.
+                c2.with_mut(|v| unsafe { *v = 1 });
+                m2.ring().commit(0);
+            }
+            r2.store(0, Ordering::Release);
+            claimed
+        });
+        // The unregister, then the free: the heavy half, then every record.
+        open.store(false, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if record.load(Ordering::Acquire) == 0 {
+            // SAFETY: loom checks that no other access to the cell is concurrent.
+            ring_owner.with_mut(|v| unsafe { *v = 2 });
+        }
+        let _ = publisher.join().unwrap();
     });
 }
