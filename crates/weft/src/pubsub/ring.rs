@@ -99,8 +99,12 @@ fn corrupt(what: &'static str, value: u64, expected: &'static str) -> Corrupt {
 impl<'a> Ring<'a> {
     /// `slots.len()` must be a power of two (checked by the caller when it validates the
     /// region's configuration).
+    ///
+    /// # Panics
+    /// When `slots` is empty (every ring has at least one slot: `slot` relies on it).
     pub(crate) fn new(tail: &'a AtomicU64, slots: &'a [Slot]) -> Ring<'a> {
         debug_assert!(slots.len().is_power_of_two());
+        assert!(!slots.is_empty(), "a ring of no slots");
         Ring {
             tail,
             slots,
@@ -113,8 +117,13 @@ impl<'a> Ring<'a> {
     }
 
     /// The slot of `seq`.
+    #[inline(always)]
     pub(crate) fn slot(&self, seq: u64) -> &'a Slot {
-        &self.slots[(seq & self.mask) as usize]
+        let i = (seq & self.mask) as usize;
+        debug_assert!(i < self.slots.len());
+        // SAFETY: `mask` is `slots.len() - 1` with `slots` not empty (`new`, `RingAt::ring`,
+        // which rebuilds a ring `new` made), and `seq & mask <= mask`: the index is in bounds.
+        unsafe { self.slots.get_unchecked(i) }
     }
 
     /// The tail: every sequence below it has been claimed.
@@ -265,8 +274,8 @@ impl<'a> Ring<'a> {
     }
 
     /// What sequence `r` holds for a subscriber.
+    #[inline(always)]
     pub(crate) fn read(&self, r: u64) -> Result<Read, Corrupt> {
-        let cap = self.cap();
         let slot = self.slot(r);
         // SYNC POINT: Acquire pairs with the Release store in `commit`.
         let st = slot.stamp.load(Ordering::Acquire);
@@ -277,6 +286,13 @@ impl<'a> Ring<'a> {
             let desc = slot.desc.load(Ordering::Acquire);
             return Ok(Read::Ready { desc });
         }
+        self.read_other(r, st)
+    }
+
+    /// [`Ring::read`] of a sequence whose slot's stamp `st` is not its commit: out of line.
+    #[inline(never)]
+    fn read_other(&self, r: u64, st: u64) -> Result<Read, Corrupt> {
+        let cap = self.cap();
         let lost_after = |s: u64| -> Result<Read, Corrupt> {
             // `s` (> r, same slot) overwrote `r`: every sequence below `max(tail, s + 1) - cap`
             // is lost or will be overwritten before it can be read.
