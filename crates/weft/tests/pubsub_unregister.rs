@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::region::{Layout, get32, put64};
+use common::region::{Layout, get32, get64, put64};
 use common::{Cleanup, Peer, unique};
 use std::time::Duration;
 use weft::pubsub::{Config, Publisher, Subscriber, Topic, TopicMode, TopicSpec};
@@ -498,4 +498,49 @@ fn a_dead_publishers_record_does_not_keep_the_unregistered_entry() {
     a.publish(&b, b"fresh").unwrap();
     // Its loan was reclaimed with its row, and the ring's block freed with the entry.
     assert_eq!(a.region_info().free_blocks, 32 - 1);
+}
+
+/// A publish that checked its topic open, then waited (here: its publish record still holds
+/// a reference whose block another live participant has marked, so the release it must
+/// finish first waits for the mark), while the topic was unregistered, freed and its entry
+/// registered as another topic: the publish checks again after its record is written and is
+/// refused, and nothing of it reaches the new topic. (The reference and the mark are written
+/// into the region; the mark is cleared once the entry is registered again.)
+#[test]
+fn a_publish_held_up_while_its_entry_is_registered_again_is_refused() {
+    let name = unique("pu-held-up");
+    let _c = Cleanup(name.clone());
+    let config = two_topics()
+        .topics(1)
+        .liveness_timeout(Duration::from_secs(10));
+    let a = Publisher::create(&name, &config).unwrap();
+    let old = a.register("/x").unwrap();
+    let b = Publisher::open(&name).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let f = region_file(&name);
+    let o = Layout::of_file(&f);
+    // Block 31 (the allocator starts at 0): one reference, held by the record of the first
+    // publisher (row 0), and a take in flight marked by the second (row 1, alive).
+    let block = 31;
+    let mark = (1u64 << 63) | (1 << 49);
+    put64(&f, o.meta + 8 * block, mark | 1);
+    put64(&f, o.ext(0) + 32, block + 1); // pub_old
+    let publisher = std::thread::spawn(move || {
+        let r = a.publish(&old, b"stale");
+        (a, r)
+    });
+    // Let the publish pass its first check and wait on the mark.
+    std::thread::sleep(Duration::from_millis(300));
+    let same = b.register("/x").unwrap();
+    b.unregister(&same).unwrap();
+    let new = b.register("/y").unwrap();
+    let mut sub = s.subscribe("/y").unwrap();
+    put64(&f, o.meta + 8 * block, 1); // the mark is gone: the release goes on
+    let (_a, r) = publisher.join().unwrap();
+    assert!(matches!(r, Err(Error::Closed)), "{r:?}");
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    b.publish(&new, b"fresh").unwrap();
+    assert_eq!(&*sub.try_recv().unwrap(), b"fresh");
+    // The record's reference was released: the block is free again.
+    assert_eq!(get64(&f, o.meta + 8 * block), 0);
 }

@@ -119,6 +119,12 @@ impl ParticipantRow {
         self.state.load(Ordering::Acquire) != STATE_FREE
     }
 
+    /// The recorded owner's identity, pid and start time, without the holds bit (0 if none).
+    pub(crate) fn owner_id(&self) -> u64 {
+        // Relaxed: compared by callers that tolerate a stale value (see their comments).
+        self.owner.load(Ordering::Relaxed) & !OWNER_HOLDS
+    }
+
     /// The recorded owner's pid (0 if none).
     pub(crate) fn pid(&self) -> u32 {
         // Relaxed: display only.

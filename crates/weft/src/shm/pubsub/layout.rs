@@ -199,11 +199,7 @@ pub(crate) struct MemberExt {
     /// 0 none, 1 publisher, 2 subscriber, 3 dead publisher (written by its reclaimer).
     /// Written by the owner after its claim.
     pub(crate) role: AtomicU32,
-    /// The owner's pid when its process issues its own SeqCst fences on the light side of
-    /// the machine-wide handshake (its `membarrier` registration failed, `ring::wake`); any
-    /// other value (0, or a previous owner's pid) says a freer's fence alone does not order
-    /// it. Written by the owner when it joins.
-    pub(crate) fenced: AtomicU32,
+    _pad: AtomicU32,
     /// Topic index + 1 of the publish in flight, 0 when none. Owner only.
     pub(crate) pub_topic: AtomicU64,
     /// The sequence the owner is claiming or holds. Owner only.
@@ -218,7 +214,12 @@ pub(crate) struct MemberExt {
     /// The inline claim in flight (`pubsub::inline`: `IDLE | b`, `CLAIMING | b`, or a
     /// sequence). Owner only.
     pub(crate) inl_seq: AtomicU64,
-    _reserved: AtomicU64,
+    /// The owner's identity as its row's `owner` word records it (pid and start time, without
+    /// the holds bit) when its process issues its own SeqCst fences on the light side of the
+    /// machine-wide handshake (its `membarrier` registration failed, `ring::wake`); any other
+    /// value (0, or a previous owner's identity) says a freer's fence alone does not order
+    /// it. Written by the owner when it joins.
+    pub(crate) fenced: AtomicU64,
 }
 
 pub(crate) const ROLE_PUBLISHER: u32 = 1;

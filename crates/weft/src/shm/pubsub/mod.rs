@@ -2008,40 +2008,45 @@ impl Publisher {
         }
         let mut deadline = None;
         let mut waiter = None;
-        let seq = loop {
-            // Release: pairs with the Acquire load of `pub_seq` in `Region::recover`.
-            let note = |seq| ext.pub_seq.store(seq, Ordering::Release);
-            let claimed = if exclusive {
-                ring.try_claim_single(me, note)
-            } else {
-                ring.try_claim(me, note)
+        let mut claim = || -> Result<u64> {
+            loop {
+                // Release: pairs with the Acquire load of `pub_seq` in `Region::recover`.
+                let note = |seq| ext.pub_seq.store(seq, Ordering::Release);
+                let claimed = if exclusive {
+                    ring.try_claim_single(me, note)
+                } else {
+                    ring.try_claim(me, note)
+                }
+                .map_err(|c| corrupt(&r.obj, c))?;
+                match claimed {
+                    Claimed::Mine { seq } => return Ok(seq),
+                    Claimed::Busy { holder, .. } => {
+                        // A live holder keeps its slot; a dead one's row is reclaimed, which
+                        // commits or voids what it held.
+                        if holder != me
+                            && !matches!(r.row(holder)?.status(r.liveness), PeerStatus::Alive)
+                        {
+                            r.reclaim_row(holder)?;
+                        }
+                        let d =
+                            *deadline.get_or_insert_with(|| Deadline::after(self.claim_timeout));
+                        if d.expired() {
+                            return Err(Error::Timeout);
+                        }
+                        let _ = waiter
+                            .get_or_insert_with(|| Waiter::new(WaitStrategy::YieldSpin))
+                            .next();
+                    }
+                }
             }
-            .map_err(|c| corrupt(&r.obj, c));
-            match claimed {
-                Ok(Claimed::Mine { seq }) => break seq,
-                Ok(Claimed::Busy { holder, .. }) => {
-                    // A live holder keeps its slot; a dead one's row is reclaimed, which
-                    // commits or voids what it held.
-                    if holder != me
-                        && !matches!(r.row(holder)?.status(r.liveness), PeerStatus::Alive)
-                    {
-                        r.reclaim_row(holder)?;
-                    }
-                    let d = *deadline.get_or_insert_with(|| Deadline::after(self.claim_timeout));
-                    if d.expired() {
-                        // Release: as above; nothing is in flight any more.
-                        ext.pub_topic.store(0, Ordering::Release);
-                        return Err(Error::Timeout);
-                    }
-                    let _ = waiter
-                        .get_or_insert_with(|| Waiter::new(WaitStrategy::YieldSpin))
-                        .next();
-                }
-                Err(e) => {
-                    // Release: as above; nothing is in flight any more.
-                    ext.pub_topic.store(0, Ordering::Release);
-                    return Err(e);
-                }
+        };
+        let seq = match claim() {
+            Ok(seq) => seq,
+            Err(e) => {
+                // Nothing is in flight any more: a record left naming the topic would keep a
+                // freer from ever freeing it (`Region::block_publishers`). Release: as above.
+                ext.pub_topic.store(0, Ordering::Release);
+                return Err(e);
             }
         };
         let old = ring.held_desc(seq);

@@ -447,7 +447,9 @@ impl Region {
     /// before it reads other participants' records; says whether every live participant other
     /// than `me` is ordered against it. The `membarrier` call orders them all. If it fails, its
     /// own SeqCst fence only orders participants that fence their own side (their `fenced`
-    /// word is their pid); anyone else makes the caller keep what it was about to free.
+    /// word is their row's owner word: pid and start time, so that a previous owner's value,
+    /// even of the same pid in another pid namespace, does not count); anyone else makes the
+    /// caller keep what it was about to free.
     pub(crate) fn machine_handshake(&self, me: u32) -> Result<bool> {
         if wake::heavy(wake::Reach::Machine) {
             return Ok(true);
@@ -459,7 +461,7 @@ impl Region {
             let row = self.row(p)?;
             // Relaxed: see `Member::join`; a stale value only keeps the entry.
             if row.status(self.liveness) == PeerStatus::Alive
-                && self.ext(p)?.fenced.load(Ordering::Relaxed) != row.pid()
+                && self.ext(p)?.fenced.load(Ordering::Relaxed) != row.owner_id()
             {
                 return Ok(false);
             }
@@ -1343,10 +1345,11 @@ impl Member {
             // Relaxed: display only.
             ext.role.store(r, Ordering::Relaxed);
             // Relaxed: read by a freer whose machine barrier failed (`machine_handshake`),
-            // which takes any other value (the previous owner's, this store not yet seen) for
-            // a participant its own fence does not order: it only postpones a free.
+            // which takes any value but the row's current owner word (the previous owner's,
+            // this store not yet seen) for a participant its own fence does not order: that
+            // only postpones a free. Our claim wrote the row's owner word.
             let fenced = if crate::ring::wake::fences_itself() {
-                crate::sys::ProcessId::current().pid
+                region.row(i)?.owner_id()
             } else {
                 0
             };
