@@ -4,7 +4,7 @@
 mod common;
 
 use common::region::{Layout, get32, get64, is_block, put64};
-use common::{Cleanup, Peer, unique};
+use common::{Cleanup, Peer, region_file, unique};
 use std::time::Duration;
 use weft::ErrorKind;
 use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
@@ -159,14 +159,6 @@ fn held_loan(f: &std::fs::File, o: &Layout) -> (u64, u64, u64) {
         .expect("the dead publisher's loan")
 }
 
-fn file(name: &str) -> std::fs::File {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(common::shm_path(name))
-        .unwrap()
-}
-
 /// What a publisher in row `row` leaves when it dies publishing block `b` (16 bytes, "from
 /// the dead...") as sequence `seq` of topic 0: the payload and its publish record. Returns the
 /// descriptor being published.
@@ -203,7 +195,7 @@ fn killed_mid_publish(stored: bool) {
     assert_eq!(p.publish(&t, b"before").unwrap(), 0);
 
     let o = offsets();
-    let f = file(&name);
+    let f = region_file(&name);
     // The dead publisher's row is the one whose holdings record its two loans.
     let (row, blocks) = (0..PARTS)
         .find_map(|r| {
@@ -267,7 +259,7 @@ fn a_publisher_killed_mid_publish_on_a_latest_topic_is_recovered_in_its_two_slot
     assert_eq!(p.publish(&t, b"one").unwrap(), 1);
 
     let o = offsets();
-    let f = file(&name);
+    let f = region_file(&name);
     let (row, _, block) = held_loan(&f, &o);
     let new = dead_publish(&f, &o, row, block, 2);
     // Its claim of sequence 2, in slot 0 of the latest ring, with the descriptor stored: the
@@ -321,7 +313,7 @@ fn a_single_publisher_killed_mid_publish_is_taken_over_and_leaks_nothing() {
     peer.kill9();
 
     let o = offsets();
-    let f = file(&name);
+    let f = region_file(&name);
     let (row, _, b) = held_loan(&f, &o);
     let new = dead_publish(&f, &o, row, b, 0);
     // Its claim of sequence 0 and the descriptor; the tail still at 0.
@@ -367,7 +359,7 @@ fn a_holder_whose_lease_was_taken_does_not_publish() {
     assert_eq!(p.publish(&t, b"mine").unwrap(), 0);
 
     let o = offsets();
-    let f = file(&name);
+    let f = region_file(&name);
     let lease = o.hot + 16;
     let mine = get64(&f, lease);
     let other = dead_subscriber_row(&f, &o) + 1;
@@ -406,7 +398,7 @@ fn an_inline_holder_whose_lease_was_taken_does_not_publish() {
     assert_eq!(p.publish_typed(&t, &1u64).unwrap(), 0);
 
     let o = offsets();
-    let f = file(&name);
+    let f = region_file(&name);
     // The ring's publishers word: 16 bytes into its signal line, the header's third.
     let lease = (0..INLINE)
         .map(|k| o.inline_area(k) + 128 + 16)
@@ -523,7 +515,7 @@ fn a_slot_held_by_a_live_stalled_publisher_is_never_taken() {
         p.publish(&t, &i.to_le_bytes()).unwrap();
     }
     let o = offsets();
-    let f = file(&name);
+    let f = region_file(&name);
     let row = (0..PARTS)
         .find(|r| (0..HELD).any(|e| is_block(get32(&f, o.holdings + 4 * (HELD * r + e)))))
         .expect("the live publisher's row");
@@ -706,7 +698,7 @@ fn a_reference_in_flight_when_its_holder_is_killed_is_settled_exactly() {
         peer.expect("holding 0");
         peer.kill9();
         let o = offsets();
-        let f = file(&name);
+        let f = region_file(&name);
         // The dead subscriber's row: the one whose holdings record a subscription to /t.
         let row = dead_subscriber_row(&f, &o);
         let word = if word >> 32 == 0 {
@@ -746,7 +738,7 @@ fn a_publisher_killed_while_adopting_a_kept_block_releases_it_once() {
         peer.expect("ready 1");
         peer.kill9();
         let o = offsets();
-        let f = file(&name);
+        let f = region_file(&name);
         // The dead publisher's row: the one whose holdings record a block (its one loan).
         let (row, e, b) = held_loan(&f, &o);
         assert_eq!(common::region::get64(&f, o.meta + 8 * b), 1);
@@ -783,7 +775,7 @@ fn a_record_without_the_kept_mark_is_not_adopted() {
     }
     assert_eq!(p.region_info().kept_blocks, 1);
     let o = offsets();
-    let f = file(&name);
+    let f = region_file(&name);
     let (rec, b) = (0..PARTS)
         .find_map(|r| {
             let v = common::region::get64(&f, o.ext + 64 * r + 32);
@@ -827,7 +819,7 @@ fn a_subscriber_killed_with_a_record_and_a_sample_of_one_block_releases_both() {
     peer.expect("holding 1");
     peer.kill9();
     let o = offsets();
-    let f = file(&name);
+    let f = region_file(&name);
     let row = dead_subscriber_row(&f, &o);
     // Block 0: the ring's reference, the sample's, and now the record's.
     assert_eq!(common::region::get64(&f, o.meta), 2);
@@ -860,7 +852,7 @@ fn a_reclaimer_killed_after_voiding_a_claim_leaks_nothing() {
     peer.expect("ready 1");
     peer.kill9();
     let o = offsets();
-    let f = file(&name);
+    let f = region_file(&name);
     let (row, _, b) = held_loan(&f, &o);
     // Sequence 8 lives in slot 0, which holds sequence 0's block `d`.
     let slot = o.rings;

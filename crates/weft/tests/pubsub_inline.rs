@@ -7,7 +7,7 @@ mod common;
 
 use common::region::{Layout, get32, is_block, put64};
 use common::tick::Tick;
-use common::{Cleanup, Peer, unique};
+use common::{Cleanup, Peer, region_file, unique};
 use std::time::Duration;
 use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
 use weft::{Error, ErrorKind, WaitStrategy};
@@ -399,7 +399,7 @@ fn a_parked_subscriber_is_woken_by_a_publisher_thread() {
 /// the topic and `x`, and the claim counter is past `x`. Written into the file, since no
 /// signal can be aimed between a claim and its write.
 fn dead_claim(name: &str, row: u64, topic: u64, area: u64, x: u64, mid_write: bool) {
-    let f = file(name);
+    let f = region_file(name);
     let l = Layout::of_file(&f);
     put64(&f, l.ext(row) + 40, topic + 1);
     put64(&f, l.ext(row) + 48, x);
@@ -414,17 +414,9 @@ fn dead_claim(name: &str, row: u64, topic: u64, area: u64, x: u64, mid_write: bo
     }
 }
 
-fn file(name: &str) -> std::fs::File {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(common::shm_path(name))
-        .unwrap()
-}
-
 /// The row of the only other publisher process (it holds `n` loans, so its holdings show).
 fn peer_row(name: &str) -> u64 {
-    let f = file(name);
+    let f = region_file(name);
     let l = Layout::of_file(&f);
     (0..l.participants)
         .find(|&r| (0..l.held).any(|e| is_block(get32(&f, l.holding(r, e)))))

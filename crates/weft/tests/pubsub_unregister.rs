@@ -5,7 +5,7 @@
 mod common;
 
 use common::region::{Layout, get32, get64, put64};
-use common::{Cleanup, Peer, unique};
+use common::{Cleanup, Peer, region_file, unique};
 use std::time::Duration;
 use weft::pubsub::{Config, Publisher, Subscriber, Topic, TopicMode, TopicSpec};
 use weft::{Error, ErrorKind, WaitStrategy};
@@ -439,14 +439,6 @@ fn an_unregister_never_closes_the_next_registration_of_its_entry() {
         }
         drop(go);
     });
-}
-
-fn region_file(name: &str) -> std::fs::File {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(common::shm_path(name))
-        .unwrap()
 }
 
 /// A publisher that has written its publish record (`pub_topic`) but not yet claimed a slot

@@ -56,6 +56,16 @@ pub fn shm_path(name: &str) -> String {
     format!("/dev/shm/weft.{name}")
 }
 
+/// Region `name`'s file, open for reading and writing (to read and write its words as a
+/// crashed or hostile peer would have left them).
+pub fn region_file(name: &str) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(shm_path(name))
+        .unwrap()
+}
+
 /// A running test peer (crates/weft/peer), killed when dropped.
 pub struct Peer {
     pub child: Child,
