@@ -189,7 +189,7 @@ fn loom_inline_a_parked_subscriber_is_woken() {
 /// A publisher passed its first check of an inline topic (still open) and claims, while
 /// another participant unregisters the topic and frees it: closes it, runs the heavy half of
 /// the barrier, and hands the ring on unless some record shows a claim in flight (as
-/// `Region::inline_writers` does). Handing the ring on is modelled as a plain write to the
+/// `Region::writers` does). Handing the ring on is modelled as a plain write to the
 /// payload the publisher writes too: loom reports a data race if the publisher's write can
 /// run concurrently with it, that is, if the claim was missed and the publisher still saw
 /// the topic open. A publish that completed before the close is ordered by its record.

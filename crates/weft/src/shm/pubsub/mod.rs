@@ -1997,7 +1997,7 @@ impl Publisher {
         ext.pub_topic.store(t as u64 + 1, Ordering::Release);
         // The topic may have been closed since the check above, and a freer may be about to
         // hand its entry to another registration. SYNC POINT: the light half of the machine-wide
-        // handshake with `Region::block_publishers` (Dekker): either the freer sees our record
+        // handshake with `Region::writers` (Dekker): either the freer sees our record
         // and keeps the entry, or we see the close (or the entry's next registration) here, and
         // no claim lands in a ring that has become another topic's.
         wake::light_machine();
@@ -2044,7 +2044,7 @@ impl Publisher {
             Ok(seq) => seq,
             Err(e) => {
                 // Nothing is in flight any more: a record left naming the topic would keep a
-                // freer from ever freeing it (`Region::block_publishers`). Release: as above.
+                // freer from ever freeing it (`Region::writers`). Release: as above.
                 ext.pub_topic.store(0, Ordering::Release);
                 return Err(e);
             }

@@ -390,54 +390,43 @@ impl Region {
         let _ = lease.compare_exchange(me as u64 + 1, 0, Ordering::Release, Ordering::Relaxed);
     }
 
-    /// Whether a live participant other than `me` may still write into inline topic `t`'s
-    /// ring (`tag = t + 1`): one whose inline record names it with a claim in flight. A dead
-    /// one's claim is settled here (its row reclaimed). Run by `free_topic` with the heavy
-    /// half of the barrier whose light half a claimant runs between its claim and its check
-    /// that the topic is still open (`inline::publish`): either we see its claim, or it sees
-    /// the topic closed and abandons the sequence. A single-publisher topic needs no look:
-    /// only its lease holder has a handle to it, so only the lease holder unregisters it, and
-    /// not in the middle of its own publish.
-    fn inline_writers(&self, tag: u64, me: u32) -> Result<bool> {
+    /// Whether a live participant other than `me` may still write into topic `t`'s ring
+    /// (`tag = t + 1`), so that `free_topic` must keep it. A dead writer's claim is settled
+    /// here (its row reclaimed). Each writer announces itself in a record, then checks that the
+    /// topic is still open behind the light half of the machine-wide barrier; the heavy half
+    /// runs here before the records are read (Dekker): either we see the record, or the writer
+    /// sees the topic closed and stops.
+    /// - An inline topic: a participant whose inline record names it with a claim in flight
+    ///   (`inline::publish` checks after its claim and abandons the sequence). A
+    ///   single-publisher topic needs no look: only its lease holder has a handle to it, so
+    ///   only the lease holder unregisters it, and not in the middle of its own publish.
+    /// - A blocks or latest topic: a participant whose publish record names it (it wrote
+    ///   `pub_topic` and may not have claimed yet; `Publisher::publish_block` checks before it
+    ///   claims).
+    fn writers(&self, tag: u64, me: u32, inline_topic: bool) -> Result<bool> {
         if !self.machine_handshake(me)? {
-            // A claimant in another process may have skipped its fence, and no barrier
-            // made up for it: its claim may not be visible yet. Keep the ring.
+            // A writer in another process may have skipped its fence, and no barrier made up
+            // for it: its record may not be visible yet. Keep the ring.
             return Ok(true);
         }
         for p in 0..self.geo.participants as u32 {
-            let (topic, seq) = self.inline_record(p)?.load();
-            if p == me || topic != tag || seq & inline::IDLE != 0 {
+            if p == me {
+                continue;
+            }
+            let names = if inline_topic {
+                let (topic, seq) = self.inline_record(p)?.load();
+                topic == tag && seq & inline::IDLE == 0
+            } else {
+                // Acquire: pairs with the owner's Release store of its record.
+                self.ext(p)?.pub_topic.load(Ordering::Acquire) == tag
+            };
+            if !names {
                 continue;
             }
             if self.row(p)?.status(self.liveness) == PeerStatus::Alive {
                 return Ok(true);
             }
-            // A dead claimant: settle its claim (void it) with the rest of its row.
-            self.reclaim_row(p)?;
-        }
-        Ok(false)
-    }
-
-    /// Whether a live participant other than `me` may still publish blocks into topic `t`
-    /// (`tag = t + 1`): one whose publish record names it (it wrote `pub_topic` and may not
-    /// have claimed yet). A dead one's record is settled here (its row reclaimed). Run by
-    /// `free_topic` on a closed topic: a publisher checks again that the topic is open after
-    /// its record is written (`Publisher::publish_block`), behind the light half of the
-    /// barrier taken here, so either it sees the close or this sees its record.
-    fn block_publishers(&self, tag: u64, me: u32) -> Result<bool> {
-        if !self.machine_handshake(me)? {
-            // As in `inline_writers`: a record may not be visible yet.
-            return Ok(true);
-        }
-        for p in 0..self.geo.participants as u32 {
-            // Acquire: pairs with the owner's Release store of its record.
-            if p == me || self.ext(p)?.pub_topic.load(Ordering::Acquire) != tag {
-                continue;
-            }
-            if self.row(p)?.status(self.liveness) == PeerStatus::Alive {
-                return Ok(true);
-            }
-            // A dead publisher: its claim is finished or voided with the rest of its row.
+            // A dead writer: what it claimed is finished or voided with the rest of its row.
             self.reclaim_row(p)?;
         }
         Ok(false)
@@ -853,15 +842,9 @@ impl Region {
         if self.topic_state(t)? != TOPIC_CLOSED || self.subscriptions(t) != 0 {
             return Ok(false);
         }
-        // An inline topic's ring goes to the next inline registration: not while a live
+        // The ring (an inline topic's area) goes to the next registration: not while a live
         // publisher may still write to it.
-        let busy = if self.entry_mode(t)? == Some(MODE_INLINE) {
-            self.inline_writers(t as u64 + 1, me)?
-        } else {
-            // Nor while a live publisher's blocks publish may still claim in it.
-            self.block_publishers(t as u64 + 1, me)?
-        };
-        if busy {
+        if self.writers(t as u64 + 1, me, self.entry_mode(t)? == Some(MODE_INLINE))? {
             return Ok(false);
         }
         let ring = self.ring_area(t)?;
