@@ -935,6 +935,69 @@ fn a_latest_inline_topic_carries_messages_larger_than_a_line() {
 }
 
 #[test]
+fn a_prefix_read_copies_the_head_and_returns_the_whole_length() {
+    let name = unique("pi-prefix");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &large()).unwrap();
+    let frame = p
+        .register_spec("/frame", &TopicSpec::inline(1016).latest())
+        .unwrap();
+    let plain = p.register_spec("/plain", &TopicSpec::inline(24)).unwrap();
+    let blocks = p.register("/blocks").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sf = s.subscribe("/frame").unwrap();
+    let mut sp = s.subscribe("/plain").unwrap();
+    let mut sb = s.subscribe("/blocks").unwrap();
+    let mut head = [0u8; 16];
+    for sub in [&mut sf, &mut sp, &mut sb] {
+        assert!(matches!(sub.try_recv_prefix(&mut head), Err(Error::Empty)));
+    }
+    // A latest value: the newest one's first bytes, and its whole length.
+    let big = |k: u8| -> Vec<u8> { (0..1016u32).map(|i| (i % 251) as u8 ^ k).collect() };
+    for k in 1..=3 {
+        p.publish(&frame, &big(k)).unwrap();
+    }
+    assert_eq!(sf.try_recv_prefix(&mut head).unwrap(), 1016);
+    assert_eq!(head, big(3)[..16]);
+    assert!(matches!(sf.try_recv_prefix(&mut head), Err(Error::Empty)));
+    // A prefix of the bulk-copied size and one longer than the message.
+    p.publish(&frame, &big(4)).unwrap();
+    let mut long = vec![0u8; 600];
+    assert_eq!(sf.try_recv_prefix(&mut long).unwrap(), 1016);
+    assert_eq!(long, big(4)[..600]);
+    p.publish(&frame, &big(5)).unwrap();
+    let mut longer = vec![0xee; 1100];
+    assert_eq!(sf.try_recv_prefix(&mut longer).unwrap(), 1016);
+    assert_eq!(longer[..1016], big(5)[..]);
+    assert!(
+        longer[1016..].iter().all(|&b| b == 0xee),
+        "past the message"
+    );
+    // A plain inline topic: every message in order, an empty buffer still takes one.
+    for k in 0..3u8 {
+        p.publish(&plain, &[k; 24]).unwrap();
+    }
+    let mut five = [0u8; 5];
+    assert_eq!(sp.try_recv_prefix(&mut five).unwrap(), 24);
+    assert_eq!(five, [0; 5]);
+    assert_eq!(sp.try_recv_prefix(&mut []).unwrap(), 24);
+    assert_eq!(sp.try_recv_prefix(&mut five).unwrap(), 24);
+    assert_eq!(five, [2; 5]);
+    assert!(matches!(sp.try_recv_prefix(&mut five), Err(Error::Empty)));
+    // A blocks topic: messages of any length up to the block.
+    p.publish(&blocks, &[7; 100]).unwrap();
+    p.publish(&blocks, &[8; 3]).unwrap();
+    assert_eq!(sb.try_recv_prefix(&mut head).unwrap(), 100);
+    assert_eq!(head, [7; 16]);
+    let mut wide = [0u8; 16];
+    assert_eq!(sb.try_recv_prefix(&mut wide).unwrap(), 3);
+    assert_eq!(wide[..4], [8, 8, 8, 0]);
+    // Once the topic is gone and everything was read: `Closed`.
+    p.unregister(&frame).unwrap();
+    assert!(matches!(sf.try_recv_prefix(&mut head), Err(Error::Closed)));
+}
+
+#[test]
 fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
     let name = unique("pi-large-race");
     let _c = Cleanup(name.clone());
@@ -961,18 +1024,34 @@ fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
     let (mut last, mut received) = (0u64, 0u64);
     let mut buf = vec![0u8; std::mem::size_of::<Frame>()];
     while last != n {
-        // Alternate the by-value and the into-a-buffer paths.
-        let f = if received % 2 == 0 {
-            match sub.try_recv_value::<Frame>() {
+        // Rotate through the by-value, the into-a-buffer and two prefix paths: 24 bytes (word
+        // by word) and 200 (a bulk copy and a last word).
+        let f = match received % 4 {
+            0 => match sub.try_recv_value::<Frame>() {
                 Ok(f) => f,
                 Err(Error::Empty) => continue,
                 Err(e) => panic!("{e}"),
-            }
-        } else {
-            match sub.try_recv_into(&mut buf) {
+            },
+            1 => match sub.try_recv_into(&mut buf) {
                 Ok(_) => bytemuck::pod_read_unaligned(&buf),
                 Err(Error::Empty) => continue,
                 Err(e) => panic!("{e}"),
+            },
+            k => {
+                let len = if k == 2 { 24 } else { 200 };
+                let mut head = vec![0u8; len];
+                match sub.try_recv_prefix(&mut head) {
+                    Ok(whole) => assert_eq!(whole, std::mem::size_of::<Frame>()),
+                    Err(Error::Empty) => continue,
+                    Err(e) => panic!("{e}"),
+                }
+                let n = u64::from_ne_bytes(head[..8].try_into().unwrap());
+                assert_eq!(
+                    head,
+                    bytemuck::bytes_of(&Frame::new(n))[..len],
+                    "a torn {len}-byte prefix after {received} ({n})"
+                );
+                Frame::new(n)
             }
         };
         assert!(f.whole(), "a torn value after {received} ({})", f.n);
@@ -982,6 +1061,57 @@ fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
     }
     let _p = publisher.join().unwrap();
     assert!(received >= 1);
+}
+
+#[test]
+fn a_prefix_of_a_latest_inline_value_is_never_torn_by_a_racing_publisher() {
+    // A prefix copy is short, so a publisher lapping the four slots rarely meets one: many
+    // more publishes than the test above, every read a prefix.
+    let name = unique("pi-prefix-race");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &large()).unwrap();
+    let spec = TopicSpec::new(TopicMode::Inline)
+        .typed::<Frame>()
+        .latest()
+        .single_publisher();
+    let t = p.register_spec("/frame", &spec).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/frame").unwrap();
+    let n: u64 = if cfg!(miri) { 50 } else { 3_000_000 };
+    let publisher = std::thread::spawn(move || {
+        {
+            let mut w = p.inline_writer::<Frame>(&t).unwrap();
+            for i in 1..=n {
+                w.publish(&Frame::new(i)).unwrap();
+            }
+        }
+        p
+    });
+    let (mut last, mut received) = (0u64, 0u64);
+    let (mut short, mut long) = ([0u8; 24], [0u8; 200]);
+    while last != n {
+        // 24 bytes word by word, 200 in a bulk copy and a last word.
+        let head: &mut [u8] = if received % 2 == 0 {
+            &mut short
+        } else {
+            &mut long
+        };
+        match sub.try_recv_prefix(head) {
+            Ok(whole) => assert_eq!(whole, std::mem::size_of::<Frame>()),
+            Err(Error::Empty) => continue,
+            Err(e) => panic!("{e}"),
+        }
+        let k = u64::from_ne_bytes(head[..8].try_into().unwrap());
+        assert!(
+            *head == bytemuck::bytes_of(&Frame::new(k))[..head.len()],
+            "a torn {}-byte prefix after {received} ({k})",
+            head.len()
+        );
+        assert!(k > last, "{k} after {last}");
+        last = k;
+        received += 1;
+    }
+    let _p = publisher.join().unwrap();
 }
 
 #[test]

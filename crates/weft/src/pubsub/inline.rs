@@ -242,7 +242,31 @@ pub(crate) enum Latest {
 /// below `pos`; a slot overwritten while it walks starts the walk again from the new newest
 /// claim, `retries` times at most. Whole by the seqlock: a copy is kept only if the slot's
 /// stamp said `done(seq)` before and after it.
+///
+/// The walk's first step is inline: the newest claim, complete (as it nearly always is with
+/// one publisher, and with several that are not racing), is the answer; the rest of the walk
+/// is out of line.
+#[inline(always)]
 pub(crate) fn read_latest(ring: &RawRing, pos: u64, dst: &mut [u8], retries: u32) -> Latest {
+    use crate::ring::raw::Read;
+    // Acquire, and checked, as in `read_latest_walk`.
+    let head = ring.cursor().load(Ordering::Acquire);
+    // The walk's first step: `head > pos` is its `seq > lowest` (`head - capacity < head`).
+    if head <= LOW {
+        // Nothing new: what the walk finds at once (its first `seq <= lowest`).
+        if head <= pos {
+            return Latest::Nothing(pos);
+        }
+        if ring.read_bytes(head - 1, dst) == Read::Value(()) {
+            return Latest::Got(head - 1);
+        }
+    }
+    read_latest_walk(ring, pos, dst, retries)
+}
+
+/// [`read_latest`]'s whole walk.
+#[inline(never)]
+fn read_latest_walk(ring: &RawRing, pos: u64, dst: &mut [u8], retries: u32) -> Latest {
     use crate::ring::raw::Read;
     for _ in 0..retries {
         // Acquire: pairs with the AcqRel claims (`RawRing::claim`) and the single publisher's

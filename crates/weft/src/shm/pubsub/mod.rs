@@ -2786,21 +2786,55 @@ impl Subscription {
                            size, else the region's block size)",
             });
         }
+        self.try_recv_prefix(buf)
+    }
+
+    /// The first `buf.len()` bytes of the next message copied into `buf` (the whole message
+    /// when it is shorter); returns the message's whole length, as `recv(2)` with `MSG_TRUNC`
+    /// does. The way to read the head of a large latest value (a frame's header, a tensor's
+    /// shape) without copying the rest: on an inline topic the seqlock copies and validates
+    /// only those bytes (still a whole, untorn prefix of one message); on a blocks or latest
+    /// topic it copies them from [`Subscription::try_recv`]'s sample, released at once.
+    ///
+    /// # Errors
+    /// As [`Subscription::try_recv`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber, TopicSpec};
+    /// # let region = format!("doc-prefix-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let frame = publisher.register_spec("/frame", &TopicSpec::inline(1024).latest())?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut sub = subscriber.subscribe("/frame")?;
+    /// let mut frame_bytes = [0u8; 1024];
+    /// frame_bytes[..8].copy_from_slice(&640u32.to_le_bytes().repeat(2));
+    /// publisher.publish(&frame, &frame_bytes)?;
+    /// // Only the 8-byte header comes out; the length is the whole message's.
+    /// let mut head = [0u8; 8];
+    /// assert_eq!(sub.try_recv_prefix(&mut head)?, 1024);
+    /// assert_eq!(u32::from_le_bytes(head[..4].try_into().unwrap()), 640);
+    /// assert!(matches!(sub.try_recv_prefix(&mut head), Err(weft::Error::Empty)));
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn try_recv_prefix(&mut self, buf: &mut [u8]) -> Result<usize> {
         if let Some((ring, size)) = self.inline {
             let n = size as usize;
+            let k = buf.len().min(n);
             if self.latest {
-                return match self.read_inline_latest(ring, &mut buf[..n])? {
+                return match self.read_inline_latest(ring, &mut buf[..k])? {
                     Some(_) => Ok(n),
                     None => Err(self.empty()),
                 };
             }
-            if ring.read_bytes(self.next, &mut buf[..n]) == raw::Read::Value(()) {
+            if ring.read_bytes(self.next, &mut buf[..k]) == raw::Read::Value(()) {
                 self.next += 1;
                 return Ok(n);
             }
         }
         let s = self.try_recv()?;
-        buf[..s.len()].copy_from_slice(&s);
+        let k = buf.len().min(s.len());
+        buf[..k].copy_from_slice(&s[..k]);
         Ok(s.len())
     }
 
@@ -3206,7 +3240,7 @@ impl Subscription {
     /// size), and its sequence. With nothing complete there (`Ok(None)`), it waits at the
     /// oldest claim still in flight (then `self.stuck_latest`, so that a dead claimant's
     /// sequence gets voided) or, if every one was voided, past them all.
-    #[inline]
+    #[inline(always)]
     fn read_inline_latest(&mut self, ring: RawRing, dst: &mut [u8]) -> Result<Option<u64>> {
         use crate::pubsub::inline::{Latest, read_latest};
         self.stuck_latest = false;
@@ -3221,17 +3255,17 @@ impl Subscription {
             }
             Latest::Nothing(next) => self.next = next,
             Latest::Busy => {}
-            Latest::Corrupt(head) => {
-                let r = &self.member.region;
-                return Err(Error::corrupt(
-                    r.obj.name(),
-                    "inline claim counter",
-                    head,
-                    "below 2^62",
-                ));
-            }
+            Latest::Corrupt(head) => return Err(self.bad_inline_counter(head)),
         }
         Ok(None)
+    }
+
+    /// The error of an inline claim counter at or above 2^62 (built out of line).
+    #[cold]
+    #[inline(never)]
+    fn bad_inline_counter(&self, head: u64) -> Error {
+        let r = &self.member.region;
+        Error::corrupt(r.obj.name(), "inline claim counter", head, "below 2^62")
     }
 
     /// The newest message of a latest-value inline topic, or `Empty` / `Closed` when there is
@@ -3298,7 +3332,7 @@ impl Subscription {
         // only used in saturating arithmetic (the position only moves forward).
         let head = ring.cursor().load(Ordering::Acquire);
         if head >= SEQ_LIMIT {
-            return Error::corrupt(r.obj.name(), "inline claim counter", head, "below 2^62");
+            return self.bad_inline_counter(head);
         }
         // The oldest sequence that may still be in the ring (its slot is the next claim's).
         let oldest = head.saturating_sub(ring.capacity());
@@ -3373,6 +3407,10 @@ impl Subscription {
     #[cold]
     fn closed(&self) -> Result<bool> {
         let r = &self.member.region;
+        // The common case first, in one look at the entry: still our registration, open.
+        if entry_open(r.topic(self.topic)?, self.generation).is_ok() {
+            return Ok(false);
+        }
         let state = r.topic_state(self.topic)?;
         if state == TOPIC_FREE || r.topic_generation(self.topic)? != self.generation {
             return Ok(true);
