@@ -7,8 +7,9 @@
 //!   preempted on a loaded machine is not counted). Each weft mode is compared with the peer
 //!   closest to it: Blocks with crossbar's pool and iceoryx2, Latest with crossbar's pinned
 //!   block, Inline with crossbar's PodBus (8 B only). Latest values that a latest-value inline
-//!   topic takes (8 B and 1 KiB here) lead with it, received whole into a buffer; above that
-//!   the rows are the block-based Latest's.
+//!   topic takes (8 B and 1 KiB here) lead with it: at 1 KiB first its length and first 16
+//!   bytes (`try_recv_prefix`, what the peers' readers read in place), then received whole
+//!   into a buffer; above that the rows are the block-based Latest's.
 //! - `pubsub/latency-SIZE/MODE`: one-way latency between two processes, publisher pinned to
 //!   core 0, subscriber (busy-spinning) to core 1; a message every 5 µs carries its send time
 //!   (CLOCK_REALTIME, one clock for both processes); p50 and p99 of the receive time minus it.
@@ -118,6 +119,26 @@ fn impls(mode: &str, size: usize) -> Vec<(&'static str, &'static str)> {
         // region, a few KiB): weft's latest-value inline topics lead (the first weft row is
         // the scenario's headline), the block-based Latest follows. Above that, Latest is the
         // mode weft's docs point to.
+        // Above 8 bytes the headline reads what crossbar's pinned reader reads, the message's
+        // length and first 16 bytes (`try_recv_prefix`); the next rows copy the whole message
+        // out (`try_recv_into`).
+        "latest" if size > 8 && size <= INLINE_LATEST_BENCH_MAX => vec![
+            (
+                "weft-latest-inline-head-single",
+                "weft 0.1 latest inline, head read (single publisher)",
+            ),
+            (
+                "weft-latest-inline-single",
+                "weft 0.1 latest inline (single publisher)",
+            ),
+            (
+                "weft-latest-inline-multi",
+                "weft 0.1 latest inline (multi-publisher)",
+            ),
+            ("weft-latest-single", "weft 0.1 Latest (single publisher)"),
+            ("weft-latest", "weft 0.1 Latest (multi-publisher)"),
+            ("crossbar-pinned", "crossbar 1.2 pinned"),
+        ],
         "latest" if size <= INLINE_LATEST_BENCH_MAX => vec![
             (
                 "weft-latest-inline-single",
@@ -221,6 +242,7 @@ fn make_local(key: &str, name: &str, size: usize) -> Box<dyn Side> {
         "weft-inline-single"
         | "weft-inline-multi"
         | "weft-latest-inline-single"
+        | "weft-latest-inline-head-single"
         | "weft-latest-inline-multi" => {
             let spec = TopicSpec::inline(8).typed::<u64>();
             let spec = if key.ends_with("-single") {
@@ -258,6 +280,7 @@ fn make_local(key: &str, name: &str, size: usize) -> Box<dyn Side> {
                     sub,
                     _s: s,
                     buf: vec![0; size],
+                    head_only: key.contains("-head-"),
                 });
             }
             let p = Publisher::create(name, &config).expect("weft create");
@@ -423,13 +446,16 @@ impl Side for WeftLocal {
 }
 
 /// A latest-value inline topic of messages larger than a `u64`: published from the bytes,
-/// received into a buffer with `try_recv_into` (the whole message copied out, no allocation).
+/// received into a buffer with `try_recv_into` (the whole message copied out, no allocation),
+/// or, `head_only`, its first 16 bytes with `try_recv_prefix` (what the peers' in-place
+/// readers read).
 struct WeftInlineBytes {
     p: Publisher,
     topic: weft::pubsub::Topic,
     sub: weft::pubsub::Subscription,
     _s: Subscriber,
     buf: Vec<u8>,
+    head_only: bool,
 }
 
 impl Side for WeftInlineBytes {
@@ -437,6 +463,13 @@ impl Side for WeftInlineBytes {
         self.p.publish(&self.topic, data).expect("weft publish");
     }
     fn recv(&mut self, head: &mut [u8; 16]) -> Option<usize> {
+        if self.head_only {
+            return match self.sub.try_recv_prefix(head) {
+                Ok(n) => Some(n),
+                Err(weft::Error::Empty) => None,
+                Err(e) => panic!("weft recv: {e}"),
+            };
+        }
         match self.sub.try_recv_into(&mut self.buf) {
             Ok(n) => {
                 head.copy_from_slice(&self.buf[..16]);
