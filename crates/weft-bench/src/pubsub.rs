@@ -122,36 +122,26 @@ fn impls(mode: &str, size: usize) -> Vec<(&'static str, &'static str)> {
         // Above 8 bytes the headline reads what crossbar's pinned reader reads, the message's
         // length and first 16 bytes (`try_recv_prefix`); the next rows copy the whole message
         // out (`try_recv_into`).
-        "latest" if size > 8 && size <= INLINE_LATEST_BENCH_MAX => vec![
-            (
+        "latest" if size <= INLINE_LATEST_BENCH_MAX => {
+            let head = (
                 "weft-latest-inline-head-single",
                 "weft 0.1 latest inline, head read (single publisher)",
-            ),
-            (
-                "weft-latest-inline-single",
-                "weft 0.1 latest inline (single publisher)",
-            ),
-            (
-                "weft-latest-inline-multi",
-                "weft 0.1 latest inline (multi-publisher)",
-            ),
-            ("weft-latest-single", "weft 0.1 Latest (single publisher)"),
-            ("weft-latest", "weft 0.1 Latest (multi-publisher)"),
-            ("crossbar-pinned", "crossbar 1.2 pinned"),
-        ],
-        "latest" if size <= INLINE_LATEST_BENCH_MAX => vec![
-            (
-                "weft-latest-inline-single",
-                "weft 0.1 latest inline (single publisher)",
-            ),
-            (
-                "weft-latest-inline-multi",
-                "weft 0.1 latest inline (multi-publisher)",
-            ),
-            ("weft-latest-single", "weft 0.1 Latest (single publisher)"),
-            ("weft-latest", "weft 0.1 Latest (multi-publisher)"),
-            ("crossbar-pinned", "crossbar 1.2 pinned"),
-        ],
+            );
+            let rest = [
+                (
+                    "weft-latest-inline-single",
+                    "weft 0.1 latest inline (single publisher)",
+                ),
+                (
+                    "weft-latest-inline-multi",
+                    "weft 0.1 latest inline (multi-publisher)",
+                ),
+                ("weft-latest-single", "weft 0.1 Latest (single publisher)"),
+                ("weft-latest", "weft 0.1 Latest (multi-publisher)"),
+                ("crossbar-pinned", "crossbar 1.2 pinned"),
+            ];
+            (size > 8).then_some(head).into_iter().chain(rest).collect()
+        }
         "latest" => vec![
             ("weft-latest-single", "weft 0.1 Latest (single publisher)"),
             ("weft-latest", "weft 0.1 Latest (multi-publisher)"),

@@ -997,21 +997,26 @@ fn a_prefix_read_copies_the_head_and_returns_the_whole_length() {
     assert!(matches!(sf.try_recv_prefix(&mut head), Err(Error::Closed)));
 }
 
-#[test]
-fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
-    let name = unique("pi-large-race");
-    let _c = Cleanup(name.clone());
-    // Four slots of 1 KiB: the publisher laps the ring every fourth publish, so copies that
-    // overlap a write are frequent.
-    let p = Publisher::create(&name, &large()).unwrap();
+/// A single-publisher latest-value topic of `Frame`s in region `name`, four slots of 1 KiB (the
+/// publisher laps the ring every fourth publish, so copies that overlap a write are
+/// frequent), the subscription `subscribe` makes, and a thread publishing frames `1 ..= n`.
+fn racing_frames(
+    name: &str,
+    n: u64,
+    subscribe: impl FnOnce(&Subscriber) -> weft::pubsub::Subscription,
+) -> (
+    Subscriber,
+    weft::pubsub::Subscription,
+    std::thread::JoinHandle<Publisher>,
+) {
+    let p = Publisher::create(name, &large()).unwrap();
     let spec = TopicSpec::new(TopicMode::Inline)
         .typed::<Frame>()
         .latest()
         .single_publisher();
     let t = p.register_spec("/frame", &spec).unwrap();
-    let s = Subscriber::connect(&name).unwrap();
-    let mut sub = s.subscribe_typed::<Frame>("/frame").unwrap();
-    let n: u64 = if cfg!(miri) { 50 } else { 300_000 };
+    let s = Subscriber::connect(name).unwrap();
+    let sub = subscribe(&s);
     let publisher = std::thread::spawn(move || {
         {
             let mut w = p.inline_writer::<Frame>(&t).unwrap();
@@ -1021,6 +1026,16 @@ fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
         }
         p
     });
+    (s, sub, publisher)
+}
+
+#[test]
+fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
+    let name = unique("pi-large-race");
+    let _c = Cleanup(name.clone());
+    let n: u64 = if cfg!(miri) { 50 } else { 300_000 };
+    let (_s, mut sub, publisher) =
+        racing_frames(&name, n, |s| s.subscribe_typed::<Frame>("/frame").unwrap());
     let (mut last, mut received) = (0u64, 0u64);
     let mut buf = vec![0u8; std::mem::size_of::<Frame>()];
     while last != n {
@@ -1069,24 +1084,8 @@ fn a_prefix_of_a_latest_inline_value_is_never_torn_by_a_racing_publisher() {
     // more publishes than the test above, every read a prefix.
     let name = unique("pi-prefix-race");
     let _c = Cleanup(name.clone());
-    let p = Publisher::create(&name, &large()).unwrap();
-    let spec = TopicSpec::new(TopicMode::Inline)
-        .typed::<Frame>()
-        .latest()
-        .single_publisher();
-    let t = p.register_spec("/frame", &spec).unwrap();
-    let s = Subscriber::connect(&name).unwrap();
-    let mut sub = s.subscribe("/frame").unwrap();
     let n: u64 = if cfg!(miri) { 50 } else { 3_000_000 };
-    let publisher = std::thread::spawn(move || {
-        {
-            let mut w = p.inline_writer::<Frame>(&t).unwrap();
-            for i in 1..=n {
-                w.publish(&Frame::new(i)).unwrap();
-            }
-        }
-        p
-    });
+    let (_s, mut sub, publisher) = racing_frames(&name, n, |s| s.subscribe("/frame").unwrap());
     let (mut last, mut received) = (0u64, 0u64);
     let (mut short, mut long) = ([0u8; 24], [0u8; 200]);
     while last != n {
