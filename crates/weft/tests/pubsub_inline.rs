@@ -977,21 +977,34 @@ fn a_prefix_read_copies_the_head_and_returns_the_whole_length() {
     for k in 0..3u8 {
         p.publish(&plain, &[k; 24]).unwrap();
     }
-    let mut five = [0u8; 5];
+    let mut five = [0xee; 5];
     assert_eq!(sp.try_recv_prefix(&mut five).unwrap(), 24);
     assert_eq!(five, [0; 5]);
     assert_eq!(sp.try_recv_prefix(&mut []).unwrap(), 24);
     assert_eq!(sp.try_recv_prefix(&mut five).unwrap(), 24);
     assert_eq!(five, [2; 5]);
     assert!(matches!(sp.try_recv_prefix(&mut five), Err(Error::Empty)));
+    // Overrun: the exact count, then the oldest message still in the ring.
+    let cap = 64;
+    for k in 3..103u8 {
+        p.publish(&plain, &[k; 24]).unwrap();
+    }
+    let skipped = (103 - cap) - 3;
+    assert!(
+        matches!(sp.try_recv_prefix(&mut five), Err(Error::Lagged { skipped: s }) if s == skipped),
+        "{skipped} skipped"
+    );
+    assert_eq!(sp.try_recv_prefix(&mut five).unwrap(), 24);
+    assert_eq!(five, [103 - cap as u8; 5]);
     // A blocks topic: messages of any length up to the block.
     p.publish(&blocks, &[7; 100]).unwrap();
     p.publish(&blocks, &[8; 3]).unwrap();
     assert_eq!(sb.try_recv_prefix(&mut head).unwrap(), 100);
     assert_eq!(head, [7; 16]);
-    let mut wide = [0u8; 16];
+    let mut wide = [0xee; 16];
     assert_eq!(sb.try_recv_prefix(&mut wide).unwrap(), 3);
-    assert_eq!(wide[..4], [8, 8, 8, 0]);
+    assert_eq!(wide[..3], [8; 3]);
+    assert_eq!(wide[3..], [0xee; 13], "past the message");
     // Once the topic is gone and everything was read: `Closed`.
     p.unregister(&frame).unwrap();
     assert!(matches!(sf.try_recv_prefix(&mut head), Err(Error::Closed)));
@@ -1039,8 +1052,8 @@ fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
     let (mut last, mut received) = (0u64, 0u64);
     let mut buf = vec![0u8; std::mem::size_of::<Frame>()];
     while last != n {
-        // Rotate through the by-value, the into-a-buffer and two prefix paths: 24 bytes (word
-        // by word) and 200 (a bulk copy and a last word).
+        // Rotate through the by-value, the into-a-buffer and two prefix paths (24 and 204
+        // bytes, both within the value's bulk-copied words).
         let f = match received % 4 {
             0 => match sub.try_recv_value::<Frame>() {
                 Ok(f) => f,
@@ -1053,7 +1066,7 @@ fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
                 Err(e) => panic!("{e}"),
             },
             k => {
-                let len = if k == 2 { 24 } else { 200 };
+                let len = if k == 2 { 24 } else { 204 };
                 let mut head = vec![0u8; len];
                 match sub.try_recv_prefix(&mut head) {
                     Ok(whole) => assert_eq!(whole, std::mem::size_of::<Frame>()),
@@ -1087,9 +1100,9 @@ fn a_prefix_of_a_latest_inline_value_is_never_torn_by_a_racing_publisher() {
     let n: u64 = if cfg!(miri) { 50 } else { 3_000_000 };
     let (_s, mut sub, publisher) = racing_frames(&name, n, |s| s.subscribe("/frame").unwrap());
     let (mut last, mut received) = (0u64, 0u64);
-    let (mut short, mut long) = ([0u8; 24], [0u8; 200]);
+    let (mut short, mut long) = ([0u8; 24], [0u8; 204]);
     while last != n {
-        // 24 bytes word by word, 200 in a bulk copy and a last word.
+        // Two lengths within the value's bulk-copied words, one not a whole number of words.
         let head: &mut [u8] = if received % 2 == 0 {
             &mut short
         } else {

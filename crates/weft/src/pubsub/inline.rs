@@ -249,7 +249,9 @@ pub(crate) enum Latest {
 #[inline(always)]
 pub(crate) fn read_latest(ring: &RawRing, pos: u64, dst: &mut [u8], retries: u32) -> Latest {
     use crate::ring::raw::Read;
-    // Acquire, and checked, as in `read_latest_walk`.
+    // Acquire: pairs with the AcqRel claims (`RawRing::claim`) and the single publisher's
+    // Release store in `publish_exclusive`, as in `read_latest_walk`. Written by other
+    // processes: checked against `LOW` before it is used as a sequence.
     let head = ring.cursor().load(Ordering::Acquire);
     // The walk's first step: `head > pos` is its `seq > lowest` (`head - capacity < head`).
     if head <= LOW {

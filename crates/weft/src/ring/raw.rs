@@ -56,10 +56,11 @@ const BULK: bool = cfg!(all(
 /// in the language's terms the racing accesses are atomic, as the word-by-word copy's are
 /// (`memcpy` called from Rust would be a non-atomic access, a data race by the letter); what
 /// the hardware lets a racing reader see is at worst torn bytes, which the re-check throws
-/// away. Both sides of a slot split a value the same way (the bulk copy takes the first
-/// `8 * floor(n / 8)` bytes, the relaxed atomic word the rest, `n` being the topic's or the
-/// type's fixed size on both sides), so no bulk access races with an atomic word access of
-/// another size. `memcpy` rather than `rep movsb`: on this project's hosts the library's
+/// away. Both sides of a slot split it the same way, by the ring's value size `n` alone
+/// (`Shape::bulk_words`: the bulk copy takes the first `8 * floor(n / 8)` bytes of a value of
+/// 128 bytes or more, relaxed atomic words the rest), whatever part of the value a side
+/// copies: a read of a value's first bytes copies those that lie in the bulk words in bulk,
+/// however few. So no bulk access races with an atomic word access of the same bytes. `memcpy` rather than `rep movsb`: on this project's hosts the library's
 /// vector copy moves a kilobyte in about half the time.
 ///
 /// # Safety
@@ -248,6 +249,18 @@ impl Shape {
         (self.value_size as usize).div_ceil(8)
     }
 
+    /// The leading payload words that every access copies with [`bulk_copy`]: the value's
+    /// whole words when it has [`BULK_MIN`] bytes or more (and [`BULK`] holds), else none. The
+    /// split depends on the ring's value size alone, so every writer and reader of a slot,
+    /// whatever part of the value it copies, splits the slot the same way.
+    pub(crate) fn bulk_words(&self) -> usize {
+        if BULK && self.value_size as usize >= BULK_MIN {
+            self.value_size as usize / 8
+        } else {
+            0
+        }
+    }
+
     /// Bytes per slot: stamp and payload, rounded up to whole cache lines.
     ///
     /// The smallest power of two that holds the stamp and the payload, at least 16 bytes, or a
@@ -293,6 +306,9 @@ pub(crate) struct RawRing {
     gate_count: usize,
     /// Payload words per slot (`ceil(value_size / 8)`): the bound of the byte-slice copies.
     words: usize,
+    /// Leading payload words copied with [`bulk_copy`] by both sides of a slot
+    /// ([`Shape::bulk_words`]); the rest go one atomic word at a time.
+    bulk_words: usize,
 }
 
 /// Where a validated ring lies relative to its base, so that a handle can rebuild the
@@ -304,6 +320,7 @@ pub(crate) struct Placement {
     shift: u32,
     gate_count: usize,
     words: usize,
+    bulk_words: usize,
 }
 
 impl RawRing {
@@ -353,6 +370,7 @@ impl RawRing {
             shift: shape.stride().trailing_zeros(),
             gate_count: shape.gates as usize,
             words: shape.words(),
+            bulk_words: shape.bulk_words(),
         };
         for i in 0..ring.gate_count {
             // SAFETY: gate `i < gates` lies within the block, aligned to 64 by construction.
@@ -423,6 +441,7 @@ impl RawRing {
             shift: shape.stride().trailing_zeros(),
             gate_count: shape.gates as usize,
             words: shape.words(),
+            bulk_words: shape.bulk_words(),
         };
         for i in 0..ring.gate_count {
             ring.gate(i).store(GATE_FREE, Ordering::Relaxed);
@@ -559,6 +578,7 @@ impl RawRing {
             shift: shape.stride().trailing_zeros(),
             gate_count: gates as usize,
             words: shape.words(),
+            bulk_words: shape.bulk_words(),
         })
     }
 
@@ -570,6 +590,7 @@ impl RawRing {
             shift: self.shift,
             gate_count: self.gate_count,
             words: self.words,
+            bulk_words: self.bulk_words,
         }
     }
 
@@ -592,6 +613,7 @@ impl RawRing {
             shift: p.shift,
             gate_count: p.gate_count,
             words: p.words,
+            bulk_words: p.bulk_words,
         }
     }
 
@@ -664,14 +686,16 @@ impl RawRing {
             "a value larger than the ring's slots"
         );
         let src = (v as *const T).cast::<u8>();
-        let mut full = size / 8;
-        if BULK && size >= BULK_MIN {
-            // SAFETY: the payload words `0 .. full` lie within the slot (`words >= full`), the
+        let full = size / 8;
+        // The slot's split (`Shape::bulk_words`); `T` is the ring's value type, so it covers
+        // `full` words or none.
+        let bulk = self.bulk_words.min(full);
+        if bulk > 0 {
+            // SAFETY: the payload words `0 .. bulk` lie within the slot (`words >= full`), the
             // source within `*v`; see `bulk_copy` for why a racing reader is no data race.
-            unsafe { bulk_copy(slot.add(WORD).cast_mut(), src, full * 8) };
-            full = 0;
+            unsafe { bulk_copy(slot.add(WORD).cast_mut(), src, bulk * 8) };
         }
-        for i in 0..full {
+        for i in bulk..full {
             // SAFETY: bytes `8i .. 8i + 8` lie within `*v` (i < size / 8).
             let w = unsafe { ptr::read_unaligned(src.add(i * 8).cast::<u64>()) };
             // Relaxed: published by the Release stamp store that follows in `write`.
@@ -701,14 +725,15 @@ impl RawRing {
         );
         let mut out = MaybeUninit::<T>::uninit();
         let dst = out.as_mut_ptr().cast::<u8>();
-        let mut full = size / 8;
-        if BULK && size >= BULK_MIN {
+        let full = size / 8;
+        // As in `store_value`.
+        let bulk = self.bulk_words.min(full);
+        if bulk > 0 {
             // SAFETY: as in `store_value`, the other way round; the stamp re-check of the
             // caller decides whether the bytes are used.
-            unsafe { bulk_copy(dst, slot.add(WORD), full * 8) };
-            full = 0;
+            unsafe { bulk_copy(dst, slot.add(WORD), bulk * 8) };
         }
-        for i in 0..full {
+        for i in bulk..full {
             // Relaxed: validated by the stamp re-check after the Acquire fence in `read`.
             let w = self.word(slot, i).load(Ordering::Relaxed);
             // SAFETY: bytes `8i .. 8i + 8` lie within `out`.
@@ -730,14 +755,17 @@ impl RawRing {
     #[inline(always)]
     fn store_bytes(&self, slot: *const u8, src: &[u8]) {
         let src = &src[..src.len().min(self.words * 8)];
-        let mut i = 0;
-        if BULK && src.len() >= BULK_MIN {
-            i = src.len() / 8;
-            // SAFETY: `8i <= src.len() <= words * 8`: the words lie within the slot; see
+        // The slot's split (`Shape::bulk_words`): its bulk words in one copy (as much of them
+        // as `src` covers), the rest word by word.
+        let b = src.len().min(self.bulk_words * 8);
+        if b > 0 {
+            // SAFETY: `b <= src.len() <= words * 8`: the bytes lie within the slot; see
             // `bulk_copy` for why a racing reader is no data race.
-            unsafe { bulk_copy(slot.add(WORD).cast_mut(), src.as_ptr(), i * 8) };
+            unsafe { bulk_copy(slot.add(WORD).cast_mut(), src.as_ptr(), b) };
         }
-        let mut chunks = src[i * 8..].chunks_exact(8);
+        // Past the bulk words (`b` is their end, a multiple of 8) or at the end of `src`.
+        let mut i = b.div_ceil(8);
+        let mut chunks = src[b..].chunks_exact(8);
         for c in &mut chunks {
             let w = u64::from_ne_bytes(c.try_into().expect("8-byte chunk"));
             // Relaxed: published by the Release stamp store that follows in `write_bytes`.
@@ -760,14 +788,16 @@ impl RawRing {
     fn load_bytes(&self, slot: *const u8, dst: &mut [u8]) {
         let n = dst.len().min(self.words * 8);
         let dst = &mut dst[..n];
-        let mut i = 0;
-        if BULK && n >= BULK_MIN {
-            i = n / 8;
+        // As in `store_bytes`: a copy of the value's first bytes (a prefix read) splits the
+        // slot as its writer did, never reading bulk-written bytes with an atomic word.
+        let b = n.min(self.bulk_words * 8);
+        if b > 0 {
             // SAFETY: as in `store_bytes`, the other way round; the caller's stamp re-check
             // decides whether the bytes are used.
-            unsafe { bulk_copy(dst.as_mut_ptr(), slot.add(WORD), i * 8) };
+            unsafe { bulk_copy(dst.as_mut_ptr(), slot.add(WORD), b) };
         }
-        let mut chunks = dst[i * 8..].chunks_exact_mut(8);
+        let mut i = b.div_ceil(8);
+        let mut chunks = dst[b..].chunks_exact_mut(8);
         for c in &mut chunks {
             // Relaxed: validated by the stamp re-check after the Acquire fence in `read_bytes`.
             c.copy_from_slice(&self.word(slot, i).load(Ordering::Relaxed).to_ne_bytes());

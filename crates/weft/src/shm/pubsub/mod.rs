@@ -2612,6 +2612,16 @@ unsafe impl Send for Subscription {}
 // SAFETY: as for Send.
 unsafe impl Sync for Subscription {}
 
+/// What the common case of a borrowed receive found ([`Subscription::take_next`]).
+enum Taken {
+    /// Block, length and sequence, taken into the spare entry.
+    Block(u32, u32, u64),
+    /// Nothing newer committed yet.
+    Nothing,
+    /// Anything else: the whole way decides.
+    Other,
+}
+
 enum Step {
     /// A message to deliver.
     Msg(Msg),
@@ -2679,11 +2689,17 @@ impl Subscription {
                 len: size,
                 seq,
             };
-            if let Payload::Inline(buf) = &mut sample.payload
-                && ring.read_bytes(seq, &mut buf.0[..size as usize]) == raw::Read::Value(())
-            {
-                self.next = seq + 1;
-                return Ok(sample);
+            if let Payload::Inline(buf) = &mut sample.payload {
+                match ring.read_bytes(seq, &mut buf.0[..size as usize]) {
+                    raw::Read::Value(()) => {
+                        self.next = seq + 1;
+                        return Ok(sample);
+                    }
+                    // What the whole way would find (a claim in flight only matters to a
+                    // blocking receive, which may void a dead claimant's).
+                    raw::Read::NotYet if self.open() => return Err(Error::Empty),
+                    _ => {}
+                }
             }
         }
         self.try_recv_slow()
@@ -2714,10 +2730,16 @@ impl Subscription {
         if self.plain_size as usize == core::mem::size_of::<T>()
             && core::mem::size_of::<T>() != 0
             && let Some((ring, _)) = self.inline
-            && let raw::Read::Value(v) = ring.read::<T>(self.next)
         {
-            self.next += 1;
-            return Ok(v);
+            match ring.read::<T>(self.next) {
+                raw::Read::Value(v) => {
+                    self.next += 1;
+                    return Ok(v);
+                }
+                // As in `try_recv`.
+                raw::Read::NotYet if self.open() => return Err(Error::Empty),
+                _ => {}
+            }
         }
         self.try_recv_value_slow()
     }
@@ -2793,8 +2815,10 @@ impl Subscription {
     /// when it is shorter); returns the message's whole length, as `recv(2)` with `MSG_TRUNC`
     /// does. The way to read the head of a large latest value (a frame's header, a tensor's
     /// shape) without copying the rest: on an inline topic the seqlock copies and validates
-    /// only those bytes (still a whole, untorn prefix of one message); on a blocks or latest
-    /// topic it copies them from [`Subscription::try_recv`]'s sample, released at once.
+    /// only those bytes (still a whole, untorn prefix of one message); on a blocks topic or a
+    /// block-based [`TopicMode::Latest`] one it copies them from [`Subscription::try_recv`]'s
+    /// sample, released at once. An empty `buf` still takes a message (and says how long it
+    /// was).
     ///
     /// # Errors
     /// As [`Subscription::try_recv`].
@@ -2827,9 +2851,14 @@ impl Subscription {
                     None => Err(self.empty()),
                 };
             }
-            if ring.read_bytes(self.next, &mut buf[..k]) == raw::Read::Value(()) {
-                self.next += 1;
-                return Ok(n);
+            match ring.read_bytes(self.next, &mut buf[..k]) {
+                raw::Read::Value(()) => {
+                    self.next += 1;
+                    return Ok(n);
+                }
+                // As in `try_recv`.
+                raw::Read::NotYet if self.open() => return Err(Error::Empty),
+                _ => {}
             }
         }
         let s = self.try_recv()?;
@@ -2917,24 +2946,31 @@ impl Subscription {
     pub fn try_recv_ref(&mut self) -> Result<SampleRef<'_>> {
         if self.inline.is_none()
             && let Some(e) = self.spare
-            && let Some((block, len, seq)) = self.take_next(e)
         {
-            return Ok(self.lent(Msg::Block {
-                block,
-                entry: e,
-                len,
-                seq,
-            }));
+            match self.take_next(e) {
+                Taken::Block(block, len, seq) => {
+                    return Ok(self.lent(Msg::Block {
+                        block,
+                        entry: e,
+                        len,
+                        seq,
+                    }));
+                }
+                // What the whole way would find: nothing committed, on a topic still open.
+                Taken::Nothing if self.open() => return Err(Error::Empty),
+                Taken::Nothing | Taken::Other => {}
+            }
         }
         self.try_recv_ref_slow()
     }
 
     /// The common case of a borrowed receive on a blocks or latest topic: the next (latest:
     /// the newest) sequence is committed, its block is taken into the spare entry `e` and the
-    /// slot still holds it.
-    /// `None` for anything else (the caller goes the whole way).
+    /// slot still holds it. [`Taken::Nothing`] when nothing newer is committed (the next
+    /// sequence is not claimed, or claimed and not committed; latest: nothing newer is
+    /// claimed), [`Taken::Other`] for anything else (the caller goes the whole way).
     #[inline(always)]
-    fn take_next(&mut self, e: u32) -> Option<(u32, u32, u64)> {
+    fn take_next(&mut self, e: u32) -> Taken {
         let r = &*self.member.region;
         // SAFETY: made from this topic's ring at subscribe; `self.member` keeps the region's
         // mapping alive, and the view is dropped at the end of this call.
@@ -2942,31 +2978,37 @@ impl Subscription {
         // A latest topic reads the newest claimed sequence, when it is newer than what was
         // delivered (and committed: anything else goes the whole way).
         let at = if self.latest {
-            let t = ring.tail().ok()?;
+            let Ok(t) = ring.tail() else {
+                return Taken::Other;
+            };
             if t == 0 || t - 1 < self.next {
-                return None;
+                return Taken::Nothing;
             }
             t - 1
         } else {
             self.next
         };
-        let Ok(Read::Ready { desc }) = ring.read(at) else {
-            return None;
+        let desc = match ring.read(at) {
+            Ok(Read::Ready { desc }) => desc,
+            Ok(Read::Empty | Read::Pending { .. }) if !self.latest => return Taken::Nothing,
+            _ => return Taken::Other,
         };
-        let (b, len) = undesc(desc)?;
+        let Some((b, len)) = undesc(desc) else {
+            return Taken::Other;
+        };
         if b as u64 >= r.geo.blocks || len as u64 > r.geo.block_size || !self.member.is_spare(e) {
-            return None;
+            return Taken::Other;
         }
-        if !self.member.take_into(e, b).ok()? {
-            return None;
+        if !matches!(self.member.take_into(e, b), Ok(true)) {
+            return Taken::Other;
         }
         if !ring.still(at) {
             let _ = self.member.release_into(e, b);
-            return None;
+            return Taken::Other;
         }
         self.next = at + 1;
         self.floor = self.next;
-        Some((b, len, at))
+        Taken::Block(b, len, at)
     }
 
     #[inline(never)]
@@ -3402,13 +3444,26 @@ impl Subscription {
         }
     }
 
+    /// Whether the topic's entry still holds our registration, open (ready, our generation):
+    /// one look at the entry, as a publisher's `entry_open`. `false` says nothing more (the
+    /// caller then asks [`Subscription::closed`]).
+    #[inline(always)]
+    fn open(&self) -> bool {
+        // The index was checked at subscribe against the region's own geometry; the entry's
+        // words are only compared.
+        self.member
+            .region
+            .topic(self.topic)
+            .is_ok_and(|e| entry_open(e, self.generation).is_ok())
+    }
+
     /// Whether the topic was unregistered and everything published on it was delivered (or
     /// its entry was reused by another registration).
     #[cold]
     fn closed(&self) -> Result<bool> {
         let r = &self.member.region;
-        // The common case first, in one look at the entry: still our registration, open.
-        if entry_open(r.topic(self.topic)?, self.generation).is_ok() {
+        // The common case first, in one look at the entry.
+        if self.open() {
             return Ok(false);
         }
         let state = r.topic_state(self.topic)?;
