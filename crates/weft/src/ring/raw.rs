@@ -88,11 +88,60 @@ unsafe fn bulk_copy(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
+/// [`bulk_copy`] for a few bytes (a read of a large value's first bytes, its header say):
+/// eight at a time, then one at a time, by moves in inline assembly, without `memcpy`'s call.
+/// Opaque to the compiler as `bulk_copy`'s call is, and for the same reason no data race: the
+/// moves do what relaxed atomic byte loads and stores of the same bytes would do.
+///
+/// # Safety
+/// As [`bulk_copy`].
+#[cfg(all(target_arch = "x86_64", not(miri), not(loom), not(weft_word_copy)))]
+#[inline(always)]
+unsafe fn small_copy(dst: *mut u8, src: *const u8, n: usize) {
+    // SAFETY: the caller guarantees both ranges; the loop reads `src .. src + n` and writes
+    // `dst .. dst + n`, nothing else, and touches only the registers named here.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "cmp {n}, 8",
+            "jb 3f",
+            "mov {t}, qword ptr [{s}]",
+            "mov qword ptr [{d}], {t}",
+            "add {s}, 8",
+            "add {d}, 8",
+            "sub {n}, 8",
+            "jmp 2b",
+            "3:",
+            "test {n}, {n}",
+            "jz 4f",
+            "mov {t:l}, byte ptr [{s}]",
+            "mov byte ptr [{d}], {t:l}",
+            "inc {s}",
+            "inc {d}",
+            "dec {n}",
+            "jmp 3b",
+            "4:",
+            s = inout(reg) src => _,
+            d = inout(reg) dst => _,
+            n = inout(reg) n => _,
+            t = out(reg) _,
+            options(nostack),
+        );
+    }
+}
+
 /// Never called: [`BULK`] is false on these targets.
 #[cfg(not(all(target_arch = "x86_64", not(miri), not(loom), not(weft_word_copy))))]
 #[inline(always)]
 unsafe fn bulk_copy(_dst: *mut u8, _src: *const u8, _n: usize) {
     unreachable!("bulk_copy without BULK")
+}
+
+/// Never called: [`BULK`] is false on these targets.
+#[cfg(not(all(target_arch = "x86_64", not(miri), not(loom), not(weft_word_copy))))]
+#[inline(always)]
+unsafe fn small_copy(_dst: *mut u8, _src: *const u8, _n: usize) {
+    unreachable!("small_copy without BULK")
 }
 
 /// One field on its own cache line, so that writers of different fields do not contend.
@@ -791,10 +840,13 @@ impl RawRing {
         // As in `store_bytes`: a copy of the value's first bytes (a prefix read) splits the
         // slot as its writer did, never reading bulk-written bytes with an atomic word.
         let b = n.min(self.bulk_words * 8);
-        if b > 0 {
+        if b >= BULK_MIN {
             // SAFETY: as in `store_bytes`, the other way round; the caller's stamp re-check
             // decides whether the bytes are used.
             unsafe { bulk_copy(dst.as_mut_ptr(), slot.add(WORD), b) };
+        } else if b > 0 {
+            // SAFETY: as above (a few bytes of the bulk words: no call for them).
+            unsafe { small_copy(dst.as_mut_ptr(), slot.add(WORD), b) };
         }
         let mut i = b.div_ceil(8);
         let mut chunks = dst[b..].chunks_exact_mut(8);
