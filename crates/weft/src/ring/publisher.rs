@@ -152,9 +152,8 @@ impl<T: bytemuck::Pod> Publisher<T> {
     #[inline(always)]
     fn write_all(&mut self, values: &[T]) {
         let (raw, first) = (self.raw, self.next());
-        for (i, v) in values.iter().enumerate() {
-            raw.write(first + i as u64, v);
-        }
+        // At most a lap (`publish_batch` cuts its batch by the capacity).
+        raw.write_run(first, values);
         let next = first + values.len() as u64;
         Self::commit(&raw, next);
     }

@@ -59,8 +59,9 @@ const BULK: bool = cfg!(all(
 /// away. Both sides of a slot split it the same way, by the ring's value size `n` alone
 /// (`Shape::bulk_words`: the bulk copy takes the first `8 * floor(n / 8)` bytes of a value of
 /// 128 bytes or more, relaxed atomic words the rest), whatever part of the value a side
-/// copies: a read of a value's first bytes copies those that lie in the bulk words in bulk,
-/// however few. So no bulk access races with an atomic word access of the same bytes. `memcpy` rather than `rep movsb`: on this project's hosts the library's
+/// copies: a read of a value's first bytes copies those that lie in the bulk words in bulk
+/// (by [`small_copy`] when they are few). So no bulk access races with an atomic word access
+/// of the same bytes. `memcpy` rather than `rep movsb`: on this project's hosts the library's
 /// vector copy moves a kilobyte in about half the time.
 ///
 /// # Safety
@@ -737,8 +738,13 @@ impl RawRing {
         let src = (v as *const T).cast::<u8>();
         let full = size / 8;
         // The slot's split (`Shape::bulk_words`); `T` is the ring's value type, so it covers
-        // `full` words or none.
-        let bulk = self.bulk_words.min(full);
+        // `full` words or none. The size test is a constant: a small `T`'s copy has no bulk
+        // path (its ring's `bulk_words` is 0).
+        let bulk = if BULK && size >= BULK_MIN {
+            self.bulk_words.min(full)
+        } else {
+            0
+        };
         if bulk > 0 {
             // SAFETY: the payload words `0 .. bulk` lie within the slot (`words >= full`), the
             // source within `*v`; see `bulk_copy` for why a racing reader is no data race.
@@ -776,7 +782,11 @@ impl RawRing {
         let dst = out.as_mut_ptr().cast::<u8>();
         let full = size / 8;
         // As in `store_value`.
-        let bulk = self.bulk_words.min(full);
+        let bulk = if BULK && size >= BULK_MIN {
+            self.bulk_words.min(full)
+        } else {
+            0
+        };
         if bulk > 0 {
             // SAFETY: as in `store_value`, the other way round; the stamp re-check of the
             // caller decides whether the bytes are used.
@@ -953,7 +963,36 @@ impl RawRing {
     /// readers detect as overwritten, never undefined behaviour.
     #[inline(always)]
     pub(crate) fn write<T: bytemuck::Pod>(&self, seq: u64, v: &T) {
-        let slot = self.slot_ptr(seq);
+        self.write_at(self.slot_ptr(seq), seq, v);
+    }
+
+    /// Writes `values` as the sequences `first ..`, at most a lap of them, walking the slots
+    /// with a pointer instead of indexing each one (a single publisher's batch; the same
+    /// stores, in the same order, as a `write` per sequence).
+    #[inline(always)]
+    pub(crate) fn write_run<T: bytemuck::Pod>(&self, first: u64, values: &[T]) {
+        debug_assert!(values.len() as u64 <= self.capacity, "more than a lap");
+        let start = (first & self.mask) as usize;
+        // Slots up to the end of the array, then from its start.
+        let (a, b) = values.split_at(values.len().min(self.capacity as usize - start));
+        let mut seq = first;
+        for (part, from) in [(a, start), (b, 0)] {
+            // SAFETY: `from < capacity`; the slot array holds `capacity` slots.
+            let mut slot = unsafe { self.slots.add(from << self.shift) };
+            for v in part {
+                self.write_at(slot, seq, v);
+                seq += 1;
+                // SAFETY: stays within the array or one slot past its end (never written): the
+                // part ends at the array's end at the latest.
+                slot = unsafe { slot.add(1 << self.shift) };
+            }
+        }
+    }
+
+    /// [`write`](RawRing::write) into `slot`, the slot of `seq` (from `slot_ptr` or a walk
+    /// over the array).
+    #[inline(always)]
+    fn write_at<T: bytemuck::Pod>(&self, slot: *const u8, seq: u64, v: &T) {
         let stamp = self.stamp(slot);
         // Relaxed: ordered before the payload stores by the Release fence just below.
         stamp.store(writing(seq), Ordering::Relaxed);
