@@ -2736,10 +2736,20 @@ impl Subscription {
                     self.next += 1;
                     return Ok(v);
                 }
-                // As in `try_recv`.
-                raw::Read::NotYet if self.open() => return Err(Error::Empty),
+                raw::Read::NotYet => return self.value_not_yet(),
                 _ => {}
             }
+        }
+        self.try_recv_value_slow()
+    }
+
+    /// [`Subscription::try_recv_value`] when the next slot of an inline topic is not written:
+    /// `Empty` at once if the topic is open (as in `try_recv`), else the whole way. Out of
+    /// line, so that the common case stays small in its caller.
+    #[inline(never)]
+    fn value_not_yet<T: bytemuck::Pod>(&mut self) -> Result<T> {
+        if self.open() {
+            return Err(Error::Empty);
         }
         self.try_recv_value_slow()
     }
