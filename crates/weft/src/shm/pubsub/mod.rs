@@ -1824,7 +1824,11 @@ impl Publisher {
     /// a ring, or held by a sample); [`Error::Closed`] when the topic was unregistered;
     /// [`Error::InvalidArgument`] for a topic of another publisher, for an inline topic (its messages are copied: [`Publisher::publish`]), or
     /// when this publisher already holds `max_held` loans; [`Error::Corrupt`].
-    #[inline]
+    // Always inlined, as `Loan::publish` is: out of line, the loan (six words) goes through
+    // memory to the caller and on to the publish, around the caller's payload stores. The
+    // compiler left both calls out of line in the bench, whose blocks rows paid about 2 ns at
+    // 8 B and 4 ns at 1 KiB for them.
+    #[inline(always)]
     pub fn loan(&self, topic: &Topic) -> Result<Loan<'_>> {
         self.check_open(topic)?;
         if topic.inline.is_some() {
@@ -2271,7 +2275,8 @@ impl Loan<'_> {
     /// [`Error::Timeout`] when the slot it needs stays held by a live, stalled publisher
     /// for [`Config::claim_timeout`]; [`Error::Closed`] when the topic was unregistered;
     /// [`Error::Corrupt`] for a damaged ring.
-    #[inline]
+    // Always inlined: see `Publisher::loan`.
+    #[inline(always)]
     pub fn publish(mut self) -> Result<u64> {
         let seq = self.publisher.publish_block(&self)?;
         self.done = true;
