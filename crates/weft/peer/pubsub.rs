@@ -224,7 +224,7 @@ fn scribble(args: &[String]) -> i32 {
     let inline_bytes = l.meta - l.inline;
     let targets = [
         (l.rings, 16 * slots * topics),  // descriptors and stamps
-        (l.meta, 8 * blocks),            // reference counts and links
+        (l.meta, 64 * blocks),           // reference counts and marks
         (256, 8),                        // registration lock
         (l.table, 256 * topics),         // topic table
         (l.hot, 64 * topics),            // tails

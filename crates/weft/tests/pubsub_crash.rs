@@ -708,10 +708,10 @@ fn a_reference_in_flight_when_its_holder_is_killed_is_settled_exactly() {
             (word & !(0x3ff << 49)) | (row << 49)
         };
         common::region::put32(&f, o.holding(row, 1), value);
-        put64(&f, o.meta + 8 * block, word);
+        put64(&f, o.block_word(block), word);
         // A reader of sequence 0 joins: its join settles the dead row.
         let s = Subscriber::connect(&name).unwrap();
-        let count = common::region::get64(&f, o.meta + 8 * block);
+        let count = common::region::get64(&f, o.block_word(block));
         assert_eq!(count, left, "{case}: the block's word afterwards");
         let mut sub = s.subscribe_with_history("/t", 1).unwrap();
         assert_eq!(&*sub.try_recv().unwrap(), b"zero", "{case}");
@@ -741,7 +741,7 @@ fn a_publisher_killed_while_adopting_a_kept_block_releases_it_once() {
         let f = region_file(&name);
         // The dead publisher's row: the one whose holdings record a block (its one loan).
         let (row, e, b) = held_loan(&f, &o);
-        assert_eq!(common::region::get64(&f, o.meta + 8 * b), 1);
+        assert_eq!(common::region::get64(&f, o.block_word(b)), 1);
         // Its record names the block too, marked kept (`pub_old` at offset 32 of its
         // extension row; bit 62: kept for the next loan).
         put64(&f, o.ext + 64 * row + 32, (1 << 62) | (b + 1));
@@ -750,7 +750,7 @@ fn a_publisher_killed_while_adopting_a_kept_block_releases_it_once() {
         }
         let _s = Subscriber::connect(&name).unwrap();
         assert_eq!(
-            common::region::get64(&f, o.meta + 8 * b),
+            common::region::get64(&f, o.block_word(b)),
             0,
             "adopted {adopted}: the block's word afterwards"
         );
@@ -796,7 +796,7 @@ fn a_record_without_the_kept_mark_is_not_adopted() {
         "the loan adopted the unmarked record's block"
     );
     assert_eq!(
-        common::region::get64(&f, o.meta + 8 * b),
+        common::region::get64(&f, o.block_word(b)),
         0,
         "its reference was released"
     );
@@ -867,12 +867,12 @@ fn a_reclaimer_killed_after_voiding_a_claim_leaks_nothing() {
     put64(&f, o.hot, SLOTS + 1);
     let _s = Subscriber::connect(&name).unwrap();
     assert_eq!(
-        common::region::get64(&f, o.meta + 8 * d),
+        common::region::get64(&f, o.block_word(d)),
         0,
         "the previous lap's block"
     );
     assert_eq!(
-        common::region::get64(&f, o.meta + 8 * b),
+        common::region::get64(&f, o.block_word(b)),
         0,
         "the loan's block"
     );

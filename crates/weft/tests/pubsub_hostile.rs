@@ -386,9 +386,9 @@ fn a_corrupt_block_word_costs_a_subscriber_no_entries() {
     let l = layout(&name).1;
     // Sequence 1's descriptor (slot 1): its block.
     let b = (read_u64(&name, l.rings + 16 + 8) & 0xffff_ffff) - 1;
-    let word = read_u64(&name, l.meta + 8 * b);
+    let word = read_u64(&name, l.block_word(b));
     // Bit 60 is in no field of a mark.
-    write_u64(&name, l.meta + 8 * b, (1 << 63) | (1 << 60) | word);
+    write_u64(&name, l.block_word(b), (1 << 63) | (1 << 60) | word);
     for i in 0..40 {
         let err = if i % 2 == 0 {
             sub.try_recv_ref().map(|_| ()).unwrap_err()
@@ -397,7 +397,7 @@ fn a_corrupt_block_word_costs_a_subscriber_no_entries() {
         };
         assert_eq!(err.kind(), ErrorKind::Corrupt, "receive {i}: {err}");
     }
-    write_u64(&name, l.meta + 8 * b, word);
+    write_u64(&name, l.block_word(b), word);
     assert_eq!(&*sub.try_recv_ref().unwrap(), b"second");
     assert!(matches!(sub.try_recv(), Err(Error::Empty)));
 }

@@ -537,7 +537,7 @@ fn a_publish_held_up_while_its_entry_is_registered_again_is_refused() {
     // publisher (row 0), and a take in flight marked by the second (row 1, alive).
     let block = 31;
     let mark = (1u64 << 63) | (1 << 49);
-    put64(&f, o.meta + 8 * block, mark | 1);
+    put64(&f, o.block_word(block), mark | 1);
     put64(&f, o.ext(0) + 32, block + 1); // pub_old
     let publisher = std::thread::spawn(move || {
         let r = a.publish(&old, b"stale");
@@ -549,12 +549,12 @@ fn a_publish_held_up_while_its_entry_is_registered_again_is_refused() {
     b.unregister(&same).unwrap();
     let new = b.register("/y").unwrap();
     let mut sub = s.subscribe("/y").unwrap();
-    put64(&f, o.meta + 8 * block, 1); // the mark is gone: the release goes on
+    put64(&f, o.block_word(block), 1); // the mark is gone: the release goes on
     let (_a, r) = publisher.join().unwrap();
     assert!(matches!(r, Err(Error::Closed)), "{r:?}");
     assert!(matches!(sub.try_recv(), Err(Error::Empty)));
     b.publish(&new, b"fresh").unwrap();
     assert_eq!(&*sub.try_recv().unwrap(), b"fresh");
     // The record's reference was released: the block is free again.
-    assert_eq!(get64(&f, o.meta + 8 * block), 0);
+    assert_eq!(get64(&f, o.block_word(block)), 0);
 }

@@ -53,10 +53,12 @@ pub(crate) const RESERVED: u32 = TAKING;
 /// The block + 1 part of a holdings entry.
 pub(crate) const LINK: u32 = (1 << 25) - 1;
 
-/// Per-block metadata, 8 bytes, in an array separate from the blocks (so that a count update
-/// never touches a payload's cache line).
+/// Per-block metadata, in an array separate from the blocks (so that a count update never
+/// touches a payload's cache line), one cache line per block: a publisher and the subscribers
+/// on other cores update the words of different blocks at once (the block being taken, the
+/// one a publish displaced), and 8 words to a line made those lines move between the cores.
 #[derive(Debug, Default)]
-#[repr(C)]
+#[repr(C, align(64))]
 pub(crate) struct BlockMeta {
     /// `mark << 32 | count`. The count: 0 while free, else one per loan, ring slot and sample
     /// (range `0 ..= 2^30`). Written by every holder (CAS), and by the marker (plain store).
@@ -64,7 +66,7 @@ pub(crate) struct BlockMeta {
 }
 
 #[cfg(not(loom))]
-const _: () = assert!(core::mem::size_of::<BlockMeta>() == 8);
+const _: () = assert!(core::mem::size_of::<BlockMeta>() == 64);
 
 /// A value in shared memory failed validation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

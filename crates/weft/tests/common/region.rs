@@ -42,7 +42,7 @@ impl Layout {
         let inline = (rings + 16 * slots * topics).div_ceil(64) * 64;
         let inline_area = 192 + 64 * slots;
         let meta = inline + inline_area * inline_topics;
-        let data = (meta + 8 * blocks).div_ceil(4096) * 4096;
+        let data = (meta + 64 * blocks).div_ceil(4096) * 4096;
         Layout {
             participants,
             held,
@@ -97,6 +97,11 @@ impl Layout {
     /// Participant `p`'s holdings entry `e`.
     pub fn holding(&self, p: u64, e: u64) -> u64 {
         self.holdings + 4 * (self.held * p + e)
+    }
+
+    /// Block `b`'s word (count and mark), one cache line per block.
+    pub fn block_word(&self, b: u64) -> u64 {
+        self.meta + 64 * b
     }
 }
 

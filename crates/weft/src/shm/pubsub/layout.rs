@@ -349,7 +349,7 @@ impl Geometry {
         let rings = round(pubmap + 8 * pubmap_words * topics, 64).ok_or(overflow)?;
         let inline = round(rings + 16 * ring_slots * topics, 64).ok_or(overflow)?;
         let meta = inline + inline_area_size(ring_slots) * inline_topics;
-        let data = round(meta + 8 * blocks, 4096).ok_or(overflow)?;
+        let data = round(meta + 64 * blocks, 4096).ok_or(overflow)?;
         let total = blocks
             .checked_mul(block_size)
             .and_then(|b| b.checked_add(data))
