@@ -239,7 +239,12 @@ fn scribble(args: &[String]) -> i32 {
     say("ready");
     while Instant::now() < until {
         let (base, len) = targets[(rng.next() % targets.len() as u64) as usize];
-        let off = base + (rng.next() % (len / 4).max(1)) * 4;
+        let off = if base == l.meta {
+            // A block's word: the first 8 bytes of its line (the rest is padding).
+            base + (rng.next() % blocks.max(1)) * 64 + (rng.next() % 2) * 4
+        } else {
+            base + (rng.next() % (len / 4).max(1)) * 4
+        };
         let v = match rng.next() % 4 {
             0 => rng.next() % (blocks + 2),
             1 => rng.next() % 4,
