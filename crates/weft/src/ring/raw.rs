@@ -70,7 +70,14 @@ const BULK: bool = cfg!(all(
 #[inline(always)]
 unsafe fn bulk_copy(dst: *mut u8, src: *const u8, n: usize) {
     unsafe extern "C" {
-        fn memcpy(dst: *mut u8, src: *const u8, n: usize) -> *mut u8;
+        // The C library's own signature (a declaration with other pointer types trips the
+        // `suspicious_runtime_symbol_definitions` lint of newer compilers). Only its address
+        // is used, by the call below.
+        fn memcpy(
+            dst: *mut core::ffi::c_void,
+            src: *const core::ffi::c_void,
+            n: usize,
+        ) -> *mut core::ffi::c_void;
     }
     // SAFETY: the caller guarantees both ranges, as `memcpy` requires. The call follows the C
     // ABI: arguments in rdi, rsi, rdx, every caller-saved register clobbered
