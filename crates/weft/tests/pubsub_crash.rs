@@ -719,6 +719,42 @@ fn a_reference_in_flight_when_its_holder_is_killed_is_settled_exactly() {
     }
 }
 
+/// A participant that meets a block word's mark left by a SIGKILLed one reclaims the dead row
+/// itself, and does not wait out the liveness timeout (a minute here). The reader is killed
+/// after recording its take of block 0 and before clearing the mark (the state is written into
+/// the region, as above); no one joins afterwards, whose join would settle it first. The
+/// publish that overwrites slot 0 releases the ring's reference on block 0 and meets the
+/// mark: when the publishes return, the mark is gone, the dead reader's reference released
+/// and block 0 free.
+#[test]
+fn a_mark_left_by_a_killed_reader_is_cleared_by_the_publisher_that_meets_it() {
+    let name = unique("pc-markwait");
+    let _c = Cleanup(name.clone());
+    let cfg = mid_cfg().liveness_timeout(Duration::from_secs(60));
+    let p = Publisher::create(&name, &cfg).unwrap();
+    let t = p.register("/t").unwrap();
+    // The first loan takes block 0; the ring keeps it.
+    p.publish(&t, b"zero").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "0"]);
+    peer.expect("ready");
+    peer.expect("holding 0");
+    peer.kill9();
+    let o = offsets();
+    let f = region_file(&name);
+    let row = dead_subscriber_row(&f, &o);
+    common::region::put32(&f, o.holding(row, 1), 1);
+    put64(&f, o.block_word(0), 2 | mark(false, row, 1));
+    for _ in 0..SLOTS {
+        p.publish(&t, b"more").unwrap();
+    }
+    assert_eq!(
+        get64(&f, o.block_word(0)),
+        0,
+        "block 0: mark cleared, both references released"
+    );
+    assert_eq!(get32(&f, o.holding(row, 1)), 0, "the dead reader's entry");
+}
+
 /// A publisher keeps the block its publish displaced in its publish record (`pub_old`) when
 /// its reference is the only one, and its next loan adopts it: the holdings entry is written
 /// first, then the record cleared. It is SIGKILLed in between (both name the block: one

@@ -63,6 +63,18 @@ pub(crate) struct InlineRing {
     pub(crate) exclusive: bool,
 }
 
+/// Spin rounds of [`Region::wait_mark`] before it asks whether the marker lives and yields:
+/// 1 + 2 + .. + 64 = 127 spin hints.
+const MARK_SPIN_ROUNDS: u32 = 7;
+
+/// The state of one wait for a block word's mark ([`Region::wait_mark`]).
+#[derive(Debug, Default)]
+pub(crate) struct MarkWait {
+    /// Set at the first round: the wait ends with `Timeout` after the liveness timeout.
+    deadline: Option<Deadline>,
+    rounds: u32,
+}
+
 /// A mapped region whose configuration and topic table were validated at attach.
 #[derive(Debug)]
 pub(crate) struct Region {
@@ -571,7 +583,8 @@ impl Region {
     }
 
     pub(crate) fn pool(&self) -> Pool<'_> {
-        // SAFETY: the metadata area holds `blocks` words of 8 bytes (Geometry).
+        // SAFETY: the metadata area holds `blocks` lines of 64 bytes, one `BlockMeta` each,
+        // 64-aligned (Geometry).
         let meta = unsafe { self.slice::<BlockMeta>(self.geo.meta, self.geo.blocks) };
         Pool::new(meta)
     }
@@ -581,11 +594,25 @@ impl Region {
     /// that stays for longer than the liveness timeout is `Timeout`: a live participant that
     /// never finishes, or a mark that no reclaim clears because no record names the block (a
     /// hostile peer wrote it).
-    pub(crate) fn wait_mark(&self, w: Who, me: u32, since: &mut Option<Deadline>) -> Result<()> {
+    ///
+    /// A mark lasts a few stores (the marker's record, then the store that clears it), so the
+    /// first rounds only spin, 1, 2, 4 .. 64 hints (`MARK_SPIN_ROUNDS`); asking whether the
+    /// marker lives (a /proc read for another process, microseconds) and yielding waits for
+    /// a wait that outlasts them. A subscriber of another process that asked at once, on every
+    /// round, stalled long enough for its publisher to lap it.
+    pub(crate) fn wait_mark(&self, w: Who, me: u32, wait: &mut MarkWait) -> Result<()> {
         let row = self.row(w.participant)?;
-        let d = *since.get_or_insert_with(|| Deadline::after(self.liveness));
+        let d = *wait.deadline.get_or_insert_with(|| Deadline::after(self.liveness));
         if d.expired() {
             return Err(Error::Timeout);
+        }
+        let round = wait.rounds;
+        wait.rounds = round.saturating_add(1);
+        if round < MARK_SPIN_ROUNDS {
+            for _ in 0..(1u32 << round) {
+                crate::sync::spin_loop();
+            }
+            return Ok(());
         }
         if w.participant != me && !matches!(row.status(self.liveness), PeerStatus::Alive) {
             self.reclaim_row(w.participant)?;
@@ -879,7 +906,7 @@ impl Region {
         self.finish_old(me)?;
         let ext = self.ext(me)?;
         let pool = self.pool();
-        let mut since = None;
+        let mut since = MarkWait::default();
         for s in 0..self.geo.ring_slots {
             let slot = ring.slot(s);
             // Acquire: pairs with the Release descriptor stores.
@@ -927,7 +954,7 @@ impl Region {
         }
         let pool = self.pool();
         if let Some(b) = settle_old(&pool, rec, me).map_err(|c| corrupt(&self.obj, c))? {
-            let mut since = None;
+            let mut since = MarkWait::default();
             release_old(
                 &pool,
                 rec,
@@ -1089,7 +1116,7 @@ impl Region {
                 self.unstick_inline(t, ring, x);
             }
         }
-        let mut since = None;
+        let mut since = MarkWait::default();
         // Acquire: pairs with the Release stores above and of the owner.
         let old = (ext.pub_old.load(Ordering::Acquire) & 0xffff_ffff) as u32;
         if old != 0 {
@@ -1378,7 +1405,7 @@ impl Member {
     #[inline(always)]
     fn take_to(&self, e: u32, b: u32, idle: u32) -> Result<bool> {
         let r = &self.region;
-        let mut since = None;
+        let mut since = MarkWait::default();
         take_entry_to(
             &self.pool(),
             self.holding(e)?,
@@ -1396,7 +1423,7 @@ impl Member {
     #[inline(always)]
     fn release_to(&self, e: u32, b: u32, idle: u32) -> Result<()> {
         let r = &self.region;
-        let mut since = None;
+        let mut since = MarkWait::default();
         release_entry_to(
             &self.pool(),
             self.holding(e)?,
@@ -1614,7 +1641,7 @@ impl Member {
     #[inline]
     pub(crate) fn release_old(&self, b: u32) -> Result<bool> {
         let r = &self.region;
-        let mut since = None;
+        let mut since = MarkWait::default();
         release_old(
             &self.pool(),
             &self.own_ext().pub_old,
