@@ -629,6 +629,26 @@ fn a_topic_with_one_live_publisher_left_is_not_dead() {
     expect_dead(&mut sub, Duration::from_secs(2));
 }
 
+/// A region `name` whose topic `/t` published "zero" in block 0 (the ring keeps it), and a
+/// reader process that took block 0 and was SIGKILLed: the publisher, its topic, the layout,
+/// the region's file and the dead reader's row (the one whose holdings record a subscription).
+fn block_0_held_by_a_killed_reader(
+    name: &str,
+    cfg: &Config,
+) -> (Publisher, weft::pubsub::Topic, Layout, std::fs::File, u64) {
+    let p = Publisher::create(name, cfg).unwrap();
+    let t = p.register("/t").unwrap();
+    p.publish(&t, b"zero").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", name, "/t", "0"]);
+    peer.expect("ready");
+    peer.expect("holding 0");
+    peer.kill9();
+    let o = offsets();
+    let f = region_file(name);
+    let row = dead_subscriber_row(&f, &o);
+    (p, t, o, f, row)
+}
+
 /// A block word's mark: the participant `row` is taking (or dropping) a reference for its
 /// holdings entry `entry` (docs/protocol.md, "Block pool").
 fn mark(drop: bool, row: u64, entry: u64) -> u64 {
@@ -689,18 +709,7 @@ fn a_reference_in_flight_when_its_holder_is_killed_is_settled_exactly() {
     for (case, value, block, word, left) in cases {
         let name = unique("pc-inflight");
         let _c = Cleanup(name.clone());
-        let p = Publisher::create(&name, &mid_cfg()).unwrap();
-        let t = p.register("/t").unwrap();
-        // The first loan takes block 0; the ring keeps it.
-        p.publish(&t, b"zero").unwrap();
-        let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "0"]);
-        peer.expect("ready");
-        peer.expect("holding 0");
-        peer.kill9();
-        let o = offsets();
-        let f = region_file(&name);
-        // The dead subscriber's row: the one whose holdings record a subscription to /t.
-        let row = dead_subscriber_row(&f, &o);
+        let (p, _t, o, f, row) = block_0_held_by_a_killed_reader(&name, &mid_cfg());
         let word = if word >> 32 == 0 {
             word
         } else {
@@ -731,17 +740,7 @@ fn a_mark_left_by_a_killed_reader_is_cleared_by_the_publisher_that_meets_it() {
     let name = unique("pc-markwait");
     let _c = Cleanup(name.clone());
     let cfg = mid_cfg().liveness_timeout(Duration::from_secs(60));
-    let p = Publisher::create(&name, &cfg).unwrap();
-    let t = p.register("/t").unwrap();
-    // The first loan takes block 0; the ring keeps it.
-    p.publish(&t, b"zero").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "0"]);
-    peer.expect("ready");
-    peer.expect("holding 0");
-    peer.kill9();
-    let o = offsets();
-    let f = region_file(&name);
-    let row = dead_subscriber_row(&f, &o);
+    let (p, t, o, f, row) = block_0_held_by_a_killed_reader(&name, &cfg);
     common::region::put32(&f, o.holding(row, 1), 1);
     put64(&f, o.block_word(0), 2 | mark(false, row, 1));
     for _ in 0..SLOTS {
