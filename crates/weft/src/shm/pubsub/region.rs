@@ -602,7 +602,9 @@ impl Region {
     /// round, stalled long enough for its publisher to lap it.
     pub(crate) fn wait_mark(&self, w: Who, me: u32, wait: &mut MarkWait) -> Result<()> {
         let row = self.row(w.participant)?;
-        let d = *wait.deadline.get_or_insert_with(|| Deadline::after(self.liveness));
+        let d = *wait
+            .deadline
+            .get_or_insert_with(|| Deadline::after(self.liveness));
         if d.expired() {
             return Err(Error::Timeout);
         }
