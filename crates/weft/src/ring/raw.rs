@@ -731,6 +731,19 @@ impl RawRing {
         unsafe { &*slot.add(WORD * (1 + i)).cast::<AtomicU64>() }
     }
 
+    /// The bulk-copied leading words of a typed copy of a `size`-byte value (`size_of::<T>()`):
+    /// the slot's split (`Shape::bulk_words`). `T` is the ring's value type, so it covers
+    /// `size / 8` words or none. The size test is a constant: a small `T`'s copy has no bulk
+    /// path (its ring's `bulk_words` is 0).
+    #[inline(always)]
+    fn typed_bulk_words(&self, size: usize) -> usize {
+        if BULK && size >= BULK_MIN {
+            self.bulk_words.min(size / 8)
+        } else {
+            0
+        }
+    }
+
     /// Copies `v` into the slot's payload words (relaxed atomic stores: ordering comes from the
     /// fences around the call). Values of [`BULK_MIN`] bytes or more go in one bulk copy.
     #[inline(always)]
@@ -744,14 +757,7 @@ impl RawRing {
         );
         let src = (v as *const T).cast::<u8>();
         let full = size / 8;
-        // The slot's split (`Shape::bulk_words`); `T` is the ring's value type, so it covers
-        // `full` words or none. The size test is a constant: a small `T`'s copy has no bulk
-        // path (its ring's `bulk_words` is 0).
-        let bulk = if BULK && size >= BULK_MIN {
-            self.bulk_words.min(full)
-        } else {
-            0
-        };
+        let bulk = self.typed_bulk_words(size);
         if bulk > 0 {
             // SAFETY: the payload words `0 .. bulk` lie within the slot (`words >= full`), the
             // source within `*v`; see `bulk_copy` for why a racing reader is no data race.
@@ -788,12 +794,7 @@ impl RawRing {
         let mut out = MaybeUninit::<T>::uninit();
         let dst = out.as_mut_ptr().cast::<u8>();
         let full = size / 8;
-        // As in `store_value`.
-        let bulk = if BULK && size >= BULK_MIN {
-            self.bulk_words.min(full)
-        } else {
-            0
-        };
+        let bulk = self.typed_bulk_words(size);
         if bulk > 0 {
             // SAFETY: as in `store_value`, the other way round; the stamp re-check of the
             // caller decides whether the bytes are used.

@@ -70,7 +70,8 @@ const MARK_SPIN_ROUNDS: u32 = 7;
 /// The state of one wait for a block word's mark ([`Region::wait_mark`]).
 #[derive(Debug, Default)]
 pub(crate) struct MarkWait {
-    /// Set at the first round: the wait ends with `Timeout` after the liveness timeout.
+    /// Set at the first round after the spins: the wait ends with `Timeout` a liveness
+    /// timeout later.
     deadline: Option<Deadline>,
     rounds: u32,
 }
@@ -602,12 +603,6 @@ impl Region {
     /// round, stalled long enough for its publisher to lap it.
     pub(crate) fn wait_mark(&self, w: Who, me: u32, wait: &mut MarkWait) -> Result<()> {
         let row = self.row(w.participant)?;
-        let d = *wait
-            .deadline
-            .get_or_insert_with(|| Deadline::after(self.liveness));
-        if d.expired() {
-            return Err(Error::Timeout);
-        }
         let round = wait.rounds;
         wait.rounds = round.saturating_add(1);
         if round < MARK_SPIN_ROUNDS {
@@ -615,6 +610,14 @@ impl Region {
                 crate::sync::spin_loop();
             }
             return Ok(());
+        }
+        // The clock is read once the spins are over (a mark that clears during them costs
+        // none); the timeout runs from there.
+        let d = *wait
+            .deadline
+            .get_or_insert_with(|| Deadline::after(self.liveness));
+        if d.expired() {
+            return Err(Error::Timeout);
         }
         if w.participant != me && !matches!(row.status(self.liveness), PeerStatus::Alive) {
             self.reclaim_row(w.participant)?;
@@ -908,7 +911,7 @@ impl Region {
         self.finish_old(me)?;
         let ext = self.ext(me)?;
         let pool = self.pool();
-        let mut since = MarkWait::default();
+        let mut mark_wait = MarkWait::default();
         for s in 0..self.geo.ring_slots {
             let slot = ring.slot(s);
             // Acquire: pairs with the Release descriptor stores.
@@ -924,7 +927,7 @@ impl Region {
                     &ext.pub_old,
                     me,
                     b,
-                    |w| self.wait_mark(w, me, &mut since),
+                    |w| self.wait_mark(w, me, &mut mark_wait),
                     |c| corrupt(&self.obj, c),
                 )?;
             }
@@ -956,13 +959,13 @@ impl Region {
         }
         let pool = self.pool();
         if let Some(b) = settle_old(&pool, rec, me).map_err(|c| corrupt(&self.obj, c))? {
-            let mut since = MarkWait::default();
+            let mut mark_wait = MarkWait::default();
             release_old(
                 &pool,
                 rec,
                 me,
                 b,
-                |w| self.wait_mark(w, me, &mut since),
+                |w| self.wait_mark(w, me, &mut mark_wait),
                 |c| corrupt(&self.obj, c),
             )?;
         }
@@ -1118,7 +1121,7 @@ impl Region {
                 self.unstick_inline(t, ring, x);
             }
         }
-        let mut since = MarkWait::default();
+        let mut mark_wait = MarkWait::default();
         // Acquire: pairs with the Release stores above and of the owner.
         let old = (ext.pub_old.load(Ordering::Acquire) & 0xffff_ffff) as u32;
         if old != 0 {
@@ -1127,7 +1130,7 @@ impl Region {
                 &ext.pub_old,
                 i,
                 old - 1,
-                |w| self.wait_mark(w, i, &mut since),
+                |w| self.wait_mark(w, i, &mut mark_wait),
                 bad,
             )?;
             released += 1;
@@ -1142,7 +1145,7 @@ impl Region {
                         i,
                         e as u32,
                         b,
-                        |w| self.wait_mark(w, i, &mut since),
+                        |w| self.wait_mark(w, i, &mut mark_wait),
                         bad,
                     )?;
                     released += 1;
@@ -1407,7 +1410,7 @@ impl Member {
     #[inline(always)]
     fn take_to(&self, e: u32, b: u32, idle: u32) -> Result<bool> {
         let r = &self.region;
-        let mut since = MarkWait::default();
+        let mut mark_wait = MarkWait::default();
         take_entry_to(
             &self.pool(),
             self.holding(e)?,
@@ -1415,7 +1418,7 @@ impl Member {
             e,
             b,
             idle,
-            |w| r.wait_mark(w, self.index, &mut since),
+            |w| r.wait_mark(w, self.index, &mut mark_wait),
             |c| corrupt(&r.obj, c),
         )
     }
@@ -1425,7 +1428,7 @@ impl Member {
     #[inline(always)]
     fn release_to(&self, e: u32, b: u32, idle: u32) -> Result<()> {
         let r = &self.region;
-        let mut since = MarkWait::default();
+        let mut mark_wait = MarkWait::default();
         release_entry_to(
             &self.pool(),
             self.holding(e)?,
@@ -1433,7 +1436,7 @@ impl Member {
             e,
             b,
             idle,
-            |w| r.wait_mark(w, self.index, &mut since),
+            |w| r.wait_mark(w, self.index, &mut mark_wait),
             |c| corrupt(&r.obj, c),
         )
         .map(|_| ())
@@ -1643,13 +1646,13 @@ impl Member {
     #[inline]
     pub(crate) fn release_old(&self, b: u32) -> Result<bool> {
         let r = &self.region;
-        let mut since = MarkWait::default();
+        let mut mark_wait = MarkWait::default();
         release_old(
             &self.pool(),
             &self.own_ext().pub_old,
             self.index,
             b,
-            |w| r.wait_mark(w, self.index, &mut since),
+            |w| r.wait_mark(w, self.index, &mut mark_wait),
             |c| corrupt(&r.obj, c),
         )
     }
