@@ -47,6 +47,45 @@ fn loan_and_copy_round_trip_byte_exact() {
     assert_eq!(loan.set_len(257).unwrap_err().kind(), ErrorKind::TooLarge);
 }
 
+/// A loan dropped unpublished gives its block back, whichever way it goes: dropped in
+/// place, dropped after a refused `set_len`, dropped by an unwind, or consumed by a publish
+/// that failed on a topic unregistered meanwhile. Every block comes back free.
+#[test]
+fn a_loan_dropped_unpublished_gives_its_block_back() {
+    let name = unique("ps-giveback");
+    let _c = Cleanup(name.clone());
+    // Room in the holdings for every block and one more loan, so that the pool runs out first.
+    let p = Publisher::create(&name, &small().max_held(128)).unwrap();
+    let t = p.register("/g").unwrap();
+    let all = p.region_info().blocks;
+    let free = || p.region_info().free_blocks;
+
+    let loans: Vec<_> = (0..all).map(|_| p.loan(&t).unwrap()).collect();
+    assert_eq!(free(), 0);
+    let more = p.loan(&t).map(|_| ()).unwrap_err();
+    assert!(matches!(more, Error::Full), "{more:?}");
+    drop(loans);
+    assert_eq!(free(), all, "dropped in place");
+
+    let mut loan = p.loan(&t).unwrap();
+    assert_eq!(loan.set_len(257).unwrap_err().kind(), ErrorKind::TooLarge);
+    drop(loan);
+    assert_eq!(free(), all, "dropped after a refused set_len");
+
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut loan = p.loan(&t).unwrap();
+        loan[0] = 1;
+        panic!("a writer that fails mid-loan");
+    }));
+    assert!(unwound.is_err());
+    assert_eq!(free(), all, "dropped by an unwind");
+
+    let loan = p.loan(&t).unwrap();
+    p.unregister(&t).unwrap();
+    assert!(matches!(loan.publish(), Err(Error::Closed)));
+    assert_eq!(free(), all, "a publish refused on a closed topic");
+}
+
 /// A subscriber lapped again before it got through half a ring since its last lap goes on
 /// half a ring further than the oldest message: at the oldest it would be lapped again at
 /// once by any faster publisher, and receive almost nothing. A single lap keeps the whole
