@@ -1543,13 +1543,6 @@ impl Publisher {
         Ok(())
     }
 
-    /// The handle's topic must still be registered (not unregistered, entry not reused).
-    #[inline]
-    fn check_open(&self, topic: &Topic) -> Result<()> {
-        self.check_topic(topic)?;
-        self.check_entry_open(topic.index, topic.generation)
-    }
-
     #[inline]
     fn check_entry_open(&self, t: u32, generation: u32) -> Result<()> {
         entry_open(self.region().topic(t)?, generation)
@@ -1597,7 +1590,7 @@ impl Publisher {
                 return Ok(());
             }
             // SYNC POINT: AcqRel CAS: from here every publish through any handle is refused
-            // (`check_open` loads `state` with Acquire). Only one unregistering publisher
+            // (`entry_open` loads `state` with Acquire). Only one unregistering publisher
             // wins.
             if e.state
                 .compare_exchange(
@@ -1830,7 +1823,10 @@ impl Publisher {
     // 8 B and 4 ns at 1 KiB for them.
     #[inline(always)]
     pub fn loan(&self, topic: &Topic) -> Result<Loan<'_>> {
-        self.check_open(topic)?;
+        self.check_topic(topic)?;
+        // Resolved once: the publish checks the same entry twice more.
+        let topic_entry = self.region().topic(topic.index)?;
+        entry_open(topic_entry, topic.generation)?;
         if topic.inline.is_some() {
             return Err(Error::InvalidArgument {
                 what: "loan on an inline topic",
@@ -1850,6 +1846,7 @@ impl Publisher {
         let ptr = r.block_ptr(b)?;
         Ok(Loan {
             publisher: self,
+            topic_entry,
             topic: topic.index,
             generation: topic.generation,
             block: b,
@@ -1985,6 +1982,7 @@ impl Publisher {
     #[inline]
     fn publish_block(
         &self,
+        topic_entry: &layout::TopicEntry,
         t: u32,
         generation: u32,
         b: u32,
@@ -1993,7 +1991,7 @@ impl Publisher {
         exclusive: bool,
         latest: bool,
     ) -> Result<u64> {
-        self.check_entry_open(t, generation)?;
+        entry_open(topic_entry, generation)?;
         // An earlier publish whose release of the previous lap's block gave up left that
         // reference in the publish record, which this publish is about to reuse; so did one
         // whose block no loan adopted (a recycled block is only kept until the next publish).
@@ -2018,7 +2016,7 @@ impl Publisher {
         // and keeps the entry, or we see the close (or the entry's next registration) here, and
         // no claim lands in a ring that has become another topic's.
         wake::light_machine();
-        if let Err(e) = self.check_entry_open(t, generation) {
+        if let Err(e) = entry_open(topic_entry, generation) {
             // Release: as above; nothing is in flight.
             ext.pub_topic.store(0, Ordering::Release);
             return Err(e);
@@ -2222,6 +2220,8 @@ impl Drop for RegisterLock<'_> {
 #[derive(Debug)]
 pub struct Loan<'a> {
     publisher: &'a Publisher,
+    /// The topic's table entry, resolved once by the loan (the publisher keeps the mapping).
+    topic_entry: &'a layout::TopicEntry,
     topic: u32,
     generation: u32,
     block: u32,
@@ -2292,6 +2292,7 @@ impl Loan<'_> {
     #[inline(always)]
     pub fn publish(mut self) -> Result<u64> {
         let seq = self.publisher.publish_block(
+            self.topic_entry,
             self.topic,
             self.generation,
             self.block,
