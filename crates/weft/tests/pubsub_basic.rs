@@ -671,6 +671,65 @@ fn borrowed_samples_deliver_in_order_and_give_their_blocks_back() {
     assert_eq!(p.region_info().free_blocks, held + 1);
 }
 
+/// An owned receive keeps the holdings entry its block was taken into, the subscription's
+/// spare when it has one: an empty poll reserves nothing (a subscriber whose every entry but
+/// one records a subscription can still receive), a receive with no entry left is refused and
+/// loses nothing, owned and borrowed receives mix on one subscription with each sample
+/// keeping its own payload, and every block comes back.
+#[test]
+fn owned_samples_keep_the_entries_their_blocks_were_taken_into() {
+    const HELD: usize = 4;
+    let name = unique("ps-owned");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small().max_held(HELD)).unwrap();
+    let t = p.register("/o").unwrap();
+
+    let s = Subscriber::connect(&name).unwrap();
+    let mut subs: Vec<_> = (0..HELD - 1).map(|_| s.subscribe("/o").unwrap()).collect();
+    for sub in &mut subs[..HELD - 2] {
+        for _ in 0..10 {
+            assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+        }
+        let e = sub.recv_timeout(Duration::from_millis(1)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Timeout);
+    }
+    p.publish(&t, b"one").unwrap();
+    let one = subs[HELD - 2].try_recv().unwrap();
+    assert_eq!(&*one, b"one");
+    let e = subs[0].try_recv().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    drop(one);
+    assert_eq!(&*subs[0].try_recv().unwrap(), b"one");
+    drop(subs);
+
+    let s2 = Subscriber::connect(&name).unwrap();
+    let mut sub = s2.subscribe("/o").unwrap();
+    for i in 0..6u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    // Borrowed, owned (the spare the borrowed one left), borrowed (a new spare), owned by a
+    // blocking receive, borrowed, owned: the subscription and three samples fill the entries.
+    let mut kept = Vec::new();
+    for i in 1..7u64 {
+        if i % 2 == 1 {
+            let m = sub.try_recv_ref().unwrap();
+            assert_eq!((m.seq(), &*m), (i, &(i - 1).to_le_bytes()[..]));
+        } else if i == 4 {
+            kept.push(sub.recv().unwrap());
+        } else {
+            kept.push(sub.try_recv().unwrap());
+        }
+    }
+    for (k, m) in kept.iter().enumerate() {
+        let i = 2 * k as u64 + 2;
+        assert_eq!((m.seq(), &**m), (i, &(i - 1).to_le_bytes()[..]));
+    }
+    drop((kept, sub, s2, s));
+    // Only the ring holds blocks: its seven descriptors.
+    let info = p.region_info();
+    assert_eq!((info.free_blocks, info.kept_blocks), (64 - 7, 0));
+}
+
 /// A single-publisher blocks or latest topic: one live holder at a time, the setting is part
 /// of the registration, a holder that leaves hands the lease on and the sequence goes on, and
 /// an unregistered topic's lease does not outlive it.
