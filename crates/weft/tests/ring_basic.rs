@@ -113,6 +113,29 @@ fn batches_publish_and_drain() {
     }
     assert_eq!(skipped + got.len() as u64, 200);
     assert_eq!(*got.last().unwrap(), 199);
+    // A batch read that finds nothing answers as `try_recv` would: a lag, then what is left
+    // once the publisher is gone, then `Closed`.
+    tx.publish_batch(&long);
+    assert_eq!(
+        rx.recv_batch(&mut buf[..0]),
+        Ok(0),
+        "an empty buffer reads nothing"
+    );
+    // The oldest slot may be mid-rewrite: the lag resumes one past it.
+    assert_eq!(
+        rx.recv_batch(&mut buf),
+        Err(RecvError::Lagged { skipped: 137 })
+    );
+    let mut rest = Vec::new();
+    while let Ok(k) = rx.recv_batch(&mut buf) {
+        rest.extend_from_slice(&buf[..k]);
+    }
+    assert_eq!(rest, &long[137..]);
+    tx.publish_batch(&v[..3]);
+    drop(tx);
+    assert_eq!(rx.recv_batch(&mut buf), Ok(3));
+    assert_eq!(&buf[..3], &v[..3]);
+    assert_eq!(rx.recv_batch(&mut buf), Err(RecvError::Closed));
 }
 
 #[test]
