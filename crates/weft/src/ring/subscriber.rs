@@ -613,7 +613,8 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         }
         self.pos = start + n as u64;
         if n == 0 {
-            return self.try_recv_slow().map(|v| {
+            // As in `recv_batch`: `try_recv`'s inline look first.
+            return self.try_recv().map(|v| {
                 out.push(v);
                 1
             });
