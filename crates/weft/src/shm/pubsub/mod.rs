@@ -307,6 +307,21 @@ impl InlineTopic {
     }
 }
 
+/// A subscription's spare holdings entry (`spare`): the one it has, while it is reserved and
+/// holds nothing; else a newly reserved one, which becomes the spare (a spare whose borrowed
+/// sample was forgotten still holds its block, which the member's recovery releases).
+#[inline(always)]
+fn spare_of(member: &Member, spare: &mut Option<u32>) -> Result<u32> {
+    match *spare {
+        Some(e) if member.is_spare(e) => Ok(e),
+        _ => {
+            let e = member.reserve_entry()?;
+            *spare = Some(e);
+            Ok(e)
+        }
+    }
+}
+
 /// `Ok` while entry `e` holds registration `generation`, ready for publishes; else `Closed`.
 #[inline(always)]
 fn entry_open(e: &layout::TopicEntry, generation: u32) -> Result<()> {
@@ -2736,7 +2751,7 @@ impl Subscription {
                 }
             }
         } else {
-            match self.take_next(self.spare) {
+            match self.take_next() {
                 Taken::Block(block, len, seq, entry) => {
                     return Ok(self.spare_to_sample(block, len, seq, entry));
                 }
@@ -3012,10 +3027,8 @@ impl Subscription {
     /// ```
     #[inline]
     pub fn try_recv_ref(&mut self) -> Result<SampleRef<'_>> {
-        if self.inline.is_none()
-            && let Some(e) = self.spare
-        {
-            match self.take_next(Some(e)) {
+        if self.inline.is_none() {
+            match self.take_next() {
                 Taken::Block(block, len, seq, e) => {
                     return Ok(self.lent(Msg::Block {
                         block,
@@ -3033,15 +3046,15 @@ impl Subscription {
     }
 
     /// The common case of a receive on a blocks or latest topic: the next (latest: the
-    /// newest) sequence is committed, its block is taken into the spare entry `spare` and the
-    /// slot still holds it. Without a spare (an owned receive gives its spare to the sample),
-    /// one is reserved once a committed message is found, so that an empty poll reserves
-    /// nothing; it stays the subscription's spare if the take does not happen.
+    /// newest) sequence is committed, its block is taken into the subscription's spare entry
+    /// and the slot still holds it. The spare is found (or reserved, [`spare_of`]) only once a
+    /// committed message is found, so that an empty poll reserves nothing (an owned receive
+    /// gives its spare to the sample); it stays the spare if the take does not happen.
     /// [`Taken::Nothing`] when nothing newer is committed (the next sequence is not claimed,
     /// or claimed and not committed; latest: nothing newer is claimed), [`Taken::Other`] for
     /// anything else (the caller goes the whole way).
     #[inline(always)]
-    fn take_next(&mut self, spare: Option<u32>) -> Taken {
+    fn take_next(&mut self) -> Taken {
         let r = &*self.member.region;
         // SAFETY: made from this topic's ring at subscribe; `self.member` keeps the region's
         // mapping alive, and the view is dropped at the end of this call.
@@ -3070,16 +3083,8 @@ impl Subscription {
         if b as u64 >= r.geo.blocks || len as u64 > r.geo.block_size {
             return Taken::Other;
         }
-        let e = match spare {
-            Some(e) if self.member.is_spare(e) => e,
-            Some(_) => return Taken::Other,
-            None => match self.member.reserve_entry() {
-                Ok(e) => {
-                    self.spare = Some(e);
-                    e
-                }
-                Err(_) => return Taken::Other,
-            },
+        let Ok(e) = spare_of(&self.member, &mut self.spare) else {
+            return Taken::Other;
         };
         if !matches!(self.member.take_into(e, b), Ok(true)) {
             return Taken::Other;
@@ -3141,19 +3146,10 @@ impl Subscription {
         Ok(self.lent(m))
     }
 
-    /// The spare holdings entry, reserved now if there is none (or if the last one still
-    /// holds the block of a `SampleRef` that was forgotten instead of dropped: that entry
-    /// is left to the member's recovery).
+    /// This subscription's spare holdings entry ([`spare_of`]).
     #[inline]
     fn spare_entry(&mut self) -> Result<u32> {
-        match self.spare {
-            Some(e) if self.member.is_spare(e) => Ok(e),
-            _ => {
-                let e = self.member.reserve_entry()?;
-                self.spare = Some(e);
-                Ok(e)
-            }
-        }
+        spare_of(&self.member, &mut self.spare)
     }
 
     /// The borrowed sample of a message: a block taken into the spare entry, or a copy (inline
@@ -3200,7 +3196,7 @@ impl Subscription {
 
     fn recv_inner(&mut self, strategy: WaitStrategy, deadline: Deadline) -> Result<Sample> {
         if self.inline.is_none()
-            && let Taken::Block(block, len, seq, entry) = self.take_next(self.spare)
+            && let Taken::Block(block, len, seq, entry) = self.take_next()
         {
             return Ok(self.spare_to_sample(block, len, seq, entry));
         }
