@@ -40,7 +40,9 @@
 //!
 //! The stride is the smallest power of two that holds the stamp and the value (at least 16
 //! bytes), so a slot never straddles a line when it fits in one: a value of up to 56 bytes
-//! shares one line with its stamp, and a reader touches one line per message. `u64` messages
+//! shares one line with its stamp, and a reader touches one line per message. A value of 128
+//! bytes or more starts on the slot's second line when the stride has room for it, so that
+//! its bulk copy (one vector move per line) does not straddle lines. `u64` messages
 //! pack four to a line, which halves the lines a publisher dirties compared with one slot per
 //! line; [`Options::padded_slots`] gives every slot a line of its own instead.
 //!
