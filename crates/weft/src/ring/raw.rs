@@ -215,8 +215,8 @@ pub(crate) struct Signal {
 ///
 /// followed by `gates` lines of one u64 each (a gated subscriber's next sequence, or
 /// [`GATE_FREE`]), then `capacity` slots of `stride` bytes: a u64 stamp and `words` u64
-/// payload words from byte [`Shape::lead`] of the slot. A stamp is `2 * seq + 1` while `seq` is being written and `2 * seq + 2` once
-/// it is complete; 0 means never written.
+/// payload words from byte [`Shape::lead`] of the slot. A stamp is `2 * seq + 1` while `seq`
+/// is being written and `2 * seq + 2` once it is complete; 0 means never written.
 #[repr(C)]
 #[derive(Debug)]
 pub(crate) struct Header {
@@ -376,14 +376,15 @@ pub(crate) struct RawRing {
     capacity: u64,
     /// `log2(stride)`.
     shift: u32,
+    /// Bytes from a slot's start to its first payload word ([`Shape::lead`]: 8 or 64; beside
+    /// `shift`, so that the handle keeps its size).
+    lead: u32,
     gate_count: usize,
     /// Payload words per slot (`ceil(value_size / 8)`): the bound of the byte-slice copies.
     words: usize,
     /// Leading payload words copied with [`bulk_copy`] by both sides of a slot
     /// ([`Shape::bulk_words`]); the rest go one atomic word at a time.
     bulk_words: usize,
-    /// Bytes from a slot's start to its first payload word ([`Shape::lead`]).
-    lead: usize,
 }
 
 /// Where a validated ring lies relative to its base, so that a handle can rebuild the
@@ -393,10 +394,10 @@ pub(crate) struct Placement {
     slots_offset: usize,
     capacity: u64,
     shift: u32,
+    lead: u32,
     gate_count: usize,
     words: usize,
     bulk_words: usize,
-    lead: usize,
 }
 
 impl RawRing {
@@ -447,7 +448,7 @@ impl RawRing {
             gate_count: shape.gates as usize,
             words: shape.words(),
             bulk_words: shape.bulk_words(),
-            lead: shape.lead(),
+            lead: shape.lead() as u32,
         };
         for i in 0..ring.gate_count {
             // SAFETY: gate `i < gates` lies within the block, aligned to 64 by construction.
@@ -466,7 +467,7 @@ impl RawRing {
                 if w == 0 {
                     0
                 } else {
-                    ring.lead + (w - 1) * WORD
+                    ring.lead as usize + (w - 1) * WORD
                 }
             });
             for at in words {
@@ -529,7 +530,7 @@ impl RawRing {
             gate_count: shape.gates as usize,
             words: shape.words(),
             bulk_words: shape.bulk_words(),
-            lead: shape.lead(),
+            lead: shape.lead() as u32,
         };
         for i in 0..ring.gate_count {
             ring.gate(i).store(GATE_FREE, Ordering::Relaxed);
@@ -667,7 +668,7 @@ impl RawRing {
             gate_count: gates as usize,
             words: shape.words(),
             bulk_words: shape.bulk_words(),
-            lead: shape.lead(),
+            lead: shape.lead() as u32,
         })
     }
 
@@ -760,7 +761,7 @@ impl RawRing {
 
     #[inline(always)]
     fn word(&self, slot: *const u8, i: usize) -> &AtomicU64 {
-        self.word_at(slot, self.lead, i)
+        self.word_at(slot, self.lead as usize, i)
     }
 
     /// Payload word `i` of `slot` whose payload starts `lead` bytes in: the ring's
@@ -779,9 +780,12 @@ impl RawRing {
     #[inline(always)]
     fn typed_lead(&self, size: usize) -> usize {
         if size >= BULK_MIN {
-            self.lead
+            self.lead as usize
         } else {
-            debug_assert_eq!(self.lead, WORD, "a small value's payload follows its stamp");
+            debug_assert_eq!(
+                self.lead as usize, WORD,
+                "a small value's payload follows its stamp"
+            );
             WORD
         }
     }
@@ -888,7 +892,7 @@ impl RawRing {
         if b > 0 {
             // SAFETY: `b <= src.len() <= words * 8`: the bytes lie within the slot; see
             // `bulk_copy` for why a racing reader is no data race.
-            unsafe { bulk_copy(slot.add(self.lead).cast_mut(), src.as_ptr(), b) };
+            unsafe { bulk_copy(slot.add(self.lead as usize).cast_mut(), src.as_ptr(), b) };
         }
         // Past the bulk words (`b` is their end, a multiple of 8) or at the end of `src`.
         let mut i = b.div_ceil(8);
@@ -921,10 +925,10 @@ impl RawRing {
         if b >= BULK_MIN {
             // SAFETY: as in `store_bytes`, the other way round; the caller's stamp re-check
             // decides whether the bytes are used.
-            unsafe { bulk_copy(dst.as_mut_ptr(), slot.add(self.lead), b) };
+            unsafe { bulk_copy(dst.as_mut_ptr(), slot.add(self.lead as usize), b) };
         } else if b > 0 {
             // SAFETY: as above (a few bytes of the bulk words: no call for them).
-            unsafe { small_copy(dst.as_mut_ptr(), slot.add(self.lead), b) };
+            unsafe { small_copy(dst.as_mut_ptr(), slot.add(self.lead as usize), b) };
         }
         let mut i = b.div_ceil(8);
         let mut chunks = dst[b..].chunks_exact_mut(8);
