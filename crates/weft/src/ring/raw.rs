@@ -376,8 +376,8 @@ pub(crate) struct RawRing {
     capacity: u64,
     /// `log2(stride)`.
     shift: u32,
-    /// Bytes from a slot's start to its first payload word ([`Shape::lead`]: 8 or 64; beside
-    /// `shift`, so that the handle keeps its size).
+    /// Bytes from a slot's start to its first payload word ([`Shape::lead`]: `WORD` or
+    /// `LINE`; four bytes beside `shift`, so that the handle keeps its size).
     lead: u32,
     gate_count: usize,
     /// Payload words per slot (`ceil(value_size / 8)`): the bound of the byte-slice copies.
@@ -461,19 +461,13 @@ impl RawRing {
         }
         for i in 0..shape.capacity {
             let slot = ring.slot_ptr(i);
-            // The stamp, then the payload words (the padding between them, if any, is never
-            // accessed).
-            let words = (0..=shape.words()).map(|w| {
-                if w == 0 {
-                    0
-                } else {
-                    ring.lead as usize + (w - 1) * WORD
-                }
-            });
-            for at in words {
-                // SAFETY: the stamp and payload word `w < words` of slot `i < capacity` lie
-                // within the block (`lead + words * WORD <= stride`); slots are 64-aligned and
-                // words 8-aligned.
+            // The stamp (byte 0), then the payload words from byte `lead` (the padding between
+            // them, if any, is never accessed).
+            let payload = (0..shape.words()).map(|w| ring.lead as usize + w * WORD);
+            for at in core::iter::once(0).chain(payload) {
+                // SAFETY: the stamp and each payload word of slot `i < capacity` lie within the
+                // block (`lead + words * WORD <= stride`); slots are 64-aligned and words
+                // 8-aligned.
                 unsafe {
                     ptr::write(
                         slot.add(at).cast::<AtomicU64>().cast_mut(),
