@@ -87,10 +87,12 @@ fn run(v: Variant) -> f64 {
                     if slot[0].load(Ordering::Acquire) != want {
                         break;
                     }
+                    // Relaxed: validated by the stamp re-check after the fence below.
                     let value = slot[1].load(Ordering::Relaxed);
                     // Pairs with the publisher's Release fence: a value from a later lap
                     // shows its odd stamp to the re-check.
                     fence(Ordering::Acquire);
+                    // Relaxed: ordered after the value by the fence above.
                     if slot[0].load(Ordering::Relaxed) != want {
                         break;
                     }
@@ -117,12 +119,17 @@ fn run(v: Variant) -> f64 {
                 std::hint::spin_loop();
             }
             let slot = m.slot(seq);
+            // Relaxed: ordered before the value by the Release fence just below.
             slot[0].store(2 * seq + 1, Ordering::Relaxed);
             // Pairs with the reader's Acquire fence.
             fence(Ordering::Release);
+            // Relaxed: published by the even stamp's Release store.
             slot[1].store(seq, Ordering::Relaxed);
             // Release pairs with the reader's Acquire stamp load.
             slot[0].store(2 * seq + 2, Ordering::Release);
+            // The variant's extra store. Release, as weft's cursor store (which pairs with
+            // the Acquire cursor loads of lag, join and `latest`); nothing here loads these
+            // words back: the model measures what the store costs, not what it carries.
             match v {
                 Variant::Cursor => m.cursor.0.store(seq + 1, Ordering::Release),
                 Variant::StampsOnly => {}
