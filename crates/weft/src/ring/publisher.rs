@@ -197,7 +197,20 @@ impl<T: bytemuck::Pod> Publisher<T> {
         // The sequence lives in a local: the atomic stores below could otherwise make the
         // compiler reload it from `self` (a store-to-load round trip per message).
         let seq = self.next();
-        if seq >= self.limit && !self.has_room(1) {
+        if seq < self.limit {
+            self.write_one(seq, &value);
+        } else {
+            self.publish_at_limit(seq, value);
+        }
+    }
+
+    /// [`publish`](Publisher::publish) past the limit: looks at the gates, waits if there is
+    /// no room, then writes. Out of line, so that the common path has no join with it (at the
+    /// join, the compiler reloaded the ring's pointers from the handle for every message).
+    #[cold]
+    #[inline(never)]
+    fn publish_at_limit(&mut self, seq: u64, value: T) {
+        if !self.has_room(1) {
             self.wait_for_room(1, None);
         }
         self.write_one(seq, &value);
