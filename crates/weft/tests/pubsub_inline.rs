@@ -1047,6 +1047,22 @@ fn racing_frames(
     (s, sub, publisher)
 }
 
+/// How long a racing reader below polls for the publisher's last value before it fails: it
+/// spins on `Empty`, so a receive that never returned the last value would otherwise hang.
+const RACE_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Fails the test once `RACE_DEADLINE` has passed since `started` (looked at every 4096th
+/// poll, so that the clock does not slow the race).
+fn race_alive(started: std::time::Instant, polls: &mut u64, last: u64, n: u64) {
+    *polls += 1;
+    if *polls % 4096 == 0 {
+        assert!(
+            started.elapsed() < RACE_DEADLINE,
+            "the last value ({n}) never arrived: the newest received was {last}"
+        );
+    }
+}
+
 #[test]
 fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
     let name = unique("pi-large-race");
@@ -1056,7 +1072,9 @@ fn a_large_latest_inline_value_is_never_torn_by_a_racing_publisher() {
         racing_frames(&name, n, |s| s.subscribe_typed::<Frame>("/frame").unwrap());
     let (mut last, mut received) = (0u64, 0u64);
     let mut buf = vec![0u8; std::mem::size_of::<Frame>()];
+    let (started, mut polls) = (std::time::Instant::now(), 0u64);
     while last != n {
+        race_alive(started, &mut polls, last, n);
         // Rotate through the by-value, the into-a-buffer and two prefix paths (21 and 204
         // bytes, both within the value's bulk-copied words).
         let f = match received % 4 {
@@ -1106,7 +1124,9 @@ fn a_prefix_of_a_latest_inline_value_is_never_torn_by_a_racing_publisher() {
     let (_s, mut sub, publisher) = racing_frames(&name, n, |s| s.subscribe("/frame").unwrap());
     let (mut last, mut received) = (0u64, 0u64);
     let (mut short, mut long) = ([0u8; 21], [0u8; 204]);
+    let (started, mut polls) = (std::time::Instant::now(), 0u64);
     while last != n {
+        race_alive(started, &mut polls, last, n);
         // Two lengths within the value's bulk-copied words, one not a whole number of words.
         let head: &mut [u8] = if received % 2 == 0 {
             &mut short
