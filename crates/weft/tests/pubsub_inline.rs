@@ -1055,7 +1055,7 @@ const RACE_DEADLINE: Duration = Duration::from_secs(120);
 /// poll, so that the clock does not slow the race).
 fn race_alive(started: std::time::Instant, polls: &mut u64, last: u64, n: u64) {
     *polls += 1;
-    if *polls % 4096 == 0 {
+    if (*polls).is_multiple_of(4096) {
         assert!(
             started.elapsed() < RACE_DEADLINE,
             "the last value ({n}) never arrived: the newest received was {last}"
