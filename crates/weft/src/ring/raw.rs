@@ -213,10 +213,12 @@ pub(crate) struct Signal {
 /// | 64 | cursor | u64: SPMC: sequences below it are published; MPMC: next sequence to claim | publisher(s) |
 /// | 128 | signal | waiters u32, notify u32, pub_waiters u32, pub_notify u32, publishers u64, gates_used u64, limit_bound u64 | see [`Signal`] |
 ///
-/// followed by `gates` lines of one u64 each (a gated subscriber's next sequence, or
-/// [`GATE_FREE`]), then `capacity` slots of `stride` bytes: a u64 stamp and `words` u64
-/// payload words from byte [`Shape::lead`] of the slot. A stamp is `2 * seq + 1` while `seq`
-/// is being written and `2 * seq + 2` once it is complete; 0 means never written.
+/// followed by `capacity` slots of `stride` bytes from byte 192: a u64 stamp and `words` u64
+/// payload words from byte [`Shape::lead`] of the slot, then `gates` lines of one u64 each (a
+/// gated subscriber's next sequence, or [`GATE_FREE`]; none in shared memory). A stamp is
+/// `2 * seq + 1` while `seq` is being written and `2 * seq + 2` once it is complete; 0 means
+/// never written. The slots come before the gates so that the header lies at a fixed
+/// distance before the first slot: a handle keeps one pointer for both.
 #[repr(C)]
 #[derive(Debug)]
 pub(crate) struct Header {
@@ -351,17 +353,20 @@ impl Shape {
         }
     }
 
-    fn gates_offset() -> usize {
+    /// Bytes from the ring's base to its first slot: the header's, whatever the gates (they
+    /// follow the slots), so that the header lies at a fixed distance before the slots and a
+    /// handle reaches both through one pointer.
+    const fn slots_offset() -> usize {
         size_of::<Header>().div_ceil(LINE) * LINE
     }
 
-    fn slots_offset(&self) -> usize {
-        Self::gates_offset() + self.gates as usize * size_of::<Padded<AtomicU64>>()
+    fn gates_offset(&self) -> usize {
+        Self::slots_offset() + self.capacity as usize * self.stride()
     }
 
-    /// Total bytes of ring memory (header, gates, slots), aligned to [`LINE`].
+    /// Total bytes of ring memory (header, slots, gates), aligned to [`LINE`].
     pub(crate) fn bytes(&self) -> usize {
-        self.slots_offset() + self.capacity as usize * self.stride()
+        self.gates_offset() + self.gates as usize * size_of::<Padded<AtomicU64>>()
     }
 }
 
@@ -369,8 +374,8 @@ impl Shape {
 /// pointers into the block; whoever made it keeps the block alive (see `Shared`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RawRing {
-    header: NonNull<Header>,
     gates: *const Padded<AtomicU64>,
+    /// The first slot; the header lies [`Shape::slots_offset`] bytes before it.
     slots: *const u8,
     mask: u64,
     capacity: u64,
@@ -391,7 +396,7 @@ pub(crate) struct RawRing {
 /// [`RawRing`] over the same memory without validating the header again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Placement {
-    slots_offset: usize,
+    gates_offset: usize,
     capacity: u64,
     shift: u32,
     lead: u32,
@@ -437,11 +442,10 @@ impl RawRing {
         // `bytes()` starts with it); nothing else accesses the block now.
         unsafe { ptr::write(h, header) };
         let ring = RawRing {
-            header: base.cast(),
             // SAFETY: both offsets are within `shape.bytes()` (see `Shape::bytes`).
-            gates: unsafe { base.as_ptr().add(Shape::gates_offset()) }.cast(),
+            gates: unsafe { base.as_ptr().add(shape.gates_offset()) }.cast(),
             // SAFETY: as above.
-            slots: unsafe { base.as_ptr().add(shape.slots_offset()) },
+            slots: unsafe { base.as_ptr().add(Shape::slots_offset()) },
             mask: shape.capacity - 1,
             capacity: shape.capacity,
             shift: shape.stride().trailing_zeros(),
@@ -513,11 +517,10 @@ impl RawRing {
         sig.gates_used.store(0, Ordering::Relaxed);
         sig.limit_bound.store(0, Ordering::Relaxed);
         let ring = RawRing {
-            header: base.cast(),
             // SAFETY: both offsets are within `shape.bytes()` (see `Shape::bytes`).
-            gates: unsafe { base.as_ptr().add(Shape::gates_offset()) }.cast(),
+            gates: unsafe { base.as_ptr().add(shape.gates_offset()) }.cast(),
             // SAFETY: as above.
-            slots: unsafe { base.as_ptr().add(shape.slots_offset()) },
+            slots: unsafe { base.as_ptr().add(Shape::slots_offset()) },
             mask: shape.capacity - 1,
             capacity: shape.capacity,
             shift: shape.stride().trailing_zeros(),
@@ -641,7 +644,9 @@ impl RawRing {
                 "the slot size for the value",
             ));
         }
-        let need = (shape.slots_offset() as u64).saturating_add(capacity.saturating_mul(stride));
+        // Header, slots, then gates (`capacity`, `stride` and `gates` are bounded above, so this
+        // cannot overflow).
+        let need = shape.bytes() as u64;
         if need > len as u64 {
             return Err(Error::corrupt(
                 name,
@@ -651,11 +656,10 @@ impl RawRing {
             ));
         }
         Ok(RawRing {
-            header: base.cast(),
             // SAFETY: within `len`, checked above.
-            gates: unsafe { base.as_ptr().add(Shape::gates_offset()) }.cast(),
+            gates: unsafe { base.as_ptr().add(shape.gates_offset()) }.cast(),
             // SAFETY: within `len`, checked above.
-            slots: unsafe { base.as_ptr().add(shape.slots_offset()) },
+            slots: unsafe { base.as_ptr().add(Shape::slots_offset()) },
             mask: capacity - 1,
             capacity,
             shift: shape.stride().trailing_zeros(),
@@ -669,7 +673,7 @@ impl RawRing {
     /// Where this ring lies relative to `base` (the pointer it was made from).
     pub(crate) fn placement(&self) -> Placement {
         Placement {
-            slots_offset: self.slots as usize - self.header.as_ptr() as usize,
+            gates_offset: self.gates as usize - self.base() as usize,
             capacity: self.capacity,
             shift: self.shift,
             gate_count: self.gate_count,
@@ -688,11 +692,10 @@ impl RawRing {
     #[inline(always)]
     pub(crate) unsafe fn at(base: NonNull<u8>, p: Placement) -> RawRing {
         RawRing {
-            header: base.cast(),
             // SAFETY: `gates_offset` lies within the memory (it did for the ring `p` came from).
-            gates: unsafe { base.as_ptr().add(Shape::gates_offset()) }.cast(),
+            gates: unsafe { base.as_ptr().add(p.gates_offset) }.cast(),
             // SAFETY: as above.
-            slots: unsafe { base.as_ptr().add(p.slots_offset) },
+            slots: unsafe { base.as_ptr().add(Shape::slots_offset()) },
             mask: p.capacity - 1,
             capacity: p.capacity,
             shift: p.shift,
@@ -703,11 +706,22 @@ impl RawRing {
         }
     }
 
+    /// The start of the ring memory: the header, [`Shape::slots_offset`] bytes before the
+    /// first slot (computed from the slot pointer, which every access loads anyway, so that
+    /// reaching the cursor costs no second pointer load).
+    #[inline(always)]
+    fn base(&self) -> *const u8 {
+        // SAFETY: `slots` was made as `base + Shape::slots_offset()` (init, attach, at), so
+        // this goes back to `base`, within the same allocation.
+        unsafe { self.slots.sub(Shape::slots_offset()) }
+    }
+
     /// The header.
     #[inline(always)]
     pub(crate) fn header(&self) -> &Header {
-        // SAFETY: the block outlives every use of this RawRing (contract of init/attach).
-        unsafe { self.header.as_ref() }
+        // SAFETY: `base` is the start of the ring memory, aligned to LINE, which holds the
+        // header and outlives every use of this RawRing (contract of init/attach/at).
+        unsafe { &*self.base().cast::<Header>() }
     }
 
     /// The published-cursor (SPMC) or claim counter (MPMC).
@@ -1272,8 +1286,60 @@ mod tests {
                 watermark: 0,
             };
             assert_eq!(s.stride(), 128);
-            assert_eq!(s.bytes(), 192 + 2 * 64 + 8 * 128);
+            assert_eq!(s.bytes(), 192 + 8 * 128 + 2 * 64);
+            // The slots right after the header, the gates after the slots (protocol.md: an
+            // inline topic's slots start at byte 192 of its ring).
+            assert_eq!(Shape::slots_offset(), 192);
+            assert_eq!(s.gates_offset(), 192 + 8 * 128);
         }
+    }
+
+    #[test]
+    fn the_header_is_found_from_the_slots_and_the_gates_follow_them() {
+        let shape = Shape {
+            capacity: 4,
+            value_size: 8,
+            gates: 3,
+            flags: FLAG_BOUNDED,
+            watermark: 0,
+        };
+        let layout = core::alloc::Layout::from_size_align(shape.bytes(), LINE).unwrap();
+        // SAFETY: non-zero size.
+        let base = NonNull::new(unsafe { alloc::alloc::alloc(layout) }).unwrap();
+        // SAFETY: fresh, aligned, large enough, power-of-two capacity.
+        let ring = unsafe { RawRing::init(base, shape) };
+        assert_eq!(
+            ring.header() as *const Header as usize,
+            base.as_ptr() as usize
+        );
+        assert_eq!(
+            ring.cursor() as *const AtomicU64 as usize,
+            base.as_ptr() as usize + 64
+        );
+        let last_gate = ring.gate(2) as *const AtomicU64 as usize;
+        assert_eq!(
+            last_gate + 64,
+            base.as_ptr() as usize + shape.bytes(),
+            "the last gate ends the block"
+        );
+        // Gates and slots do not overlap: writing every gate leaves every slot as it was.
+        ring.write(3, &7u64);
+        for i in 0..3 {
+            ring.gate(i).store(0xdead, Ordering::Relaxed);
+        }
+        assert_eq!(ring.read::<u64>(3), Read::Value(7));
+        assert_eq!(ring.read::<u64>(0), Read::NotYet);
+        // A ring rebuilt from its placement finds the same header, slots and gates.
+        // SAFETY: the same live block the placement was taken from.
+        let again = unsafe { RawRing::at(base, ring.placement()) };
+        assert_eq!(again.read::<u64>(3), Read::Value(7));
+        assert_eq!(again.gate(1).load(Ordering::Relaxed), 0xdead);
+        assert_eq!(
+            again.header() as *const Header,
+            ring.header() as *const Header
+        );
+        // SAFETY: allocated above with this layout, no ring used after.
+        unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
     }
 
     #[test]
@@ -1369,7 +1435,7 @@ mod tests {
         // SAFETY: the block is live and nothing writes it now; slot 1 lies within it.
         let slot = unsafe {
             core::slice::from_raw_parts(
-                base.as_ptr().add(shape.slots_offset() + shape.stride()),
+                base.as_ptr().add(Shape::slots_offset() + shape.stride()),
                 shape.stride(),
             )
         };
