@@ -644,9 +644,11 @@ impl RawRing {
                 "the slot size for the value",
             ));
         }
-        // Header, slots, then gates (`capacity`, `stride` and `gates` are bounded above, so this
-        // cannot overflow).
-        let need = shape.bytes() as u64;
+        // Header, slots, then gates, in saturating arithmetic: the capacity comes from the
+        // mapping, and a product that wrapped would pass the check below.
+        let need = (Shape::slots_offset() as u64)
+            .saturating_add(capacity.saturating_mul(stride))
+            .saturating_add(gates.saturating_mul(size_of::<Padded<AtomicU64>>() as u64));
         if need > len as u64 {
             return Err(Error::corrupt(
                 name,
