@@ -364,9 +364,25 @@ impl Shape {
         Self::slots_offset() + self.capacity as usize * self.stride()
     }
 
-    /// Total bytes of ring memory (header, slots, gates), aligned to [`LINE`].
+    /// Total bytes of ring memory (header, slots, gates), aligned to [`LINE`]; `usize::MAX`
+    /// for a shape too large to lay out (see [`Shape::checked_bytes`]).
     pub(crate) fn bytes(&self) -> usize {
-        self.gates_offset() + self.gates as usize * size_of::<Padded<AtomicU64>>()
+        self.checked_bytes()
+            .and_then(|b| usize::try_from(b).ok())
+            .unwrap_or(usize::MAX)
+    }
+
+    /// [`Shape::bytes`] in checked arithmetic, `None` when it overflows: `attach` sizes a
+    /// geometry read from a mapping with it, where a sum that wrapped would pass its length
+    /// check.
+    pub(crate) fn checked_bytes(&self) -> Option<u64> {
+        let slots = self.capacity.checked_mul(self.stride() as u64)?;
+        let gates = self
+            .gates
+            .checked_mul(size_of::<Padded<AtomicU64>>() as u64)?;
+        (Self::slots_offset() as u64)
+            .checked_add(slots)?
+            .checked_add(gates)
     }
 }
 
@@ -644,11 +660,9 @@ impl RawRing {
                 "the slot size for the value",
             ));
         }
-        // Header, slots, then gates, in saturating arithmetic: the capacity comes from the
-        // mapping, and a product that wrapped would pass the check below.
-        let need = (Shape::slots_offset() as u64)
-            .saturating_add(capacity.saturating_mul(stride))
-            .saturating_add(gates.saturating_mul(size_of::<Padded<AtomicU64>>() as u64));
+        // Checked: the capacity comes from the mapping, and a size that wrapped would pass the
+        // check below.
+        let need = shape.checked_bytes().unwrap_or(u64::MAX);
         if need > len as u64 {
             return Err(Error::corrupt(
                 name,
@@ -1294,6 +1308,22 @@ mod tests {
             assert_eq!(Shape::slots_offset(), 192);
             assert_eq!(s.gates_offset(), 192 + 8 * 128);
         }
+    }
+
+    #[test]
+    fn a_ring_too_large_to_lay_out_has_no_size() {
+        // 2^40 slots of a 2^40-byte value: the slots alone need 2^81 bytes.
+        let huge = Shape {
+            capacity: MAX_CAPACITY,
+            value_size: 1 << 40,
+            gates: 0,
+            flags: 0,
+            watermark: 0,
+        };
+        assert_eq!(huge.checked_bytes(), None);
+        assert_eq!(huge.bytes(), usize::MAX);
+        let small = shape_of(8);
+        assert_eq!(small.checked_bytes(), Some(small.bytes() as u64));
     }
 
     #[test]
