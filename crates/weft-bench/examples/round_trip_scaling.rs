@@ -1,8 +1,8 @@
 //! How the broadcast ring's cross-core throughput follows the host's round trip between the
 //! two cores, with disruptor's beside it in the same rounds.
 //!
-//! Each round probes the round trip of one cache line between cores 0 and 1 (a full ping-pong,
-//! both directions), then runs 10 million `u64` from a publisher on core 0 to a reader on
+//! Each round probes the round trip of one cache line between cores 0 and 1 (the bench's own
+//! probe, as printed under every table of the report), then runs 10 million `u64` from a publisher on core 0 to a reader on
 //! core 1:
 //!
 //! - `weft bounded`: `weft::ring::bounded`, the reader draining with `recv_batch` of 64 (the
@@ -17,55 +17,22 @@
 //! cargo run --release -p weft-bench --example round_trip_scaling [ROUNDS]
 //! ```
 //! Prints one line per round (default 8), rates in Mmsg/s. On a 2-vCPU host whose vCPUs
-//! sometimes sit far apart the round trip moves between about 200 and 700 ns from one round to
-//! the next, and the weft rows move with it.
+//! sometimes sit far apart the probe moves between about 100 and 450 ns from one round to the
+//! next (the report's two host states), and every row moves with it.
 
 use std::hint::spin_loop;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+
+// The bench's own pinning and host probe, so that the figures read as the report's do.
+#[allow(dead_code)]
+#[path = "../src/harness.rs"]
+mod harness;
+use harness::{cross_core_rtt_ns, pin};
 
 const CAP: usize = 4096;
 const MESSAGES: u64 = 10_000_000;
 /// Spins after an empty poll in the paused variants.
 const PAUSE: u32 = 100;
-
-fn pin(core: usize) {
-    let _ = weft::affinity::pin_current_thread(core);
-}
-
-/// A word alone on its line (two lines, against the adjacent-line prefetcher).
-#[repr(C, align(128))]
-struct Alone(AtomicU64);
-
-/// Median round trip of one line between cores 0 and 1, in ns (20 000 trips).
-fn round_trip() -> f64 {
-    const TRIPS: u64 = 20_000;
-    let (ping, pong) = (Alone(AtomicU64::new(0)), Alone(AtomicU64::new(0)));
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            pin(1);
-            for i in 1..=TRIPS {
-                // Acquire pairs with the Release store of `ping` below.
-                while ping.0.load(Ordering::Acquire) != i {
-                    spin_loop();
-                }
-                // Release pairs with the Acquire load of `pong` below.
-                pong.0.store(i, Ordering::Release);
-            }
-        });
-        pin(0);
-        let t0 = Instant::now();
-        for i in 1..=TRIPS {
-            // Release pairs with the Acquire load of `ping` above.
-            ping.0.store(i, Ordering::Release);
-            // Acquire pairs with the Release store of `pong` above.
-            while pong.0.load(Ordering::Acquire) != i {
-                spin_loop();
-            }
-        }
-        t0.elapsed().as_nanos() as f64 / TRIPS as f64
-    })
-}
 
 /// weft's bounded ring: delivered messages per second, in millions.
 fn weft_bounded(pause: u32) -> f64 {
@@ -171,7 +138,7 @@ fn main() {
         None => 8,
     };
     for _ in 0..rounds {
-        let rtt = round_trip();
+        let rtt = cross_core_rtt_ns();
         let bounded = weft_bounded(0);
         let (lossy, skipped) = weft_lossy();
         let disr = disruptor(0);

@@ -56,9 +56,11 @@ enum Variant {
     CursorEvery16,
 }
 
-fn pin(core: usize) {
-    let _ = weft::affinity::pin_current_thread(core);
-}
+// The bench's own pinning.
+#[allow(dead_code)]
+#[path = "../src/harness.rs"]
+mod harness;
+use harness::pin;
 
 fn run(v: Variant) -> f64 {
     let m = Box::new(Model {
