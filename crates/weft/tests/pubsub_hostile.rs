@@ -170,6 +170,35 @@ fn bad_descriptors_and_counts_are_errors() {
 }
 
 #[test]
+fn a_descriptor_longer_than_its_block_is_an_error_on_every_receive() {
+    let name = unique("ph-len");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register("/d").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut subs: Vec<_> = (0..4).map(|_| s.subscribe("/d").unwrap()).collect();
+    p.publish(&t, b"x").unwrap();
+    // Sequence 0's descriptor (topic 0's first slot): its block, one byte longer than the
+    // 128-byte blocks (a sample of that length would read past its block).
+    let rings = layout(&name).1.rings;
+    let block = read_u64(&name, rings + 8) & 0xffff_ffff;
+    write_u64(&name, rings + 8, (129u64 << 32) | block);
+    let mut buf = [0u8; 256];
+    let errs = [
+        subs[0].try_recv_ref().map(|m| m.len()).unwrap_err(),
+        subs[1].try_recv().map(|m| m.len()).unwrap_err(),
+        subs[2].try_recv_into(&mut buf).unwrap_err(),
+        subs[3]
+            .recv_timeout(Duration::from_secs(5))
+            .map(|m| m.len())
+            .unwrap_err(),
+    ];
+    for e in errs {
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    }
+}
+
+#[test]
 fn bad_block_words_are_errors() {
     for (word, what) in [
         ((1u64 << 60) | 1, "bits no mark uses"),

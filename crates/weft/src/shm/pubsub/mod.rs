@@ -30,7 +30,7 @@ use self::layout::{
     REGISTER_LOCK_OFFSET, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY,
     TYPE_NAMED, fingerprint, pack, pack_name,
 };
-use self::region::{Member, Region, TypeInfo, corrupt, inline_shape};
+use self::region::{BlockArea, Member, Region, TypeInfo, corrupt, inline_shape};
 use super::object::{Object, ObjectKind};
 use crate::WaitStrategy;
 use crate::error::{Error, Result, Role};
@@ -2522,6 +2522,7 @@ impl Subscriber {
         let entry = self.member.hold_subscription(i)?;
         Ok(Some(Subscription {
             ring,
+            area: r.block_area(),
             member: self.member.clone(),
             entry,
             generation,
@@ -2652,6 +2653,8 @@ pub struct Subscription {
     /// The topic's descriptor ring (resolved at subscribe; its memory is the mapping that
     /// `member` keeps alive).
     ring: RingAt,
+    /// The region's block area (resolved at subscribe, as `ring`).
+    area: BlockArea,
 }
 
 // SAFETY: the inline ring's and the descriptor ring's pointers lead into the region mapping
@@ -3055,7 +3058,6 @@ impl Subscription {
     /// anything else (the caller goes the whole way).
     #[inline(always)]
     fn take_next(&mut self) -> Taken {
-        let r = &*self.member.region;
         // SAFETY: made from this topic's ring at subscribe; `self.member` keeps the region's
         // mapping alive, and the view is dropped at the end of this call.
         let ring = unsafe { self.ring.ring() };
@@ -3080,7 +3082,7 @@ impl Subscription {
         let Some((b, len)) = undesc(desc) else {
             return Taken::Other;
         };
-        if b as u64 >= r.geo.blocks || len as u64 > r.geo.block_size {
+        if b as u64 >= self.area.blocks || len as u64 > self.area.block_size {
             return Taken::Other;
         }
         let Ok(e) = spare_of(&self.member, &mut self.spare) else {
@@ -3527,14 +3529,8 @@ impl Subscription {
     /// against the pool before the take).
     #[inline]
     fn block_at(&self, block: u32) -> *mut u8 {
-        let r = &self.member.region;
-        // SAFETY: `block < blocks` (checked by the caller's take, above), so the block lies
-        // inside the data area, which attach checked against the mapping.
-        unsafe {
-            r.obj
-                .base()
-                .add((r.geo.data + r.geo.block_size * block as u64) as usize)
-        }
+        // `block < blocks`: checked by the caller's take, above.
+        self.area.block(block)
     }
 
     /// Whether the topic's entry still holds our registration, open (ready, our generation):

@@ -96,6 +96,33 @@ unsafe impl Send for Region {}
 // SAFETY: as for Send.
 unsafe impl Sync for Region {}
 
+/// A region's block area as a handle keeps it: its first byte and the geometry (validated at
+/// attach, kept in this process) that a block index and a length are checked against. A copy
+/// held beside the handle's other fields, so that a receive reaches a block without following
+/// the handle's member and region pointers. Valid while the region's mapping is: the holder
+/// keeps the region alive (its `Member`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlockArea {
+    data: NonNull<u8>,
+    pub(crate) block_size: u64,
+    pub(crate) blocks: u64,
+}
+
+impl BlockArea {
+    /// The first byte of block `b`, which the caller checked against `blocks`.
+    #[inline(always)]
+    pub(crate) fn block(&self, b: u32) -> *mut u8 {
+        debug_assert!((b as u64) < self.blocks);
+        // SAFETY: `b < blocks` (checked by the caller), so the block lies inside the data
+        // area, which attach checked against the mapping.
+        unsafe {
+            self.data
+                .as_ptr()
+                .add((self.block_size * b as u64) as usize)
+        }
+    }
+}
+
 /// The shape of an inline topic's ring.
 pub(crate) fn inline_shape(slots: u64, size: u32) -> Shape {
     Shape {
@@ -624,6 +651,17 @@ impl Region {
         }
         crate::sync::yield_now();
         Ok(())
+    }
+
+    /// The block area, resolved for a handle to keep ([`BlockArea`]).
+    pub(crate) fn block_area(&self) -> BlockArea {
+        BlockArea {
+            // SAFETY: `geo.data` lies inside the mapping (attach checked the data area
+            // against it).
+            data: unsafe { self.base.add(self.geo.data as usize) },
+            block_size: self.geo.block_size,
+            blocks: self.geo.blocks,
+        }
     }
 
     /// The first byte of block `b` (checked against the pool size).
