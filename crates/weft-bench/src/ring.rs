@@ -107,12 +107,30 @@ trait MpPeer<T: Msg>: Peer<T> {
 // ---------------------------------------------------------------------------------------------
 // Adapters.
 
+/// A receiver and the buffer its crate's batch receive copies into, kept across drains as a
+/// user keeps it: a buffer made in each drain is zeroed each time (512 bytes for 64 `u64`),
+/// a cost of the adapter, not of the crate. For weft and photon-ring, whose batch receives
+/// copy into a slice; disruptor's poller lends its slots.
+struct Batched<R, T> {
+    rx: R,
+    buf: [T; 64],
+}
+
+impl<R, T: Msg> Batched<R, T> {
+    fn new(rx: R) -> Self {
+        Batched {
+            rx,
+            buf: [T::zeroed(); 64],
+        }
+    }
+}
+
 struct Weft;
 
 impl<T: Msg> Peer<T> for Weft {
     const NAME: &'static str = "weft";
     type Tx = weft::ring::Publisher<T>;
-    type Rx = weft::ring::Subscriber<T>;
+    type Rx = Batched<weft::ring::Subscriber<T>, T>;
     fn open(cap: usize, subs: usize, lossless: bool) -> (Self::Tx, Vec<Self::Rx>) {
         let (tx, ring) = if lossless {
             weft::ring::bounded::<T>(cap as u64, 0)
@@ -122,7 +140,7 @@ impl<T: Msg> Peer<T> for Weft {
         // A full ring spins, as disruptor's BusySpin and photon-ring do (weft's default,
         // Adaptive, parks after a while and pays a wake-up per burst).
         let tx = tx.with_wait_strategy(weft::WaitStrategy::BusySpin);
-        let rx = (0..subs).map(|_| ring.subscribe()).collect();
+        let rx = (0..subs).map(|_| Batched::new(ring.subscribe())).collect();
         (tx, rx)
     }
     #[inline(always)]
@@ -131,7 +149,7 @@ impl<T: Msg> Peer<T> for Weft {
     }
     #[inline(always)]
     fn try_recv(rx: &mut Self::Rx) -> Option<T> {
-        rx.try_recv().ok()
+        rx.rx.try_recv().ok()
     }
     #[inline(always)]
     fn send_batch(tx: &mut Self::Tx, vs: &[T]) {
@@ -139,12 +157,11 @@ impl<T: Msg> Peer<T> for Weft {
     }
     #[inline(always)]
     fn drain(rx: &mut Self::Rx, f: &mut impl FnMut(T)) -> (u64, u64) {
-        let mut buf = [T::zeroed(); 64];
         let (mut n, mut lost) = (0, 0);
         loop {
-            match rx.recv_batch(&mut buf) {
+            match rx.rx.recv_batch(&mut rx.buf) {
                 Ok(k) => {
-                    buf[..k].iter().for_each(|v| f(*v));
+                    rx.buf[..k].iter().for_each(|v| f(*v));
                     n += k as u64;
                 }
                 Err(weft::ring::RecvError::Lagged { skipped }) => lost += skipped,
@@ -160,8 +177,7 @@ impl<T: Msg> MpPeer<T> for Weft {
         // Lossless, as crossbeam-channel's bounded queue and disruptor: the producers wait
         // for the (gated) subscriber instead of overwriting what it has not read.
         let (tx, ring) = weft::ring::mpmc_bounded::<T>(cap as u64, 0);
-        let rx = ring.subscribe();
-        (tx, rx)
+        (tx, Batched::new(ring.subscribe()))
     }
     #[inline(always)]
     fn send_mp(tx: &mut Self::MTx, v: T) {
@@ -174,14 +190,14 @@ struct Photon;
 impl<T: Msg> Peer<T> for Photon {
     const NAME: &'static str = "photon-ring 3.0.0";
     type Tx = photon_ring::Publisher<T>;
-    type Rx = photon_ring::Subscriber<T>;
+    type Rx = Batched<photon_ring::Subscriber<T>, T>;
     fn open(cap: usize, subs: usize, lossless: bool) -> (Self::Tx, Vec<Self::Rx>) {
         let (tx, ring) = if lossless {
             photon_ring::channel_bounded::<T>(cap, 0)
         } else {
             photon_ring::channel::<T>(cap)
         };
-        let rx = (0..subs).map(|_| ring.subscribe()).collect();
+        let rx = (0..subs).map(|_| Batched::new(ring.subscribe())).collect();
         (tx, rx)
     }
     #[inline(always)]
@@ -190,7 +206,7 @@ impl<T: Msg> Peer<T> for Photon {
     }
     #[inline(always)]
     fn try_recv(rx: &mut Self::Rx) -> Option<T> {
-        rx.try_recv().ok()
+        rx.rx.try_recv().ok()
     }
     #[inline(always)]
     fn send_batch(tx: &mut Self::Tx, vs: &[T]) {
@@ -198,12 +214,11 @@ impl<T: Msg> Peer<T> for Photon {
     }
     #[inline(always)]
     fn drain(rx: &mut Self::Rx, f: &mut impl FnMut(T)) -> (u64, u64) {
-        let mut buf = [T::zeroed(); 64];
         let (mut n, mut lost) = (0, 0);
         loop {
-            let k = rx.recv_batch(&mut buf);
+            let k = rx.rx.recv_batch(&mut rx.buf);
             if k == 0 {
-                match rx.try_recv() {
+                match rx.rx.try_recv() {
                     Ok(v) => {
                         f(v);
                         n += 1;
@@ -216,7 +231,7 @@ impl<T: Msg> Peer<T> for Photon {
                     Err(_) => return (n, lost),
                 }
             }
-            buf[..k].iter().for_each(|v| f(*v));
+            rx.buf[..k].iter().for_each(|v| f(*v));
             n += k as u64;
         }
     }
@@ -226,8 +241,7 @@ impl<T: Msg> MpPeer<T> for Photon {
     type MTx = photon_ring::MpPublisher<T>;
     fn open_mp(cap: usize) -> (Self::MTx, Self::Rx) {
         let (tx, ring) = photon_ring::channel_mpmc::<T>(cap);
-        let rx = ring.subscribe();
-        (tx, rx)
+        (tx, Batched::new(ring.subscribe()))
     }
     #[inline(always)]
     fn send_mp(tx: &mut Self::MTx, v: T) {
