@@ -114,6 +114,7 @@ fn impls(mode: &str, size: usize) -> Vec<(&'static str, &'static str)> {
             ("weft-blocks", "weft 0.1 Blocks (multi-publisher)"),
             ("crossbar-pool", "crossbar 1.2 pool"),
             ("iceoryx2", "iceoryx2 0.10"),
+            ("iceoryx2-history", ICE_HISTORY_LABEL),
         ],
         // Values that fit an inline latest-value topic (up to `latest_inline_max` of the
         // region, a few KiB): weft's latest-value inline topics lead (the first weft row is
@@ -298,11 +299,12 @@ fn make_local(key: &str, name: &str, size: usize) -> Box<dyn Side> {
             let _ = &mut bus;
             Box::new(PodBusLocal { bus, sub })
         }
-        _ => {
+        "iceoryx2" | "iceoryx2-history" => {
             let node = ice::NodeBuilder::new()
                 .create::<IceService>()
                 .expect("iceoryx2 node");
-            let service = ice_service(&node, name);
+            let history = if key == "iceoryx2-history" { RING } else { 0 };
+            let service = ice_service_with(&node, name, history);
             let p = service
                 .publisher_builder()
                 .initial_max_slice_len(size)
@@ -319,6 +321,7 @@ fn make_local(key: &str, name: &str, size: usize) -> Box<dyn Side> {
                 _node: node,
             })
         }
+        other => panic!("no implementation is called {other}"),
     }
 }
 
@@ -621,10 +624,20 @@ type IcePortFactory =
     iceoryx2::service::port_factory::publish_subscribe::PortFactory<IceService, [u8], ()>;
 
 fn ice_service(node: &ice::Node<IceService>, name: &str) -> IcePortFactory {
+    ice_service_with(node, name, 0)
+}
+
+/// The label of the iceoryx2 row whose service keeps `RING` samples of history, the published
+/// blocks a weft or crossbar topic keeps in its ring for a subscriber that lags or joins late.
+const ICE_HISTORY_LABEL: &str = "iceoryx2 0.10 (history 8, as the rings above)";
+
+/// An iceoryx2 service keeping `history` samples for late joiners (0: none, its default).
+fn ice_service_with(node: &ice::Node<IceService>, name: &str, history: usize) -> IcePortFactory {
     let sname: ice::ServiceName = name.try_into().expect("service name");
     node.service_builder(&sname)
         .publish_subscribe::<[u8]>()
         .subscriber_max_buffer_size(256)
+        .history_size(history)
         .open_or_create()
         .expect("iceoryx2 service")
 }
@@ -701,7 +714,11 @@ fn cross_process(report: &mut Report, scenario: &str, mode: &str, size: usize, k
             Kind::Throughput => report.axis(scenario, "pubsub/throughput/blocks", x.0, x.1),
         }
     }
-    let list = impls(mode, size);
+    // Across processes the iceoryx2 row is its default service (no history) only.
+    let list: Vec<_> = impls(mode, size)
+        .into_iter()
+        .filter(|(key, _)| *key != "iceoryx2-history")
+        .collect();
     let mut a: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
     let mut b: Vec<Vec<f64>> = vec![Vec::new(); list.len()];
     for _ in 0..report.reps {
