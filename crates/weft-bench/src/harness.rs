@@ -82,6 +82,9 @@ pub struct Report {
     /// after it.
     #[serde(skip)]
     host_rtt_ns: f64,
+    /// Rows are not printed as they are added (the rounds of [`Report::interleaved`]).
+    #[serde(skip)]
+    quiet: bool,
 }
 
 /// Median of a non-empty sample.
@@ -111,6 +114,7 @@ impl Report {
             rows: Vec::new(),
             axes: Vec::new(),
             host_rtt_ns: f64::NAN,
+            quiet: false,
         }
     }
 
@@ -215,6 +219,45 @@ impl Report {
         self.add(scenario, implementation, unit, better, samples);
     }
 
+    /// Runs `body`, which measures each implementation of one scenario in turn (with
+    /// [`Report::measure`]), `reps` times with one repetition each, and records every
+    /// implementation's repetitions from all rounds. The implementations take turns, so that
+    /// the host changing state during the scenario (this machine's cross-core round trip moves
+    /// between about 100 and 450 ns) reaches all of them alike: run one after the other, the
+    /// last ones alone could meet the change, and the ratio would measure the host.
+    pub fn interleaved(&mut self, mut body: impl FnMut(&mut Report)) {
+        let mut rounds = Report {
+            reps: 1,
+            machine: String::new(),
+            rustc: String::new(),
+            peers: String::new(),
+            date: String::new(),
+            rows: Vec::new(),
+            axes: Vec::new(),
+            host_rtt_ns: self.host_rtt_ns,
+            quiet: true,
+        };
+        for _ in 0..self.reps {
+            body(&mut rounds);
+        }
+        for a in rounds.axes {
+            self.axis(&a.scenario, &a.family, &a.x_desc, a.x);
+        }
+        let mut merged: Vec<Row> = Vec::new();
+        for row in rounds.rows {
+            match merged
+                .iter_mut()
+                .find(|m| m.scenario == row.scenario && m.implementation == row.implementation)
+            {
+                Some(m) => m.samples.extend(row.samples),
+                None => merged.push(row),
+            }
+        }
+        for m in merged {
+            self.add(&m.scenario, &m.implementation, &m.unit, m.better, m.samples);
+        }
+    }
+
     /// Records figures measured elsewhere (a child process, a histogram).
     pub fn add(
         &mut self,
@@ -238,10 +281,12 @@ impl Report {
             host_rtt_ns: self.host_rtt_ns,
             host_rtt_after_ns: f64::NAN,
         };
-        eprintln!(
-            "   {:<34} {:>12.3} {} (min {:.3}, max {:.3})",
-            row.implementation, row.median, row.unit, row.min, row.max
-        );
+        if !self.quiet {
+            eprintln!(
+                "   {:<34} {:>12.3} {} (min {:.3}, max {:.3})",
+                row.implementation, row.median, row.unit, row.min, row.max
+            );
+        }
         self.rows.push(row);
     }
 
@@ -579,6 +624,30 @@ mod tests {
             // A cache line cannot cross cores and back in under a nanosecond.
             assert!(rtt.is_finite() && rtt > 1.0, "{rtt}");
         }
+    }
+
+    #[test]
+    fn interleaved_rounds_take_turns_and_keep_every_repetition() {
+        let mut r = Report::new(3);
+        let mut order = Vec::new();
+        let mut n = 0.0;
+        r.interleaved(|round| {
+            for imp in ["weft", "peer"] {
+                round.measure("a/x", imp, "ns", Better::Lower, || {
+                    n += 1.0;
+                    order.push(imp);
+                    n
+                });
+            }
+        });
+        // Each round warms up and measures one implementation, then the other.
+        assert_eq!(order, ["weft", "weft", "peer", "peer"].repeat(3));
+        let rows = r.rows_of("a/x");
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].implementation, "weft");
+        assert_eq!(rows[0].samples, [2.0, 6.0, 10.0]);
+        assert_eq!(rows[1].samples, [4.0, 8.0, 12.0]);
+        assert_eq!(rows[1].median, 8.0);
     }
 
     #[test]

@@ -233,7 +233,8 @@ fn scenario(name: String, run: impl Fn(&mut Report, &str) + 'static) -> Scenario
     let n = name.clone();
     Scenario {
         name,
-        run: Box::new(move |r| run(r, &n)),
+        // The implementations take turns, repetition by repetition (`Report::interleaved`).
+        run: Box::new(move |r| r.interleaved(|r| run(r, &n))),
     }
 }
 

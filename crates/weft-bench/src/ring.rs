@@ -678,11 +678,13 @@ fn batch_64<T: Msg, P: Peer<T>>(r: &mut Report, scenario: &str) {
 macro_rules! every_peer {
     ($body:ident, $t:ty, $($arg:expr),*) => {
         Box::new(|r: &mut Report| {
-            $body::<$t, Weft>(r, $($arg),*);
-            $body::<$t, Photon>(r, $($arg),*);
-            $body::<$t, Disruptor>(r, $($arg),*);
-            $body::<$t, Crossbeam>(r, $($arg),*);
-            $body::<$t, Bus>(r, $($arg),*);
+            r.interleaved(|r| {
+                $body::<$t, Weft>(r, $($arg),*);
+                $body::<$t, Photon>(r, $($arg),*);
+                $body::<$t, Disruptor>(r, $($arg),*);
+                $body::<$t, Crossbeam>(r, $($arg),*);
+                $body::<$t, Bus>(r, $($arg),*);
+            })
         })
     };
 }
@@ -730,10 +732,12 @@ pub fn scenarios() -> Vec<Scenario> {
             "ring/mpmc-2-producers-u64",
             Box::new(|r: &mut Report| {
                 let name = "ring/mpmc-2-producers-u64";
-                mpmc_two_producers::<u64, Weft>(r, name);
-                mpmc_two_producers::<u64, Photon>(r, name);
-                mpmc_two_producers::<u64, DisruptorMp>(r, name);
-                mpmc_two_producers::<u64, Crossbeam>(r, name);
+                r.interleaved(|r| {
+                    mpmc_two_producers::<u64, Weft>(r, name);
+                    mpmc_two_producers::<u64, Photon>(r, name);
+                    mpmc_two_producers::<u64, DisruptorMp>(r, name);
+                    mpmc_two_producers::<u64, Crossbeam>(r, name);
+                });
             }),
         ),
         s(
