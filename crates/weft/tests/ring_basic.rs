@@ -368,3 +368,29 @@ fn a_full_subscriber_table_is_an_error_until_a_subscriber_leaves() {
     assert_eq!(b.try_recv(), Ok(7));
     assert_eq!(c.try_recv(), Ok(7));
 }
+
+#[test]
+fn padded_slots_carry_single_and_batched_messages_alike() {
+    // One message at a time and in batches, both ways round, over several laps: the batch
+    // paths walk the slots by the ring's stride, the single ones index them by the value's.
+    let opts = Options::new().padded_slots(true);
+    let (mut tx, ring) = ring::channel_with::<u64>(8, opts).unwrap();
+    let mut rx = ring.subscribe();
+    let mut next = 0u64;
+    let mut buf = [0u64; 5];
+    for lap in 0..6u64 {
+        let batch: Vec<u64> = (next..next + 5).collect();
+        tx.publish_batch(&batch);
+        for want in batch {
+            assert_eq!(rx.try_recv(), Ok(want), "lap {lap}");
+        }
+        next += 5;
+        for v in next..next + 5 {
+            tx.publish(v);
+        }
+        assert_eq!(rx.recv_batch(&mut buf), Ok(5), "lap {lap}");
+        assert_eq!(buf, [next, next + 1, next + 2, next + 3, next + 4]);
+        next += 5;
+    }
+    assert_eq!(rx.try_recv(), Err(ring::RecvError::Empty));
+}
