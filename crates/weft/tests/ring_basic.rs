@@ -372,7 +372,7 @@ fn a_full_subscriber_table_is_an_error_until_a_subscriber_leaves() {
 #[test]
 fn padded_slots_carry_single_and_batched_messages_alike() {
     // One message at a time and in batches, both ways round, over several laps: the batch
-    // paths walk the slots by the ring's stride, the single ones index them by the value's.
+    // paths walk the slots with a pointer, the single ones index each slot.
     let opts = Options::new().padded_slots(true);
     let (mut tx, ring) = ring::channel_with::<u64>(8, opts).unwrap();
     let mut rx = ring.subscribe();

@@ -2660,7 +2660,8 @@ pub struct Subscription {
 // SAFETY: the inline ring's and the descriptor ring's pointers lead into the region mapping
 // that `member` keeps alive, and every access through them is atomic; so does the block
 // area's, through which only blocks the subscription holds a reference on are read; the rest
-// is plain owned data. Receiving takes `&mut self`, so shared references only read the handle's own fields.
+// is plain owned data. Receiving takes `&mut self`, so shared references only read the
+// handle's own fields.
 unsafe impl Send for Subscription {}
 // SAFETY: as for Send.
 unsafe impl Sync for Subscription {}

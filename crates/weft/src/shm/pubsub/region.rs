@@ -654,6 +654,7 @@ impl Region {
     }
 
     /// The block area, resolved for a handle to keep ([`BlockArea`]).
+    #[inline(always)]
     pub(crate) fn block_area(&self) -> BlockArea {
         BlockArea {
             // SAFETY: `geo.data` lies inside the mapping (attach checked the data area
@@ -668,10 +669,7 @@ impl Region {
     #[inline(always)]
     pub(crate) fn block_ptr(&self, b: u32) -> Result<*mut u8> {
         self.check("block index", b, self.geo.blocks)?;
-        let off = self.geo.data + self.geo.block_size * b as u64;
-        // SAFETY: block `b` lies inside the data area, which attach checked against the
-        // mapping.
-        Ok(unsafe { self.base.as_ptr().add(off as usize) })
+        Ok(self.block_area().block(b))
     }
 
     /// The state of entry `i`, validated.
