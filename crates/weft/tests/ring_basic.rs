@@ -1,7 +1,7 @@
 //! Single-thread behaviour of the broadcast ring: order, lag counts, close, batches, latest,
 //! bounded backpressure, groups, odd-sized values.
 
-use weft::ring::{self, Options, PublishError, RecvError};
+use weft::ring::{self, PublishError, RecvError};
 
 #[test]
 fn every_subscriber_sees_every_message_in_order() {
@@ -308,12 +308,13 @@ fn errors_convert_into_the_crate_error() {
 #[cfg(not(miri))]
 #[test]
 fn hugepage_and_locked_memory() {
-    let (mut tx, ring) = ring::channel_with::<u64>(4096, Options::new().hugepages(true)).unwrap();
+    let (mut tx, ring) =
+        ring::channel_with::<u64>(4096, ring::Options::new().hugepages(true)).unwrap();
     let mut rx = ring.subscribe();
     tx.publish(1);
     assert_eq!(rx.try_recv(), Ok(1));
     // mlock may be refused by RLIMIT_MEMLOCK: then it is an Io error, never a panic.
-    match ring::channel_with::<u64>(64, Options::new().lock(true)) {
+    match ring::channel_with::<u64>(64, ring::Options::new().lock(true)) {
         Ok((mut tx, ring)) => {
             let mut rx = ring.subscribe();
             tx.publish(2);
@@ -369,28 +370,62 @@ fn a_full_subscriber_table_is_an_error_until_a_subscriber_leaves() {
     assert_eq!(c.try_recv(), Ok(7));
 }
 
-#[test]
-fn padded_slots_carry_single_and_batched_messages_alike() {
-    // One message at a time and in batches, both ways round, over several laps: the batch
-    // paths walk the slots with a pointer, the single ones index each slot.
-    let opts = Options::new().padded_slots(true);
-    let (mut tx, ring) = ring::channel_with::<u64>(8, opts).unwrap();
+/// One message at a time and in batches, both ways round, over several laps, then an exact
+/// lag: the batch paths walk the slots with a pointer, the single ones index each slot with
+/// the value type's stride, and the lag is found by the slow path's stamp checks, which index
+/// with the ring's own stride. A stride that disagreed anywhere would mix messages up.
+fn single_and_batched_messages_agree<T>(make: impl Fn(u64) -> T)
+where
+    T: bytemuck::Pod + PartialEq + core::fmt::Debug,
+{
+    let what = core::any::type_name::<T>();
+    let (mut tx, ring) = ring::channel::<T>(8);
     let mut rx = ring.subscribe();
     let mut next = 0u64;
-    let mut buf = [0u64; 5];
+    let mut buf = vec![make(0); 5];
     for lap in 0..6u64 {
-        let batch: Vec<u64> = (next..next + 5).collect();
+        let batch: Vec<T> = (next..next + 5).map(&make).collect();
         tx.publish_batch(&batch);
         for want in batch {
-            assert_eq!(rx.try_recv(), Ok(want), "lap {lap}");
+            assert_eq!(rx.try_recv(), Ok(want), "{what}, lap {lap}");
         }
         next += 5;
         for v in next..next + 5 {
-            tx.publish(v);
+            tx.publish(make(v));
         }
-        assert_eq!(rx.recv_batch(&mut buf), Ok(5), "lap {lap}");
-        assert_eq!(buf, [next, next + 1, next + 2, next + 3, next + 4]);
+        assert_eq!(rx.recv_batch(&mut buf), Ok(5), "{what}, lap {lap}");
+        let want: Vec<T> = (next..next + 5).map(&make).collect();
+        assert_eq!(buf, want, "{what}, lap {lap}");
         next += 5;
     }
-    assert_eq!(rx.try_recv(), Err(ring::RecvError::Empty));
+    assert_eq!(rx.try_recv(), Err(RecvError::Empty), "{what}");
+    // 20 unread on a ring of 8: the 13 oldest are gone, the 7 newest (all but the slot the
+    // publisher writes next, as `lag_counts_are_exact_under_forced_overflow` says) read in
+    // order.
+    for v in next..next + 20 {
+        tx.publish(make(v));
+    }
+    assert_eq!(
+        rx.try_recv(),
+        Err(RecvError::Lagged { skipped: 13 }),
+        "{what}"
+    );
+    for v in next + 13..next + 20 {
+        assert_eq!(rx.try_recv(), Ok(make(v)), "{what}");
+    }
+    assert_eq!(rx.try_recv(), Err(RecvError::Empty), "{what}");
+}
+
+#[test]
+fn slots_of_every_size_carry_single_and_batched_messages_alike() {
+    // Strides of 16, 32, 64, 128 and 512 bytes; 128 bytes and more take the bulk copy.
+    single_and_batched_messages_agree(|v| v as u8);
+    single_and_batched_messages_agree(|v| [v as u8, 1, 2]);
+    single_and_batched_messages_agree(|v| v);
+    single_and_batched_messages_agree(|v| [v as u8; 24]);
+    single_and_batched_messages_agree(|v| [v; 7]);
+    single_and_batched_messages_agree(|v| [v; 8]);
+    single_and_batched_messages_agree(|v| [v as u8; 100]);
+    single_and_batched_messages_agree(|v| [v; 16]);
+    single_and_batched_messages_agree(|v| [v as u16; 150]);
 }

@@ -25,9 +25,6 @@ pub(crate) const FLAG_MPMC: u64 = 1;
 /// Header flag: the publisher waits for gated subscribers.
 pub(crate) const FLAG_BOUNDED: u64 = 2;
 
-/// Header flag: one slot per cache line at least (see `Shape::stride`).
-pub(crate) const FLAG_PADDED: u64 = 4;
-
 /// Largest capacity accepted (2^40 slots): keeps `2 * seq + 2` far from overflow for any
 /// realistic run and the memory size within `usize`.
 pub(crate) const MAX_CAPACITY: u64 = 1 << 40;
@@ -336,21 +333,22 @@ impl Shape {
         }
     }
 
-    /// Bytes per slot: stamp and payload, rounded up to whole cache lines.
-    ///
-    /// The smallest power of two that holds the stamp and the payload, at least 16 bytes, or a
-    /// whole line per slot when `padded`: always a power of two, so that a slot never
-    /// straddles a line when it fits in one (a value of up to 56 bytes shares its stamp's
-    /// line) and the slot offset is a shift. Dense slots (four `u64` messages per line) write
-    /// and read fewer lines per message; padded slots keep a reader of one slot from sharing
-    /// a line with the publisher writing the next one.
+    /// Bytes per slot: stamp and payload ([`Shape::stride_of`] the value size).
     pub(crate) fn stride(&self) -> usize {
-        let dense = (WORD * (1 + self.words())).next_power_of_two().max(16);
-        if self.flags & FLAG_PADDED != 0 {
-            dense.max(LINE)
-        } else {
-            dense
-        }
+        Self::stride_of(self.value_size as usize)
+    }
+
+    /// Bytes per slot for a value of `value_size` bytes: the smallest power of two that holds
+    /// the stamp and the payload, at least 16 bytes. A power of two, so that a slot never
+    /// straddles a line when it fits in one (a value of up to 56 bytes shares its stamp's
+    /// line) and the slot offset is a shift; a function of the value size alone, so that a
+    /// typed handle knows it at compile time ([`RawRing::typed_shift`]). Dense slots (four
+    /// `u64` messages per line) write and read fewer lines per message than a line per slot:
+    /// on this project's test host a line per `u64` slot cost 4.6x in fan-out throughput, 1.6x
+    /// in SPSC throughput and 14% in ping-pong round trip, and gained nowhere.
+    pub(crate) const fn stride_of(value_size: usize) -> usize {
+        let stride = (WORD * (1 + value_size.div_ceil(8))).next_power_of_two();
+        if stride < 16 { 16 } else { stride }
     }
 
     /// Bytes from the ring's base to its first slot: the header's, whatever the gates (they
@@ -777,6 +775,34 @@ impl RawRing {
         unsafe { self.slots.add(((seq & self.mask) as usize) << self.shift) }
     }
 
+    /// `log2` of the stride of a ring of `T` values ([`Shape::stride_of`] its size): the
+    /// ring's `shift` when `T` is its value type, as a constant. The typed accesses below
+    /// address slots with it instead of the `shift` field: a same-thread publish and receive
+    /// took 2.36-2.39 ns with the field and 2.21-2.27 with the constant, publish only
+    /// 1.12-1.16 and 1.03-1.10 (lab loops, builds alternating).
+    #[inline(always)]
+    pub(crate) const fn typed_shift<T>() -> u32 {
+        Shape::stride_of(size_of::<T>()).trailing_zeros()
+    }
+
+    /// The slot of `seq` in a ring whose value type is `T` (the contract of every typed
+    /// access: the ring's value size is `size_of::<T>()`, so its stride is `T`'s).
+    #[inline(always)]
+    fn typed_slot_ptr<T>(&self, seq: u64) -> *const u8 {
+        debug_assert_eq!(
+            self.shift,
+            Self::typed_shift::<T>(),
+            "T is the ring's value type"
+        );
+        // SAFETY: `seq & mask < capacity`, and `T`'s stride is the ring's (the ring was laid
+        // out, or attached and validated, for a value of `size_of::<T>()` bytes), so the slot
+        // lies within the block.
+        unsafe {
+            self.slots
+                .add(((seq & self.mask) as usize) << Self::typed_shift::<T>())
+        }
+    }
+
     #[inline(always)]
     fn stamp(&self, slot: *const u8) -> &AtomicU64 {
         // SAFETY: `slot` comes from `slot_ptr`; the stamp is its first word, an initialised atomic.
@@ -1059,7 +1085,7 @@ impl RawRing {
     /// readers detect as overwritten, never undefined behaviour.
     #[inline(always)]
     pub(crate) fn write<T: bytemuck::Pod>(&self, seq: u64, v: &T) {
-        self.write_at(self.slot_ptr(seq), seq, v);
+        self.write_at(self.typed_slot_ptr::<T>(seq), seq, v);
     }
 
     /// Writes `values` as the sequences `first ..`, at most a lap of them, walking the slots
@@ -1103,7 +1129,7 @@ impl RawRing {
     /// Reads sequence `seq`.
     #[inline(always)]
     pub(crate) fn read<T: bytemuck::Pod>(&self, seq: u64) -> Read<T> {
-        let slot = self.slot_ptr(seq);
+        let slot = self.typed_slot_ptr::<T>(seq);
         let stamp = self.stamp(slot);
         let want = done(seq);
         // Pairs with the Release stamp store in `write`. The stamp is only compared.
@@ -1153,14 +1179,18 @@ impl RawRing {
         // last one is complete every one before it is (or was overwritten since, which the
         // re-check below catches): the payloads are copied without looking at their stamps.
         // Pairs with the Release stamp store in `write`. Only compared.
-        if self.stamp(self.slot_ptr(last)).load(Ordering::Acquire) == done(last) {
+        if self
+            .stamp(self.typed_slot_ptr::<T>(last))
+            .load(Ordering::Acquire)
+            == done(last)
+        {
             self.copy_run(start, dst);
             return self.run_intact(start, dst.len());
         }
         let mut n = 0;
         for d in dst.iter_mut() {
             let seq = start + n as u64;
-            let slot = self.slot_ptr(seq);
+            let slot = self.typed_slot_ptr::<T>(seq);
             // Pairs with the Release stamp store in `write`: the payload of `seq` is visible.
             // Only compared.
             if self.stamp(slot).load(Ordering::Acquire) != done(seq) {
@@ -1275,6 +1305,32 @@ impl RawRing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_typed_access_uses_the_stride_of_a_ring_shaped_for_its_type() {
+        fn check<T>() {
+            let s = Shape {
+                capacity: 8,
+                value_size: size_of::<T>() as u64,
+                gates: 0,
+                flags: 0,
+                watermark: 0,
+            };
+            assert_eq!(
+                1usize << RawRing::typed_shift::<T>(),
+                s.stride(),
+                "{}",
+                core::any::type_name::<T>()
+            );
+        }
+        check::<u8>();
+        check::<u64>();
+        check::<[u8; 9]>();
+        check::<[u64; 7]>();
+        check::<[u64; 8]>();
+        check::<[u8; 100]>();
+        check::<[u8; 1000]>();
+    }
 
     #[test]
     fn layout_is_fixed() {
