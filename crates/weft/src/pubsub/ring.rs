@@ -286,6 +286,14 @@ impl<'a> Ring<'a> {
             let desc = slot.desc.load(Ordering::Acquire);
             return Ok(Read::Ready { desc });
         }
+        if st == self.free_stamp(r) {
+            // The slot still holds the previous lap (or nothing, in the first lap): nobody
+            // had claimed `r` when we looked, since a claim stamps the slot before the tail
+            // moves past it. Empty, without loading the tail: every publish writes its line,
+            // and a subscriber polling it pulled that line away from the publisher on each
+            // empty poll, one more transfer between their cores per message.
+            return Ok(Read::Empty);
+        }
         self.read_other(r, st)
     }
 

@@ -452,3 +452,39 @@ fn forged_holdings_entries_decode_and_are_cleared() {
     }
     assert_eq!(m.pool().free_estimate(), 2, "no block was touched");
 }
+
+/// A read finds nothing from its slot's stamp alone while the slot holds the previous lap
+/// (or nothing yet): the tail, whose line every publish writes, is not loaded on an empty
+/// poll. A tail already past the sequence (only a claim that landed after the stamp was
+/// loaded, since a claim stamps its slot before it moves the tail) and a scribbled tail both
+/// leave the answer at Empty; a stamp of any other lap goes the whole way, as before.
+#[test]
+fn an_empty_read_is_decided_by_the_slot_stamp_without_the_tail() {
+    use super::super::ring::{Ring, Slot, committed};
+    use crate::sync::AtomicU64;
+    let tail = AtomicU64::new(0);
+    let slots: Vec<Slot> = (0..4).map(|_| Slot::default()).collect();
+    let ring = Ring::new(&tail, &slots);
+    assert_eq!(ring.read(0).unwrap(), Read::Empty);
+    tail.store(3, Ordering::Relaxed);
+    assert_eq!(
+        ring.read(0).unwrap(),
+        Read::Empty,
+        "first lap, tail moved on"
+    );
+    tail.store(u64::MAX, Ordering::Relaxed);
+    assert_eq!(
+        ring.read(1).unwrap(),
+        Read::Empty,
+        "a scribbled tail is not read"
+    );
+    // The second lap: slot 1 holds sequence 1; sequence 5 is not claimed yet.
+    slots[1].stamp.store(committed(1), Ordering::Relaxed);
+    assert_eq!(ring.read(5).unwrap(), Read::Empty);
+    // A stamp of a later lap than the reader's sequence goes the whole way, tail included.
+    slots[1].stamp.store(committed(9), Ordering::Relaxed);
+    assert!(
+        ring.read(5).is_err(),
+        "the scribbled tail is found on the whole way"
+    );
+}
