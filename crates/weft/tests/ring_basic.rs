@@ -418,7 +418,8 @@ where
 
 #[test]
 fn slots_of_every_size_carry_single_and_batched_messages_alike() {
-    // Strides of 16, 32, 64, 128 and 512 bytes; 128 bytes and more take the bulk copy.
+    // Strides of 16, 32, 64, 128, 256 and 512 bytes; values of 128 bytes and more take the
+    // bulk copy.
     single_and_batched_messages_agree(|v| v as u8);
     single_and_batched_messages_agree(|v| [v as u8, 1, 2]);
     single_and_batched_messages_agree(|v| v);
