@@ -164,7 +164,8 @@ pub(crate) struct Geometry {
     pub(crate) value_size: AtomicU64,
     /// Payload words per slot: `ceil(value_size / 8)`.
     pub(crate) words: AtomicU64,
-    /// Bytes from one slot to the next: a multiple of 64.
+    /// Bytes from one slot to the next (`Shape::stride_of` the value size: a power of two, at
+    /// least 16).
     pub(crate) stride: AtomicU64,
     /// Number of gate entries after the header.
     pub(crate) gates: AtomicU64,
@@ -578,7 +579,8 @@ impl RawRing {
 
     /// Attaches to memory that another party initialised, validating the geometry against
     /// the length of the block and the value size and flags the caller expects (each field
-    /// read once: the stride is computed from the flags that were checked).
+    /// read once: the stride is computed from the value size that was checked, so a typed
+    /// access with a `T` of that size addresses the same slots, see `typed_slot_ptr`).
     ///
     /// # Errors
     /// [`Error::Corrupt`](crate::Error::Corrupt) when any header field is impossible.
