@@ -7,7 +7,7 @@
 //! reversed. Every implementation waits by spinning, except the Unix socket, which blocks in
 //! the kernel as sockets do. A request whose first byte is 0xFF asks the server to stop.
 
-use crate::harness::{Better, Report, Scenario, pin, spawn_child, unique_name};
+use crate::harness::{Better, Report, Scenario, pin, remove_shm_named, spawn_child, unique_name};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::time::{Duration, Instant};
 use weft::Error;
@@ -130,7 +130,7 @@ fn one_round(imp: &str) -> (Vec<f64>, Vec<f64>) {
         let _ = child.kill();
         let _ = child.wait();
         // A killed crossbar server leaves its regions behind.
-        remove_shm_prefix(&format!("crossbar-{name}"));
+        remove_shm_named(&name);
     }
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -145,17 +145,6 @@ fn one_round(imp: &str) -> (Vec<f64>, Vec<f64>) {
         std::thread::sleep(Duration::from_millis(10));
     }
     figures
-}
-
-/// Removes the shared-memory files whose names start with `prefix`.
-fn remove_shm_prefix(prefix: &str) {
-    if let Ok(dir) = std::fs::read_dir("/dev/shm") {
-        for e in dir.flatten() {
-            if e.file_name().to_string_lossy().starts_with(prefix) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
 }
 
 /// Runs this area's child side of a cross-process scenario, if `args` names one.

@@ -549,6 +549,19 @@ pub fn spawn_child(args: &[&str]) -> std::process::Child {
         .expect("spawn the child side")
 }
 
+/// Removes every file in /dev/shm whose name contains `name` (a [`unique_name`]): what a
+/// repetition's peers leave behind (crossbar's lock files and the regions of a killed crossbar
+/// server; weft's objects remove themselves).
+pub fn remove_shm_named(name: &str) {
+    if let Ok(dir) = std::fs::read_dir("/dev/shm") {
+        for e in dir.flatten() {
+            if e.file_name().to_string_lossy().contains(name) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
 /// A name unique to this run, for shared-memory objects.
 pub fn unique_name(tag: &str) -> String {
     format!(
@@ -564,6 +577,38 @@ pub fn unique_name(tag: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repetitions_leftovers_are_removed_by_its_name_and_nothing_else() {
+        let name = unique_name("leftover");
+        let other = unique_name("kept");
+        let ours = [
+            format!("/dev/shm/crossbar-{name}-1.lock"),
+            format!("/dev/shm/{name}"),
+        ];
+        let theirs = format!("/dev/shm/{other}");
+        // Whatever the outcome, nothing of this test stays in /dev/shm.
+        struct Tidy(Vec<String>);
+        impl Drop for Tidy {
+            fn drop(&mut self) {
+                self.0.iter().for_each(|p| {
+                    let _ = std::fs::remove_file(p);
+                });
+            }
+        }
+        let _tidy = Tidy(ours.iter().chain([&theirs]).cloned().collect());
+        for p in ours.iter().chain([&theirs]) {
+            std::fs::write(p, b"").expect("a file in /dev/shm");
+        }
+        remove_shm_named(&name);
+        for p in &ours {
+            assert!(!std::path::Path::new(p).exists(), "{p} is still there");
+        }
+        assert!(
+            std::path::Path::new(&theirs).exists(),
+            "{theirs} was removed"
+        );
+    }
 
     #[test]
     fn civil_dates() {

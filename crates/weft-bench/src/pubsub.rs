@@ -21,7 +21,7 @@
 //! adapt each crate's API differ. Rounds are interleaved (one repetition of every
 //! implementation per round), so that a change in the machine's load falls on all of them.
 
-use crate::harness::{Better, Report, Scenario, pin, spawn_child, unique_name};
+use crate::harness::{Better, Report, Scenario, pin, remove_shm_named, spawn_child, unique_name};
 use std::io::{BufRead, BufReader, Write};
 use std::time::{Duration, Instant};
 use weft::pubsub::{Config, Publisher, Subscriber, TopicMode, TopicSpec};
@@ -182,7 +182,7 @@ fn same_process(report: &mut Report, scenario: &str, mode: &str, size: usize) {
                     run_local(side.as_mut(), &data, n);
                     let ns = (cpu_ns() - t) as f64 / n as f64;
                     drop(side);
-                    cleanup(&name);
+                    remove_shm_named(&name);
                     if round > 0 {
                         samples[k].push(ns);
                     }
@@ -204,18 +204,6 @@ fn run_local(side: &mut dyn Side, data: &[u8], n: u64) {
         let len = side.recv(&mut head).expect("the message just published");
         assert_eq!(len, data.len(), "message {i}");
         std::hint::black_box(&head);
-    }
-}
-
-/// Removes whatever a run may have left in /dev/shm under `name` (weft's regions remove
-/// themselves; crossbar's files are named after the region).
-fn cleanup(name: &str) {
-    if let Ok(dir) = std::fs::read_dir("/dev/shm") {
-        for e in dir.flatten() {
-            if e.file_name().to_string_lossy().contains(name) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
     }
 }
 
@@ -813,7 +801,7 @@ fn one_cross_round(key: &str, size: usize, kind: Kind) -> (f64, f64) {
         let _ = child.wait();
         publisher.join().expect("the publishing thread");
     });
-    cleanup(&name);
+    remove_shm_named(&name);
     let mut it = line
         .split_whitespace()
         .map(|v| v.parse::<f64>().unwrap_or(f64::NAN));

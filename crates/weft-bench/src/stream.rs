@@ -873,6 +873,8 @@ fn handoff(report: &mut Report, size: usize, label: &str) {
                 handoff_parent(tx, imp, &name, size, runs)
             }
         });
+        // crossbar's publisher leaves a lock file named after its region.
+        harness::remove_shm_named(&name);
         match res {
             Ok(t) => {
                 let ns = t[HANDOFF_WARMUP..]
