@@ -344,9 +344,8 @@ impl Shape {
     /// straddles a line when it fits in one (a value of up to 56 bytes shares its stamp's
     /// line) and the slot offset is a shift; a function of the value size alone, so that a
     /// typed handle knows it at compile time ([`RawRing::typed_shift`]). Dense slots (four
-    /// `u64` messages per line) write and read fewer lines per message than a line per slot:
-    /// on this project's test host a line per `u64` slot cost 4.6x in fan-out throughput, 1.6x
-    /// in SPSC throughput and 14% in ping-pong round trip, and gained nowhere.
+    /// `u64` messages per line) write and read fewer lines per message than a line per slot,
+    /// which measured slower on every row (`Options` says by how much).
     pub(crate) const fn stride_of(value_size: usize) -> usize {
         let stride = (WORD * (1 + value_size.div_ceil(8))).next_power_of_two();
         if stride < 16 { 16 } else { stride }
