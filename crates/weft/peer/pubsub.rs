@@ -27,9 +27,10 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
-/// `pubsub-pub REGION TOPIC ID SEED COUNT MAX SUBS`: joins the region as a publisher, waits
-/// until the topic has SUBS subscribers, then publishes COUNT messages of publisher ID
-/// (`pubmsg::make`, bodies up to MAX bytes) and exits.
+/// `pubsub-pub REGION TOPIC ID SEED COUNT MAX SUBS [PERIOD_US]`: joins the region as a
+/// publisher, waits until the topic has SUBS subscribers, then publishes COUNT messages of
+/// publisher ID (`pubmsg::make`, bodies up to MAX bytes), PERIOD_US apart (default 0: back to
+/// back), and exits.
 fn publish(args: &[String]) -> i32 {
     let region: String = arg(args, 1, "region");
     let topic: String = arg(args, 2, "topic");
@@ -38,6 +39,7 @@ fn publish(args: &[String]) -> i32 {
     let count: u64 = arg(args, 5, "count");
     let max: usize = arg(args, 6, "max");
     let subs: u64 = arg(args, 7, "subscribers");
+    let period: u64 = args.get(8).map_or(0, |_| arg(args, 8, "period"));
     let p = Publisher::open(&region).expect("open the region");
     let t = p.register(&topic).expect("register");
     say("ready");
@@ -47,6 +49,9 @@ fn publish(args: &[String]) -> i32 {
         std::thread::sleep(Duration::from_millis(1));
     }
     for c in 0..count {
+        if period > 0 {
+            std::thread::sleep(Duration::from_micros(period));
+        }
         let mut loan = loop {
             match p.loan(&t) {
                 Ok(l) => break l,

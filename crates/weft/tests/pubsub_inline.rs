@@ -1,6 +1,7 @@
 //! Inline topics: small fixed-size messages copied into a seqlock ring in the region. In one
 //! process (round trips, exact lag, several publishers, parking, history, limits), across
-//! processes (fan-out and two publisher processes, byte-exact), and after a publisher died
+//! processes (fan-out and two publisher processes, byte-exact; a slow subscriber behind two
+//! publisher processes counting every loss exactly), and after a publisher died
 //! holding a claimed sequence (voided, never taken from a live holder).
 
 mod common;
@@ -673,6 +674,93 @@ fn two_publisher_processes_and_a_parked_subscriber_process() {
     let (last, ok) = sub.finish(Duration::from_secs(30));
     assert!(ok, "subscriber failed: {last}");
     assert_eq!(last, format!("got {} lost 0", 2 * count));
+}
+
+#[test]
+fn two_publisher_processes_and_a_slow_subscriber_count_every_loss_exactly() {
+    let name = unique("pi-slow-two");
+    let _c = Cleanup(name.clone());
+    let count = 3000u64;
+    let owner = Publisher::create(&name, &small().ring_slots(64)).unwrap();
+    owner.register_spec("/slow", &named_ticks()).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s
+        .subscribe_typed_named::<Tick>("/slow", common::tick::TICK)
+        .unwrap();
+    // Paced, so that the two publishers' claims interleave on the ring for the whole run
+    // while the subscriber falls behind, catches up and falls behind again.
+    let mut pubs: Vec<Peer> = ["1", "2"]
+        .iter()
+        .map(|id| {
+            Peer::spawn(&[
+                "pubsub-inline-pub",
+                &name,
+                "/slow",
+                id,
+                &count.to_string(),
+                "1",
+                "20",
+            ])
+        })
+        .collect();
+    for p in &mut pubs {
+        p.expect("ready");
+    }
+    let total = 2 * count;
+    // Per publisher, the next counter it may deliver (losses make it jump, never go back).
+    let mut next = [0u64; 3];
+    let (mut expected, mut got, mut lost, mut lags) = (0u64, 0u64, 0u64, 0u64);
+    while expected < total {
+        match sub.recv_timeout(Duration::from_secs(10)) {
+            Ok(m) => {
+                assert_eq!(
+                    m.seq(),
+                    expected,
+                    "a sequence was skipped without being counted"
+                );
+                let t = *m.value::<Tick>().unwrap();
+                assert!(t.whole(), "torn tick at {}", m.seq());
+                assert!(
+                    t.n >= next[t.id as usize],
+                    "publisher {}'s tick {} came again or out of order",
+                    t.id,
+                    t.n
+                );
+                next[t.id as usize] = t.n + 1;
+                expected += 1;
+                got += 1;
+                if got % 4 == 0 {
+                    std::thread::sleep(Duration::from_micros(500));
+                }
+            }
+            Err(Error::Lagged { skipped }) => {
+                assert!(skipped > 0);
+                expected += skipped;
+                lost += skipped;
+                lags += 1;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    for p in &mut pubs {
+        p.expect(&format!("sent {count}"));
+    }
+    assert_eq!(
+        expected, total,
+        "more sequences counted than were published"
+    );
+    assert_eq!(got + lost, total);
+    assert!(
+        lags > 1,
+        "the subscriber was meant to fall behind more than once"
+    );
+    assert!(
+        got > 64,
+        "the subscriber was meant to read more than the last ring"
+    );
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    let st = s.topics().unwrap();
+    assert_eq!((st[0].published, st[0].lagged), (total, lost));
 }
 
 #[test]

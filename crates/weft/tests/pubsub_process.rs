@@ -1,5 +1,6 @@
 //! Pub/sub between real processes: fan-out byte-exact, two publisher processes on one topic,
-//! and a slow subscriber whose losses are counted exactly.
+//! and a slow subscriber whose losses are counted exactly, behind one publisher and behind
+//! two.
 
 mod common;
 
@@ -155,6 +156,97 @@ fn a_slow_subscriber_counts_its_losses_exactly() {
     assert!(lost > 0, "the subscriber was meant to fall behind");
     let st = s.topics().unwrap();
     assert_eq!((st[0].published, st[0].lagged), (count, lost));
+}
+
+#[test]
+fn two_publisher_processes_and_a_slow_subscriber_count_every_loss_exactly() {
+    let name = unique("pp-slow-two");
+    let _c = Cleanup(name.clone());
+    let count = 3000u64;
+    let owner = Publisher::create(
+        &name,
+        &Config::default()
+            .ring_slots(64)
+            .blocks(256)
+            .block_size(1024),
+    )
+    .unwrap();
+    owner.register("/slow/two").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/slow/two").unwrap();
+    // Paced, so that the two publishers' claims interleave on the topic for the whole run
+    // while the subscriber falls behind, catches up and falls behind again.
+    let mut pubs: Vec<Peer> = ["1", "2"]
+        .iter()
+        .map(|id| {
+            Peer::spawn(&[
+                "pubsub-pub",
+                &name,
+                "/slow/two",
+                id,
+                "13",
+                &count.to_string(),
+                &MAX.to_string(),
+                "1",
+                "20",
+            ])
+        })
+        .collect();
+    for p in &mut pubs {
+        p.expect("ready");
+    }
+    let total = 2 * count;
+    // Per publisher, the next counter it may deliver (losses make it jump, never go back).
+    let mut next = [0u64; 3];
+    let (mut expected, mut got, mut lost, mut lags) = (0u64, 0u64, 0u64, 0u64);
+    while expected < total {
+        match sub.recv_timeout(Duration::from_secs(10)) {
+            Ok(m) => {
+                assert_eq!(
+                    m.seq(),
+                    expected,
+                    "a sequence was skipped without being counted"
+                );
+                let (id, c) = pubmsg::verify(13, MAX, &m).expect("byte-exact");
+                assert!(
+                    c >= next[id as usize],
+                    "publisher {id}'s message {c} came again or out of order"
+                );
+                next[id as usize] = c + 1;
+                expected += 1;
+                got += 1;
+                if got % 4 == 0 {
+                    std::thread::sleep(Duration::from_micros(500));
+                }
+            }
+            Err(Error::Lagged { skipped }) => {
+                assert!(skipped > 0);
+                expected += skipped;
+                lost += skipped;
+                lags += 1;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    for p in &mut pubs {
+        p.expect(&format!("sent {count}"));
+    }
+    assert_eq!(
+        expected, total,
+        "more sequences counted than were published"
+    );
+    assert_eq!(got + lost, total);
+    assert!(
+        lags > 1,
+        "the subscriber was meant to fall behind more than once"
+    );
+    assert!(
+        got > 64,
+        "the subscriber was meant to read more than the last ring"
+    );
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    let st = s.topics().unwrap();
+    assert_eq!((st[0].published, st[0].lagged), (total, lost));
 }
 
 #[test]
