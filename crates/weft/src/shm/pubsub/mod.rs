@@ -2427,8 +2427,9 @@ impl Subscriber {
     }
 
     /// Subscribes to `topic` and starts with (up to) the last `history` messages still in the
-    /// topic's ring (at most [`Config::ring_slots`] of them), then everything published from
-    /// now on: a late joiner catches up.
+    /// topic's ring, then everything published from now on: a late joiner catches up. At most
+    /// [`Config::ring_slots`] - 1 of them (the oldest slot may be mid-overwrite already); a
+    /// latest-value topic gives its newest value only.
     ///
     /// # Errors
     /// As [`Subscriber::subscribe`].

@@ -176,7 +176,10 @@ impl Region {
         for i in 0..geo.topics as u32 {
             region.stable(i, || {
                 Ok(match region.topic_name(i)? {
-                    Some(_) => region.topic_type(i).map(|_| Some(()))?,
+                    Some(_) => {
+                        region.topic_flags(i)?;
+                        region.topic_type(i).map(|_| Some(()))?
+                    }
                     None => None,
                 })
             })?;
@@ -786,6 +789,16 @@ impl Region {
             return Ok(None);
         };
         // Relaxed: ordered after the Acquire load of `state`; each value is checked.
+        let type_flags = t.type_flags.load(Ordering::Relaxed);
+        if type_flags & !super::layout::TYPE_NAMED != 0 {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "topic type flags",
+                type_flags as u64,
+                "0 or 1",
+            ));
+        }
+        // Relaxed: as above.
         let fingerprint = t.type_fingerprint.load(Ordering::Relaxed);
         if fingerprint == 0 {
             return Ok(None);
@@ -825,8 +838,7 @@ impl Region {
         }
         let type_name = String::from_utf8_lossy(&super::layout::unpack(&t.type_name, len as usize))
             .into_owned();
-        // Relaxed: as above.
-        let named = t.type_flags.load(Ordering::Relaxed) & super::layout::TYPE_NAMED != 0;
+        let named = type_flags & super::layout::TYPE_NAMED != 0;
         Ok(Some(TypeInfo {
             fingerprint,
             size,
