@@ -124,6 +124,53 @@ fn a_damaged_configuration_is_refused_at_connect() {
     }
 }
 
+#[test]
+fn a_region_of_another_magic_version_or_kind_is_refused_by_every_opener() {
+    // The object header: magic at 0, version at 8, kind at 12 (docs/protocol.md).
+    let spoil: [(u64, u64, u32, ErrorKind); 4] = [
+        (0, u64::from_le_bytes(*b"NOTWEFT!"), 0, ErrorKind::NotWeft),
+        (8, 0, 99, ErrorKind::VersionMismatch),
+        (12, 0, 1, ErrorKind::WrongKind),
+        (12, 0, 77, ErrorKind::Corrupt),
+    ];
+    for (off, v64, v32, kind) in spoil {
+        let name = unique("ph-header");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &cfg()).unwrap();
+        p.register("/t").unwrap();
+        if off == 0 {
+            write_u64(&name, off, v64);
+        } else {
+            write_u32(&name, off, v32);
+        }
+        let config = Config::default().open_timeout(Duration::from_millis(50));
+        let errors = [
+            (
+                "connect",
+                Subscriber::connect(&name).map(|_| ()).unwrap_err(),
+            ),
+            ("open", Publisher::open(&name).map(|_| ()).unwrap_err()),
+            (
+                "create over it",
+                Publisher::create(&name, &config).map(|_| ()).unwrap_err(),
+            ),
+        ];
+        for (how, err) in errors {
+            assert_eq!(err.kind(), kind, "{how} at offset {off}: {err}");
+        }
+        if kind == ErrorKind::VersionMismatch {
+            assert!(
+                matches!(
+                    Subscriber::connect(&name).map(|_| ()).unwrap_err(),
+                    Error::VersionMismatch { found: 99, expected, .. }
+                        if expected == weft::shm::LAYOUT_VERSION
+                ),
+                "the error names both versions"
+            );
+        }
+    }
+}
+
 /// The topic table's offset for `cfg()`: after 512 bytes of header and configuration, two
 /// 64-byte lines per participant and the holdings (docs/protocol.md, "Region").
 fn topic_table() -> u64 {

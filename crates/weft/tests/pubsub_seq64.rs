@@ -1,5 +1,5 @@
 //! 64-bit sequence numbers: topics whose counters are preset just below 2^32 keep counting
-//! across it, in blocks, latest and inline modes, with exact lag.
+//! across it, in blocks, latest, inline and latest-value inline modes, with exact lag.
 
 mod common;
 
@@ -73,6 +73,24 @@ fn sequences_count_across_2_pow_32() {
     assert_eq!(p.stats(&blocks).unwrap().published, start + 16);
 }
 
+/// Makes inline area `area` (an 8-byte message's ring of `SLOTS` 16-byte slots) look as if
+/// `start` messages had been published: the claim counter and the stamps of the last lap
+/// (`2 seq + 2`).
+fn preset_inline(name: &str, area: u64, start: u64) {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(shm_path(name))
+        .unwrap();
+    let l = common::region::Layout::of_file(&f);
+    let area = l.inline_area(area);
+    for s in start - SLOTS..start {
+        f.write_all_at(&(2 * s + 2).to_le_bytes(), area + 192 + 16 * (s % SLOTS))
+            .unwrap();
+    }
+    f.write_all_at(&start.to_le_bytes(), area + 64).unwrap();
+}
+
 #[test]
 fn inline_sequences_count_across_2_pow_32() {
     let name = unique("pq-inline");
@@ -82,20 +100,7 @@ fn inline_sequences_count_across_2_pow_32() {
         .register_spec("/inline", &weft::pubsub::TopicSpec::inline(8))
         .unwrap();
     let start = (1u64 << 32) - 3;
-    // As if `start` messages had been published: the claim counter and the stamps of the
-    // last lap (`2 seq + 2`, 16-byte slots for an 8-byte message).
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(shm_path(&name))
-        .unwrap();
-    let l = common::region::Layout::of_file(&f);
-    let area = l.inline_area(0);
-    for s in start - SLOTS..start {
-        f.write_all_at(&(2 * s + 2).to_le_bytes(), area + 192 + 16 * (s % SLOTS))
-            .unwrap();
-    }
-    f.write_all_at(&start.to_le_bytes(), area + 64).unwrap();
+    preset_inline(&name, 0, start);
     let s = Subscriber::connect(&name).unwrap();
     let mut sub = s.subscribe("/inline").unwrap();
     for i in 0..6u64 {
@@ -108,5 +113,35 @@ fn inline_sequences_count_across_2_pow_32() {
     }
     assert!(matches!(sub.try_recv(), Err(Error::Lagged { skipped: 2 })));
     assert_eq!(sub.try_recv().unwrap().seq(), start + 8);
+    assert_eq!(p.stats(&t).unwrap().published, start + 16);
+}
+
+#[test]
+fn latest_inline_sequences_count_across_2_pow_32() {
+    let name = unique("pq-latest-inline");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p
+        .register_spec(
+            "/latest",
+            &weft::pubsub::TopicSpec::inline(8).typed::<u64>().latest(),
+        )
+        .unwrap();
+    let start = (1u64 << 32) - 3;
+    preset_inline(&name, 0, start);
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_typed::<u64>("/latest").unwrap();
+    for i in 0..6u64 {
+        assert_eq!(p.publish_typed(&t, &i).unwrap(), start + i);
+        let m = sub.try_recv().unwrap();
+        assert_eq!((m.seq(), *m.value::<u64>().unwrap()), (start + i, i));
+    }
+    // A latest reader skips to the newest value, across the boundary, and never lags.
+    for i in 6..16u64 {
+        p.publish_typed(&t, &i).unwrap();
+    }
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.seq(), *m.value::<u64>().unwrap()), (start + 15, 15));
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
     assert_eq!(p.stats(&t).unwrap().published, start + 16);
 }

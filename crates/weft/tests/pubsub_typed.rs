@@ -56,6 +56,38 @@ fn unnamed_types_are_checked_by_size_and_alignment() {
 }
 
 #[test]
+fn a_typed_loan_is_written_in_place_and_refuses_another_type() {
+    let name = unique("pt-loan");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let t = p.register_typed::<Price>("/p").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_typed::<Price>("/p").unwrap();
+    let mut loan = p.loan_typed::<Price>(&t).unwrap();
+    assert_eq!(loan.len(), size_of::<Price>());
+    // Another length is refused, naming both sizes; the loan stays usable.
+    let e = loan.value_mut::<u32>().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TypeMismatch);
+    assert!(e.to_string().contains("u32"), "{e}");
+    loan.value_mut::<Price>().unwrap().cents = 1234;
+    let seq = loan.publish().unwrap();
+    let m = sub.try_recv().unwrap();
+    assert_eq!(m.seq(), seq);
+    assert_eq!(m.value::<Price>().unwrap(), &Price { cents: 1234 });
+    // A typed loan is for its own type only.
+    assert_eq!(
+        p.loan_typed::<u32>(&t).map(|_| ()).unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    // An untyped loan of the right length can be viewed as the type too.
+    let mut raw = p.loan(&t).unwrap();
+    raw.set_len(8).unwrap();
+    *raw.value_mut::<Price>().unwrap() = Price { cents: 99 };
+    raw.publish().unwrap();
+    assert_eq!(sub.try_recv().unwrap().value::<Price>().unwrap().cents, 99);
+}
+
+#[test]
 fn named_types_must_match_by_name_as_well() {
     let name = unique("pt-named");
     let _c = Cleanup(name.clone());

@@ -2280,15 +2280,28 @@ impl Loan<'_> {
     /// [`Error::TypeMismatch`] when the length is not `size_of::<T>()` or `T` needs more than
     /// the block's 64-byte alignment.
     pub fn value_mut<T: bytemuck::Pod>(&mut self) -> Result<&mut T> {
-        let name = self.publisher.member.name().to_owned();
+        // The block starts on 64 bytes: the length and the type's alignment decide.
+        if self.len as usize != core::mem::size_of::<T>() || core::mem::align_of::<T>() > 64 {
+            return Err(self.not_a::<T>());
+        }
         let len = self.len as u64;
-        bytemuck::try_from_bytes_mut(&mut self[..]).map_err(|_| Error::TypeMismatch {
-            name,
+        bytemuck::try_from_bytes_mut(&mut self[..]).map_err(|_| Error::InvalidArgument {
+            what: "typed loan",
+            value: len,
+            expected: "a block aligned for the type",
+        })
+    }
+
+    /// [`Loan::value_mut`]'s error, built only when it fails (it names the region).
+    #[cold]
+    fn not_a<T>(&self) -> Error {
+        Error::TypeMismatch {
+            name: self.publisher.member.name().to_owned(),
             found: "a loan of another length".into(),
-            found_size: len,
+            found_size: self.len as u64,
             expected: core::any::type_name::<T>().into(),
             expected_size: core::mem::size_of::<T>() as u64,
-        })
+        }
     }
 
     /// Whether the payload is empty.
