@@ -68,6 +68,15 @@ impl Bus {
     }
 
     /// The names of every topic, sorted.
+    ///
+    /// # Examples
+    /// ```
+    /// let bus = weft::bus::Bus::new(8);
+    /// assert!(bus.topics().is_empty());
+    /// let _tx = bus.publisher::<u64>("b").unwrap();
+    /// let _rx = bus.subscribe::<u32>("a").unwrap(); // subscribing creates the topic too
+    /// assert_eq!(bus.topics(), ["a", "b"]);
+    /// ```
     pub fn topics(&self) -> Vec<String> {
         let mut v: Vec<String> = self.lock().keys().cloned().collect();
         v.sort();
@@ -172,6 +181,17 @@ impl Bus {
     ///
     /// # Errors
     /// As [`subscribe`](Bus::subscribe).
+    ///
+    /// # Examples
+    /// ```
+    /// let bus = weft::bus::Bus::new(8);
+    /// let mut tx = bus.publisher::<u64>("log").unwrap();
+    /// tx.publish_batch(&[1, 2, 3]);
+    /// // A late subscriber that still gets what the ring holds.
+    /// let mut late = bus.ring::<u64>("log").unwrap().subscribe_from_oldest();
+    /// assert_eq!(late.try_recv(), Ok(1));
+    /// assert!(bus.ring::<f32>("log").is_err()); // another type
+    /// ```
     pub fn ring<T: bytemuck::Pod>(&self, name: &str) -> Result<Ring<T>> {
         self.with_topic::<T, _>(name, |topic| {
             Ok(topic

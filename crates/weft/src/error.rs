@@ -188,8 +188,11 @@ pub enum Error {
         /// The dead peer's process id.
         pid: u32,
     },
-    /// A receiver fell behind a lossy producer and `skipped` messages were overwritten.
-    #[error("lagged: {skipped} messages were overwritten before they were read")]
+    /// A receiver fell behind a lossy producer: `skipped` messages were overwritten, or are
+    /// about to be (a broadcast ring resumes one past its oldest slot, the next one written).
+    #[error(
+        "lagged: {skipped} messages skipped, overwritten (or about to be) before they were read"
+    )]
     Lagged {
         /// Exactly how many messages were missed.
         skipped: u64,

@@ -407,6 +407,24 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
     ///
     /// # Errors
     /// [`PublishError::Timeout`] with the value; also when the input was closed.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use weft::pipeline::Pipeline;
+    /// let mut p = Pipeline::builder().capacity(2).input::<u64>().then(|x| x).build().unwrap();
+    /// // Nobody reads the output: the links fill up, then the input has no room.
+    /// let mut sent = 0;
+    /// while p.publish_timeout(sent, Duration::from_millis(50)).is_ok() {
+    ///     sent += 1;
+    /// }
+    /// assert!((2..=5).contains(&sent)); // two slots per link, one message in the stage's hands
+    /// p.close_input();
+    /// let e = p.publish_timeout(9, Duration::from_millis(1)).unwrap_err();
+    /// assert_eq!(e.into_inner(), 9);
+    /// let got: Vec<u64> = std::iter::from_fn(|| p.output().recv().ok()).collect();
+    /// assert_eq!(got, Vec::from_iter(0..sent)); // everything accepted comes out
+    /// ```
     pub fn publish_timeout(&mut self, value: I, timeout: Duration) -> Result<(), PublishError<I>> {
         match self.input.as_mut() {
             Some(tx) => tx.publish_timeout(value, timeout),
@@ -415,6 +433,20 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
     }
 
     /// Closes the input: the stages drain what is in flight, then the outputs see `Closed`.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pipeline::Pipeline;
+    /// use weft::ring::RecvError;
+    /// let mut p = Pipeline::builder().input::<u64>().then(|x| x * 10).build().unwrap();
+    /// p.publish(1);
+    /// p.publish(2);
+    /// p.close_input();
+    /// p.publish(3); // dropped: the input is closed
+    /// assert_eq!(p.output().recv(), Ok(10));
+    /// assert_eq!(p.output().recv(), Ok(20));
+    /// assert_eq!(p.output().recv(), Err(RecvError::Closed));
+    /// ```
     pub fn close_input(&mut self) {
         self.input = None;
     }
@@ -435,6 +467,25 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
 
     /// Stops every stage (whatever is in flight is dropped), joins them, and returns the first
     /// failure, if any.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pipeline::Pipeline;
+    /// let mut p = Pipeline::builder().input::<u32>().then(|x| x + 1).build().unwrap();
+    /// p.publish(1);
+    /// assert_eq!(p.output().recv(), Ok(2));
+    /// assert_eq!(p.shutdown(), None); // no stage failed
+    ///
+    /// let mut q = Pipeline::builder()
+    ///     .name("checked")
+    ///     .input::<u32>()
+    ///     .then(|x| if x == 0 { panic!("zero") } else { x })
+    ///     .build()
+    ///     .unwrap();
+    /// q.publish(0);
+    /// assert_eq!(q.output().recv(), Err(weft::ring::RecvError::Closed)); // the stage stopped
+    /// assert_eq!(q.shutdown().as_deref(), Some("stage 'checked-0' panicked: zero"));
+    /// ```
     pub fn shutdown(mut self) -> Option<String> {
         self.stop_and_join();
         self.failure()

@@ -293,7 +293,7 @@ fn group_hands_one_read_to_every_member() {
 fn errors_convert_into_the_crate_error() {
     assert_eq!(
         weft::Error::from(RecvError::Lagged { skipped: 4 }).to_string(),
-        "lagged: 4 messages were overwritten before they were read"
+        "lagged: 4 messages skipped, overwritten (or about to be) before they were read"
     );
     assert_eq!(
         weft::Error::from(RecvError::Closed).kind(),

@@ -35,8 +35,12 @@
 //! | 0 | 64 | geometry: capacity, value size, payload words, slot stride, gate count, flags, watermark |
 //! | 64 | 64 | cursor: SPMC: every sequence below it is published; MPMC: the next sequence to claim |
 //! | 128 | 64 | signal: parked-subscriber count, subscriber futex word, parked-publisher count, publisher futex word, live publishers, gates in use, bound on the publishers' limits |
-//! | 192 | 64 × gates | one gate per gated subscriber: its next sequence, or `u64::MAX` when free |
-//! | then | stride × capacity | slots: a `u64` stamp, then the value as `ceil(size / 8)` `u64` words |
+//! | 192 | stride × capacity | slots: a `u64` stamp, then the value as `ceil(size / 8)` `u64` words |
+//! | 192 + stride × capacity | 64 × gates | one gate per gated subscriber: its next sequence, or `u64::MAX` when free |
+//!
+//! The slots come right after the header and the gates after the slots, so that the header
+//! lies at a fixed distance before the first slot and a handle reaches both through one
+//! pointer.
 //!
 //! The stride is the smallest power of two that holds the stamp and the value (at least 16
 //! bytes), so a slot never straddles a line when it fits in one: a value of up to 56 bytes
@@ -55,11 +59,15 @@
 //! then the cursor. A reader at `s` loads the stamp with Acquire: equal to `2s + 2`, it copies
 //! the words (relaxed atomic loads), issues an Acquire fence and re-loads the stamp; unchanged,
 //! the copy is whole. A stamp below `2s + 2` means "not yet"; above it, the slot has moved on
-//! a lap: the reader reads the cursor, jumps to the oldest sequence still in the ring (half a
-//! ring further when it is lapped again before it got through half a ring: at the oldest, a
-//! faster publisher would lap it again at once) and reports `Lagged { skipped }` with the exact
-//! count. Because every payload access is atomic,
-//! a torn copy is detected and discarded, never a data race (the ring is clean under miri).
+//! a lap: the reader reads the cursor `head` and jumps to `head - capacity + 1`, one past the
+//! oldest sequence still in the ring, because the oldest one's slot is the next that a
+//! publisher writes (a reader that went on there would be lapped again by the next message);
+//! half a ring further when it is lapped again before it got through half a ring since its
+//! previous lap (a faster publisher would otherwise keep lapping it). It reports
+//! `Lagged { skipped }`: exactly the sequences it jumped over, those already overwritten and
+//! the ones it left behind although they were still in the ring. Because every payload access
+//! is atomic, a torn copy is detected and discarded, never a data race (the ring is clean
+//! under miri).
 //! Values read from the block are only compared or used in saturating arithmetic; indices are
 //! always `seq & mask`, so a hostile writer of shared memory can produce wrong values, never
 //! an out-of-bounds access.
@@ -68,12 +76,21 @@
 //! lost one), wait until the slot's previous lap is complete (its stamp is
 //! `2(s - capacity) + 2`), then write as above.
 //!
-//! **What a stalled MPMC producer can delay**: a producer preempted between its claim and its
-//! write holds back (1) subscribers reading in order, at its sequence only: the later
-//! messages are already in the ring and follow as soon as it writes; and (2) the producer
-//! that claims the same slot one lap later, which waits for it (and so, after a whole lap of
-//! claims, every producer). Nothing is ever torn, lost or delivered twice because of it;
-//! a subscriber that is overrun meanwhile gets `Lagged` as usual.
+//! **What a stalled MPMC producer can delay**: a producer preempted between its claim of `s`
+//! and its write holds back (1) subscribers reading in order, at `s` only: the later messages
+//! are already in the ring and follow as soon as it writes; and (2) other producers:
+//! - on a lossy ring ([`mpmc`], or [`mpmc_bounded`] with no gated subscriber), the producer
+//!   that claims `s + capacity` waits for `s` (its slot's previous lap), the one that claims
+//!   `s + 2 × capacity` waits for that one, and so on: one more producer stops per lap of
+//!   claims, so with `n` producers in all, every one has stopped once the claims reach
+//!   `s + (n - 1) × capacity`;
+//! - on a gated [`mpmc_bounded`] ring, a gated subscriber stays at `s`, so the producers stop
+//!   after one window of claims: nothing at or past `s + capacity - watermark` fits, so
+//!   [`MpPublisher::publish`] claims it and waits for room, and [`MpPublisher::try_publish`]
+//!   and [`MpPublisher::publish_timeout`] claim nothing (`Full`, `Timeout`).
+//!
+//! Nothing is ever torn, lost or delivered twice because of it; a subscriber that is overrun
+//! meanwhile gets `Lagged` as usual.
 //!
 //! Bounded rings keep a table of gates (Disruptor's gating sequences): a gated subscriber
 //! publishes its position after each read; the publisher caches the minimum and rescans the
@@ -135,11 +152,15 @@ use shared::Shared;
 pub enum RecvError {
     /// Nothing new yet.
     Empty,
-    /// The publisher overwrote `skipped` messages this subscriber had not read; it now
-    /// stands at the oldest message still in the ring, or half a ring further if it was
-    /// lapped again before it got through half a ring since its previous lap.
+    /// This subscriber fell a lap behind and jumped over `skipped` messages it had not read
+    /// and will never receive. It goes on one past the oldest message still in the ring,
+    /// whose slot the publisher writes next (a subscriber that went on there would be lapped
+    /// again by the next message): `skipped` counts the messages already overwritten and
+    /// that oldest one, still in the ring but about to be overwritten. If it was lapped
+    /// again before it got through half a ring since its previous lap, it goes on half a
+    /// ring further, and `skipped` counts those messages too.
     Lagged {
-        /// Exactly how many messages were missed.
+        /// Exactly how many messages this subscriber jumped over.
         skipped: u64,
     },
     /// Every publisher is gone and every message was received.
@@ -155,7 +176,7 @@ impl fmt::Display for RecvError {
             RecvError::Lagged { skipped } => {
                 write!(
                     f,
-                    "lagged: {skipped} messages were overwritten before they were read"
+                    "lagged: {skipped} messages skipped, overwritten (or about to be) before they were read"
                 )
             }
             RecvError::Closed => f.write_str("every publisher of the ring is gone"),
@@ -235,11 +256,14 @@ impl<T> From<PublishError<T>> for crate::Error {
 ///
 /// # Examples
 /// ```
-/// use weft::ring::Options;
-/// let (mut tx, ring) = weft::ring::channel_with::<u64>(1024, Options::new().hugepages(true)).unwrap();
+/// use weft::ring::{self, Options};
+/// // Hugepage-advised memory, or the heap on a kernel that refuses the advice.
+/// let (mut tx, ring) = ring::channel_with::<u64>(1024, Options::new().hugepages(true))
+///     .or_else(|_| ring::channel_with::<u64>(1024, Options::new()))?;
 /// let mut rx = ring.subscribe();
 /// tx.publish(1);
 /// assert_eq!(rx.try_recv(), Ok(1));
+/// # Ok::<(), weft::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
@@ -275,6 +299,19 @@ impl Options {
     }
 
     /// Lock the ring's pages in memory (`mlock`; Linux; needs `std` and `RLIMIT_MEMLOCK`).
+    /// Building the ring fails with `Error::Io` when the pages cannot be locked.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::ring::{self, Options};
+    /// // Locked pages where `RLIMIT_MEMLOCK` allows them, plain heap memory otherwise.
+    /// let (mut tx, ring) = ring::channel_with::<u64>(1024, Options::new().lock(true))
+    ///     .or_else(|_| ring::channel_with::<u64>(1024, Options::new()))?;
+    /// let mut rx = ring.subscribe();
+    /// tx.publish(3);
+    /// assert_eq!(rx.try_recv(), Ok(3));
+    /// # Ok::<(), weft::Error>(())
+    /// ```
     pub const fn lock(mut self, on: bool) -> Options {
         self.lock = on;
         self
@@ -356,6 +393,20 @@ pub fn mpmc<T: bytemuck::Pod>(capacity: u64) -> (MpPublisher<T>, Ring<T>) {
 ///
 /// # Errors
 /// `Error::Io` when the memory cannot be mapped or locked.
+///
+/// # Examples
+/// ```
+/// use weft::ring::{self, Options};
+/// // Hugepage-advised memory, or the heap on a kernel that refuses the advice.
+/// let (tx, ring) = ring::mpmc_with::<u64>(8, Options::new().hugepages(true))
+///     .or_else(|_| ring::mpmc_with::<u64>(8, Options::new()))?;
+/// assert_eq!(ring.capacity(), 8);
+/// let mut rx = ring.subscribe();
+/// let tx2 = tx.clone();
+/// std::thread::spawn(move || tx2.publish(1)).join().unwrap();
+/// assert_eq!(rx.try_recv(), Ok(1));
+/// # Ok::<(), weft::Error>(())
+/// ```
 pub fn mpmc_with<T: bytemuck::Pod>(
     capacity: u64,
     opts: Options,
@@ -394,6 +445,21 @@ pub fn mpmc_bounded<T: bytemuck::Pod>(capacity: u64, watermark: u64) -> (MpPubli
 ///
 /// # Errors
 /// `Error::Io` when the memory cannot be mapped or locked.
+///
+/// # Examples
+/// ```
+/// use weft::ring::{self, Options};
+/// let (tx, ring) = ring::mpmc_bounded_with::<u64>(4, 0, Options::new().max_subscribers(1))?;
+/// let mut rx = ring.try_subscribe()?;
+/// assert!(ring.try_subscribe().is_err()); // one gate, taken
+/// for i in 0..4 {
+///     tx.try_publish(i).unwrap();
+/// }
+/// assert!(tx.try_publish(4).is_err()); // the gated subscriber has read nothing yet
+/// assert_eq!(rx.try_recv(), Ok(0));
+/// tx.try_publish(4).unwrap();
+/// # Ok::<(), weft::Error>(())
+/// ```
 pub fn mpmc_bounded_with<T: bytemuck::Pod>(
     capacity: u64,
     watermark: u64,

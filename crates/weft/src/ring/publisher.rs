@@ -6,7 +6,7 @@ use super::raw::{FLAG_BOUNDED, RawRing};
 use super::shared::Shared;
 use super::{PublishError, wake};
 use crate::WaitStrategy;
-use crate::sync::{Arc, Ordering};
+use crate::sync::{Arc, AtomicU64, Ordering};
 use crate::wait::{Next, Waiter};
 use core::fmt;
 use core::marker::PhantomData;
@@ -115,6 +115,15 @@ impl<T: bytemuck::Pod> Publisher<T> {
     }
 
     /// Number of messages published so far (the next sequence number).
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(4);
+    /// let _rx = ring.subscribe();
+    /// assert_eq!(tx.published(), 0);
+    /// tx.publish_batch(&[1, 2, 3, 4, 5, 6]);
+    /// assert_eq!(tx.published(), 6); // overwritten messages count too
+    /// ```
     pub fn published(&self) -> u64 {
         self.next()
     }
@@ -126,6 +135,22 @@ impl<T: bytemuck::Pod> Publisher<T> {
 
     /// Whether the next message would have to wait (bounded rings only; always false for a
     /// lossy ring). A subscriber may free room at any time: `true` can be stale.
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::bounded::<u64>(2, 0);
+    /// let mut rx = ring.subscribe();
+    /// tx.publish(1);
+    /// assert!(!tx.is_full());
+    /// tx.publish(2);
+    /// assert!(tx.is_full());
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// assert!(!tx.is_full()); // the read made room
+    ///
+    /// let (mut lossy, _ring) = weft::ring::channel::<u64>(2);
+    /// lossy.publish_batch(&[1, 2, 3]);
+    /// assert!(!lossy.is_full()); // a lossy ring overwrites instead
+    /// ```
     pub fn is_full(&mut self) -> bool {
         !self.has_room(1)
     }
@@ -171,7 +196,8 @@ impl<T: bytemuck::Pod> Publisher<T> {
     /// the compiler reload the ring's pointers from the handle.
     #[inline(always)]
     fn commit(raw: &RawRing, next: u64) {
-        // Release pairs with the Acquire cursor loads in `Subscriber::lag` and `latest`.
+        // Release pairs with the Acquire cursor loads of `Subscriber` (`join`, `pending`,
+        // `lag`, `latest`).
         raw.cursor().store(next, Ordering::Release);
         let s = raw.signal();
         wake::wake(&s.waiters, &s.notify);
@@ -188,7 +214,8 @@ impl<T: bytemuck::Pod> Publisher<T> {
     /// for i in 0..6 {
     ///     tx.publish(i);
     /// }
-    /// // Two were overwritten: the subscriber learns exactly how many.
+    /// // 0 and 1 were overwritten; 2, the oldest still in the ring, is the next to go. The
+    /// // subscriber goes on after it and learns exactly how many it will never receive.
     /// assert_eq!(rx.try_recv(), Err(weft::ring::RecvError::Lagged { skipped: 3 }));
     /// assert_eq!(rx.try_recv(), Ok(3));
     /// ```
@@ -416,8 +443,10 @@ impl ClaimBackoff {
 /// producer (preempted between its claim and its write) can delay, and all it can delay:
 /// subscribers reading in order stop at its sequence until it finishes (messages after it are
 /// already in the ring and are delivered right after), and producers that claim the same slot
-/// one lap later wait for it. It never corrupts a message and never makes one be delivered
-/// twice.
+/// one lap later wait for it; on an [`mpmc_bounded`](super::mpmc_bounded) ring with a gated
+/// subscriber, every producer stops one window (`capacity - watermark` claims) after it
+/// instead (see [the module's Algorithm section](super#algorithm)). It never corrupts a
+/// message and never makes one be delivered twice.
 ///
 /// The ring closes when the last clone is dropped.
 ///
@@ -440,7 +469,7 @@ pub struct MpPublisher<T: bytemuck::Pod> {
     /// hint private to the handle (an atomic only because `publish` takes `&self`): any value
     /// it ever held stays a valid bound, because the slowest gate only moves forward (a new
     /// gate starts past every sequence claimed before its scan was missed, see `min_gate`).
-    limit: core::sync::atomic::AtomicU64,
+    limit: AtomicU64,
     /// `capacity - watermark`: how far ahead of the slowest gated subscriber we may claim.
     ahead: u64,
     strategy: WaitStrategy,
@@ -468,7 +497,7 @@ impl<T: bytemuck::Pod> Clone for MpPublisher<T> {
             shared: self.shared.clone(),
             raw: self.raw,
             // Relaxed: a hint (see the field).
-            limit: core::sync::atomic::AtomicU64::new(self.limit.load(Ordering::Relaxed)),
+            limit: AtomicU64::new(self.limit.load(Ordering::Relaxed)),
             ahead: self.ahead,
             strategy: self.strategy,
             _t: PhantomData,
@@ -487,7 +516,7 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
         MpPublisher {
             shared,
             raw,
-            limit: core::sync::atomic::AtomicU64::new(if bounded { 0 } else { u64::MAX }),
+            limit: AtomicU64::new(if bounded { 0 } else { u64::MAX }),
             ahead: raw.capacity().saturating_sub(watermark).max(1),
             strategy: if bounded {
                 WaitStrategy::Adaptive
@@ -503,6 +532,20 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
     /// slot still being written one lap earlier by a stalled producer (default
     /// [`WaitStrategy::BusySpin`]; `Park` and `Adaptive` yield instead, as that wait is always
     /// short unless a producer was preempted).
+    ///
+    /// # Examples
+    /// ```
+    /// let (tx, ring) = weft::ring::mpmc_bounded::<u64>(2, 0);
+    /// let tx = tx.with_wait_strategy(weft::WaitStrategy::Park);
+    /// let mut rx = ring.subscribe();
+    /// tx.publish(1);
+    /// tx.publish(2);
+    /// // The ring is full: this publish sleeps in the kernel until the read below makes room.
+    /// let t = std::thread::spawn(move || tx.publish(3));
+    /// assert_eq!(rx.recv(), Ok(1));
+    /// t.join().unwrap();
+    /// assert_eq!((rx.recv(), rx.recv()), (Ok(2), Ok(3)));
+    /// ```
     pub fn with_wait_strategy(mut self, strategy: WaitStrategy) -> Self {
         self.strategy = strategy;
         self
@@ -608,6 +651,8 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
         // Relaxed: the claim only hands out distinct numbers; ordering with the previous lap
         // comes from `slot_free`'s Acquire, publication from the stamp's Release, and the
         // handshake with joining subscribers from the fence in `min_gate` (after this RMW).
+        // The Acquire cursor loads of `Subscriber` synchronise with nothing here, and need
+        // not: they take only a position from it (see `Subscriber::lag`).
         self.raw
             .cursor()
             .compare_exchange_weak(c, c.wrapping_add(n), Ordering::Relaxed, Ordering::Relaxed)

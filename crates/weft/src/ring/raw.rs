@@ -232,12 +232,15 @@ pub(crate) const NEVER_LAPPED: u64 = u64::MAX;
 /// (the broadcast ring, inline topics, block topics); it reports exactly the sequences it
 /// jumps over and keeps the result as its new `lap_mark`.
 ///
-/// At `oldest`, the first sequence the ring may still hold, unless it was lapped again
-/// before it got through half a ring since its previous lap (`lap_mark`): then half a ring
-/// further. The slot of the oldest sequence is the next one a publisher writes, so a
-/// subscriber slower than its publisher that always went on there was lapped again at once,
-/// over and over, and received almost nothing (a lapped inline subscriber across processes
-/// got 0.5 Mmsg/s of a publisher's 100+). A single lap (a burst) still keeps the whole ring.
+/// At `oldest`, where the caller goes on after a single lap: the first sequence the ring may
+/// still hold (inline and block topics), or the one after it (the broadcast ring's
+/// `Subscriber::lag`, which leaves the oldest to the publisher's next write and counts it as
+/// skipped). Unless it was lapped again before it got through half a ring since its previous
+/// lap (`lap_mark`): then half a ring further. The slot of the oldest sequence is the next
+/// one a publisher writes, so a subscriber slower than its publisher that always went on
+/// there was lapped again at once, over and over, and received almost nothing (a lapped
+/// inline subscriber across processes got 0.5 Mmsg/s of a publisher's 100+). A single lap (a
+/// burst) still keeps the whole ring. Always past `pos`: the subscriber moves forward.
 #[inline]
 pub(crate) const fn resume_after_lap(oldest: u64, capacity: u64, pos: u64, lap_mark: u64) -> u64 {
     let relapsed = lap_mark != NEVER_LAPPED && pos.saturating_sub(lap_mark) < capacity / 2;
@@ -1283,8 +1286,11 @@ impl RawRing {
 
     /// The smallest gate at or below `upto` (`upto` when no gate is set).
     pub(crate) fn min_gate(&self, upto: u64) -> u64 {
-        // Pairs with the SeqCst fence in `Subscriber::join_gate`: either we see the new gate,
-        // or the joining subscriber sees our cursor and starts at or after it.
+        // Pairs with the SeqCst fence in `Subscriber::join`: either we see the new gate, or
+        // the joining subscriber sees our cursor and starts at or after it. On an MPMC ring
+        // "our cursor" is the claim counter as this thread wrote it (its Relaxed claim) or
+        // read it with an RMW (`try_claim`) before this fence: the fences order those Relaxed
+        // accesses as well.
         fence(Ordering::SeqCst);
         // Relaxed: ordered by the fence above (the joiner raises it before its own fence).
         // Another process may write it: clamped to the table, only bounds a loop.

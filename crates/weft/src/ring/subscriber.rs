@@ -60,6 +60,17 @@ impl<T: bytemuck::Pod> Ring<T> {
     }
 
     /// Whether every publisher is gone (subscribers may still have messages to drain).
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+    /// let mut rx = ring.subscribe();
+    /// tx.publish(1);
+    /// assert!(!ring.is_closed());
+    /// drop(tx);
+    /// assert!(ring.is_closed());
+    /// assert_eq!(rx.try_recv(), Ok(1)); // what was published is still received
+    /// ```
     pub fn is_closed(&self) -> bool {
         // Acquire pairs with the AcqRel decrement in `drop_publisher`.
         self.shared.raw.signal().publishers.load(Ordering::Acquire) == 0
@@ -111,7 +122,9 @@ impl<T: bytemuck::Pod> Ring<T> {
             .expect("a lossy subscriber takes no gate")
     }
 
-    /// A subscriber that starts at the oldest message still in the ring.
+    /// A subscriber that starts with the last `capacity - 1` messages published: one past the
+    /// oldest message still in the ring, whose slot the publisher writes next (where a lapped
+    /// subscriber goes on, see [`RecvError::Lagged`]).
     ///
     /// On a bounded ring it gates the publisher from its first message, and starts at the
     /// oldest message that no publisher can overwrite before it sees the new gate: a publisher
@@ -222,7 +235,12 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         let window = raw.capacity().saturating_sub(watermark);
         let every = (raw.capacity() / 4).min(window / 2).max(1);
         let wake_shift = every.ilog2();
-        // Acquire pairs with the Release cursor store in `Publisher::commit`.
+        // Acquire pairs with the Release cursor store in `Publisher::commit` (single
+        // publisher). On an MPMC ring the cursor is the claim counter, moved by the Relaxed
+        // compare-and-swap in `MpPublisher::cas_claim` (and `try_claim`'s Relaxed RMW): this
+        // load synchronises with nothing there, and needs not: it only gives a start
+        // position (each slot's stamp orders its payload), and the gated handshake below is
+        // ordered by the SeqCst fences, which order Relaxed accesses too.
         let cursor = |raw: &RawRing| raw.cursor().load(Ordering::Acquire);
         let start = |c: u64| {
             if oldest {
@@ -300,25 +318,70 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     }
 
     /// Messages missed so far (the sum of every `Lagged { skipped }`).
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(4);
+    /// let mut rx = ring.subscribe();
+    /// tx.publish_batch(&[0, 1, 2, 3, 4, 5]);
+    /// assert_eq!(rx.try_recv(), Err(weft::ring::RecvError::Lagged { skipped: 3 }));
+    /// assert_eq!(rx.try_recv(), Ok(3));
+    /// assert_eq!((rx.lagged(), rx.received()), (3, 1));
+    /// ```
     pub fn lagged(&self) -> u64 {
         self.lagged
     }
 
     /// How often blocking receives slept in the kernel, and whether a wakeup ever failed to
     /// come (see [`WaitStats`](crate::WaitStats)).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let (_tx, ring) = weft::ring::channel::<u64>(8);
+    /// let mut rx = ring.subscribe().with_wait_strategy(weft::WaitStrategy::Park);
+    /// assert_eq!(rx.recv_timeout(Duration::from_millis(5)), Err(weft::ring::RecvError::Timeout));
+    /// let stats = rx.wait_stats();
+    /// assert!(stats.parks >= 1); // it slept in the kernel
+    /// assert_eq!(stats.missed_wakeups, 0);
+    /// ```
     pub fn wait_stats(&self) -> crate::WaitStats {
         self.waits
     }
 
     /// The next sequence this subscriber will read.
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+    /// tx.publish_batch(&[1, 2]);
+    /// let mut rx = ring.subscribe(); // starts with the next message: sequence 2
+    /// assert_eq!(rx.position(), 2);
+    /// tx.publish(3);
+    /// assert_eq!(rx.try_recv(), Ok(3));
+    /// assert_eq!(rx.position(), 3);
+    /// ```
     pub fn position(&self) -> u64 {
         self.pos
     }
 
     /// Messages published but not yet read (a racy snapshot; exact for SPMC rings when the
-    /// publisher is idle).
+    /// publisher is idle; on an MPMC ring it counts claims, some of which may still be
+    /// being written).
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+    /// let mut rx = ring.subscribe();
+    /// tx.publish_batch(&[1, 2, 3]);
+    /// assert_eq!(rx.pending(), 3);
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// assert_eq!(rx.pending(), 2);
+    /// ```
     pub fn pending(&self) -> u64 {
-        // Acquire pairs with the Release cursor store in `Publisher::commit`.
+        // Acquire pairs with the Release cursor store in `Publisher::commit` (single
+        // publisher). On an MPMC ring, with nothing: the claim counter is moved by the Relaxed
+        // compare-and-swap in `MpPublisher::cas_claim`, and a count needs no ordering.
         self.raw
             .cursor()
             .load(Ordering::Acquire)
@@ -352,8 +415,10 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     ///
     /// # Errors
     /// - [`RecvError::Empty`]: nothing new yet;
-    /// - [`RecvError::Lagged`]: the publisher overwrote `skipped` messages this subscriber had
-    ///   not read; it now stands at the oldest message still in the ring;
+    /// - [`RecvError::Lagged`]: this subscriber fell a lap behind and jumped over `skipped`
+    ///   messages it will never receive: those overwritten and the oldest one still in the
+    ///   ring, whose slot the publisher writes next; it now stands one past that oldest
+    ///   message (or half a ring further, see [`RecvError::Lagged`]);
     /// - [`RecvError::Closed`]: every publisher is gone and everything was received.
     #[inline(always)]
     pub fn try_recv(&mut self) -> Result<T, RecvError> {
@@ -414,13 +479,19 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         }
     }
 
-    /// Skips to the oldest message still in the ring (half a ring further if lapped again
-    /// soon, see [`raw::resume_after_lap`]) and counts what was lost.
+    /// Skips to one past the oldest message still in the ring, whose slot the publisher
+    /// writes next (half a ring further if lapped again soon, see [`raw::resume_after_lap`]),
+    /// and counts every sequence jumped over, that oldest one included.
     #[cold]
     fn lag(&mut self) -> RecvError {
-        // Acquire pairs with the Release cursor store in `Publisher::commit`. The cursor may
-        // come from another process: it is only used in saturating arithmetic, never as an
-        // index, and the position always moves forward.
+        // Acquire pairs with the Release cursor store in `Publisher::commit` (single
+        // publisher). On an MPMC ring the cursor is the claim counter, moved by the Relaxed
+        // compare-and-swap in `MpPublisher::cas_claim`: this load synchronises with nothing
+        // there, and needs not, as it only yields the new position: each message read there
+        // is vouched for by its slot's stamp (Acquire, against its writer's Release). A stale
+        // cursor only makes the jump shorter (another `Lagged` follows if needed). The cursor
+        // may come from another process: it is only used in saturating arithmetic, never as
+        // an index, and the position always moves forward.
         let head = self.raw.cursor().load(Ordering::Acquire);
         let oldest = head.saturating_sub(self.raw.capacity()).saturating_add(1);
         let new = raw::resume_after_lap(oldest, self.raw.capacity(), self.pos, self.lap_mark);
@@ -529,7 +600,10 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     /// assert_eq!(rx.latest(), None);
     /// ```
     pub fn latest(&mut self) -> Option<T> {
-        // Acquire pairs with the Release cursor store in `Publisher::commit`.
+        // Acquire pairs with the Release cursor store in `Publisher::commit` (single
+        // publisher). On an MPMC ring, with nothing (the claim in `MpPublisher::cas_claim` is
+        // Relaxed): the walk below takes only the bounds from it; each slot's stamp orders its
+        // payload, and claims still in flight read as not yet written.
         let head = self.raw.cursor().load(Ordering::Acquire);
         let floor = self.pos.max(head.saturating_sub(self.raw.capacity()));
         let mut seq = head;
@@ -670,6 +744,17 @@ impl<T: bytemuck::Pod> fmt::Debug for SubscriberGroup<T> {
 
 impl<T: bytemuck::Pod> SubscriberGroup<T> {
     /// Number of members.
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+    /// let mut group = ring.subscribe_group(3);
+    /// assert_eq!(group.members(), 3);
+    /// tx.publish(1);
+    /// let mut calls = 0;
+    /// group.try_recv(|_, _| calls += 1).unwrap();
+    /// assert_eq!(calls, group.members()); // once per member
+    /// ```
     pub fn members(&self) -> usize {
         self.received.len()
     }
@@ -683,6 +768,17 @@ impl<T: bytemuck::Pod> SubscriberGroup<T> {
     }
 
     /// Messages the group missed (every member missed the same ones).
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(4);
+    /// let mut group = ring.subscribe_group(2);
+    /// tx.publish_batch(&[0, 1, 2, 3, 4, 5]);
+    /// assert_eq!(group.try_recv(|_, _| {}), Err(weft::ring::RecvError::Lagged { skipped: 3 }));
+    /// assert_eq!(group.lagged(), 3);
+    /// group.try_recv(|_, v| assert_eq!(*v, 3)).unwrap();
+    /// assert_eq!((group.received(0), group.received(1)), (1, 1));
+    /// ```
     pub fn lagged(&self) -> u64 {
         self.inner.lagged()
     }
@@ -708,6 +804,18 @@ impl<T: bytemuck::Pod> SubscriberGroup<T> {
     ///
     /// # Errors
     /// As [`Subscriber::recv`].
+    ///
+    /// # Examples
+    /// ```
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+    /// let mut group = ring.subscribe_group(2);
+    /// let t = std::thread::spawn(move || {
+    ///     let mut sum = 0;
+    ///     group.recv(|_, v| sum += v).map(|()| sum)
+    /// });
+    /// tx.publish(5);
+    /// assert_eq!(t.join().unwrap(), Ok(10)); // both members got 5
+    /// ```
     pub fn recv(&mut self, mut f: impl FnMut(usize, &T)) -> Result<(), RecvError> {
         let v = self.inner.recv()?;
         self.deliver(v, &mut f);
@@ -718,6 +826,20 @@ impl<T: bytemuck::Pod> SubscriberGroup<T> {
     ///
     /// # Errors
     /// As [`Subscriber::recv_timeout`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use weft::ring::RecvError;
+    /// let (mut tx, ring) = weft::ring::channel::<u64>(8);
+    /// let mut group = ring.subscribe_group(2);
+    /// let mut seen = Vec::new();
+    /// let wait = Duration::from_millis(1);
+    /// assert_eq!(group.recv_timeout(wait, |m, v| seen.push((m, *v))), Err(RecvError::Timeout));
+    /// tx.publish(7);
+    /// group.recv_timeout(Duration::from_secs(5), |m, v| seen.push((m, *v))).unwrap();
+    /// assert_eq!(seen, [(0, 7), (1, 7)]);
+    /// ```
     #[cfg(feature = "std")]
     pub fn recv_timeout(
         &mut self,

@@ -46,7 +46,10 @@ mod mode {
     pub(crate) fn init() {
         // Relaxed: a racing second probe gives the same answer (registration is idempotent).
         if MODE.load(Ordering::Relaxed) == 0 {
-            // Miri cannot run the syscall: it checks the symmetric (SeqCst fence) protocol.
+            // Miri cannot run the syscall: it runs the fallback, where `heavy` fences the
+            // parker's side, `anyone_waiting` keeps only its compiler barrier, and a parker
+            // re-checks every DEGRADED_RECHECK (a futex wait is a yield under miri). So miri
+            // checks the ring's accesses, not the handshake; the loom models check that.
             let m = if !cfg!(miri) && crate::sys::process_barrier_register() {
                 1
             } else {
@@ -171,7 +174,11 @@ pub(crate) fn light_machine() {
         }
     }
     #[cfg(any(loom, not(feature = "std")))]
-    // Pairs with the SeqCst fence of `heavy` (the model checks the symmetric handshake).
+    // Under loom `heavy` issues no fence: this fence pairs with the SeqCst fence that the
+    // other side issues itself (the loom models of a topic's free write it out where
+    // `Region::machine_handshake` runs `heavy`); a parker's announcement is paired by
+    // `anyone_waiting_machine`'s RMW instead. Without std nothing calls this (shared memory
+    // needs std).
     crate::sync::fence(Ordering::SeqCst);
 }
 
@@ -196,7 +203,12 @@ pub(crate) fn heavy(reach: Reach) -> bool {
         if forced {
             return true;
         }
-        // Our half of the handshake still needs a full barrier.
+        // No forced barrier: our half of the handshake still needs a full one. Pairs with the
+        // SeqCst fence in `light_machine` of a process that fences its own side
+        // (`fences_itself`); a waker that relies on the forced barrier instead
+        // (`anyone_waiting`'s compiler barrier, `light_machine` of a registered process) is
+        // not ordered by it, hence `false`: the parker bounds its sleep (`park_reach`), the
+        // freer keeps what it would free (`Region::machine_handshake`).
         crate::sync::fence(Ordering::SeqCst);
         false
     }
