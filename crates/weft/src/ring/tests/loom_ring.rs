@@ -204,6 +204,29 @@ fn a_parked_mpmc_producer_is_woken_by_the_read_that_makes_room() {
     });
 }
 
+/// The single publisher of a bounded ring: its third message waits for room in
+/// `Publisher::wait_for_room`, parked, and only the wake in `Subscriber::advance_gate` after
+/// the read that makes room can wake it (a lost wake-up leaves both sides parked, a deadlock
+/// loom reports). Wide values in two slots: the gate table then starts on a line of its own.
+#[test]
+fn a_parked_bounded_publisher_is_woken_by_the_read_that_makes_room() {
+    loom::model(|| {
+        let (tx, ring) = bounded::<Wide>(2, 0);
+        let mut tx = tx.with_wait_strategy(WaitStrategy::Park);
+        let mut rx = ring.subscribe().with_wait_strategy(WaitStrategy::Park);
+        let t = thread::spawn(move || {
+            for i in 1..=3u64 {
+                tx.publish([i, i * 10, i * 100]);
+            }
+        });
+        for i in 1..=3u64 {
+            assert_eq!(rx.recv(), Ok([i, i * 10, i * 100]));
+        }
+        assert_eq!(rx.recv(), Err(RecvError::Closed));
+        t.join().unwrap();
+    });
+}
+
 #[test]
 fn close_wakes_a_parked_subscriber() {
     loom::model(|| {
