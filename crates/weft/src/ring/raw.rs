@@ -361,12 +361,15 @@ impl Shape {
         size_of::<Header>().div_ceil(LINE) * LINE
     }
 
+    /// Bytes from the ring's base to the gate table: past the slots, on a line of its own (a
+    /// gate is a 64-aligned type; the slots of a small ring end mid-line, e.g. 2 slots of 16
+    /// bytes).
     fn gates_offset(&self) -> usize {
-        Self::slots_offset() + self.capacity as usize * self.stride()
+        (Self::slots_offset() + self.capacity as usize * self.stride()).next_multiple_of(LINE)
     }
 
-    /// Total bytes of ring memory (header, slots, gates), aligned to [`LINE`]; `usize::MAX`
-    /// for a shape too large to lay out (see [`Shape::checked_bytes`]).
+    /// Total bytes of ring memory (header, slots, then the gates from the next line on);
+    /// `usize::MAX` for a shape too large to lay out (see [`Shape::checked_bytes`]).
     pub(crate) fn bytes(&self) -> usize {
         self.checked_bytes()
             .and_then(|b| usize::try_from(b).ok())
@@ -378,11 +381,16 @@ impl Shape {
     /// check.
     pub(crate) fn checked_bytes(&self) -> Option<u64> {
         let slots = self.capacity.checked_mul(self.stride() as u64)?;
+        let end = (Self::slots_offset() as u64).checked_add(slots)?;
+        if self.gates == 0 {
+            // No gate table, no padding: an inline topic's ring in a region ends with its
+            // slots (protocol.md).
+            return Some(end);
+        }
         let gates = self
             .gates
             .checked_mul(size_of::<Padded<AtomicU64>>() as u64)?;
-        (Self::slots_offset() as u64)
-            .checked_add(slots)?
+        end.checked_next_multiple_of(LINE as u64)?
             .checked_add(gates)
     }
 }
@@ -1370,6 +1378,18 @@ mod tests {
             // inline topic's slots start at byte 192 of its ring).
             assert_eq!(Shape::slots_offset(), 192);
             assert_eq!(s.gates_offset(), 192 + 8 * 128);
+            // Slots that end mid-line: the gates start on the next line.
+            let s = Shape {
+                capacity: 2,
+                value_size: 8,
+                gates: 1,
+                flags: 0,
+                watermark: 0,
+            };
+            assert_eq!(s.gates_offset(), 256, "192 + 2 * 16, up to a line");
+            assert_eq!(s.bytes(), 256 + 64);
+            let s = Shape { gates: 0, ..s };
+            assert_eq!(s.bytes(), 192 + 2 * 16, "no gates, no padding");
         }
     }
 

@@ -207,7 +207,7 @@ fn a_parked_mpmc_producer_is_woken_by_the_read_that_makes_room() {
 /// The single publisher of a bounded ring: its third message waits for room in
 /// `Publisher::wait_for_room`, parked, and only the wake in `Subscriber::advance_gate` after
 /// the read that makes room can wake it (a lost wake-up leaves both sides parked, a deadlock
-/// loom reports). Wide values in two slots: the gate table then starts on a line of its own.
+/// loom reports).
 #[test]
 fn a_parked_bounded_publisher_is_woken_by_the_read_that_makes_room() {
     loom::model(|| {
