@@ -89,7 +89,10 @@ pub mod affinity {
     ///
     /// # Examples
     /// ```
-    /// weft::affinity::pin_current_thread(0).unwrap();
+    /// // The first core this process may run on (core 0 may be outside its set).
+    /// let core = weft::affinity::allowed_cores()[0];
+    /// weft::affinity::pin_current_thread(core)?;
+    /// # Ok::<(), weft::Error>(())
     /// ```
     pub fn pin_current_thread(core: usize) -> crate::Result<()> {
         crate::sys::pin_current_thread(core)

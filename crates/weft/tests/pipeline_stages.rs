@@ -124,7 +124,9 @@ fn dropping_the_pipeline_stops_and_joins_every_stage() {
         }
     }
     let p = {
-        let mut b = Pipeline::builder().pin_cores(0).input::<u64>();
+        // Pinned, from the first core this process may run on (not necessarily core 0).
+        let first = weft::affinity::allowed_cores()[0];
+        let mut b = Pipeline::builder().pin_cores(first).input::<u64>();
         for _ in 0..3 {
             live.fetch_add(1, Ordering::SeqCst);
             let c = Count(live.clone());
@@ -157,6 +159,28 @@ fn lossy_links_skip_instead_of_waiting() {
     for i in 0..1000 {
         p.publish(i);
     }
+    p.close_input();
+    // What the output kept: in order, ending with the newest message; the rest were skipped
+    // (by the stage on its input, or here on the output, where it is counted).
+    let (mut got, mut skipped, mut last) = (0u64, 0u64, None::<u64>);
+    loop {
+        match p.output().recv_timeout(Duration::from_secs(10)) {
+            Ok(v) => {
+                assert!(last.is_none_or(|l| l < v), "{v} after {last:?}");
+                last = Some(v);
+                got += 1;
+            }
+            Err(RecvError::Lagged { skipped: k }) => skipped += k,
+            Err(RecvError::Closed) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert_eq!(last, Some(999), "the newest message reaches the output");
+    assert!(
+        got < 1000,
+        "a capacity-4 lossy pipeline kept all {got} messages"
+    );
+    assert!(got + skipped <= 1000);
     assert_eq!(p.shutdown(), None);
 }
 

@@ -288,6 +288,39 @@ fn mpmc_two_producers_keep_their_order_and_never_duplicate() {
     assert_eq!(next, [n, n]);
 }
 
+/// One `MpPublisher` shared by reference (it is `Sync`), not cloned: two threads publish
+/// through the same handle, and its cached limit, on a bounded ring, is shared with it. Each
+/// thread's messages arrive in its order, none twice, none lost.
+#[test]
+fn one_mpmc_publisher_shared_by_two_threads_keeps_their_order() {
+    let n = if cfg!(miri) { 20 } else { N / 10 };
+    let (tx, ring) = ring::mpmc_bounded::<[u64; 2]>(if cfg!(miri) { 4 } else { 64 }, 0);
+    let tx = tx.with_wait_strategy(default_or_spin_under_miri());
+    let mut next = [0u64; 2];
+    let mut rx = thread::scope(|s| {
+        // Made in here: a failed check unwinds through it, and dropping it frees its gate, so
+        // that the producers finish and the test fails instead of waiting for them forever.
+        let mut rx = ring.subscribe().with_wait_strategy(WaitStrategy::YieldSpin);
+        let tx = &tx;
+        for p in 0..2u64 {
+            s.spawn(move || {
+                for i in 0..n {
+                    tx.publish([p, i]);
+                }
+            });
+        }
+        for _ in 0..2 * n {
+            let [p, i] = rx.recv().unwrap();
+            assert_eq!(i, next[p as usize], "thread {p} out of order or duplicated");
+            next[p as usize] += 1;
+        }
+        rx
+    });
+    assert_eq!(next, [n, n]);
+    drop(tx);
+    assert_eq!(rx.recv(), Err(RecvError::Closed));
+}
+
 /// Two producers, one with each way of publishing to a bounded MPMC ring (`publish` claims,
 /// then waits for room; `try_publish` and `publish_timeout` claim only with room), a slow
 /// gated subscriber and a fast one, a ring of 64: every message reaches both, in each
