@@ -363,9 +363,15 @@ impl Shape {
 
     /// Bytes from the ring's base to the gate table: past the slots, on a line of its own (a
     /// gate is a 64-aligned type; the slots of a small ring end mid-line, e.g. 2 slots of 16
-    /// bytes).
+    /// bytes). Without gates, the end of the slots, which is the end of the block (an offset
+    /// past it could not even be formed into a pointer).
     fn gates_offset(&self) -> usize {
-        (Self::slots_offset() + self.capacity as usize * self.stride()).next_multiple_of(LINE)
+        let end = Self::slots_offset() + self.capacity as usize * self.stride();
+        if self.gates == 0 {
+            end
+        } else {
+            end.next_multiple_of(LINE)
+        }
     }
 
     /// Total bytes of ring memory (header, slots, then the gates from the next line on);
@@ -1390,6 +1396,11 @@ mod tests {
             assert_eq!(s.bytes(), 256 + 64);
             let s = Shape { gates: 0, ..s };
             assert_eq!(s.bytes(), 192 + 2 * 16, "no gates, no padding");
+            assert_eq!(
+                s.gates_offset(),
+                s.bytes(),
+                "inside the block, an empty table"
+            );
         }
     }
 
