@@ -2,6 +2,7 @@
 //! clean-up that runs even when a test panics.
 #![allow(dead_code)]
 
+pub mod lagging;
 pub mod pattern;
 pub mod pubmsg;
 pub mod region;
