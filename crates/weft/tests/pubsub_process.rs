@@ -18,6 +18,14 @@ fn roomy(count: usize) -> Config {
         .block_size(1024)
 }
 
+/// A ring of 64 that a slow subscriber falls behind.
+fn narrow() -> Config {
+    Config::default()
+        .ring_slots(64)
+        .blocks(256)
+        .block_size(1024)
+}
+
 #[test]
 fn one_publisher_to_three_subscribers_byte_exact() {
     let name = unique("pp-fan");
@@ -107,14 +115,7 @@ fn a_slow_subscriber_counts_its_losses_exactly() {
     let name = unique("pp-slow");
     let _c = Cleanup(name.clone());
     let count = 4000u64;
-    let owner = Publisher::create(
-        &name,
-        &Config::default()
-            .ring_slots(64)
-            .blocks(256)
-            .block_size(1024),
-    )
-    .unwrap();
+    let owner = Publisher::create(&name, &narrow()).unwrap();
     owner.register("/slow").unwrap();
     let s = Subscriber::connect(&name).unwrap();
     let mut sub = s.subscribe("/slow").unwrap();
@@ -163,14 +164,7 @@ fn two_publisher_processes_and_a_slow_subscriber_count_every_loss_exactly() {
     let name = unique("pp-slow-two");
     let _c = Cleanup(name.clone());
     let count = 3000u64;
-    let owner = Publisher::create(
-        &name,
-        &Config::default()
-            .ring_slots(64)
-            .blocks(256)
-            .block_size(1024),
-    )
-    .unwrap();
+    let owner = Publisher::create(&name, &narrow()).unwrap();
     owner.register("/slow/two").unwrap();
     let s = Subscriber::connect(&name).unwrap();
     let mut sub = s.subscribe("/slow/two").unwrap();
