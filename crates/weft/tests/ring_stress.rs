@@ -12,15 +12,6 @@ const N: u64 = 10_000_000;
 #[cfg(miri)]
 const N: u64 = 200;
 
-/// The default strategy parks in the futex after spinning, which miri cannot run.
-fn default_or_spin_under_miri() -> WaitStrategy {
-    if cfg!(miri) {
-        WaitStrategy::YieldSpin
-    } else {
-        WaitStrategy::default()
-    }
-}
-
 /// A payload where a torn read shows: every word derives from the sequence.
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
@@ -167,10 +158,8 @@ fn bounded_ring_loses_nothing_with_a_slow_subscriber() {
         (N / 100, 64, 1000)
     };
     let (tx, ring) = ring::bounded::<Tick>(capacity, 0);
-    let mut tx = tx.with_wait_strategy(default_or_spin_under_miri());
-    let mut slow = ring
-        .subscribe()
-        .with_wait_strategy(default_or_spin_under_miri());
+    let mut tx = tx.with_wait_strategy(WaitStrategy::default());
+    let mut slow = ring.subscribe().with_wait_strategy(WaitStrategy::default());
     let mut fast = ring.subscribe().with_wait_strategy(WaitStrategy::YieldSpin);
     let f = thread::spawn(move || {
         for i in 0..n {
@@ -216,7 +205,7 @@ fn gated_subscribers_joining_from_the_oldest_never_lag() {
         (N / 20, 64, 100)
     };
     let (tx, ring) = ring::bounded::<Tick>(capacity, 0);
-    let mut tx = tx.with_wait_strategy(default_or_spin_under_miri());
+    let mut tx = tx.with_wait_strategy(WaitStrategy::default());
     let p = thread::spawn(move || {
         for i in 0..n {
             tx.publish(Tick::new(i));
@@ -226,7 +215,7 @@ fn gated_subscribers_joining_from_the_oldest_never_lag() {
     'joining: loop {
         let mut rx = ring
             .subscribe_from_oldest()
-            .with_wait_strategy(default_or_spin_under_miri());
+            .with_wait_strategy(WaitStrategy::default());
         joins += 1;
         let mut last: Option<u64> = None;
         for _ in 0..per_join {
@@ -295,7 +284,7 @@ fn mpmc_two_producers_keep_their_order_and_never_duplicate() {
 fn one_mpmc_publisher_shared_by_two_threads_keeps_their_order() {
     let n = if cfg!(miri) { 20 } else { N / 10 };
     let (tx, ring) = ring::mpmc_bounded::<[u64; 2]>(if cfg!(miri) { 4 } else { 64 }, 0);
-    let tx = tx.with_wait_strategy(default_or_spin_under_miri());
+    let tx = tx.with_wait_strategy(WaitStrategy::default());
     let mut next = [0u64; 2];
     let mut rx = thread::scope(|s| {
         // Made in here: a failed check unwinds through it, and dropping it frees its gate, so
@@ -334,10 +323,10 @@ fn mpmc_bounded_loses_nothing_with_a_slow_subscriber() {
         (N / 100, 64, 1000)
     };
     let (tx, ring) = ring::mpmc_bounded::<[u64; 3]>(capacity, 0);
-    let tx = tx.with_wait_strategy(default_or_spin_under_miri());
+    let tx = tx.with_wait_strategy(WaitStrategy::default());
     let subscriber = |slow: bool| {
         let mut rx = ring.subscribe().with_wait_strategy(if slow {
-            default_or_spin_under_miri()
+            WaitStrategy::default()
         } else {
             WaitStrategy::YieldSpin
         });
