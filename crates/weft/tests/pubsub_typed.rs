@@ -88,6 +88,71 @@ fn a_typed_loan_is_written_in_place_and_refuses_another_type() {
 }
 
 #[test]
+fn a_typed_subscription_gives_samples_that_deref_to_the_type() {
+    let name = unique("pt-values");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let blocks = p.register_typed::<Price>("/blocks").unwrap();
+    let inline = p
+        .register_spec(
+            "/inline",
+            &TopicSpec::new(TopicMode::Inline).typed::<Price>(),
+        )
+        .unwrap();
+    let named = p
+        .register_typed_named::<Price>("/named", "market.Price/v1")
+        .unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut b = s.subscribe_values::<Price>("/blocks").unwrap();
+    let mut i = s.subscribe_values::<Price>("/inline").unwrap();
+    let mut n = s
+        .subscribe_values_named::<Price>("/named", "market.Price/v1")
+        .unwrap();
+    for (k, t) in [&blocks, &inline, &named].into_iter().enumerate() {
+        p.publish_typed(
+            t,
+            &Price {
+                cents: 10 + k as u64,
+            },
+        )
+        .unwrap();
+    }
+    let (vb, vi, vn) = (
+        b.try_recv().unwrap(),
+        i.try_recv().unwrap(),
+        n.recv().unwrap(),
+    );
+    assert_eq!((vb.cents, vi.cents, vn.cents), (10, 11, 12));
+    assert_eq!((vb.seq(), vi.seq(), vn.seq()), (0, 0, 0));
+    // Moved, a sample still derefs to its value (a block stays put, an inline copy stays
+    // aligned).
+    let moved = vec![vb, vi];
+    assert_eq!(moved.iter().map(|v| v.cents).sum::<u64>(), 21);
+    assert_eq!(
+        &*moved.into_iter().next().unwrap().into_sample(),
+        &10u64.to_le_bytes()
+    );
+    assert!(matches!(b.try_recv(), Err(Error::Empty)));
+    // Another type, or the wrong name, is refused at subscribe.
+    assert_eq!(
+        s.subscribe_values::<u32>("/blocks").unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    assert_eq!(
+        s.subscribe_values_named::<Price>("/named", "market.Price/v2")
+            .unwrap_err()
+            .kind(),
+        ErrorKind::TypeMismatch
+    );
+    // A message of another length on the typed topic is an error, not a cast.
+    p.publish(&blocks, &[1, 2, 3]).unwrap();
+    assert_eq!(b.try_recv().unwrap_err().kind(), ErrorKind::TypeMismatch);
+    p.publish_typed(&blocks, &Price { cents: 5 }).unwrap();
+    assert_eq!(b.recv_timeout(Duration::from_secs(1)).unwrap().cents, 5);
+    assert_eq!(b.subscription().position(), 3);
+}
+
+#[test]
 fn named_types_must_match_by_name_as_well() {
     let name = unique("pt-named");
     let _c = Cleanup(name.clone());

@@ -76,7 +76,7 @@ pub(crate) fn holds_lease(lease: &crate::sync::AtomicU64, holder: u64) -> Result
 pub use crate::shm::pubsub::{
     Config, INLINE_MAX, InlineWriter, Loan, Publisher, RegionInfo, RegionReport, Sample, SampleRef,
     Subscriber, Subscription, TOPIC_MAX, TYPE_NAME_MAX, Topic, TopicMode, TopicSpec, TopicStats,
-    inspect, latest_inline_max, regions, split_uri, validate_topic,
+    TypedSample, TypedSubscription, inspect, latest_inline_max, regions, split_uri, validate_topic,
 };
 
 // Read-only views for tools (`weft info`, `weft clean`).

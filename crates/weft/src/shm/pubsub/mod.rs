@@ -2570,6 +2570,53 @@ impl Subscriber {
         self.subscribe_as(topic, &type_info::<T>())
     }
 
+    /// [`Subscriber::subscribe_typed`], as a [`TypedSubscription`]: its receives give
+    /// [`TypedSample`]s, which deref to `&T`.
+    ///
+    /// # Errors
+    /// As [`Subscriber::subscribe_typed`].
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher, Subscriber};
+    /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    /// #[repr(C)]
+    /// struct Quote {
+    ///     bid: u64,
+    ///     ask: u64,
+    /// }
+    /// # let region = format!("doc-values-{}", std::process::id());
+    /// let publisher = Publisher::create(&region, &Config::default())?;
+    /// let quotes = publisher.register_typed::<Quote>("/quotes")?;
+    /// let subscriber = Subscriber::connect(&region)?;
+    /// let mut sub = subscriber.subscribe_values::<Quote>("/quotes")?;
+    /// publisher.publish_typed(&quotes, &Quote { bid: 99, ask: 101 })?;
+    /// let q = sub.try_recv()?; // a TypedSample<Quote>: the block itself, no copy
+    /// assert_eq!((q.bid, q.ask, q.seq()), (99, 101, 0));
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn subscribe_values<T: bytemuck::Pod>(&self, topic: &str) -> Result<TypedSubscription<T>> {
+        Ok(TypedSubscription {
+            sub: self.subscribe_typed::<T>(topic)?,
+            _t: PhantomData,
+        })
+    }
+
+    /// [`Subscriber::subscribe_typed_named`], as a [`TypedSubscription`].
+    ///
+    /// # Errors
+    /// As [`Subscriber::subscribe_typed_named`].
+    pub fn subscribe_values_named<T: bytemuck::Pod>(
+        &self,
+        topic: &str,
+        type_name: &str,
+    ) -> Result<TypedSubscription<T>> {
+        Ok(TypedSubscription {
+            sub: self.subscribe_typed_named::<T>(topic, type_name)?,
+            _t: PhantomData,
+        })
+    }
+
     /// Subscribes to the typed topic `topic`, registered for `T` under the stable name
     /// `type_name` ([`Publisher::register_typed_named`]): the name, size and alignment must
     /// all match.
@@ -3796,6 +3843,104 @@ impl Sample {
     /// publisher together).
     pub fn seq(&self) -> u64 {
         self.seq
+    }
+}
+
+/// A subscription to a typed topic whose receives give [`TypedSample`]s, which deref to
+/// `&T` ([`Subscriber::subscribe_values`]). The topic's type was checked at subscribe; each
+/// receive checks the message's size (and alignment) again, since the region is shared with
+/// other processes.
+#[derive(Debug)]
+pub struct TypedSubscription<T> {
+    sub: Subscription,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: bytemuck::Pod> TypedSubscription<T> {
+    /// As [`Subscription::try_recv`].
+    ///
+    /// # Errors
+    /// As [`Subscription::try_recv`]; [`Error::TypeMismatch`] for a message that is not a
+    /// `T` (a peer wrote another length).
+    pub fn try_recv(&mut self) -> Result<TypedSample<T>> {
+        TypedSample::new(self.sub.try_recv()?)
+    }
+
+    /// As [`Subscription::recv`].
+    ///
+    /// # Errors
+    /// As [`Subscription::recv`] and [`TypedSubscription::try_recv`].
+    pub fn recv(&mut self) -> Result<TypedSample<T>> {
+        TypedSample::new(self.sub.recv()?)
+    }
+
+    /// As [`Subscription::recv_timeout`].
+    ///
+    /// # Errors
+    /// As [`Subscription::recv_timeout`] and [`TypedSubscription::try_recv`].
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<TypedSample<T>> {
+        TypedSample::new(self.sub.recv_timeout(timeout)?)
+    }
+
+    /// As [`Subscription::recv_with`].
+    ///
+    /// # Errors
+    /// As [`Subscription::recv_with`] and [`TypedSubscription::try_recv`].
+    pub fn recv_with(&mut self, strategy: WaitStrategy) -> Result<TypedSample<T>> {
+        TypedSample::new(self.sub.recv_with(strategy)?)
+    }
+
+    /// The untyped subscription underneath (position, wait statistics, borrowed receives).
+    pub fn subscription(&mut self) -> &mut Subscription {
+        &mut self.sub
+    }
+
+    /// The untyped subscription, for good.
+    pub fn into_inner(self) -> Subscription {
+        self.sub
+    }
+}
+
+/// A received `T` ([`TypedSubscription`]): derefs to `&T`, in place in the block for blocks
+/// and latest topics (zero copies), a copy of the slot for inline topics. As a [`Sample`],
+/// it holds its block until it is dropped.
+#[must_use = "a sample holds a block of the region's pool until it is dropped"]
+#[derive(Debug)]
+pub struct TypedSample<T> {
+    sample: Sample,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: bytemuck::Pod> TypedSample<T> {
+    /// Checks once that `sample` holds a `T`: its length, and its address's alignment,
+    /// which moving the sample does not change (a block stays where it is; an inline copy
+    /// lives in a 16-aligned buffer, or on the heap).
+    fn new(sample: Sample) -> Result<TypedSample<T>> {
+        sample.value::<T>()?;
+        Ok(TypedSample {
+            sample,
+            _t: PhantomData,
+        })
+    }
+
+    /// The message's sequence number in its topic.
+    pub fn seq(&self) -> u64 {
+        self.sample.seq()
+    }
+
+    /// The untyped sample (the same reference on the same block).
+    pub fn into_sample(self) -> Sample {
+        self.sample
+    }
+}
+
+impl<T: bytemuck::Pod> core::ops::Deref for TypedSample<T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        // `new` checked the length and the alignment, and neither changes while the sample
+        // lives (see `new`): this cast cannot fail.
+        bytemuck::from_bytes(&self.sample)
     }
 }
 
