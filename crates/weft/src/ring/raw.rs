@@ -361,17 +361,12 @@ impl Shape {
         size_of::<Header>().div_ceil(LINE) * LINE
     }
 
-    /// Bytes from the ring's base to the gate table: past the slots, on a line of its own (a
-    /// gate is a 64-aligned type; the slots of a small ring end mid-line, e.g. 2 slots of 16
-    /// bytes). Without gates, the end of the slots, which is the end of the block (an offset
-    /// past it could not even be formed into a pointer).
+    /// Bytes from the ring's base to the gate table (see [`Shape::checked_layout`]); only
+    /// called for a shape whose size was checked (`usize::MAX` otherwise).
     fn gates_offset(&self) -> usize {
-        let end = Self::slots_offset() + self.capacity as usize * self.stride();
-        if self.gates == 0 {
-            end
-        } else {
-            end.next_multiple_of(LINE)
-        }
+        self.checked_layout()
+            .and_then(|(gates, _)| usize::try_from(gates).ok())
+            .unwrap_or(usize::MAX)
     }
 
     /// Total bytes of ring memory (header, slots, then the gates from the next line on);
@@ -386,18 +381,26 @@ impl Shape {
     /// geometry read from a mapping with it, where a sum that wrapped would pass its length
     /// check.
     pub(crate) fn checked_bytes(&self) -> Option<u64> {
+        self.checked_layout().map(|(_, bytes)| bytes)
+    }
+
+    /// The gate table's offset and the ring's total size, `None` when they overflow. The
+    /// gates start on the line after the slots (a gate is a 64-aligned type; the slots of a
+    /// small ring end mid-line, e.g. 2 slots of 16 bytes). Without gates both are the end of
+    /// the slots: no padding (an inline topic's ring in a region ends with its slots,
+    /// protocol.md), and no offset past the block, which could not even be formed into a
+    /// pointer.
+    fn checked_layout(&self) -> Option<(u64, u64)> {
         let slots = self.capacity.checked_mul(self.stride() as u64)?;
         let end = (Self::slots_offset() as u64).checked_add(slots)?;
         if self.gates == 0 {
-            // No gate table, no padding: an inline topic's ring in a region ends with its
-            // slots (protocol.md).
-            return Some(end);
+            return Some((end, end));
         }
+        let at = end.checked_next_multiple_of(LINE as u64)?;
         let gates = self
             .gates
             .checked_mul(size_of::<Padded<AtomicU64>>() as u64)?;
-        end.checked_next_multiple_of(LINE as u64)?
-            .checked_add(gates)
+        Some((at, at.checked_add(gates)?))
     }
 }
 

@@ -2280,16 +2280,13 @@ impl Loan<'_> {
     /// [`Error::TypeMismatch`] when the length is not `size_of::<T>()` or `T` needs more than
     /// the block's 64-byte alignment.
     pub fn value_mut<T: bytemuck::Pod>(&mut self) -> Result<&mut T> {
-        // The block starts on 64 bytes: the length and the type's alignment decide.
-        if self.len as usize != core::mem::size_of::<T>() || core::mem::align_of::<T>() > 64 {
+        // Checked on a shared view first: the error names the region, which a failed cast
+        // of the mutable view would still be borrowing.
+        if bytemuck::try_from_bytes::<T>(&self[..]).is_err() {
             return Err(self.not_a::<T>());
         }
-        let len = self.len as u64;
-        bytemuck::try_from_bytes_mut(&mut self[..]).map_err(|_| Error::InvalidArgument {
-            what: "typed loan",
-            value: len,
-            expected: "a block aligned for the type",
-        })
+        // The same bytes at the same address passed the check above: this cast cannot fail.
+        Ok(bytemuck::from_bytes_mut(&mut self[..]))
     }
 
     /// [`Loan::value_mut`]'s error, built only when it fails (it names the region).
@@ -2596,10 +2593,7 @@ impl Subscriber {
     /// # Ok::<(), weft::Error>(())
     /// ```
     pub fn subscribe_values<T: bytemuck::Pod>(&self, topic: &str) -> Result<TypedSubscription<T>> {
-        Ok(TypedSubscription {
-            sub: self.subscribe_typed::<T>(topic)?,
-            _t: PhantomData,
-        })
+        self.subscribe_typed::<T>(topic).map(TypedSubscription::new)
     }
 
     /// [`Subscriber::subscribe_typed_named`], as a [`TypedSubscription`].
@@ -2611,10 +2605,8 @@ impl Subscriber {
         topic: &str,
         type_name: &str,
     ) -> Result<TypedSubscription<T>> {
-        Ok(TypedSubscription {
-            sub: self.subscribe_typed_named::<T>(topic, type_name)?,
-            _t: PhantomData,
-        })
+        self.subscribe_typed_named::<T>(topic, type_name)
+            .map(TypedSubscription::new)
     }
 
     /// Subscribes to the typed topic `topic`, registered for `T` under the stable name
@@ -3857,6 +3849,14 @@ pub struct TypedSubscription<T> {
 }
 
 impl<T: bytemuck::Pod> TypedSubscription<T> {
+    /// `sub`, whose topic was checked for `T` when it was subscribed.
+    fn new(sub: Subscription) -> TypedSubscription<T> {
+        TypedSubscription {
+            sub,
+            _t: PhantomData,
+        }
+    }
+
     /// As [`Subscription::try_recv`].
     ///
     /// # Errors
