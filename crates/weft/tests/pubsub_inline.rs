@@ -634,6 +634,29 @@ fn one_publisher_process_to_two_subscriber_processes() {
     }
 }
 
+/// Publisher processes 1 and 2 of `count` ticks each on `topic`, `period_us` apart, once one
+/// subscriber is there; returned once both are ready.
+fn two_inline_publishers(name: &str, topic: &str, count: u64, period_us: u64) -> Vec<Peer> {
+    let mut pubs: Vec<Peer> = ["1", "2"]
+        .iter()
+        .map(|id| {
+            Peer::spawn(&[
+                "pubsub-inline-pub",
+                name,
+                topic,
+                id,
+                &count.to_string(),
+                "1",
+                &period_us.to_string(),
+            ])
+        })
+        .collect();
+    for p in &mut pubs {
+        p.expect("ready");
+    }
+    pubs
+}
+
 #[test]
 fn two_publisher_processes_and_a_parked_subscriber_process() {
     let name = unique("pi-two");
@@ -651,23 +674,7 @@ fn two_publisher_processes_and_a_parked_subscriber_process() {
     sub.expect("ready");
     // Paced (50 us apart), so that the subscriber parks between messages and every message
     // has to wake it from another process.
-    let mut pubs: Vec<Peer> = ["1", "2"]
-        .iter()
-        .map(|id| {
-            Peer::spawn(&[
-                "pubsub-inline-pub",
-                &name,
-                "/two",
-                id,
-                &count.to_string(),
-                "1",
-                "50",
-            ])
-        })
-        .collect();
-    for p in &mut pubs {
-        p.expect("ready");
-    }
+    let mut pubs = two_inline_publishers(&name, "/two", count, 50);
     for p in &mut pubs {
         p.expect(&format!("sent {count}"));
     }
@@ -689,23 +696,7 @@ fn two_publisher_processes_and_a_slow_subscriber_count_every_loss_exactly() {
         .unwrap();
     // Paced, so that the two publishers' claims interleave on the ring for the whole run
     // while the subscriber falls behind, catches up and falls behind again.
-    let mut pubs: Vec<Peer> = ["1", "2"]
-        .iter()
-        .map(|id| {
-            Peer::spawn(&[
-                "pubsub-inline-pub",
-                &name,
-                "/slow",
-                id,
-                &count.to_string(),
-                "1",
-                "20",
-            ])
-        })
-        .collect();
-    for p in &mut pubs {
-        p.expect("ready");
-    }
+    let mut pubs = two_inline_publishers(&name, "/slow", count, 20);
     let total = 2 * count;
     let lost = common::lagging::receive_slowly(&mut sub, total, |m| {
         let t = *m.value::<Tick>().unwrap();

@@ -67,6 +67,32 @@ fn one_publisher_to_three_subscribers_byte_exact() {
     }
 }
 
+/// Publisher processes 1 and 2 of `count` messages each (seed `seed`) on `topic`,
+/// `period_us` apart (0: back to back), once one subscriber is there; returned once both are
+/// ready.
+fn two_publishers(name: &str, topic: &str, seed: u64, count: u64, period_us: u64) -> Vec<Peer> {
+    let mut pubs: Vec<Peer> = ["1", "2"]
+        .iter()
+        .map(|id| {
+            Peer::spawn(&[
+                "pubsub-pub",
+                name,
+                topic,
+                id,
+                &seed.to_string(),
+                &count.to_string(),
+                &MAX.to_string(),
+                "1",
+                &period_us.to_string(),
+            ])
+        })
+        .collect();
+    for p in &mut pubs {
+        p.expect("ready");
+    }
+    pubs
+}
+
 #[test]
 fn two_publisher_processes_share_one_topic() {
     let name = unique("pp-two");
@@ -83,24 +109,7 @@ fn two_publisher_processes_share_one_topic() {
         &MAX.to_string(),
     ]);
     sub.expect("ready");
-    let mut pubs: Vec<Peer> = ["1", "2"]
-        .iter()
-        .map(|id| {
-            Peer::spawn(&[
-                "pubsub-pub",
-                &name,
-                "/shared",
-                id,
-                "5",
-                &count.to_string(),
-                &MAX.to_string(),
-                "1",
-            ])
-        })
-        .collect();
-    for p in &mut pubs {
-        p.expect("ready");
-    }
+    let mut pubs = two_publishers(&name, "/shared", 5, count as u64, 0);
     for p in &mut pubs {
         p.expect(&format!("sent {count}"));
     }
@@ -170,25 +179,7 @@ fn two_publisher_processes_and_a_slow_subscriber_count_every_loss_exactly() {
     let mut sub = s.subscribe("/slow/two").unwrap();
     // Paced, so that the two publishers' claims interleave on the topic for the whole run
     // while the subscriber falls behind, catches up and falls behind again.
-    let mut pubs: Vec<Peer> = ["1", "2"]
-        .iter()
-        .map(|id| {
-            Peer::spawn(&[
-                "pubsub-pub",
-                &name,
-                "/slow/two",
-                id,
-                "13",
-                &count.to_string(),
-                &MAX.to_string(),
-                "1",
-                "20",
-            ])
-        })
-        .collect();
-    for p in &mut pubs {
-        p.expect("ready");
-    }
+    let mut pubs = two_publishers(&name, "/slow/two", 13, count, 20);
     let total = 2 * count;
     let lost = lagging::receive_slowly(&mut sub, total, |m| {
         pubmsg::verify(13, MAX, m).expect("byte-exact")
