@@ -284,6 +284,12 @@ impl<T: bytemuck::Pod> Subscriber<T> {
                 pos = safe;
                 // Release pairs with the Acquire gate load in `min_gate`.
                 raw.gate(i).store(pos, Ordering::Release);
+                // A publisher whose scan saw the gate at the cursor read first (which it may
+                // have left more than a lap behind) may have parked for the room this raise
+                // makes. Nothing else would wake it: this subscriber has nothing to read yet,
+                // so no read of it reaches `advance_gate`'s wake.
+                let s = raw.signal();
+                wake::wake(&s.pub_waiters, &s.pub_notify);
             }
             gate = Some(i);
         }

@@ -311,3 +311,37 @@ fn a_gated_mpmc_subscriber_from_the_oldest_never_lags() {
         join_from_oldest_while_publishing(ring, move |v| tx.try_publish(v));
     });
 }
+
+/// A gated subscriber joining while the publisher of a bounded ring runs ahead: its gate first
+/// holds the cursor it read, which the publisher may have left more than a lap behind, so the
+/// publisher parks for room; the join then raises the gate to the cursor, and that raise must
+/// wake it (`Subscriber::join`). Without the wake both sides park, a deadlock loom reports: the
+/// new subscriber has nothing to read, and never reaches a read that would wake the publisher.
+#[test]
+fn a_join_that_raises_its_gate_wakes_a_parked_publisher() {
+    loom::model(|| {
+        let (tx, ring) = bounded::<u64>(2, 0);
+        let mut tx = tx.with_wait_strategy(WaitStrategy::Park);
+        let t = thread::spawn(move || {
+            for i in 1..=3u64 {
+                tx.publish(i);
+            }
+        });
+        let mut rx = ring.subscribe().with_wait_strategy(WaitStrategy::Park);
+        // Whatever it joined at, it receives every later message in order, then Closed.
+        let mut last = None;
+        loop {
+            match rx.recv() {
+                Ok(v) => {
+                    if let Some(l) = last {
+                        assert_eq!(v, l + 1, "a gap after {l}");
+                    }
+                    last = Some(v);
+                }
+                Err(RecvError::Closed) => break,
+                Err(e) => panic!("a gated subscriber saw {e:?}"),
+            }
+        }
+        t.join().unwrap();
+    });
+}
