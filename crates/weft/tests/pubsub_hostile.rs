@@ -654,3 +654,31 @@ fn a_message_size_flipped_during_register_never_makes_a_publish_overflow_its_are
     );
     assert!(refused > 0);
 }
+
+/// A registration's first sequence (`start_seq`, on the topic's statistics line) is where a
+/// new subscription's history stops. One at the end of time is `Corrupt` for subscribe and
+/// statistics alike (a subscription starting there would overflow its next sequence); one
+/// past the tail, but below 2^62, costs a new subscription nothing that is published after it.
+#[test]
+fn a_scribbled_start_sequence_is_refused_or_harmless() {
+    for spec in [TopicSpec::new(TopicMode::Blocks), TopicSpec::inline(8)] {
+        let name = unique("ph-start");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &cfg()).unwrap();
+        let t = p.register_spec("/s", &spec).unwrap();
+        p.publish(&t, &[1; 8]).unwrap();
+        let start = layout(&name).1.stats + 32;
+        let s = Subscriber::connect(&name).unwrap();
+        for v in [u64::MAX, 1 << 62] {
+            write_u64(&name, start, v);
+            let err = s.subscribe_with_history("/s", 4).map(|_| ()).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Corrupt, "{spec:?} start {v}: {err}");
+            let err = p.stats(&t).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Corrupt, "{spec:?} start {v}: {err}");
+        }
+        write_u64(&name, start, 1000);
+        let mut sub = s.subscribe_with_history("/s", 4).unwrap();
+        p.publish(&t, &[2; 8]).unwrap();
+        assert_eq!(&sub.try_recv().unwrap()[..], &[2; 8], "{spec:?}");
+    }
+}

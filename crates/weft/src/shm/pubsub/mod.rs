@@ -666,10 +666,19 @@ fn published(r: &Region, i: u32, mode: TopicMode) -> Result<u64> {
     Ok(n)
 }
 
-/// The first sequence of topic `i`'s registration.
+/// The first sequence of topic `i`'s registration (below 2^62, as every sequence).
 fn start_seq(r: &Region, i: u32) -> Result<u64> {
     // Relaxed: written before the entry's Release READY, which the caller acquired.
-    Ok(r.stats(i)?.start_seq.load(Ordering::Relaxed))
+    let s = r.stats(i)?.start_seq.load(Ordering::Relaxed);
+    if s >= SEQ_LIMIT {
+        return Err(Error::corrupt(
+            r.obj.name(),
+            "topic start sequence",
+            s,
+            "below 2^62",
+        ));
+    }
+    Ok(s)
 }
 
 fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
@@ -2521,7 +2530,9 @@ impl Subscriber {
             // The slot of `tail - S` may be mid-overwrite already: keep one lap minus one;
             // and nothing from before this registration of the entry.
             let back = (history as u64).min(r.ring_slots(latest) - 1);
-            let next = tail.saturating_sub(back).max(start_seq(r, i)?);
+            // A start past the tail (only a scribbling peer writes one) would leave the
+            // subscription waiting for sequences that come later than the ones it is owed.
+            let next = tail.saturating_sub(back).max(start_seq(r, i)?.min(tail));
             Ok((inline, latest, next))
         })?;
         let Some((i, (inline, latest, next), generation)) = found else {
