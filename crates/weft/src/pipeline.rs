@@ -313,6 +313,9 @@ fn start<I: bytemuck::Pod, O>(
             .map_err(|e| Error::io("spawn", &name, e))?;
         p.stages.push(h);
     }
+    // Only the stages hold senders from here: one that dies before it reports (its thread
+    // panicked) ends the channel, and the loop below fails instead of waiting for ever.
+    drop(pinned);
     for _ in 0..n {
         // Every stage sends once, first thing. On an error `p` is dropped, which stops and
         // joins the stages already running.
