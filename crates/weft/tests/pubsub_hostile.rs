@@ -682,3 +682,57 @@ fn a_scribbled_start_sequence_is_refused_or_harmless() {
         assert_eq!(&sub.try_recv().unwrap()[..], &[2; 8], "{spec:?}");
     }
 }
+
+/// A descriptor naming a block past the pool, which a publish then displaces into its own
+/// record (`pub_old`), costs that publish its release and nothing after it: every later
+/// publish succeeds (the record used to fail each of them as `Corrupt`, for ever).
+#[test]
+fn a_displaced_descriptor_past_the_pool_costs_later_publishes_nothing() {
+    let name = unique("ph-old");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register("/d").unwrap();
+    p.publish(&t, b"x").unwrap();
+    // Sequence 0's slot names block 999 of 64; sequence 16 (a lap of 16 slots on) displaces it.
+    write_u64(&name, layout(&name).1.slot(0, 0) + 8, (1u64 << 32) | 1000);
+    for i in 1..=64u32 {
+        p.publish(&t, &i.to_le_bytes())
+            .unwrap_or_else(|e| panic!("publish {i}: {e}"));
+    }
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/d").unwrap();
+    p.publish(&t, b"after").unwrap();
+    assert_eq!(&sub.try_recv().unwrap()[..], b"after");
+}
+
+/// The records of a participant that left (holdings, publish record, publish in flight)
+/// scribbled with a block past the pool or a topic past the table: the next participant
+/// to take the row settles them and joins, where any one of them used to fail every join.
+#[test]
+fn scribbled_records_of_a_departed_participant_do_not_fail_the_next_join() {
+    for (what, field) in [
+        ("a holdings entry naming block 0x01FF_FFFE", 0),
+        ("a taking holdings entry past the pool", 1),
+        ("a publish record past the pool", 2),
+        ("a publish in flight on topic 999", 3),
+    ] {
+        let name = unique("ph-rows");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &cfg()).unwrap();
+        let t = p.register("/r").unwrap();
+        drop(Subscriber::connect(&name).unwrap());
+        // The subscriber had row 1; it left cleanly, so the next join takes that row.
+        let l = layout(&name).1;
+        match field {
+            0 => write_u32(&name, l.holding(1, 0), 0x01FF_FFFF),
+            1 => write_u32(&name, l.holding(1, 3), (1 << 30) | 5000),
+            2 => write_u64(&name, l.ext(1) + 32, 5000),
+            _ => write_u64(&name, l.ext(1) + 8, 1000),
+        }
+        let s = Subscriber::connect(&name).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let mut sub = s.subscribe("/r").unwrap();
+        p.publish(&t, b"ok").unwrap();
+        assert_eq!(&sub.try_recv().unwrap()[..], b"ok", "{what}");
+        assert!(p.reclaim().is_ok(), "{what}");
+    }
+}

@@ -191,6 +191,12 @@ impl<'a> Pool<'a> {
         }
     }
 
+    /// Whether `b` is a block of this pool.
+    #[inline]
+    pub(crate) fn has(&self, b: u32) -> bool {
+        (b as usize) < self.meta.len()
+    }
+
     /// The word of block `b`, bounds-checked.
     #[inline(always)]
     fn word(&self, b: u32) -> Result<&'a AtomicU64, Corrupt> {
@@ -437,6 +443,14 @@ pub(crate) fn settle_entry(
             h.store(0, Ordering::Release);
             return Ok(None);
         }
+        // A block past the pool (a scribbling peer's value) holds no reference to settle or
+        // release: the entry is cleared, so that the record does not fail every reclaim of
+        // its row, and every join that reclaims it, for ever.
+        Entry::Taking(b) | Entry::Held(b) if !pool.has(b) => {
+            // Release: as above.
+            h.store(0, Ordering::Release);
+            return Ok(None);
+        }
         Entry::Taking(b) => (b, true),
         Entry::Held(b) => (b, false),
         Entry::Done(b) => {
@@ -642,7 +656,11 @@ pub(crate) fn settle_old(pool: &Pool<'_>, rec: &AtomicU64, p: u32) -> Result<Opt
         return Ok(None);
     }
     let b = link - 1;
-    if v & DONE_OLD != 0 {
+    if v & DONE_OLD != 0 || !pool.has(b) {
+        // Dropped already; or a block past the pool (a descriptor a scribbling peer left in a
+        // ring slot, which a publish then displaced into the record), which holds no
+        // reference: cleared, as in `settle_entry`, so that the owner's next publish and
+        // every reclaim do not fail on it for ever.
         if pool.state(b).is_ok() {
             pool.settle(b, who, false)?;
         }

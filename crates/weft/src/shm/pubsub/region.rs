@@ -1096,6 +1096,18 @@ impl Region {
         }
         // The publish in flight. Acquire loads: pair with the dead owner's Release stores.
         let topic = ext.pub_topic.load(Ordering::Acquire);
+        let topic = match u32::try_from(topic.wrapping_sub(1)) {
+            Ok(t) if u64::from(t) < self.geo.topics => topic,
+            _ => {
+                // None; or a topic past the table (a scribbling peer's value), which has no
+                // claim to settle: cleared, so that it does not fail every reclaim of the row.
+                if topic != 0 {
+                    // Release: pairs with the Acquire load above, for a later reclaimer.
+                    ext.pub_topic.store(0, Ordering::Release);
+                }
+                0
+            }
+        };
         if topic != 0 {
             let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
             // The entry cannot be freed while the dead publisher's claim is in it (`free_topic`
