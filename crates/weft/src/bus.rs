@@ -89,15 +89,15 @@ impl Bus {
         self.topics.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn fresh<T: bytemuck::Pod>(&self) -> Topic {
-        let (tx, ring) = ring::channel::<T>(self.capacity);
-        Topic {
+    fn fresh<T: bytemuck::Pod>(&self) -> Result<Topic> {
+        let (tx, ring) = ring::channel_with::<T>(self.capacity, ring::Options::new())?;
+        Ok(Topic {
             type_id: TypeId::of::<T>(),
             type_name: std::any::type_name::<T>(),
             size: size_of::<T>(),
             ring: Box::new(ring),
             publisher: Some(Box::new(tx)),
-        }
+        })
     }
 
     /// Runs `f` on the topic `name` of type `T`, creating it if needed and starting it over
@@ -114,9 +114,10 @@ impl Bus {
             });
         }
         let mut topics = self.lock();
-        let topic = topics
-            .entry(name.to_string())
-            .or_insert_with(|| self.fresh::<T>());
+        let topic = match topics.entry(name.to_string()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(self.fresh::<T>()?),
+        };
         if topic.type_id != TypeId::of::<T>() {
             return Err(Error::TypeMismatch {
                 name: name.into(),
@@ -131,7 +132,7 @@ impl Bus {
             .downcast_ref::<Ring<T>>()
             .expect("the type id was checked");
         if topic.publisher.is_none() && ring.is_closed() {
-            *topic = self.fresh::<T>();
+            *topic = self.fresh::<T>()?;
         }
         f(topic)
     }

@@ -370,6 +370,62 @@ fn a_full_subscriber_table_is_an_error_until_a_subscriber_leaves() {
     assert_eq!(c.try_recv(), Ok(7));
 }
 
+/// A bounded ring takes 1 to 4096 gated subscribers: 0 would leave it nothing to gate its
+/// publisher (every subscriber lossy, and `subscribe` would not gate as it promises), and
+/// more used to be cut to 4096 without a word.
+#[test]
+fn a_bounded_ring_refuses_a_subscriber_table_of_0_or_past_4096() {
+    for n in [0, 4097, u64::MAX] {
+        let opts = ring::Options::new().max_subscribers(n);
+        let err = ring::bounded_with::<u64>(8, 0, opts)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(err.kind(), weft::ErrorKind::InvalidArgument, "{n}: {err}");
+        let err = ring::mpmc_bounded_with::<u64>(8, 0, opts)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(err.kind(), weft::ErrorKind::InvalidArgument, "{n}: {err}");
+        // A lossy ring has no gates: the option is not its concern.
+        assert!(ring::channel_with::<u64>(8, opts).is_ok(), "{n}");
+    }
+    let (mut tx, ring) =
+        ring::bounded_with::<u64>(2, 0, ring::Options::new().max_subscribers(1)).unwrap();
+    let mut rx = ring.subscribe();
+    tx.publish(1);
+    tx.publish(2);
+    assert_eq!(tx.try_publish(3), Err(PublishError::Full(3)), "gated");
+    assert_eq!(rx.try_recv(), Ok(1));
+}
+
+/// A ring whose size in bytes does not fit in `isize` (an 8 MiB message times 2^40 slots) is
+/// an error from every constructor that returns one, and from the bus, where it used to be a
+/// panic.
+#[test]
+fn a_ring_too_large_to_allocate_is_an_error() {
+    type Big = [u8; 1 << 23];
+    let opts = ring::Options::new();
+    let cap = 1 << 40;
+    let kind = |r: weft::Result<()>| r.unwrap_err().kind();
+    let invalid = weft::ErrorKind::InvalidArgument;
+    assert_eq!(
+        kind(ring::channel_with::<Big>(cap, opts).map(|_| ())),
+        invalid
+    );
+    assert_eq!(kind(ring::mpmc_with::<Big>(cap, opts).map(|_| ())), invalid);
+    assert_eq!(
+        kind(ring::bounded_with::<Big>(cap, 0, opts).map(|_| ())),
+        invalid
+    );
+    assert_eq!(
+        kind(ring::mpmc_bounded_with::<Big>(cap, 0, opts).map(|_| ())),
+        invalid
+    );
+    let bus = weft::bus::Bus::new(cap);
+    assert_eq!(kind(bus.publisher::<Big>("big").map(|_| ())), invalid);
+    assert_eq!(kind(bus.subscribe::<Big>("big").map(|_| ())), invalid);
+    assert!(bus.topics().is_empty(), "no topic is left behind");
+}
+
 /// One message at a time and in batches, both ways round, over several laps, then an exact
 /// lag: the batch paths walk the slots with a pointer, the single ones index each slot with
 /// the value type's stride, and the lag is found by the slow path's stamp checks, which index

@@ -317,8 +317,20 @@ impl Options {
         self
     }
 
-    /// How many gated subscribers a bounded ring admits at once (default 64; each costs one
-    /// cache line and one load per publisher rescan).
+    /// How many gated subscribers a bounded ring admits at once: 1 to 4096 (default 64; each
+    /// costs one cache line and one load per publisher rescan). [`bounded_with`] and
+    /// [`mpmc_bounded_with`] refuse any other number (0 would leave a bounded ring nothing
+    /// to gate it: every subscriber lossy); a lossy ring has no gates and ignores it.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::ring::{Options, bounded_with};
+    /// assert!(bounded_with::<u64>(8, 0, Options::new().max_subscribers(0)).is_err());
+    /// assert!(bounded_with::<u64>(8, 0, Options::new().max_subscribers(4097)).is_err());
+    /// let (_tx, ring) = bounded_with::<u64>(8, 0, Options::new().max_subscribers(4096))?;
+    /// let _rx = ring.try_subscribe()?;
+    /// # Ok::<(), weft::Error>(())
+    /// ```
     pub const fn max_subscribers(mut self, n: u64) -> Options {
         self.max_subscribers = n;
         self
@@ -331,7 +343,7 @@ fn shape<T>(capacity: u64, flags: u64, watermark: u64, opts: &Options) -> Shape 
         capacity,
         value_size: core::mem::size_of::<T>() as u64,
         gates: if flags & FLAG_BOUNDED != 0 {
-            opts.max_subscribers.min(4096)
+            opts.max_subscribers
         } else {
             0
         },
@@ -340,7 +352,31 @@ fn shape<T>(capacity: u64, flags: u64, watermark: u64, opts: &Options) -> Shape 
     }
 }
 
+/// The most gates a bounded ring has ([`Options::max_subscribers`]).
+const MAX_GATES: u64 = 4096;
+
+/// The ring of `shape`, after checking what `shape` took from the caller unchecked: the gate
+/// count of a bounded ring, and a size in bytes that fits in `isize` (a large `T` times a
+/// large capacity may not).
 fn build(shape: Shape, opts: &Options) -> crate::Result<Arc<Shared>> {
+    if shape.flags & FLAG_BOUNDED != 0 && !(1..=MAX_GATES).contains(&shape.gates) {
+        return Err(crate::Error::InvalidArgument {
+            what: "max_subscribers of a bounded ring",
+            value: shape.gates,
+            expected: "1 ..= 4096",
+        });
+    }
+    if shape
+        .checked_bytes()
+        .and_then(|b| isize::try_from(b).ok())
+        .is_none()
+    {
+        return Err(crate::Error::InvalidArgument {
+            what: "ring capacity for this message size",
+            value: shape.capacity,
+            expected: "a ring whose size in bytes fits in isize",
+        });
+    }
     #[cfg(feature = "std")]
     if opts.hugepages || opts.lock {
         return Ok(Arc::new(Shared::mapped(shape, opts.hugepages, opts.lock)?));
@@ -352,6 +388,10 @@ fn build(shape: Shape, opts: &Options) -> crate::Result<Arc<Shared>> {
 /// A lossy single-publisher ring of `capacity` slots (rounded up to a power of two, at least
 /// 2).
 ///
+/// # Panics
+/// When [`channel_with`] would return an error: a ring whose size in bytes does not fit in
+/// `isize` (a large `T` times a large capacity).
+///
 /// # Examples
 /// ```
 /// let (mut tx, ring) = weft::ring::channel::<[u8; 24]>(100);
@@ -361,13 +401,15 @@ fn build(shape: Shape, opts: &Options) -> crate::Result<Arc<Shared>> {
 /// assert_eq!(rx.try_recv(), Ok([7; 24]));
 /// ```
 pub fn channel<T: bytemuck::Pod>(capacity: u64) -> (Publisher<T>, Ring<T>) {
-    channel_with(capacity, Options::new()).expect("heap rings cannot fail")
+    channel_with(capacity, Options::new())
+        .expect("a ring of this capacity and message size (the _with form returns the error)")
 }
 
 /// [`channel`] with [`Options`].
 ///
 /// # Errors
-/// `Error::Io` when the memory cannot be mapped or locked.
+/// `Error::InvalidArgument` when the ring's size in bytes (capacity times slot) does not fit
+/// in `isize`; `Error::Io` when the memory cannot be mapped or locked.
 pub fn channel_with<T: bytemuck::Pod>(
     capacity: u64,
     opts: Options,
@@ -378,6 +420,10 @@ pub fn channel_with<T: bytemuck::Pod>(
 
 /// A lossy ring with a cloneable multi-producer publisher.
 ///
+/// # Panics
+/// When [`mpmc_with`] would return an error: a ring whose size in bytes does not fit in
+/// `isize` (a large `T` times a large capacity).
+///
 /// # Examples
 /// ```
 /// let (tx, ring) = weft::ring::mpmc::<u64>(8);
@@ -386,13 +432,15 @@ pub fn channel_with<T: bytemuck::Pod>(
 /// assert_eq!(rx.try_recv(), Ok(1));
 /// ```
 pub fn mpmc<T: bytemuck::Pod>(capacity: u64) -> (MpPublisher<T>, Ring<T>) {
-    mpmc_with(capacity, Options::new()).expect("heap rings cannot fail")
+    mpmc_with(capacity, Options::new())
+        .expect("a ring of this capacity and message size (the _with form returns the error)")
 }
 
 /// [`mpmc`] with [`Options`].
 ///
 /// # Errors
-/// `Error::Io` when the memory cannot be mapped or locked.
+/// `Error::InvalidArgument` when the ring's size in bytes (capacity times slot) does not fit
+/// in `isize`; `Error::Io` when the memory cannot be mapped or locked.
 ///
 /// # Examples
 /// ```
@@ -419,6 +467,10 @@ pub fn mpmc_with<T: bytemuck::Pod>(
 /// `watermark` slots free and never overwrite a message a gated subscriber (made with
 /// [`Ring::subscribe`]) has not read.
 ///
+/// # Panics
+/// When [`mpmc_bounded_with`] would return an error: a ring whose size in bytes does not fit in
+/// `isize` (a large `T` times a large capacity).
+///
 /// # Examples
 /// ```
 /// let (tx, ring) = weft::ring::mpmc_bounded::<u64>(4, 0);
@@ -438,13 +490,16 @@ pub fn mpmc_with<T: bytemuck::Pod>(
 /// assert_eq!(got.len(), 200); // four slots, 200 messages, nothing lost
 /// ```
 pub fn mpmc_bounded<T: bytemuck::Pod>(capacity: u64, watermark: u64) -> (MpPublisher<T>, Ring<T>) {
-    mpmc_bounded_with(capacity, watermark, Options::new()).expect("heap rings cannot fail")
+    mpmc_bounded_with(capacity, watermark, Options::new())
+        .expect("a ring of this capacity and message size (the _with form returns the error)")
 }
 
 /// [`mpmc_bounded`] with [`Options`].
 ///
 /// # Errors
-/// `Error::Io` when the memory cannot be mapped or locked.
+/// `Error::InvalidArgument` when [`Options::max_subscribers`] is not 1 to 4096, or the ring's
+/// size in bytes (capacity times slot) does not fit in `isize`; `Error::Io` when the memory
+/// cannot be mapped or locked.
 ///
 /// # Examples
 /// ```
@@ -473,6 +528,10 @@ pub fn mpmc_bounded_with<T: bytemuck::Pod>(
 /// A single-publisher ring with backpressure: the publisher keeps `watermark` slots free and
 /// never overwrites a message a gated subscriber has not read.
 ///
+/// # Panics
+/// When [`bounded_with`] would return an error: a ring whose size in bytes does not fit in
+/// `isize` (a large `T` times a large capacity).
+///
 /// # Examples
 /// ```
 /// let (mut tx, ring) = weft::ring::bounded::<u64>(4, 1);
@@ -484,13 +543,16 @@ pub fn mpmc_bounded_with<T: bytemuck::Pod>(
 /// assert_eq!(rx.try_recv(), Ok(0));
 /// ```
 pub fn bounded<T: bytemuck::Pod>(capacity: u64, watermark: u64) -> (Publisher<T>, Ring<T>) {
-    bounded_with(capacity, watermark, Options::new()).expect("heap rings cannot fail")
+    bounded_with(capacity, watermark, Options::new())
+        .expect("a ring of this capacity and message size (the _with form returns the error)")
 }
 
 /// [`bounded`] with [`Options`].
 ///
 /// # Errors
-/// `Error::Io` when the memory cannot be mapped or locked.
+/// `Error::InvalidArgument` when [`Options::max_subscribers`] is not 1 to 4096, or the ring's
+/// size in bytes (capacity times slot) does not fit in `isize`; `Error::Io` when the memory
+/// cannot be mapped or locked.
 pub fn bounded_with<T: bytemuck::Pod>(
     capacity: u64,
     watermark: u64,

@@ -26,7 +26,8 @@ pub(crate) const FLAG_MPMC: u64 = 1;
 pub(crate) const FLAG_BOUNDED: u64 = 2;
 
 /// Largest capacity accepted (2^40 slots): keeps `2 * seq + 2` far from overflow for any
-/// realistic run and the memory size within `usize`.
+/// realistic run. It does not bound the memory size: for a large `T`, a ring of this many
+/// slots does not fit in `isize` (`ring::build` checks).
 pub(crate) const MAX_CAPACITY: u64 = 1 << 40;
 
 /// Payloads of this many bytes or more are copied into and out of a slot with [`bulk_copy`]

@@ -35,8 +35,9 @@ impl Shared {
     /// A heap-backed ring of `shape`.
     pub(crate) fn heap(shape: Shape) -> Shared {
         super::wake::init();
-        let layout = core::alloc::Layout::from_size_align(shape.bytes(), LINE)
-            .expect("ring size fits in isize (capacity is bounded by MAX_CAPACITY)");
+        let layout = core::alloc::Layout::from_size_align(shape.bytes(), LINE).expect(
+            "ring size fits in isize (checked by `ring::build`, the only caller outside tests)",
+        );
         // SAFETY: the layout has a non-zero size (a header at least).
         let ptr = unsafe { alloc::alloc::alloc(layout) };
         let Some(ptr) = NonNull::new(ptr) else {
