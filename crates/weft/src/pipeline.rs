@@ -34,7 +34,10 @@ const POLL: Duration = Duration::from_millis(20);
 /// What the stages share with the pipeline handle.
 #[derive(Debug, Default)]
 struct Control {
+    /// Set by `Control::fail` (a stage that panicked) and by the handle's `stop_and_join`;
+    /// read by every stage.
     stop: AtomicBool,
+    /// The first failure, written by `Control::fail` under the lock; read by the handle.
     failure: Mutex<Option<String>>,
 }
 

@@ -4,7 +4,8 @@
 //! sequence whose claimant died before writing it. Knows nothing of regions: liveness is
 //! asked of the caller.
 //!
-//! A publisher's record is two words in its participant line, written only by it:
+//! A publisher's record is two words in its participant line, written by it (and cleared by
+//! the survivor that takes its row after its death, [`Record::clear`]):
 //! - `topic`: the tag (topic index + 1) of the inline topic it publishes, 0 for none; changed
 //!   only while the publisher is idle;
 //! - `seq`: [`IDLE`]` | b` between publishes, [`CLAIMING`]` | b` from just before its claim
@@ -32,9 +33,11 @@ const LOW: u64 = IDLE - 1;
 /// One publisher's record of its inline claim in flight (see the module docs).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Record<'a> {
-    /// Topic tag (index + 1), 0 none. Written by the owner only.
+    /// Topic tag (index + 1), 0 none. Written by the owner; cleared after its death by the
+    /// reclaimer of its row.
     pub(crate) topic: &'a AtomicU64,
-    /// `IDLE | b`, `CLAIMING | b`, or a claimed sequence. Written by the owner only.
+    /// `IDLE | b`, `CLAIMING | b`, or a claimed sequence. Written by the owner; cleared after
+    /// its death by the reclaimer of its row.
     pub(crate) seq: &'a AtomicU64,
 }
 

@@ -48,8 +48,10 @@ pub(crate) struct Slot {
     /// See the module docs. Written by the claimant (CAS, then a Release store) and by the
     /// recoverer of a dead claimant.
     pub(crate) stamp: AtomicU64,
-    /// The descriptor (`len << 32 | block + 1`, 0 for none). Written only by the holder of a
-    /// writing stamp.
+    /// The descriptor (`len << 32 | block + 1`, 0 for none). Written by the holder of a
+    /// writing stamp (or the reclaimer of a dead holder's row), and cleared to 0 by the freer
+    /// of the topic (`Region::free_topic`) and the next registration of its entry
+    /// (`Region::restamp`), both under the registration lock, when no claim is held.
     pub(crate) desc: AtomicU64,
 }
 
@@ -128,7 +130,9 @@ impl<'a> Ring<'a> {
 
     /// The tail: every sequence below it has been claimed.
     pub(crate) fn tail(&self) -> Result<u64, Corrupt> {
-        // SYNC POINT: Acquire pairs with the Release CAS that advanced the tail in `try_claim`.
+        // SYNC POINT: Acquire pairs with the Release CAS that advances the tail in `help`
+        // (called by `try_claim`), and with the single publisher's Release store of the tail
+        // in `try_claim_single`.
         let t = self.tail.load(Ordering::Acquire);
         if t >= SEQ_LIMIT {
             return Err(corrupt("topic tail", t, "below 2^62"));
@@ -349,7 +353,7 @@ impl<'a> Ring<'a> {
     /// holds `r`. If it does, the slot's reference was held all along, so ours is on the right
     /// block; if not, give the reference back and read `r` again.
     pub(crate) fn still(&self, r: u64) -> bool {
-        // SYNC POINT: Acquire, after the Acquire reference CAS in `Pool::acquire_if_live`:
+        // SYNC POINT: Acquire, after the AcqRel reference CAS in `Pool::take`:
         // an overwriter stores the writing stamp before it releases the old block, so if our
         // CAS read a count its release produced, this load sees that stamp or a later one.
         self.slot(r).stamp.load(Ordering::Acquire) == committed(r)

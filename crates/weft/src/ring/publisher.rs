@@ -48,10 +48,14 @@ fn drop_publisher(shared: &Shared) {
 /// assert_eq!(rx.try_recv(), Ok(7));
 /// ```
 ///
-/// A publisher cannot be shared between threads without `&mut`:
+/// Publishing takes `&mut self`, so two threads cannot publish through one publisher (for
+/// that, see [`MpPublisher`](super::MpPublisher)):
 /// ```compile_fail
-/// let (tx, _ring) = weft::ring::channel::<u64>(8);
-/// tx.publish(1); // needs `mut tx`
+/// let (mut tx, _ring) = weft::ring::channel::<u64>(8);
+/// std::thread::scope(|s| {
+///     s.spawn(|| tx.publish(1));
+///     s.spawn(|| tx.publish(2)); // a second `&mut tx` while the first thread holds one
+/// });
 /// ```
 pub struct Publisher<T: bytemuck::Pod> {
     shared: Arc<Shared>,
@@ -469,6 +473,8 @@ pub struct MpPublisher<T: bytemuck::Pod> {
     /// hint private to the handle (an atomic only because `publish` takes `&self`): any value
     /// it ever held stays a valid bound, because the slowest gate only moves forward (a new
     /// gate starts past every sequence claimed before its scan was missed, see `min_gate`).
+    /// Written by `refresh_limit` on any thread that publishes through this handle, and set
+    /// by `clone` for the new handle.
     limit: AtomicU64,
     /// `capacity - watermark`: how far ahead of the slowest gated subscriber we may claim.
     ahead: u64,

@@ -176,9 +176,11 @@ pub(crate) struct Geometry {
     pub(crate) watermark: AtomicU64,
 }
 
-/// Wake-up words and the publisher count: written by subscribers only when they park, by the
-/// publisher only when someone parked, so the publisher's per-message read of `waiters` hits
-/// a line that stays shared in its cache.
+/// Wake-up words, the publisher count and the gate bookkeeping. `waiters` and `notify`, which
+/// the publisher reads after every message, are written by subscribers only when they park
+/// and by the publisher only when someone parked; the other fields change on a clone or drop
+/// of a publisher (`publishers`), a join (`gates_used`) or a gate scan (`limit_bound`), none
+/// of them per message, so the line stays shared in the publisher's cache between them.
 #[repr(C)]
 #[derive(Debug)]
 pub(crate) struct Signal {
@@ -214,7 +216,9 @@ pub(crate) struct Signal {
 ///
 /// followed by `capacity` slots of `stride` bytes from byte 192: a u64 stamp and `words` u64
 /// payload words from byte [`Shape::lead`] of the slot, then `gates` lines of one u64 each (a
-/// gated subscriber's next sequence, or [`GATE_FREE`]; none in shared memory). A stamp is
+/// gated subscriber's next sequence, or [`GATE_FREE`]; none in shared memory), each written
+/// only by the subscriber holding it (its join's CAS and store, `advance_gate`, its drop) and
+/// read by publishers in `min_gate`. A stamp is
 /// `2 * seq + 1` while `seq` is being written and `2 * seq + 2` once it is complete; 0 means
 /// never written. The slots come before the gates so that the header lies at a fixed
 /// distance before the first slot: a handle keeps one pointer for both.
@@ -505,8 +509,9 @@ impl RawRing {
             let payload = (0..shape.words()).map(|w| ring.lead as usize + w * WORD);
             for at in core::iter::once(0).chain(payload) {
                 // SAFETY: the stamp and each payload word of slot `i < capacity` lie within the
-                // block (`lead + words * WORD <= stride`); slots are 64-aligned and words
-                // 8-aligned.
+                // block (`lead + words * WORD <= stride`); slots are `stride`-aligned (16 bytes
+                // at least, from a 64-aligned first slot) and `lead` is a multiple of 8, so
+                // every word is 8-aligned.
                 unsafe {
                     ptr::write(
                         slot.add(at).cast::<AtomicU64>().cast_mut(),
@@ -1103,7 +1108,8 @@ impl RawRing {
     }
 
     /// Writes `v` as sequence `seq`. The caller owns `seq` (the one SPMC publisher, or the
-    /// MPMC producer that claimed it, after `wait_slot_free`); breaking that yields a value the
+    /// MPMC producer that claimed it, after `MpPublisher::wait_slot`, which waits on
+    /// [`RawRing::slot_free`]); breaking that yields a value the
     /// readers detect as overwritten, never undefined behaviour.
     #[inline(always)]
     pub(crate) fn write<T: bytemuck::Pod>(&self, seq: u64, v: &T) {

@@ -231,7 +231,8 @@ pub(crate) fn wake(waiters: &AtomicU32, notify: &AtomicU32) {
     }
 }
 
-/// Wakes everyone parked on `notify` (closing: not on a hot path).
+/// Wakes everyone parked on `notify`: out of line, as [`wake`] calls it only when someone
+/// announced a park.
 #[cold]
 #[inline(never)]
 pub(crate) fn wake_always(notify: &AtomicU32) {

@@ -152,12 +152,16 @@ pub(crate) struct TopicEntry {
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub(crate) struct TopicHot {
-    /// Next sequence to claim; see `pubsub::ring`.
+    /// Next sequence to claim; see `pubsub::ring`. Written by publishers (a CAS, which any
+    /// publisher may do for another: helping), or by the lease holder alone with plain stores
+    /// on a single-publisher topic.
     pub(crate) tail: AtomicU64,
     /// Subscribers about to park (a count, raised and lowered by each parker; the handshake
     /// of `ring::wake` with the machine-wide barrier).
     pub(crate) waiters: AtomicU32,
-    /// The futex word subscribers park on; bumped (wrapping) before every wake.
+    /// The futex word subscribers park on; bumped (wrapping) before every wake, by whoever
+    /// wakes them: a publisher after its commit, an unregistering publisher, a reclaimer that
+    /// finished or voided a dead publisher's claim.
     pub(crate) notify: AtomicU32,
     /// A single-publisher ([`EXCLUSIVE`]) blocks or latest topic: the participant that holds
     /// it, + 1; 0 none. Written by the registrant that takes it (CAS, from 0 or from a dead
@@ -186,7 +190,8 @@ pub(crate) struct TopicStatsLine {
     /// it was registered): history never reaches below it. Written by the registrar.
     pub(crate) start_seq: AtomicU64,
     /// Subscribers deliver sequences below this and then get `Closed`; `u64::MAX` until the
-    /// topic is unregistered. Written by the unregistering publisher.
+    /// topic is unregistered. Written by the unregistering publisher, and reset to
+    /// `u64::MAX` by the next registration of the entry (under the registration lock).
     pub(crate) close_seq: AtomicU64,
     _reserved: [AtomicU64; 2],
 }
@@ -200,19 +205,24 @@ pub(crate) struct MemberExt {
     /// Written by the owner after its claim.
     pub(crate) role: AtomicU32,
     _pad: AtomicU32,
-    /// Topic index + 1 of the publish in flight, 0 when none. Owner only.
+    /// Topic index + 1 of the publish in flight, 0 when none. Written by the owner; after its
+    /// death, by the reclaimer holding its row.
     pub(crate) pub_topic: AtomicU64,
     /// The sequence the owner is claiming or holds. Owner only.
     pub(crate) pub_seq: AtomicU64,
     /// The descriptor being published. Owner only.
     pub(crate) pub_new: AtomicU64,
-    /// The descriptor the publish displaced (its reference is ours until released). Owner only.
+    /// `b + 1` of the block whose descriptor the publish displaced (its reference is ours
+    /// until released; bits 62 and 63 as `pubsub::pool`'s `KEPT_OLD` and `DONE_OLD`). Written
+    /// by the owner (and, freeing a topic, through it: `Region::free_topic`); after its death,
+    /// by the reclaimer holding its row.
     pub(crate) pub_old: AtomicU64,
     /// The inline topic (index + 1) this publisher publishes, 0 none (`pubsub::inline`).
-    /// Owner only.
+    /// Written by the owner; after its death, cleared by the reclaimer holding its row.
     pub(crate) inl_topic: AtomicU64,
     /// The inline claim in flight (`pubsub::inline`: `IDLE | b`, `CLAIMING | b`, or a
-    /// sequence). Owner only.
+    /// sequence). Written by the owner; after its death, cleared by the reclaimer holding its
+    /// row.
     pub(crate) inl_seq: AtomicU64,
     /// The owner's identity as its row's `owner` word records it (pid and start time, without
     /// the holds bit) when its process issues its own SeqCst fences on the light side of the

@@ -1344,7 +1344,8 @@ impl Publisher {
                 let base = r.inline_base(area)?;
                 // SAFETY: the area lies inside the mapping (inline_base), is 64-aligned, holds
                 // only atomics, and no registered topic uses it (free_inline_area, under the
-                // lock); the shape's capacity is the region's ring size, a power of two.
+                // lock); the shape's capacity is `inline_capacity(ring_slots, size)`, a power
+                // of two whose ring fits the area (`inline_area_size`).
                 unsafe { RawRing::init_atomic(base, inline_shape(r.geo.ring_slots, inline_size)) };
                 // Relaxed: published by the Release store of READY below.
                 t.inline_area.store(area, Ordering::Relaxed);
@@ -3961,8 +3962,12 @@ impl core::ops::Deref for Sample {
     fn deref(&self) -> &[u8] {
         match &self.payload {
             // SAFETY: `len` was checked against the block size and `ptr` is the block's start
-            // (block_ptr checked the index) inside the mapping that `member` keeps alive; the
-            // block is published and referenced by us, so no weft writer touches it.
+            // (`step_once` and `take_next` checked the index against the pool before their
+            // take, `block_at`) inside the mapping that `member` keeps alive; the block is
+            // published and referenced by us, so no weft writer touches it. A hostile process
+            // with write access can still change the bytes under this borrow: zero-copy reading
+            // trusts the contents to no more than that (protocol.md, "Known limits"), while
+            // every bound stays ours.
             Payload::Block { ptr, .. } => unsafe {
                 core::slice::from_raw_parts(*ptr, self.len as usize)
             },
