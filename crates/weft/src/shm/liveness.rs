@@ -155,7 +155,10 @@ fn owner_alive(row: &ParticipantRow, owner: u64, timeout: Duration) -> bool {
         }
     }
     let beat = row.heartbeat.load(Ordering::Relaxed);
-    sys::monotonic_ns().saturating_sub(beat) < timeout.as_nanos() as u64
+    // Saturated: a timeout past 2^64 ns (584 years; a C caller may pass any number of
+    // milliseconds) means never, not what is left after wrapping (a few hundred microseconds).
+    let limit = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+    sys::monotonic_ns().saturating_sub(beat) < limit
 }
 
 /// Proof that this process holds a row; stamps its heartbeat while it lives and marks the row
@@ -316,6 +319,30 @@ mod heartbeat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A liveness timeout too long for 64 bits of nanoseconds (the C ABI takes any number of
+    /// milliseconds) means "never dead by the heartbeat": it used to wrap, to 0.45 ms for this
+    /// one, and a peer a second behind on its heartbeat was reported dead.
+    #[test]
+    fn a_timeout_past_64_bits_of_nanoseconds_never_expires() {
+        let row = ParticipantRow::default();
+        // Another pid namespace than ours: only the heartbeat decides.
+        row.pidns
+            .store(own_pidns().wrapping_add(1).max(1), Ordering::Relaxed);
+        row.owner
+            .store(OWNER_HOLDS | 0x7fff_fff0, Ordering::Relaxed);
+        row.heartbeat.store(
+            sys::monotonic_ns().saturating_sub(1_000_000_000),
+            Ordering::Relaxed,
+        );
+        let huge = Duration::from_millis(18_446_744_073_710);
+        assert_eq!(row.status(huge), PeerStatus::Alive);
+        assert_eq!(row.status(Duration::MAX), PeerStatus::Alive);
+        assert!(matches!(
+            row.status(Duration::from_millis(100)),
+            PeerStatus::Dead { .. }
+        ));
+    }
 
     /// A row that a new claimant has just taken still shows its previous owner's CLOSED until
     /// the claimant stores ACTIVE: judged by `owner`, it is held, not closed.
