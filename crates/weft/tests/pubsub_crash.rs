@@ -914,3 +914,43 @@ fn a_reclaimer_killed_after_voiding_a_claim_leaks_nothing() {
     // The ring's other 7 slots hold blocks, slot 0 is voided.
     assert_eq!(p.region_info().free_blocks, BLOCKS - (SLOTS - 1));
 }
+
+/// The topic's only publisher is SIGKILLed inside `publish` after storing its descriptor
+/// (the state written into the region, as in `killed_mid_publish`): a subscriber waiting on
+/// that sequence reclaims the dead row, which commits the message, and receives it before it
+/// hears `PeerDead`. The receive used to look at the publishers once the reclaim was done,
+/// find them all dead, and report `PeerDead` with the recovered message unread.
+#[test]
+fn a_message_recovered_from_the_last_dead_publisher_comes_before_peer_dead() {
+    let name = unique("pc-last-words");
+    let _c = Cleanup(name.clone());
+    // The creator publishes nothing on the topic: the peer is its only publisher.
+    let _owner = Publisher::create(&name, &mid_cfg()).unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/mid", "2"]);
+    peer.expect("ready 2");
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/mid").unwrap();
+    peer.kill9();
+
+    let o = offsets();
+    let f = region_file(&name);
+    let (row, block) = (0..PARTS)
+        .find_map(|r| {
+            let held: Vec<u32> = (0..HELD)
+                .map(|e| get32(&f, o.holding(r, e)))
+                .filter(|&v| is_block(v))
+                .collect();
+            (held.len() == 2).then(|| (r, (held[0] - 1) as u64))
+        })
+        .expect("the dead publisher's holdings");
+    // Claimed sequence 0 and stored its descriptor; the tail has moved past.
+    let new = dead_publish(&f, &o, row, block, 0);
+    put64(&f, o.rings, (1 << 63) | (row << 40));
+    put64(&f, o.rings + 8, new);
+    put64(&f, o.hot, 1);
+
+    let m = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!((m.seq(), &*m), (0, &b"from the dead..."[..]));
+    drop(m);
+    expect_dead(&mut sub, Duration::from_secs(2));
+}

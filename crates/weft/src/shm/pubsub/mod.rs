@@ -3302,6 +3302,13 @@ impl Subscription {
                 if now >= next_check {
                     next_check = now + CHECK_INTERVAL.as_nanos() as u64;
                     if let Some(pid) = self.member.region.topic_publishers_dead(self.topic) {
+                        // Every publisher is gone: nothing new can come but what the reclaim
+                        // above committed for a dead one (its stored descriptor), or a last
+                        // publisher committed just before it died. Read once more: those come
+                        // first.
+                        if let Step::Msg(m) = self.step(into)? {
+                            return Ok(m);
+                        }
                         return Err(Error::PeerDead {
                             name: alloc::format!("{}{}", self.member.name(), self.name),
                             role: Role::Publisher,
