@@ -954,3 +954,46 @@ fn a_message_recovered_from_the_last_dead_publisher_comes_before_peer_dead() {
     drop(m);
     expect_dead(&mut sub, Duration::from_secs(2));
 }
+
+/// On a latest topic, a publisher is SIGKILLed after claiming sequence 2 and before storing
+/// its descriptor (the state written into the region), and a reclaim voids the claim before
+/// the subscriber looks. The newest whole value is then sequence 1, newer than the 0 the
+/// subscriber has: it is received. The receive used to see the voided newest claim, decide
+/// that whatever came before it was older, and give nothing, dropping 1 without a `Lagged`.
+#[test]
+fn a_voided_newest_claim_on_a_latest_topic_does_not_hide_the_value_before_it() {
+    let name = unique("pc-latest-void");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register_with("/mid", TopicMode::Latest).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/mid").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/mid", "1", "latest"]);
+    peer.expect("ready 1");
+    peer.kill9();
+    assert_eq!(p.publish(&t, b"zero").unwrap(), 0);
+    assert_eq!(&*sub.try_recv().unwrap(), b"zero");
+    assert_eq!(p.publish(&t, b"one").unwrap(), 1);
+
+    let o = offsets();
+    let f = region_file(&name);
+    let (row, _, block) = held_loan(&f, &o);
+    dead_publish(&f, &o, row, block, 2);
+    // Its claim of sequence 2, in slot 0 of the latest ring, which still names sequence 0's
+    // block (the descriptor was not stored); the tail has moved past.
+    put64(&f, o.rings, (1 << 63) | (row << 40) | 2);
+    put64(&f, o.hot, 3);
+    assert!(
+        p.reclaim().unwrap() > 0,
+        "the dead row is reclaimed, its claim voided"
+    );
+    assert_eq!(s.topics().unwrap()[0].recovered, 1);
+
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.seq(), &*m), (1, &b"one"[..]));
+    drop(m);
+    assert!(matches!(sub.try_recv(), Err(weft::Error::Empty)));
+    assert_eq!(p.publish(&t, b"three").unwrap(), 3);
+    let m = sub.try_recv().unwrap();
+    assert_eq!((m.seq(), &*m), (3, &b"three"[..]));
+}

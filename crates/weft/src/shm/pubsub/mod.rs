@@ -3654,13 +3654,19 @@ impl Subscription {
         let ring = unsafe { self.ring.ring() };
         for _ in 0..READ_RETRIES {
             if self.latest {
-                // Skip to the newest claimed sequence; if it is not committed yet, the one
-                // before it (if newer than what we delivered) is the newest whole value.
+                // Skip to the newest claimed sequence; if it is not committed yet, or was
+                // voided (a dead publisher's unfinished claim), the one before it (if newer
+                // than what we delivered) is the newest whole value.
                 let t = ring.tail().map_err(|c| corrupt(&r.obj, c))?;
                 if t > self.next {
                     self.next = t - 1;
+                    let no_value = match ring.read(self.next) {
+                        Ok(Read::Pending { .. }) => true,
+                        Ok(Read::Ready { desc }) => undesc(desc).is_none(),
+                        _ => false,
+                    };
                     if self.next > 0
-                        && matches!(ring.read(self.next), Ok(Read::Pending { .. }))
+                        && no_value
                         && let Some(prev) = self.next.checked_sub(1)
                         && prev >= self.delivered_floor()
                     {
@@ -3673,7 +3679,9 @@ impl Subscription {
                 Read::Ready { desc } => {
                     let Some((b, len)) = undesc(desc) else {
                         if self.latest {
-                            // A voided newest sequence: an older value is older, not newer.
+                            // A voided newest sequence, and nothing between it and what we
+                            // delivered (the skip above went back one when there was): the
+                            // values before it are older, not newer.
                             if ring.still(self.next) {
                                 self.floor = self.next + 1;
                                 self.next += 1;
