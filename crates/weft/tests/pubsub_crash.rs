@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::region::{Layout, get32, get64, is_block, put64};
+use common::region::{Layout, get32, get64, is_block, put32, put64};
 use common::{Cleanup, Peer, region_file, unique};
 use std::time::Duration;
 use weft::ErrorKind;
@@ -996,4 +996,50 @@ fn a_voided_newest_claim_on_a_latest_topic_does_not_hide_the_value_before_it() {
     assert_eq!(p.publish(&t, b"three").unwrap(), 3);
     let m = sub.try_recv().unwrap();
     assert_eq!((m.seq(), &*m), (3, &b"three"[..]));
+}
+
+/// A publisher SIGKILLed inside `unregister`, after its move to CLOSING and before CLOSED (the
+/// state written into the region: the entry CLOSING, the statistics line naming it as the
+/// closer). The topic's other publisher lives, so no `PeerDead` ends the subscribers' wait:
+/// they used to wait for ever. A subscriber finds the closer dead, finishes the close (the
+/// tail becomes the end), drains what was published, and gets `Closed`, as does any other.
+#[test]
+fn a_topic_whose_closer_died_mid_unregister_is_closed_by_its_subscribers() {
+    let name = unique("pc-closer");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register("/c").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/c", "0", "0"]);
+    peer.expect("ready");
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/c").unwrap();
+    let mut other = s.subscribe("/c").unwrap();
+    p.publish(&t, b"last").unwrap();
+    let pid = peer.child.id() as u64;
+    peer.kill9();
+
+    let o = offsets();
+    let f = region_file(&name);
+    // Participant rows start at byte 512, one line each; `owner` is the row's first word.
+    let row = (0..PARTS)
+        .find(|&r| get64(&f, 512 + 64 * r) & 0x7fff_ffff == pid)
+        .expect("the dead peer's row");
+    let id = get64(&f, 512 + 64 * row) & !(1 << 31);
+    put32(&f, o.entry(0), 3);
+    put64(&f, o.stats + 48, row + 1);
+    put64(&f, o.stats + 56, id);
+    assert!(
+        p.publish(&t, b"refused").is_err(),
+        "a closing topic takes nothing"
+    );
+
+    let m = sub.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(&*m, b"last");
+    drop(m);
+    match sub.recv_timeout(Duration::from_secs(5)) {
+        Err(weft::Error::Closed) => {}
+        other => panic!("expected Closed, got {other:?}"),
+    }
+    assert_eq!(&*other.try_recv().unwrap(), b"last");
+    assert!(matches!(other.try_recv(), Err(weft::Error::Closed)));
 }

@@ -193,7 +193,14 @@ pub(crate) struct TopicStatsLine {
     /// topic is unregistered. Written by the unregistering publisher, and reset to
     /// `u64::MAX` by the next registration of the entry (under the registration lock).
     pub(crate) close_seq: AtomicU64,
-    _reserved: [AtomicU64; 2],
+    /// The publisher unregistering the topic (state CLOSING): its participant index + 1, 0
+    /// none. Written by it under the registration lock before its move to CLOSING, reset by
+    /// the next registration of the entry; read by a subscriber that finds the topic CLOSING
+    /// for longer than a check period (`finish_dead_close`).
+    pub(crate) closer: AtomicU64,
+    /// The closer's identity as its row's `owner` word records it (without the holds bit):
+    /// a row taken over by another process since is not the closer. Written with `closer`.
+    pub(crate) closer_id: AtomicU64,
 }
 
 /// Per-participant pub/sub state next to its liveness row: its role and the record of the

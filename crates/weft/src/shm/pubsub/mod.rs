@@ -1362,6 +1362,8 @@ impl Publisher {
             // Relaxed: published by the Release store of READY below.
             st.start_seq.store(start, Ordering::Relaxed);
             st.close_seq.store(u64::MAX, Ordering::Relaxed);
+            st.closer.store(0, Ordering::Relaxed);
+            st.closer_id.store(0, Ordering::Relaxed);
             // Relaxed: published by the Release store of READY below.
             t.msg_size.store(inline_size, Ordering::Relaxed);
             t.flags.store(flags, Ordering::Relaxed);
@@ -1614,6 +1616,16 @@ impl Publisher {
             if r.topic_generation(t)? != topic.generation {
                 return Ok(());
             }
+            if r.topic_state(t)? != TOPIC_READY {
+                return Ok(());
+            }
+            // Who closes: if we die before CLOSED, a subscriber finishes the close for us
+            // (`finish_dead_close`). Relaxed: published by the CAS below (Release).
+            let st = r.stats(t)?;
+            st.closer
+                .store(self.member.index as u64 + 1, Ordering::Relaxed);
+            st.closer_id
+                .store(r.row(self.member.index)?.owner_id(), Ordering::Relaxed);
             // SYNC POINT: AcqRel CAS: from here every publish through any handle is refused
             // (`entry_open` loads `state` with Acquire). Only one unregistering publisher
             // wins.
@@ -2193,6 +2205,68 @@ impl<T: bytemuck::Pod> InlineWriter<'_, T> {
     }
 }
 
+/// Finishes the close of registration `generation` of topic `t` if the publisher closing it
+/// died before it could (the entry stays CLOSING otherwise, and its subscribers would wait for
+/// ever): under the registration lock, `close_seq` becomes the tail (the inline claim counter)
+/// and the state CLOSED, and the subscribers are woken. A claim still in flight below the tail
+/// completes, or is voided by the recovery of its dead publisher, as on any open topic. `me`
+/// takes the lock. Returns whether it finished the close.
+fn finish_dead_close(r: &Region, t: u32, generation: u32, me: u32) -> Result<bool> {
+    let closer_gone = || -> Result<bool> {
+        let st = r.stats(t)?;
+        // Relaxed: published by the unregistering publisher's Release CAS to CLOSING, which
+        // the caller's Acquire load of the state saw.
+        let (closer, id) = (
+            st.closer.load(Ordering::Relaxed),
+            st.closer_id.load(Ordering::Relaxed),
+        );
+        // 0: nobody recorded (a value from before the close, or a scribbling peer): nothing
+        // to go on. An index past the table is a scribbling peer's: `row` says Corrupt.
+        let Some(c) = closer.checked_sub(1) else {
+            return Ok(false);
+        };
+        let row = r.row(u32::try_from(c).unwrap_or(u32::MAX))?;
+        Ok(row.owner_id() != id || row.status(r.liveness) != PeerStatus::Alive)
+    };
+    let closing = || -> Result<bool> {
+        Ok(r.topic_state(t)? == TOPIC_CLOSING && r.topic_generation(t)? == generation)
+    };
+    if !closing()? || !closer_gone()? {
+        return Ok(false);
+    }
+    let _lock = RegisterLock::take(r, me)?;
+    if !closing()? || !closer_gone()? {
+        return Ok(false);
+    }
+    let inline = r.entry_mode(t)? == Some(MODE_INLINE);
+    let end = if inline {
+        let ring = r.inline_ring(t)?.ring;
+        // Acquire: pairs with the AcqRel claims (`RawRing::claim`).
+        let c = ring.cursor().load(Ordering::Acquire);
+        if c >= SEQ_LIMIT {
+            return Err(Error::corrupt(
+                r.obj.name(),
+                "topic sequence counter",
+                c,
+                "below 2^62",
+            ));
+        }
+        c
+    } else {
+        let latest = r.entry_mode(t)? == Some(MODE_LATEST);
+        r.ring(t, latest)?.tail().map_err(|c| corrupt(&r.obj, c))?
+    };
+    // SYNC POINT: Release, then the Release store of CLOSED, as in `Publisher::unregister`.
+    r.stats(t)?.close_seq.store(end, Ordering::Release);
+    r.topic(t)?.state.store(TOPIC_CLOSED, Ordering::Release);
+    if inline {
+        wake::wake_always(&r.inline_ring(t)?.ring.signal().notify);
+    } else {
+        wake::wake_always(&r.hot(t)?.notify);
+    }
+    Ok(true)
+}
+
 /// The registration lock: one word, `participant + 1` of the holder; a dead holder's lock is
 /// broken by the next registrar.
 struct RegisterLock<'a> {
@@ -2546,6 +2620,7 @@ impl Subscriber {
         Ok(Some(Subscription {
             ring,
             area: r.block_area(),
+            close_check: AtomicU64::new(0),
             member: self.member.clone(),
             entry,
             generation,
@@ -2720,6 +2795,9 @@ pub struct Subscription {
     ring: RingAt,
     /// The region's block area (resolved at subscribe, as `ring`).
     area: BlockArea,
+    /// When a topic found CLOSING may next be checked for a closer that died
+    /// ([`Subscription::finish_stuck_close`]), in monotonic nanoseconds.
+    close_check: AtomicU64,
 }
 
 // SAFETY: the inline ring's and the descriptor ring's pointers lead into the region mapping
@@ -3633,12 +3711,33 @@ impl Subscription {
         if state == TOPIC_FREE || r.topic_generation(self.topic)? != self.generation {
             return Ok(true);
         }
-        if state != TOPIC_CLOSED {
+        if state == TOPIC_CLOSING && !self.finish_stuck_close()? {
             return Ok(false);
         }
-        // Acquire: pairs with the Release store in `Publisher::unregister`.
+        if state != TOPIC_CLOSING && state != TOPIC_CLOSED {
+            return Ok(false);
+        }
+        // Acquire: pairs with the Release store in `Publisher::unregister` (and in
+        // `finish_dead_close`).
         let end = r.stats(self.topic)?.close_seq.load(Ordering::Acquire);
         Ok(self.next >= end)
+    }
+
+    /// A topic found CLOSING: whether its close is finished now, by the publisher closing it
+    /// or, if that one died, by us (`finish_dead_close`). Its liveness is asked at most once
+    /// per [`CHECK_INTERVAL`], so that polling a closing topic costs a load.
+    #[cold]
+    fn finish_stuck_close(&self) -> Result<bool> {
+        let now = sys::monotonic_ns();
+        // Relaxed: a time of our own, shared only by the threads that use this subscription.
+        if now < self.close_check.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        self.close_check
+            .store(now + CHECK_INTERVAL.as_nanos() as u64, Ordering::Relaxed);
+        let r = &self.member.region;
+        finish_dead_close(r, self.topic, self.generation, self.member.index)?;
+        Ok(r.topic_state(self.topic)? == TOPIC_CLOSED)
     }
 
     /// One receive attempt. `into`: a spare holdings entry of ours to record a taken block
