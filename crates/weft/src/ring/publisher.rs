@@ -557,11 +557,6 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
         self
     }
 
-    /// Whether this publisher waits for gated subscribers ([`mpmc_bounded`](super::mpmc_bounded)).
-    fn bounded(&self) -> bool {
-        self.raw.flags() & FLAG_BOUNDED != 0
-    }
-
     /// Parks until `seq()` (re-read after the park's announcement) fits ahead of the slowest
     /// gated subscriber, or the deadline or the re-check bound passes.
     #[cold]
@@ -665,8 +660,10 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
             .map(|_| c)
     }
 
-    /// Claims the next sequence if it fits now (bounded rings: a compare-and-swap, so that a
-    /// sequence is claimed only with room for it).
+    /// Claims the next sequence if it fits now: with room ahead of the gates (a bounded ring),
+    /// and with its slot's previous lap written (any ring). A compare-and-swap, so that a
+    /// sequence is claimed only when it can be written at once: a producer stalled between its
+    /// claim and its write a lap back makes this `None`, where `publish` would wait for it.
     fn try_claim(&self) -> Option<u64> {
         let cursor = self.raw.cursor();
         // Relaxed: as in `cas_claim`.
@@ -682,6 +679,19 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
                 if c >= self.refresh_limit(c) {
                     return None;
                 }
+            }
+            // Only the winner of `c`'s claim writes its slot, so a slot found free stays free
+            // for it.
+            if !self.raw.slot_free(c) {
+                // The slot's previous lap is still claimed and unwritten: no room now. The
+                // counter may have moved: a later sequence's slot may be free.
+                // Relaxed: as in `cas_claim`.
+                let now = cursor.load(Ordering::Relaxed);
+                if now == c {
+                    return None;
+                }
+                c = now;
+                continue;
             }
             match self.cas_claim(c, 1) {
                 Ok(c) => return Some(c),
@@ -739,10 +749,12 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
         self.write_claimed(seq, &value);
     }
 
-    /// Publishes `value` if there is room now (always, on a lossy ring).
+    /// Publishes `value` if there is room now, without waiting.
     ///
     /// # Errors
-    /// [`PublishError::Full`] with the value when a gated subscriber has not made room.
+    /// [`PublishError::Full`] with the value when a gated subscriber has not made room, or
+    /// (on any ring, lossy too) when the slot it needs is still held a lap back by a producer
+    /// stalled between its claim and its write.
     ///
     /// # Examples
     /// ```
@@ -757,10 +769,6 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
     /// ```
     #[inline]
     pub fn try_publish(&self, value: T) -> Result<(), PublishError<T>> {
-        if !self.bounded() {
-            self.publish(value);
-            return Ok(());
-        }
         match self.try_claim() {
             Some(seq) => {
                 self.write_claimed(seq, &value);
@@ -770,9 +778,10 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
         }
     }
 
-    /// Publishes `value`, waiting at most `timeout` for room (a lossy ring never waits).
-    /// Nothing is claimed until there is room, so a timed-out call leaves no hole in the
-    /// ring.
+    /// Publishes `value`, waiting at most `timeout` for room: on a bounded ring, for gated
+    /// subscribers; on any ring, for a producer stalled a lap back between its claim and its
+    /// write (a lossy ring waits for nothing else). Nothing is claimed until there is room, so
+    /// a timed-out call leaves no hole in the ring.
     ///
     /// # Errors
     /// [`PublishError::Timeout`] with the value when no room came in time.
@@ -793,10 +802,6 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
         value: T,
         timeout: core::time::Duration,
     ) -> Result<(), PublishError<T>> {
-        if !self.bounded() {
-            self.publish(value);
-            return Ok(());
-        }
         let deadline = Some(crate::wait::Deadline::after(timeout));
         let mut waiter = Waiter::new(self.strategy);
         loop {
@@ -834,7 +839,16 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
                 if seq >= self.limit.load(Ordering::Relaxed) {
                     self.wait_room_claimed(seq);
                 }
-                self.wait_slot(seq);
+                if !self.raw.slot_free(seq) {
+                    // Held a lap back by a stalled producer: what this chunk wrote so far is
+                    // readable, and subscribers parked on it are woken before we wait (as
+                    // `wait_room_claimed` does), not after the stalled producer.
+                    if i > 0 {
+                        let s = self.raw.signal();
+                        wake::wake(&s.waiters, &s.notify);
+                    }
+                    self.wait_slot_slow(seq);
+                }
                 self.raw.write(seq, v);
             }
             let s = self.raw.signal();
@@ -846,5 +860,46 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
 impl<T: bytemuck::Pod> Drop for MpPublisher<T> {
     fn drop(&mut self) {
         drop_publisher(&self.shared);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::ring::{PublishError, mpmc, mpmc_bounded};
+    use crate::sync::Ordering;
+    use std::time::Duration;
+
+    /// A producer stalled between its claim and its write (sequence 0 claimed, never written)
+    /// holds the slot of sequence `capacity` a lap later. `try_publish` and `publish_timeout`
+    /// need that slot once the ring wraps: they give up (at once, or at their timeout)
+    /// instead of waiting for the stalled producer, on lossy and bounded rings alike. They
+    /// used to claim it and then wait for the slot without a bound.
+    #[test]
+    fn a_producer_stalled_a_lap_back_makes_try_publish_full_not_a_wait() {
+        let run = |bounded: bool| {
+            let (tx, ring) = if bounded {
+                mpmc_bounded::<u64>(2, 0)
+            } else {
+                mpmc::<u64>(2)
+            };
+            // The stalled producer: sequence 0 claimed, not written.
+            tx.raw.cursor().fetch_add(1, Ordering::Relaxed);
+            let (done, results) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ring = ring;
+                let first = tx.try_publish(1);
+                let second = tx.try_publish(2);
+                let third = tx.publish_timeout(3, Duration::from_millis(20));
+                let _ = done.send((first, second, third));
+            });
+            let (first, second, third) = results
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("bounded {bounded}: try_publish waited"));
+            assert_eq!(first, Ok(()), "sequence 1: its slot is free");
+            assert_eq!(second, Err(PublishError::Full(2)), "sequence 2: slot of 0");
+            assert_eq!(third, Err(PublishError::Timeout(3)), "sequence 2 again");
+        };
+        run(false);
+        run(true);
     }
 }
