@@ -83,7 +83,9 @@
 //!   that claims `s + capacity` waits for `s` (its slot's previous lap), the one that claims
 //!   `s + 2 × capacity` waits for that one, and so on: one more producer stops per lap of
 //!   claims, so with `n` producers in all, every one has stopped once the claims reach
-//!   `s + (n - 1) × capacity`;
+//!   `s + (n - 1) × capacity`. That is [`MpPublisher::publish`]: [`MpPublisher::try_publish`]
+//!   and [`MpPublisher::publish_timeout`] claim a sequence only if its slot's previous lap is
+//!   written, so they return `Full` (at once) or `Timeout` (at their timeout) instead;
 //! - on a gated [`mpmc_bounded`] ring, a gated subscriber stays at `s`, so the producers stop
 //!   after one window of claims: nothing at or past `s + capacity - watermark` fits, so
 //!   [`MpPublisher::publish`] claims it and waits for room, and [`MpPublisher::try_publish`]
