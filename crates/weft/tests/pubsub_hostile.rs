@@ -419,6 +419,34 @@ fn a_mark_no_reclaim_can_clear_is_a_timeout() {
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
 }
 
+/// A block marked by a participant that lives and never clears its mark (a process stopped
+/// inside its take, or a scribbler): a receive with a timeout gives up at its timeout, not at
+/// the region's liveness timeout (an hour here). It used to wait out the liveness timeout.
+#[test]
+fn a_receive_on_a_block_a_live_peer_keeps_marked_keeps_its_timeout() {
+    let name = unique("ph-live-mark");
+    let _c = Cleanup(name.clone());
+    let hour = cfg().liveness_timeout(Duration::from_secs(3600));
+    let p = Publisher::create(&name, &hour).unwrap();
+    let t = p.register("/m").unwrap();
+    let s = Subscriber::connect_with(&name, &hour).unwrap();
+    let mut sub = s.subscribe("/m").unwrap();
+    p.publish(&t, b"x").unwrap();
+    // Block 0, count 1, marked by participant 0 (the publisher, alive), record 0.
+    write_u64(&name, layout(&name).1.meta, (1 << 63) | 1);
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = sub.recv_timeout(Duration::from_millis(50)).map(|_| ());
+        let _ = done.send(r);
+        drop((sub, s));
+    });
+    let r = result
+        .recv_timeout(Duration::from_secs(10))
+        .expect("recv_timeout(50 ms) returned");
+    assert_eq!(r.unwrap_err().kind(), ErrorKind::Timeout);
+    drop(p);
+}
+
 /// A publish whose release of the previous lap's block gives up (here on a mark no reclaim
 /// clears) is still a publish: it succeeds (once, an error there made the loan give back the
 /// block the ring slot had just taken), and the reference stays in its publish record. The

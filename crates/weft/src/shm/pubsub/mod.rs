@@ -2621,6 +2621,7 @@ impl Subscriber {
             ring,
             area: r.block_area(),
             close_check: AtomicU64::new(0),
+            mark_limit: None,
             member: self.member.clone(),
             entry,
             generation,
@@ -2798,6 +2799,9 @@ pub struct Subscription {
     /// When a topic found CLOSING may next be checked for a closer that died
     /// ([`Subscription::finish_stuck_close`]), in monotonic nanoseconds.
     close_check: AtomicU64,
+    /// The deadline of the blocking receive in progress, if it has one: a wait for another
+    /// participant's mark on a block gives up then (else at the liveness timeout).
+    mark_limit: Option<Deadline>,
 }
 
 // SAFETY: the inline ring's and the descriptor ring's pointers lead into the region mapping
@@ -2870,7 +2874,10 @@ impl Subscription {
     /// one still there, or half a ring further if it was lapped again before it got through
     /// half a ring since its previous lap); [`Error::Closed`] once the topic was unregistered
     /// and everything published before was received; [`Error::InvalidArgument`] when this
-    /// subscriber already holds `max_held` samples; [`Error::Corrupt`].
+    /// subscriber already holds `max_held` samples; [`Error::Timeout`] when the next block
+    /// stays marked by another participant's take or drop (a few instructions, unless its
+    /// process stopped in them) for the liveness timeout ([`Config::liveness_timeout`]),
+    /// the one wait a `try_` receive makes; [`Error::Corrupt`].
     #[inline]
     pub fn try_recv(&mut self) -> Result<Sample> {
         // Inline topics: the common case (the next slot holds the value) copies it straight
@@ -3119,7 +3126,8 @@ impl Subscription {
         self.recv_inner(self.wait, Deadline::never())
     }
 
-    /// Waits at most `timeout`.
+    /// Waits at most `timeout`, a wait for another participant's mark on the next block
+    /// included.
     ///
     /// # Errors
     /// [`Error::Timeout`]; as [`Subscription::recv`].
@@ -3233,7 +3241,7 @@ impl Subscription {
         let Ok(e) = spare_of(&self.member, &mut self.spare) else {
             return Taken::Other;
         };
-        if !matches!(self.member.take_into(e, b), Ok(true)) {
+        if !matches!(self.member.take_into(e, b, self.mark_limit), Ok(true)) {
             return Taken::Other;
         }
         if !ring.still(at) {
@@ -3342,17 +3350,34 @@ impl Subscription {
     }
 
     fn recv_inner(&mut self, strategy: WaitStrategy, deadline: Deadline) -> Result<Sample> {
-        if self.inline.is_none()
-            && let Taken::Block(block, len, seq, entry) = self.take_next()
-        {
-            return Ok(self.spare_to_sample(block, len, seq, entry));
+        if self.inline.is_none() {
+            // The look before the wait keeps to the deadline too.
+            self.mark_limit = Some(deadline);
+            let taken = self.take_next();
+            self.mark_limit = None;
+            if let Taken::Block(block, len, seq, entry) = taken {
+                return Ok(self.spare_to_sample(block, len, seq, entry));
+            }
         }
         let m = self.wait_step(strategy, deadline, None)?;
         Ok(self.owned(m))
     }
 
-    /// Waits for the next message.
+    /// Waits for the next message, until `deadline`: a wait for a mark on a block included.
     fn wait_step(
+        &mut self,
+        strategy: WaitStrategy,
+        deadline: Deadline,
+        into: Option<u32>,
+    ) -> Result<Msg> {
+        self.mark_limit = Some(deadline);
+        let got = self.wait_step_until(strategy, deadline, into);
+        self.mark_limit = None;
+        got
+    }
+
+    /// [`Subscription::wait_step`] with `mark_limit` set.
+    fn wait_step_until(
         &mut self,
         strategy: WaitStrategy,
         deadline: Deadline,
@@ -3809,9 +3834,9 @@ impl Subscription {
                         continue;
                     }
                     let entry = match into {
-                        Some(e) if self.member.take_into(e, b)? => e,
+                        Some(e) if self.member.take_into(e, b, self.mark_limit)? => e,
                         Some(_) => continue,
-                        None => match self.member.take(b)? {
+                        None => match self.member.take(b, self.mark_limit)? {
                             Some(e) => e,
                             None => continue,
                         },

@@ -73,7 +73,20 @@ pub(crate) struct MarkWait {
     /// Set at the first round after the spins: the wait ends with `Timeout` a liveness
     /// timeout later.
     deadline: Option<Deadline>,
+    /// The caller's own deadline (a receive with a timeout), if earlier: the wait ends with
+    /// `Timeout` then.
+    limit: Option<Deadline>,
     rounds: u32,
+}
+
+impl MarkWait {
+    /// A wait that also ends at `limit`.
+    pub(crate) fn until(limit: Option<Deadline>) -> MarkWait {
+        MarkWait {
+            limit,
+            ..MarkWait::default()
+        }
+    }
 }
 
 /// A mapped region whose configuration and topic table were validated at attach.
@@ -646,7 +659,7 @@ impl Region {
         let d = *wait
             .deadline
             .get_or_insert_with(|| Deadline::after(self.liveness));
-        if d.expired() {
+        if d.expired() || wait.limit.is_some_and(|l| l.expired()) {
             return Err(Error::Timeout);
         }
         if w.participant != me && !matches!(row.status(self.liveness), PeerStatus::Alive) {
@@ -1460,17 +1473,18 @@ impl Member {
     /// Takes a reference on the published block `b` and records it: the holdings entry, or
     /// `None` when the block is free (it was recycled: the caller reads its slot again).
     #[inline]
-    pub(crate) fn take(&self, b: u32) -> Result<Option<u32>> {
+    pub(crate) fn take(&self, b: u32, limit: Option<Deadline>) -> Result<Option<u32>> {
         let e = self.claim_entry(TAKING | (b + 1))?;
-        Ok(self.take_to(e, b, 0)?.then_some(e))
+        Ok(self.take_to(e, b, 0, limit)?.then_some(e))
     }
 
     /// Takes a reference on block `b` into our entry `e`, which is left at `idle` if the block
-    /// turns out free (see `pool::take_entry_to`).
+    /// turns out free (see `pool::take_entry_to`). A wait for another participant's mark on
+    /// the block ends with `Timeout` at `limit` if that comes before the liveness timeout.
     #[inline(always)]
-    fn take_to(&self, e: u32, b: u32, idle: u32) -> Result<bool> {
+    fn take_to(&self, e: u32, b: u32, idle: u32, limit: Option<Deadline>) -> Result<bool> {
         let r = &self.region;
-        let mut mark_wait = MarkWait::default();
+        let mut mark_wait = MarkWait::until(limit);
         take_entry_to(
             &self.pool(),
             self.holding(e)?,
@@ -1558,8 +1572,8 @@ impl Member {
     /// [`Member::take`] into the spare entry `e` (reserved by [`Member::reserve_entry`], not
     /// holding anything): `true` when the block was taken, else the entry stays reserved.
     #[inline(always)]
-    pub(crate) fn take_into(&self, e: u32, b: u32) -> Result<bool> {
-        self.take_to(e, b, RESERVED)
+    pub(crate) fn take_into(&self, e: u32, b: u32, limit: Option<Deadline>) -> Result<bool> {
+        self.take_to(e, b, RESERVED, limit)
     }
 
     /// [`Member::release`] of a reference taken by [`Member::take_into`]: the entry stays
