@@ -1043,3 +1043,78 @@ fn a_topic_whose_closer_died_mid_unregister_is_closed_by_its_subscribers() {
     assert_eq!(&*other.try_recv().unwrap(), b"last");
     assert!(matches!(other.try_recv(), Err(weft::Error::Closed)));
 }
+
+/// As `a_topic_whose_closer_died_mid_unregister_is_closed_by_its_subscribers`, while a live
+/// participant holds the registration lock (the lock word names the publisher's row): a
+/// `try_recv` does not wait for the lock to finish the close (it used to wait up to a second
+/// and report `Timeout`); it says `Empty`, and finishes the close once the lock is free.
+#[test]
+fn a_try_recv_does_not_wait_for_the_registration_lock_to_finish_a_dead_close() {
+    let name = unique("pc-closer-lock");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let _t = p.register("/c").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/c", "0", "0"]);
+    peer.expect("ready");
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/c").unwrap();
+    let pid = peer.child.id() as u64;
+    peer.kill9();
+    let o = offsets();
+    let f = region_file(&name);
+    let row = (0..PARTS)
+        .find(|&r| get64(&f, 512 + 64 * r) & 0x7fff_ffff == pid)
+        .expect("the dead peer's row");
+    let id = get64(&f, 512 + 64 * row) & !(1 << 31);
+    put32(&f, o.entry(0), 3);
+    put64(&f, o.stats + 48, row + 1);
+    put64(&f, o.stats + 56, id);
+    // The registration lock (byte 256), held by the publisher's row 0, alive.
+    put64(&f, 256, 1);
+    assert!(matches!(sub.try_recv(), Err(weft::Error::Empty)));
+    put64(&f, 256, 0);
+    // The next check period finishes the close.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match sub.try_recv() {
+            Err(weft::Error::Closed) => break,
+            Err(weft::Error::Empty) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            other => panic!("expected Closed, got {other:?}"),
+        }
+    }
+}
+
+/// A registrar SIGKILLed while it held the registration lock, whose row a new participant
+/// takes before anyone broke the lock: the lock word names a row that is alive again, so
+/// every registration used to wait for it and fail with `Timeout`. The joiner's reclaim of
+/// the row frees the lock.
+#[test]
+fn a_lock_left_by_a_dead_registrar_is_freed_when_its_row_is_taken() {
+    let name = unique("pc-lock-row");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/x", "0", "0"]);
+    peer.expect("ready");
+    let pid = peer.child.id() as u64;
+    peer.kill9();
+    let f = region_file(&name);
+    let row = (0..PARTS)
+        .find(|&r| get64(&f, 512 + 64 * r) & 0x7fff_ffff == pid)
+        .expect("the dead peer's row");
+    // It died holding the lock.
+    put64(&f, 256, row + 1);
+    // A subscriber joins and takes the dead row (the lowest one not alive).
+    let s = Subscriber::connect(&name).unwrap();
+    assert_eq!(
+        get64(&f, 512 + 64 * row) & 0x7fff_ffff,
+        std::process::id() as u64
+    );
+    let t = p
+        .register("/y")
+        .expect("a registration after the dead registrar's row was taken");
+    let mut sub = s.subscribe("/y").unwrap();
+    p.publish(&t, b"y").unwrap();
+    assert_eq!(&*sub.try_recv().unwrap(), b"y");
+}

@@ -2234,7 +2234,11 @@ fn finish_dead_close(r: &Region, t: u32, generation: u32, me: u32) -> Result<boo
     if !closing()? || !closer_gone()? {
         return Ok(false);
     }
-    let _lock = RegisterLock::take(r, me)?;
+    // Without waiting: a `try_` receive gets here too, and a live holder of the lock is
+    // busy for a moment only; the next check period tries again.
+    let Some(_lock) = RegisterLock::try_take(r, me) else {
+        return Ok(false);
+    };
     if !closing()? || !closer_gone()? {
         return Ok(false);
     }
@@ -2274,6 +2278,32 @@ struct RegisterLock<'a> {
 }
 
 impl<'a> RegisterLock<'a> {
+    /// The lock if it is free (or held by a dead holder, whose lock is broken), at once;
+    /// `None` while a live participant holds it, or the word cannot be reached.
+    fn try_take(r: &'a Region, me: u32) -> Option<RegisterLock<'a>> {
+        // SAFETY: the lock word has its own line at REGISTER_LOCK_OFFSET, inside every region.
+        let word: &AtomicU64 = unsafe { r.obj.at(REGISTER_LOCK_OFFSET).ok()? };
+        for _ in 0..2 {
+            // SYNC POINT: AcqRel pairs with the Release store in `drop`, as in `take`.
+            match word.compare_exchange(0, me as u64 + 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(RegisterLock { word }),
+                Err(h) => {
+                    let holder = u32::try_from(h - 1).unwrap_or(u32::MAX);
+                    let alive = r
+                        .row(holder)
+                        .is_ok_and(|row| row.status(r.liveness) == PeerStatus::Alive);
+                    if alive && holder != me {
+                        return None;
+                    }
+                    // A dead holder (or garbage): break the lock, as `take` does. AcqRel as
+                    // above.
+                    let _ = word.compare_exchange(h, 0, Ordering::AcqRel, Ordering::Relaxed);
+                }
+            }
+        }
+        None
+    }
+
     fn take(r: &'a Region, me: u32) -> Result<RegisterLock<'a>> {
         // SAFETY: the lock word has its own line at REGISTER_LOCK_OFFSET, inside every region.
         let word: &AtomicU64 = unsafe { r.obj.at(REGISTER_LOCK_OFFSET)? };

@@ -4,9 +4,9 @@
 
 use super::layout::{
     CONFIG_OFFSET, EXCLUSIVE, Geometry, INLINE_LATEST, INLINE_MAX, LATEST_SLOTS, MODE_BLOCKS,
-    MODE_INLINE, MODE_LATEST, MemberExt, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, RegionConfig,
-    TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot, TopicStatsLine,
-    inline_area_size, inline_capacity, latest_inline_max,
+    MODE_INLINE, MODE_LATEST, MemberExt, REGISTER_LOCK_OFFSET, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER,
+    RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, TopicEntry, TopicHot,
+    TopicStatsLine, inline_area_size, inline_capacity, latest_inline_max,
 };
 use super::name::TOPIC_MAX;
 use crate::error::{Error, Result, Role};
@@ -1175,6 +1175,15 @@ impl Region {
             ext.pub_topic.store(0, Ordering::Release);
         }
         self.release_leases(i)?;
+        // The registration lock, if the dead owner held it: the word names the row only, so
+        // once a new owner takes the row it would look held by a live participant for as
+        // long as that one lives.
+        // SAFETY: the lock word has its own line at REGISTER_LOCK_OFFSET, inside every region.
+        if let Ok(lock) = unsafe { self.obj.at::<AtomicU64>(REGISTER_LOCK_OFFSET) } {
+            // SYNC POINT: Release pairs with the AcqRel CAS of the next `RegisterLock::take`,
+            // as the holder's own release does.
+            let _ = lock.compare_exchange(i as u64 + 1, 0, Ordering::Release, Ordering::Relaxed);
+        }
         // The inline claim in flight: cleared first (the row is ours now and would count as a
         // live holder), then the sequence it held is voided if it was never written.
         let rec = self.inline_record(i)?;
