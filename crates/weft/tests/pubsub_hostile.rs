@@ -743,6 +743,7 @@ fn scribbled_records_of_a_departed_participant_do_not_fail_the_next_join() {
         ("a taking holdings entry past the pool", 1),
         ("a publish record past the pool", 2),
         ("a publish in flight on topic 999", 3),
+        ("a publish in flight at sequence 2^62", 4),
     ] {
         let name = unique("ph-rows");
         let _c = Cleanup(name.clone());
@@ -755,7 +756,11 @@ fn scribbled_records_of_a_departed_participant_do_not_fail_the_next_join() {
             0 => write_u32(&name, l.holding(1, 0), 0x01FF_FFFF),
             1 => write_u32(&name, l.holding(1, 3), (1 << 30) | 5000),
             2 => write_u64(&name, l.ext(1) + 32, 5000),
-            _ => write_u64(&name, l.ext(1) + 8, 1000),
+            3 => write_u64(&name, l.ext(1) + 8, 1000),
+            _ => {
+                write_u64(&name, l.ext(1) + 8, 1);
+                write_u64(&name, l.ext(1) + 16, 1 << 62);
+            }
         }
         let s = Subscriber::connect(&name).unwrap_or_else(|e| panic!("{what}: {e}"));
         let mut sub = s.subscribe("/r").unwrap();

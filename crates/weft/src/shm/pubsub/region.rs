@@ -1081,7 +1081,6 @@ impl Region {
         let pool = self.pool();
         let hs = self.holdings(i)?;
         let bad = |c| corrupt(&self.obj, c);
-        let name = self.obj.name();
         let mut released = 0u64;
         for (e, h) in hs.iter().enumerate() {
             settle_entry(&pool, h, i, e as u32).map_err(bad)?;
@@ -1129,17 +1128,13 @@ impl Region {
             let latest = self.entry_mode(t)? == Some(MODE_LATEST);
             let ring = self.ring(t, latest)?;
             let seq = ext.pub_seq.load(Ordering::Acquire);
-            if seq >= crate::pubsub::ring::SEQ_LIMIT {
-                return Err(Error::corrupt(
-                    name,
-                    "publish record sequence",
-                    seq,
-                    "below 2^62",
-                ));
-            }
             let slot = ring.slot(seq);
+            // A sequence at 2^62 or more (a scribbling peer's value) has no claim: no stamp
+            // can name it, and the record is cleared below like any other.
             // Acquire: pairs with the AcqRel claim of the dead publisher.
-            if slot.stamp.load(Ordering::Acquire) == writing(i, seq) {
+            if seq < crate::pubsub::ring::SEQ_LIMIT
+                && slot.stamp.load(Ordering::Acquire) == writing(i, seq)
+            {
                 let new = ext.pub_new.load(Ordering::Acquire);
                 let d = ring.held_desc(seq);
                 if d == new && new != 0 {
