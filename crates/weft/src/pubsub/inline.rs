@@ -92,7 +92,7 @@ pub(crate) fn claim(ring: &RawRing, rec: Record<'_>, tag: u64) -> Result<u64, u6
         rec.seq.load(Ordering::Relaxed),
     );
     let bound = if topic == tag && last & IDLE != 0 && last & CLAIMING == 0 {
-        last & LOW
+        claim_bound(ring, last & LOW)
     } else {
         if topic != tag {
             // We are idle (every publish ends idle): switching topics is safe. Release: pairs
@@ -113,6 +113,18 @@ pub(crate) fn claim(ring: &RawRing, rec: Record<'_>, tag: u64) -> Result<u64, u6
     // Release: see above (a recoverer that reads this is told exactly what we hold).
     rec.seq.store(seq, Ordering::Release);
     Ok(seq)
+}
+
+/// The lower bound that a claim in flight records (`CLAIMING | bound`): a recoverer takes
+/// every sequence at or above it as possibly ours. `after` is one past our previous claim on
+/// the topic's tag, but a tag outlives a registration: the entry may have been unregistered
+/// and registered again since, its claim counter back at 0, and a bound from the old counter
+/// would let a recoverer void the sequence we are about to write. The counter now, which only
+/// grows within a registration, caps it.
+#[inline(always)]
+pub(crate) fn claim_bound(ring: &RawRing, after: u64) -> u64 {
+    // Relaxed: only a number; the claim that follows reads the counter again.
+    after.min(ring.cursor().load(Ordering::Relaxed))
 }
 
 /// Ends the publish of `seq` (written, or abandoned): the record says idle.

@@ -226,3 +226,25 @@ fn inline_a_claim_given_up_is_voided_by_the_next_one_who_needs_it() {
     );
     assert_eq!(raw.read::<Msg>(2), Read::Void);
 }
+
+/// A publisher's record outlives a registration of its topic's entry: idle at `1000` (one
+/// past its last claim on the old registration), while the new registration's counter starts
+/// again at 0. The claim in flight then records a bound no higher than the counter, so a
+/// recoverer takes the sequence it gets as possibly held (`may_hold`) and never voids it.
+/// With the record's own bound, sequence 0 was fair game for a void while it was written.
+#[test]
+fn a_claim_after_a_new_registration_records_a_bound_a_recoverer_respects() {
+    let shared = ring(4);
+    let raw = shared.raw;
+    let rec = Rec::new();
+    rec.topic.store(1, Ordering::Relaxed);
+    rec.seq.store(IDLE | 1000, Ordering::Relaxed);
+    let bound = inline::claim_bound(&raw, 1000);
+    assert_eq!(bound, 0);
+    // What a recoverer reads while the claim of 0 is in flight.
+    assert!(inline::may_hold(1, CLAIMING | bound, 1, 0));
+    // And a claim of the next sequence on an unchanged registration keeps its own bound.
+    raw.claim();
+    raw.claim();
+    assert_eq!(inline::claim_bound(&raw, 2), 2);
+}

@@ -91,6 +91,30 @@ fn builder() -> loom::model::Builder {
     b
 }
 
+/// As [`loom_inline_a_live_claim_is_never_voided`], with the publisher's record left by an
+/// earlier registration of the topic's entry: idle at 1000 on the same tag, while the new
+/// registration's counter starts at 0. Its claim in flight must not tell the recoverer that
+/// only sequences from 1000 on may be its own (`inline::claim_bound`).
+#[test]
+fn loom_inline_a_claim_after_a_new_registration_is_never_voided() {
+    builder().check(|| {
+        let shared = ring();
+        let rec = Arc::new(Rec::new());
+        rec.topic.store(1, Ordering::Relaxed);
+        rec.seq.store(IDLE | 1000, Ordering::Relaxed);
+        let (s2, r2) = (shared.clone(), rec.clone());
+        let p = thread::spawn(move || publish(s2.raw, &r2, [5, 15], |_| {}));
+        let got = unstick(shared.raw, 0, &[&rec], |_| true);
+        assert_ne!(
+            got,
+            Unstuck::Voided,
+            "a live claimant's sequence was voided"
+        );
+        assert_eq!(p.join().unwrap(), 0);
+        assert_eq!(shared.raw.read::<Msg>(0), Read::Value([5, 15]));
+    });
+}
+
 /// A recoverer runs while a live publisher claims and writes sequence 0: whatever it reads of
 /// the counter, the record and the stamp, it never voids the live publisher's message.
 #[test]
