@@ -1118,3 +1118,41 @@ fn a_lock_left_by_a_dead_registrar_is_freed_when_its_row_is_taken() {
     p.publish(&t, b"y").unwrap();
     assert_eq!(&*sub.try_recv().unwrap(), b"y");
 }
+
+/// A topic whose unregistering publisher died in CLOSING, with no subscription left to
+/// notice: the next registration finishes the close and frees the entry (it takes it, the
+/// lowest free one), where the entry used to stay CLOSING for good.
+#[test]
+fn a_registration_finishes_and_frees_a_topic_whose_closer_died() {
+    let name = unique("pc-closer-reg");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register("/c").unwrap();
+    p.publish(&t, b"gone").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/c", "0", "0"]);
+    peer.expect("ready");
+    let pid = peer.child.id() as u64;
+    peer.kill9();
+    let o = offsets();
+    let f = region_file(&name);
+    let row = (0..PARTS)
+        .find(|&r| get64(&f, 512 + 64 * r) & 0x7fff_ffff == pid)
+        .expect("the dead peer's row");
+    let id = get64(&f, 512 + 64 * row) & !(1 << 31);
+    put32(&f, o.entry(0), 3);
+    put64(&f, o.stats + 48, row + 1);
+    put64(&f, o.stats + 56, id);
+
+    let t2 = p.register("/other").unwrap();
+    // Entry 0 is registered again, for "/other" (name length 6 at byte 8 of the entry).
+    assert_eq!((get32(&f, o.entry(0)), get32(&f, o.entry(0) + 8)), (2, 6));
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/other").unwrap();
+    p.publish(&t2, b"new").unwrap();
+    assert_eq!(&*sub.try_recv().unwrap(), b"new");
+    // Nothing leaked: "/c"'s block went back with its entry.
+    assert_eq!(
+        p.region_info().free_blocks,
+        BLOCKS - 1 - p.region_info().kept_blocks
+    );
+}

@@ -769,3 +769,30 @@ fn scribbled_records_of_a_departed_participant_do_not_fail_the_next_join() {
         assert!(p.reclaim().is_ok(), "{what}");
     }
 }
+
+/// A closed topic whose ring holds a writing stamp naming a participant past the table (a
+/// scribbled stamp): freeing it used to fail with `Corrupt` at that stamp, in every
+/// registration of every other topic, which frees closed topics first. The entry is freed
+/// (the stamp names no claim to settle) and registrations go on.
+#[test]
+fn a_closed_topic_with_a_stamp_naming_no_participant_does_not_fail_registrations() {
+    let name = unique("ph-free-stamp");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register("/a").unwrap();
+    p.publish(&t, b"x").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let sub = s.subscribe("/a").unwrap();
+    p.unregister(&t).unwrap();
+    // Slot 1 of topic 0's ring: writing, by participant 1000 (of 8).
+    write_u64(
+        &name,
+        layout(&name).1.slot(0, 1),
+        (1 << 63) | (1000 << 40) | 1,
+    );
+    drop(sub);
+    for topic in ["/b", "/c"] {
+        let t = p.register(topic).unwrap_or_else(|e| panic!("{topic}: {e}"));
+        p.publish(&t, b"y").unwrap();
+    }
+}

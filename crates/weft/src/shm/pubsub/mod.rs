@@ -1314,10 +1314,20 @@ impl Publisher {
         if let Some(t) = existing(r)? {
             return Ok(t);
         }
-        // Unregistered topics nobody reads any more are freed now (entries, inline areas).
+        // Unregistered topics nobody reads any more are freed now (entries, inline areas);
+        // first the close of one whose unregistering publisher died in it, which nobody else
+        // finishes while no subscription polls it. An entry that cannot be freed (a live
+        // publisher's claim in it, or a scribbled word) stays as it is: this registration
+        // takes another.
         for i in 0..r.geo.topics as u32 {
-            if r.topic_state(i)? == TOPIC_CLOSED {
-                r.free_topic(i, self.member.index)?;
+            let mut state = r.topic_state(i)?;
+            if state == TOPIC_CLOSING
+                && matches!(close_dead_locked(r, i, r.topic_generation(i)?), Ok(true))
+            {
+                state = TOPIC_CLOSED;
+            }
+            if state == TOPIC_CLOSED {
+                let _ = r.free_topic(i, self.member.index);
             }
         }
         let area = if raw_mode == MODE_INLINE {
@@ -2210,28 +2220,10 @@ impl<T: bytemuck::Pod> InlineWriter<'_, T> {
 /// ever): under the registration lock, `close_seq` becomes the tail (the inline claim counter)
 /// and the state CLOSED, and the subscribers are woken. A claim still in flight below the tail
 /// completes, or is voided by the recovery of its dead publisher, as on any open topic. `me`
-/// takes the lock. Returns whether it finished the close.
+/// takes the lock, if it is free at once ([`close_dead_locked`] for a caller that holds it).
+/// Returns whether it finished the close.
 fn finish_dead_close(r: &Region, t: u32, generation: u32, me: u32) -> Result<bool> {
-    let closer_gone = || -> Result<bool> {
-        let st = r.stats(t)?;
-        // Relaxed: published by the unregistering publisher's Release CAS to CLOSING, which
-        // the caller's Acquire load of the state saw.
-        let (closer, id) = (
-            st.closer.load(Ordering::Relaxed),
-            st.closer_id.load(Ordering::Relaxed),
-        );
-        // 0: nobody recorded (a value from before the close, or a scribbling peer): nothing
-        // to go on. An index past the table is a scribbling peer's: `row` says Corrupt.
-        let Some(c) = closer.checked_sub(1) else {
-            return Ok(false);
-        };
-        let row = r.row(u32::try_from(c).unwrap_or(u32::MAX))?;
-        Ok(row.owner_id() != id || row.status(r.liveness) != PeerStatus::Alive)
-    };
-    let closing = || -> Result<bool> {
-        Ok(r.topic_state(t)? == TOPIC_CLOSING && r.topic_generation(t)? == generation)
-    };
-    if !closing()? || !closer_gone()? {
+    if !closing_dead(r, t, generation)? {
         return Ok(false);
     }
     // Without waiting: a `try_` receive gets here too, and a live holder of the lock is
@@ -2239,9 +2231,41 @@ fn finish_dead_close(r: &Region, t: u32, generation: u32, me: u32) -> Result<boo
     let Some(_lock) = RegisterLock::try_take(r, me) else {
         return Ok(false);
     };
-    if !closing()? || !closer_gone()? {
+    close_dead_locked(r, t, generation)
+}
+
+/// Whether registration `generation` of topic `t` is CLOSING and the publisher that closes it
+/// is gone (its row no longer holds its process alive).
+fn closing_dead(r: &Region, t: u32, generation: u32) -> Result<bool> {
+    if r.topic_state(t)? != TOPIC_CLOSING || r.topic_generation(t)? != generation {
         return Ok(false);
     }
+    let st = r.stats(t)?;
+    // Relaxed: published by the unregistering publisher's Release CAS to CLOSING, which the
+    // Acquire load of the state above saw.
+    let (closer, id) = (
+        st.closer.load(Ordering::Relaxed),
+        st.closer_id.load(Ordering::Relaxed),
+    );
+    // 0: nobody recorded (a value from before the close, or a scribbling peer): nothing to go
+    // on. An index past the table is a scribbling peer's: `row` says Corrupt.
+    let Some(c) = closer.checked_sub(1) else {
+        return Ok(false);
+    };
+    let row = r.row(u32::try_from(c).unwrap_or(u32::MAX))?;
+    Ok(row.owner_id() != id || row.status(r.liveness) != PeerStatus::Alive)
+}
+
+/// [`finish_dead_close`] for a caller that holds the registration lock.
+fn close_dead_locked(r: &Region, t: u32, generation: u32) -> Result<bool> {
+    if !closing_dead(r, t, generation)? {
+        return Ok(false);
+    }
+    close_now(r, t).map(|()| true)
+}
+
+/// Closes topic `t` at its tail (the lock held, the state CLOSING): see [`finish_dead_close`].
+fn close_now(r: &Region, t: u32) -> Result<()> {
     let inline = r.entry_mode(t)? == Some(MODE_INLINE);
     let end = if inline {
         let ring = r.inline_ring(t)?.ring;
@@ -2268,7 +2292,7 @@ fn finish_dead_close(r: &Region, t: u32, generation: u32, me: u32) -> Result<boo
     } else {
         wake::wake_always(&r.hot(t)?.notify);
     }
-    Ok(true)
+    Ok(())
 }
 
 /// The registration lock: one word, `participant + 1` of the holder; a dead holder's lock is

@@ -947,7 +947,10 @@ impl Region {
             let st = ring.slot(s).stamp.load(Ordering::Acquire);
             if st & (1 << 63) != 0 {
                 let holder = ((st >> 40) as u32) & crate::pubsub::ring::MAX_HOLDER;
-                if self.row(holder)?.status(self.liveness) == PeerStatus::Alive {
+                // A holder past the table (a scribbling peer's stamp) has no claim to settle:
+                // the slot is released below like any other.
+                let Ok(row) = self.row(holder) else { continue };
+                if row.status(self.liveness) == PeerStatus::Alive {
                     return Ok(false);
                 }
                 self.reclaim_row(holder)?;
