@@ -20,7 +20,7 @@
 //! then nobody will ever write it, and nobody writes the slot concurrently except the producer
 //! of `x + capacity`, which waits for exactly this stamp.
 
-use crate::ring::raw::{RawRing, done, void, writing};
+use crate::ring::raw::{RawRing, done, writing};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Record bit: the publisher is claiming a sequence at or above the low bits.
@@ -318,6 +318,27 @@ fn read_latest_walk(ring: &RawRing, pos: u64, dst: &mut [u8], retries: u32) -> L
     Latest::Busy
 }
 
+/// The first sequence of `x`'s slot, at most `x`, that is neither written nor voided, read
+/// from the slot's stamp `st` (below `done(x)`): `None` when the stamp is a lap being written
+/// other than `x`, or no stamp of this slot's laps below `x` (a scribbled one).
+fn first_open(st: u64, x: u64, cap: u64) -> Option<u64> {
+    if st == writing(x) {
+        return Some(x);
+    }
+    if st == 0 {
+        // Never written: from the slot's first lap.
+        return Some(x % cap);
+    }
+    // A complete lap `k` of this slot: `done(k) = 2k + 2` (even), `void(k) = 2k + 3` (odd).
+    // An odd stamp is also `writing(k + 1)`, of another slot's lap: the congruence tells.
+    let k = if st.is_multiple_of(2) {
+        (st / 2).checked_sub(1)?
+    } else {
+        st.checked_sub(3)? / 2
+    };
+    (k < x && (x - k).is_multiple_of(cap)).then(|| k + cap)
+}
+
 /// What [`unstick`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Unstuck {
@@ -330,8 +351,10 @@ pub(crate) enum Unstuck {
 }
 
 /// Tries to unstick sequence `x` of the inline topic tagged `tag`: if the counter passed it,
-/// its slot is not written, its previous lap is complete, and no live publisher's record may
-/// hold it, it is voided. `records(f)` calls `f(participant, topic, seq)` with every
+/// its slot is not written, and no live publisher's record may hold it or any earlier lap of
+/// its slot that was claimed and not written either ([`first_open`]), it is voided (the slot
+/// goes straight from its last complete lap to `x` voided: the laps between, whose claimants
+/// are dead or gave up, are overrun for their readers). `records(f)` calls `f(participant, topic, seq)` with every
 /// participant's record (stopping when `f` returns false); `alive(participant)` says whether
 /// its process lives (asked only of records that may hold `x`).
 pub(crate) fn unstick(
@@ -350,20 +373,27 @@ pub(crate) fn unstick(
     if ring.cursor().load(Ordering::Acquire) <= x {
         return Unstuck::Stuck;
     }
-    // The previous lap must be complete: a live writer of `x - capacity` could otherwise
-    // store its even stamp over our void after the next lap's producer started.
+    // The first sequence of `x`'s slot that is not complete (written or voided): `x` itself
+    // when its previous lap is complete (or `x` is being written by a claimant that may have
+    // died), or an earlier lap, whose claimant died (or gave up) without writing it, when the
+    // laps from there to `x` were all claimed and none written. Every one of them must be free
+    // of live holders: a live writer of any could otherwise store its stamp over our void
+    // after the next lap's producer started. A lap being written (an odd stamp other than
+    // `writing(x)`) is left to its own recoverer.
     let cap = ring.capacity();
-    let prev_done = if x >= cap {
-        st == done(x - cap) || st == void(x - cap)
-    } else {
-        st == 0
-    };
-    if !prev_done && st != writing(x) {
+    let Some(open) = first_open(st, x, cap) else {
         return Unstuck::Stuck;
-    }
+    };
     let mut held_live = false;
     records(&mut |p, topic, seq| {
-        if may_hold(topic, seq, tag, x) && alive(p) {
+        // A claim in flight (`CLAIMING | b`, b <= x) may hold any of them; a recorded
+        // sequence holds one, if it is one of this slot's laps from `open` to `x`.
+        let holds = may_hold(topic, seq, tag, x)
+            || (topic == tag
+                && seq & (CLAIMING | IDLE) == 0
+                && (open..x).contains(&seq)
+                && (x - seq).is_multiple_of(cap));
+        if holds && alive(p) {
             held_live = true;
             return false;
         }

@@ -248,3 +248,39 @@ fn a_claim_after_a_new_registration_records_a_bound_a_recoverer_respects() {
     raw.claim();
     assert_eq!(inline::claim_bound(&raw, 2), 2);
 }
+
+/// Two consecutive laps of one slot claimed and never written: sequence 0 by a claimant that
+/// died, 2 (capacity 2) by another that died too before it voided 0. A publisher of 4 needs
+/// the slot: unsticking 2 used to require 0 complete, so nothing could ever void either, and
+/// every later lap of the slot stayed stuck (a reader past them waited for ever). Now 2 is
+/// voided straight over the unwritten 0 while no live record may hold 0 or 2, and never while
+/// one may (a live claimant of the earlier lap, or a claim in flight below them).
+#[test]
+fn two_unwritten_laps_of_a_slot_are_voided_once_no_live_record_holds_either() {
+    let shared = ring(2);
+    let raw = shared.raw;
+    let first = Rec::new();
+    let second = Rec::new();
+    let live = Rec::new();
+    assert_eq!(first.claim_and_die(raw), 0);
+    assert_eq!(publish(raw, &live, [1, 3]), 1);
+    assert_eq!(second.claim_and_die(raw), 2);
+    assert_eq!(publish(raw, &live, [3, 9]), 3);
+    // 4's claimant, waiting for its slot.
+    assert_eq!(raw.claim(), 4);
+    // While the claimant of 0 lives, neither 0 nor 2 is voided.
+    let recs = [&first, &second, &live];
+    assert_eq!(unstick(raw, 2, &recs, |p| p == 0), Unstuck::Stuck);
+    // A claim in flight with a bound at or below 2 may hold either.
+    live.seq.store(CLAIMING | 2, Ordering::Release);
+    assert_eq!(unstick(raw, 2, &recs, |p| p == 2), Unstuck::Stuck);
+    live.seq.store(IDLE | 4, Ordering::Release);
+    // Both dead: 2 is voided, and 4's slot is free.
+    assert_eq!(unstick(raw, 2, &recs, |p| p == 2), Unstuck::Voided);
+    assert!(raw.slot_free(4));
+    raw.write(4, &[4u64, 12]);
+    // A reader at 0 is overrun, not stuck: the slot moved on past 0 and 2.
+    assert_eq!(raw.read::<Msg>(0), Read::Overrun);
+    assert_eq!(raw.read::<Msg>(2), Read::Overrun);
+    assert_eq!(raw.read::<Msg>(4), Read::Value([4, 12]));
+}
