@@ -239,6 +239,26 @@ fn killed_mid_publish(stored: bool) {
     assert!(matches!(sub.try_recv(), Err(weft::Error::Lagged { .. })));
 }
 
+/// A region `name` with the latest topic "/mid", a subscription to it, and a publisher of it
+/// (a `pubsub-loan` peer) SIGKILLed holding one loan.
+fn latest_with_a_killed_loaner(
+    name: &str,
+) -> (
+    Publisher,
+    weft::pubsub::Topic,
+    Subscriber,
+    weft::pubsub::Subscription,
+) {
+    let p = Publisher::create(name, &mid_cfg()).unwrap();
+    let t = p.register_with("/mid", TopicMode::Latest).unwrap();
+    let s = Subscriber::connect(name).unwrap();
+    let sub = s.subscribe("/mid").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", name, "/mid", "1", "latest"]);
+    peer.expect("ready 1");
+    peer.kill9();
+    (p, t, s, sub)
+}
+
 /// As `killed_mid_publish` (descriptor stored), on a latest topic, whose ring has two slots:
 /// the dead publisher claimed sequence 2, which takes slot 0 from sequence 0 (in a blocks
 /// topic's ring of `SLOTS` it would be slot 2). A reader still gets the newest whole value,
@@ -248,13 +268,7 @@ fn killed_mid_publish(stored: bool) {
 fn a_publisher_killed_mid_publish_on_a_latest_topic_is_recovered_in_its_two_slots() {
     let name = unique("pc-mid-latest");
     let _c = Cleanup(name.clone());
-    let p = Publisher::create(&name, &mid_cfg()).unwrap();
-    let t = p.register_with("/mid", TopicMode::Latest).unwrap();
-    let s = Subscriber::connect(&name).unwrap();
-    let mut sub = s.subscribe("/mid").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/mid", "1", "latest"]);
-    peer.expect("ready 1");
-    peer.kill9();
+    let (p, t, s, mut sub) = latest_with_a_killed_loaner(&name);
     assert_eq!(p.publish(&t, b"zero").unwrap(), 0);
     assert_eq!(p.publish(&t, b"one").unwrap(), 1);
 
@@ -964,13 +978,7 @@ fn a_message_recovered_from_the_last_dead_publisher_comes_before_peer_dead() {
 fn a_voided_newest_claim_on_a_latest_topic_does_not_hide_the_value_before_it() {
     let name = unique("pc-latest-void");
     let _c = Cleanup(name.clone());
-    let p = Publisher::create(&name, &mid_cfg()).unwrap();
-    let t = p.register_with("/mid", TopicMode::Latest).unwrap();
-    let s = Subscriber::connect(&name).unwrap();
-    let mut sub = s.subscribe("/mid").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/mid", "1", "latest"]);
-    peer.expect("ready 1");
-    peer.kill9();
+    let (p, t, s, mut sub) = latest_with_a_killed_loaner(&name);
     assert_eq!(p.publish(&t, b"zero").unwrap(), 0);
     assert_eq!(&*sub.try_recv().unwrap(), b"zero");
     assert_eq!(p.publish(&t, b"one").unwrap(), 1);
@@ -998,6 +1006,32 @@ fn a_voided_newest_claim_on_a_latest_topic_does_not_hide_the_value_before_it() {
     assert_eq!((m.seq(), &*m), (3, &b"three"[..]));
 }
 
+/// A `pubsub-linger` peer that joins `name` as a publisher of `topic` and is SIGKILLed: its
+/// participant row, and that row's `owner` word without the holds bit (participant rows start
+/// at byte 512, one line each; `owner` is a row's first word).
+fn killed_publisher_row(name: &str, topic: &str) -> (u64, u64) {
+    let mut peer = Peer::spawn(&["pubsub-linger", name, topic, "0", "0"]);
+    peer.expect("ready");
+    let pid = peer.child.id() as u64;
+    peer.kill9();
+    let f = region_file(name);
+    let row = (0..PARTS)
+        .find(|&r| get64(&f, 512 + 64 * r) & 0x7fff_ffff == pid)
+        .expect("the dead peer's row");
+    (row, get64(&f, 512 + 64 * row) & !(1 << 31))
+}
+
+/// What a publisher in row `row` (owner word `id`) leaves when it is SIGKILLed inside
+/// `unregister` of topic 0, after its move to CLOSING and before CLOSED: the entry CLOSING,
+/// the statistics line naming it as the closer.
+fn died_closing(name: &str, (row, id): (u64, u64)) {
+    let o = offsets();
+    let f = region_file(name);
+    put32(&f, o.entry(0), 3);
+    put64(&f, o.stats + 48, row + 1);
+    put64(&f, o.stats + 56, id);
+}
+
 /// A publisher SIGKILLed inside `unregister`, after its move to CLOSING and before CLOSED (the
 /// state written into the region: the entry CLOSING, the statistics line naming it as the
 /// closer). The topic's other publisher lives, so no `PeerDead` ends the subscribers' wait:
@@ -1009,25 +1043,12 @@ fn a_topic_whose_closer_died_mid_unregister_is_closed_by_its_subscribers() {
     let _c = Cleanup(name.clone());
     let p = Publisher::create(&name, &mid_cfg()).unwrap();
     let t = p.register("/c").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/c", "0", "0"]);
-    peer.expect("ready");
+    let closer = killed_publisher_row(&name, "/c");
     let s = Subscriber::connect(&name).unwrap();
     let mut sub = s.subscribe("/c").unwrap();
     let mut other = s.subscribe("/c").unwrap();
     p.publish(&t, b"last").unwrap();
-    let pid = peer.child.id() as u64;
-    peer.kill9();
-
-    let o = offsets();
-    let f = region_file(&name);
-    // Participant rows start at byte 512, one line each; `owner` is the row's first word.
-    let row = (0..PARTS)
-        .find(|&r| get64(&f, 512 + 64 * r) & 0x7fff_ffff == pid)
-        .expect("the dead peer's row");
-    let id = get64(&f, 512 + 64 * row) & !(1 << 31);
-    put32(&f, o.entry(0), 3);
-    put64(&f, o.stats + 48, row + 1);
-    put64(&f, o.stats + 56, id);
+    died_closing(&name, closer);
     assert!(
         p.publish(&t, b"refused").is_err(),
         "a closing topic takes nothing"
@@ -1054,21 +1075,11 @@ fn a_try_recv_does_not_wait_for_the_registration_lock_to_finish_a_dead_close() {
     let _c = Cleanup(name.clone());
     let p = Publisher::create(&name, &mid_cfg()).unwrap();
     let _t = p.register("/c").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/c", "0", "0"]);
-    peer.expect("ready");
+    let closer = killed_publisher_row(&name, "/c");
     let s = Subscriber::connect(&name).unwrap();
     let mut sub = s.subscribe("/c").unwrap();
-    let pid = peer.child.id() as u64;
-    peer.kill9();
-    let o = offsets();
+    died_closing(&name, closer);
     let f = region_file(&name);
-    let row = (0..PARTS)
-        .find(|&r| get64(&f, 512 + 64 * r) & 0x7fff_ffff == pid)
-        .expect("the dead peer's row");
-    let id = get64(&f, 512 + 64 * row) & !(1 << 31);
-    put32(&f, o.entry(0), 3);
-    put64(&f, o.stats + 48, row + 1);
-    put64(&f, o.stats + 56, id);
     // The registration lock (byte 256), held by the publisher's row 0, alive.
     put64(&f, 256, 1);
     assert!(matches!(sub.try_recv(), Err(weft::Error::Empty)));
@@ -1095,14 +1106,8 @@ fn a_lock_left_by_a_dead_registrar_is_freed_when_its_row_is_taken() {
     let name = unique("pc-lock-row");
     let _c = Cleanup(name.clone());
     let p = Publisher::create(&name, &mid_cfg()).unwrap();
-    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/x", "0", "0"]);
-    peer.expect("ready");
-    let pid = peer.child.id() as u64;
-    peer.kill9();
+    let (row, _) = killed_publisher_row(&name, "/x");
     let f = region_file(&name);
-    let row = (0..PARTS)
-        .find(|&r| get64(&f, 512 + 64 * r) & 0x7fff_ffff == pid)
-        .expect("the dead peer's row");
     // It died holding the lock.
     put64(&f, 256, row + 1);
     // A subscriber joins and takes the dead row (the lowest one not alive).
@@ -1129,19 +1134,9 @@ fn a_registration_finishes_and_frees_a_topic_whose_closer_died() {
     let p = Publisher::create(&name, &mid_cfg()).unwrap();
     let t = p.register("/c").unwrap();
     p.publish(&t, b"gone").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/c", "0", "0"]);
-    peer.expect("ready");
-    let pid = peer.child.id() as u64;
-    peer.kill9();
+    died_closing(&name, killed_publisher_row(&name, "/c"));
     let o = offsets();
     let f = region_file(&name);
-    let row = (0..PARTS)
-        .find(|&r| get64(&f, 512 + 64 * r) & 0x7fff_ffff == pid)
-        .expect("the dead peer's row");
-    let id = get64(&f, 512 + 64 * row) & !(1 << 31);
-    put32(&f, o.entry(0), 3);
-    put64(&f, o.stats + 48, row + 1);
-    put64(&f, o.stats + 56, id);
 
     let t2 = p.register("/other").unwrap();
     // Entry 0 is registered again, for "/other" (name length 6 at byte 8 of the entry).

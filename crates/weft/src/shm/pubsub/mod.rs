@@ -655,30 +655,22 @@ fn published(r: &Region, i: u32, mode: TopicMode) -> Result<u64> {
         // Acquire: see Ring::tail (the same word whatever the ring's number of slots).
         r.ring(i, false)?.tail().map_err(|c| corrupt(&r.obj, c))?
     };
-    if n >= SEQ_LIMIT {
-        return Err(Error::corrupt(
-            r.obj.name(),
-            "topic sequence counter",
-            n,
-            "below 2^62",
-        ));
-    }
-    Ok(n)
+    sequence(r, "topic sequence counter", n)
 }
 
-/// The first sequence of topic `i`'s registration (below 2^62, as every sequence).
+/// The first sequence of topic `i`'s registration.
 fn start_seq(r: &Region, i: u32) -> Result<u64> {
     // Relaxed: written before the entry's Release READY, which the caller acquired.
     let s = r.stats(i)?.start_seq.load(Ordering::Relaxed);
-    if s >= SEQ_LIMIT {
-        return Err(Error::corrupt(
-            r.obj.name(),
-            "topic start sequence",
-            s,
-            "below 2^62",
-        ));
+    sequence(r, "topic start sequence", s)
+}
+
+/// `v`, a sequence read from the region (`what`), if it is below 2^62 as every sequence is.
+fn sequence(r: &Region, what: &'static str, v: u64) -> Result<u64> {
+    if v >= SEQ_LIMIT {
+        return Err(Error::corrupt(r.obj.name(), what, v, "below 2^62"));
     }
-    Ok(s)
+    Ok(v)
 }
 
 fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
@@ -2266,24 +2258,9 @@ fn close_dead_locked(r: &Region, t: u32, generation: u32) -> Result<bool> {
 
 /// Closes topic `t` at its tail (the lock held, the state CLOSING): see [`finish_dead_close`].
 fn close_now(r: &Region, t: u32) -> Result<()> {
-    let inline = r.entry_mode(t)? == Some(MODE_INLINE);
-    let end = if inline {
-        let ring = r.inline_ring(t)?.ring;
-        // Acquire: pairs with the AcqRel claims (`RawRing::claim`).
-        let c = ring.cursor().load(Ordering::Acquire);
-        if c >= SEQ_LIMIT {
-            return Err(Error::corrupt(
-                r.obj.name(),
-                "topic sequence counter",
-                c,
-                "below 2^62",
-            ));
-        }
-        c
-    } else {
-        let latest = r.entry_mode(t)? == Some(MODE_LATEST);
-        r.ring(t, latest)?.tail().map_err(|c| corrupt(&r.obj, c))?
-    };
+    let mode = topic_mode(r, t)?;
+    let inline = mode == TopicMode::Inline;
+    let end = published(r, t, mode)?;
     // SYNC POINT: Release, then the Release store of CLOSED, as in `Publisher::unregister`.
     r.stats(t)?.close_seq.store(end, Ordering::Release);
     r.topic(t)?.state.store(TOPIC_CLOSED, Ordering::Release);
@@ -2307,8 +2284,32 @@ impl<'a> RegisterLock<'a> {
     fn try_take(r: &'a Region, me: u32) -> Option<RegisterLock<'a>> {
         // SAFETY: the lock word has its own line at REGISTER_LOCK_OFFSET, inside every region.
         let word: &AtomicU64 = unsafe { r.obj.at(REGISTER_LOCK_OFFSET).ok()? };
+        Self::attempt(r, word, me)
+    }
+
+    /// The lock, waiting up to a second for a live holder.
+    fn take(r: &'a Region, me: u32) -> Result<RegisterLock<'a>> {
+        // SAFETY: the lock word has its own line at REGISTER_LOCK_OFFSET, inside every region.
+        let word: &AtomicU64 = unsafe { r.obj.at(REGISTER_LOCK_OFFSET)? };
+        let deadline = Deadline::after(Duration::from_secs(1));
+        loop {
+            if let Some(lock) = Self::attempt(r, word, me) {
+                return Ok(lock);
+            }
+            if deadline.expired() {
+                // Also when a peer keeps writing garbage into the word.
+                return Err(Error::Timeout);
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+
+    /// One try at `word`: the lock, or `None` while a live participant other than `me` holds
+    /// it. A dead holder's lock (or garbage, or our own left behind) is broken and tried again.
+    fn attempt(r: &Region, word: &'a AtomicU64, me: u32) -> Option<RegisterLock<'a>> {
         for _ in 0..2 {
-            // SYNC POINT: AcqRel pairs with the Release store in `drop`, as in `take`.
+            // SYNC POINT: AcqRel pairs with the Release store in `drop`: the previous
+            // holder's topic entries are visible.
             match word.compare_exchange(0, me as u64 + 1, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Some(RegisterLock { word }),
                 Err(h) => {
@@ -2319,42 +2320,12 @@ impl<'a> RegisterLock<'a> {
                     if alive && holder != me {
                         return None;
                     }
-                    // A dead holder (or garbage): break the lock, as `take` does. AcqRel as
-                    // above.
+                    // A dead holder (or garbage): break the lock. AcqRel as above.
                     let _ = word.compare_exchange(h, 0, Ordering::AcqRel, Ordering::Relaxed);
                 }
             }
         }
         None
-    }
-
-    fn take(r: &'a Region, me: u32) -> Result<RegisterLock<'a>> {
-        // SAFETY: the lock word has its own line at REGISTER_LOCK_OFFSET, inside every region.
-        let word: &AtomicU64 = unsafe { r.obj.at(REGISTER_LOCK_OFFSET)? };
-        let deadline = Deadline::after(Duration::from_secs(1));
-        loop {
-            // SYNC POINT: AcqRel pairs with the Release store in `drop`: the previous
-            // holder's topic entries are visible.
-            match word.compare_exchange(0, me as u64 + 1, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Ok(RegisterLock { word }),
-                Err(h) => {
-                    let holder = u32::try_from(h - 1).unwrap_or(u32::MAX);
-                    let alive = r
-                        .row(holder)
-                        .is_ok_and(|row| row.status(r.liveness) == PeerStatus::Alive);
-                    if deadline.expired() {
-                        // Also when a peer keeps writing garbage into the word.
-                        return Err(Error::Timeout);
-                    }
-                    if !alive || holder == me {
-                        // A dead holder (or garbage): break the lock. AcqRel as above.
-                        let _ = word.compare_exchange(h, 0, Ordering::AcqRel, Ordering::Relaxed);
-                        continue;
-                    }
-                    std::thread::sleep(Duration::from_micros(100));
-                }
-            }
-        }
     }
 }
 
