@@ -1151,3 +1151,25 @@ fn a_registration_finishes_and_frees_a_topic_whose_closer_died() {
         BLOCKS - 1 - p.region_info().kept_blocks
     );
 }
+
+/// The registration lock held under this participant's own row (as by another thread using a
+/// handle of the same participant): a registration waits for it, and gives up with `Timeout`,
+/// instead of breaking a lock whose holder lives (two threads of one process used to be in
+/// the registration at once).
+#[test]
+fn a_registration_never_breaks_a_lock_its_own_participant_holds() {
+    let name = unique("pc-lock-own");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let f = region_file(&name);
+    let pid = std::process::id() as u64;
+    let row = (0..PARTS)
+        .find(|&r| get64(&f, 512 + 64 * r) & 0x7fff_ffff == pid)
+        .expect("our row");
+    put64(&f, 256, row + 1);
+    let err = p.register("/x").map(|_| ()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert_eq!(get64(&f, 256), row + 1, "the lock is still its holder's");
+    put64(&f, 256, 0);
+    p.register("/x").unwrap();
+}

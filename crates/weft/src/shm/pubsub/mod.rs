@@ -2304,8 +2304,11 @@ impl<'a> RegisterLock<'a> {
         }
     }
 
-    /// One try at `word`: the lock, or `None` while a live participant other than `me` holds
-    /// it. A dead holder's lock (or garbage, or our own left behind) is broken and tried again.
+    /// One try at `word`: the lock, or `None` while a live participant holds it, this one
+    /// included (another thread of this process, on a handle of the same participant: its
+    /// critical section is not ours to break). A dead holder's lock (or garbage) is broken and
+    /// tried again; a lock that names our row from its previous owner was cleared when we took
+    /// the row (`Region::recover`).
     fn attempt(r: &Region, word: &'a AtomicU64, me: u32) -> Option<RegisterLock<'a>> {
         for _ in 0..2 {
             // SYNC POINT: AcqRel pairs with the Release store in `drop`: the previous
@@ -2317,7 +2320,7 @@ impl<'a> RegisterLock<'a> {
                     let alive = r
                         .row(holder)
                         .is_ok_and(|row| row.status(r.liveness) == PeerStatus::Alive);
-                    if alive && holder != me {
+                    if alive {
                         return None;
                     }
                     // A dead holder (or garbage): break the lock. AcqRel as above.
