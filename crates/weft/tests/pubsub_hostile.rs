@@ -796,3 +796,31 @@ fn a_closed_topic_with_a_stamp_naming_no_participant_does_not_fail_registrations
         p.publish(&t, b"y").unwrap();
     }
 }
+
+/// A closed topic's ring slot whose descriptor names a block past the pool: freeing the topic
+/// skips that slot (no reference there to release) and releases every other slot's block. It
+/// used to stop at that slot with `Corrupt`, leaving the entry free with the later slots'
+/// blocks never released.
+#[test]
+fn freeing_a_topic_releases_every_block_past_a_scribbled_descriptor() {
+    let name = unique("ph-free-desc");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register("/a").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let sub = s.subscribe("/a").unwrap();
+    p.publish(&t, b"0").unwrap();
+    p.publish(&t, b"1").unwrap();
+    p.unregister(&t).unwrap();
+    // Slot 0 names block 999 of 64: the block it held is lost to the scribble itself.
+    write_u64(&name, layout(&name).1.slot(0, 0) + 8, (1u64 << 32) | 1000);
+    drop(sub);
+    let t = p.register("/b").unwrap();
+    p.unregister(&t).unwrap();
+    let info = p.region_info();
+    assert_eq!(
+        info.free_blocks,
+        64 - 1 - info.kept_blocks,
+        "slot 1's block came back"
+    );
+}

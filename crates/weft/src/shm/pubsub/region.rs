@@ -970,31 +970,15 @@ impl Region {
             entry.state.store(TOPIC_CLOSED, Ordering::Release);
             return Ok(false);
         }
-        // Our publish record carries each slot's reference below: first finish what an
-        // earlier release left in it.
-        self.finish_old(me)?;
-        let ext = self.ext(me)?;
-        let pool = self.pool();
-        let mut mark_wait = MarkWait::default();
-        for s in 0..self.geo.ring_slots {
-            let slot = ring.slot(s);
-            // Acquire: pairs with the Release descriptor stores.
-            let d = slot.desc.load(Ordering::Acquire);
-            if let Some((b, _)) = undesc(d) {
-                // The slot's reference moves to our publish record, then is dropped.
-                // Release: pairs with the Acquire load in `settle_old`.
-                ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
-                // Release: pairs with the Acquire descriptor loads of readers.
-                slot.desc.store(0, Ordering::Release);
-                release_old(
-                    &pool,
-                    &ext.pub_old,
-                    me,
-                    b,
-                    |w| self.wait_mark(w, me, &mut mark_wait),
-                    |c| corrupt(&self.obj, c),
-                )?;
-            }
+        // Every slot's reference is released before the entry is left free for good. A
+        // release that fails (a mark held past the liveness timeout, a corrupt word) puts the
+        // entry back to CLOSED: the slots released so far are empty, the reference that failed
+        // stays in our publish record (finished by our next publish, or the next free, below),
+        // and the next free goes on from there; a registration never takes a half-freed entry.
+        if let Err(e) = self.release_ring(ring, me) {
+            // Release: as above.
+            entry.state.store(TOPIC_CLOSED, Ordering::Release);
+            return Err(e);
         }
         for w in self.pubmap(t)? {
             // Relaxed: published by the Release store of FREE below.
@@ -1008,6 +992,43 @@ impl Region {
         // SYNC POINT: Release pairs with the Acquire load in `topic_state`.
         self.topic(t)?.state.store(TOPIC_FREE, Ordering::Release);
         Ok(true)
+    }
+
+    /// Releases the reference every slot of `ring` holds, through `me`'s publish record (a kill
+    /// at any point leaves each reference in the slot or the record: settled exactly once).
+    fn release_ring(&self, ring: Ring<'_>, me: u32) -> Result<()> {
+        // Our publish record carries each slot's reference below: first finish what an
+        // earlier release left in it.
+        self.finish_old(me)?;
+        let ext = self.ext(me)?;
+        let pool = self.pool();
+        let mut mark_wait = MarkWait::default();
+        for s in 0..self.geo.ring_slots {
+            let slot = ring.slot(s);
+            // Acquire: pairs with the Release descriptor stores.
+            let d = slot.desc.load(Ordering::Acquire);
+            let Some((b, _)) = undesc(d) else { continue };
+            if !pool.has(b) {
+                // A block past the pool (a scribbling peer's descriptor) holds no reference.
+                // Release: pairs with the Acquire descriptor loads of readers.
+                slot.desc.store(0, Ordering::Release);
+                continue;
+            }
+            // The slot's reference moves to our publish record, then is dropped.
+            // Release: pairs with the Acquire load in `settle_old`.
+            ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
+            // Release: pairs with the Acquire descriptor loads of readers.
+            slot.desc.store(0, Ordering::Release);
+            release_old(
+                &pool,
+                &ext.pub_old,
+                me,
+                b,
+                |w| self.wait_mark(w, me, &mut mark_wait),
+                |c| corrupt(&self.obj, c),
+            )?;
+        }
+        Ok(())
     }
 
     /// Finishes a release of the reference in live participant `me`'s publish record that gave
