@@ -309,6 +309,8 @@ fn start<I: bytemuck::Pod, O>(
                 let r = pin.map_or(Ok(()), crate::affinity::pin_current_thread);
                 let ok = r.is_ok();
                 let _ = pinned.send(r);
+                // Reported: a stage that dies later must not keep `build`'s channel open.
+                drop(pinned);
                 if ok {
                     job(thread_name, ctl)
                 }
@@ -316,8 +318,9 @@ fn start<I: bytemuck::Pod, O>(
             .map_err(|e| Error::io("spawn", &name, e))?;
         p.stages.push(h);
     }
-    // Only the stages hold senders from here: one that dies before it reports (its thread
-    // panicked) ends the channel, and the loop below fails instead of waiting for ever.
+    // Only the stages hold senders from here, each until it reports: one that dies before it
+    // reports (its thread panicked) ends the channel once the others have reported, and the
+    // loop below fails instead of waiting for ever.
     drop(pinned);
     for _ in 0..n {
         // Every stage sends once, first thing. On an error `p` is dropped, which stops and

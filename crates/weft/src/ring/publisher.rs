@@ -813,8 +813,16 @@ impl<T: bytemuck::Pod> MpPublisher<T> {
                 return Err(PublishError::Timeout(value));
             }
             if waiter.next() == Next::Park {
-                // Relaxed: only decides whether to sleep; the loop claims with a CAS.
-                self.park_for_room(&deadline, || self.raw.cursor().load(Ordering::Relaxed));
+                // Relaxed: only decides how to wait; the loop claims with a CAS.
+                let c = self.raw.cursor().load(Ordering::Relaxed);
+                if self.raw.slot_free(c) {
+                    // No room past the gates: subscribers' reads wake us.
+                    self.park_for_room(&deadline, || self.raw.cursor().load(Ordering::Relaxed));
+                } else {
+                    // A producer stalled a lap back holds the slot: nothing wakes us when it
+                    // writes (and parking for room would return at once, there is room).
+                    crate::sync::yield_now();
+                }
             }
         }
     }
