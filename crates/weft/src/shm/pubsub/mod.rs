@@ -27,8 +27,8 @@ pub use name::{TOPIC_MAX, split_uri, validate_topic};
 
 use self::layout::{
     CONFIG_OFFSET, EXCLUSIVE, Geometry, INLINE_LATEST, MODE_BLOCKS, MODE_INLINE, MODE_LATEST,
-    REGISTER_LOCK_OFFSET, RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY,
-    TYPE_NAMED, fingerprint, pack, pack_name,
+    RegionConfig, TOPIC_CLOSED, TOPIC_CLOSING, TOPIC_FREE, TOPIC_READY, TYPE_NAMED, fingerprint,
+    pack, pack_name,
 };
 use self::region::{BlockArea, Member, Region, TypeInfo, corrupt, inline_shape};
 use super::object::{Object, ObjectKind};
@@ -1653,17 +1653,7 @@ impl Publisher {
             }
             crate::sync::yield_now();
         };
-        // SYNC POINT: Release, then the Release store of CLOSED: a subscriber that sees
-        // CLOSED (Acquire) sees where to stop.
-        r.stats(t)?.close_seq.store(end, Ordering::Release);
-        e.state.store(TOPIC_CLOSED, Ordering::Release);
-        if let Some(inl) = &topic.inline {
-            // SAFETY: the handle is ours (checked on entry); our mapping lives with `self`.
-            let ring = unsafe { inl.ring() };
-            wake::wake_always(&ring.signal().notify);
-        } else {
-            wake::wake_always(&r.hot(t)?.notify);
-        }
+        close_at(r, t, end)?;
         if r.subscriptions(t) == 0 {
             let _lock = RegisterLock::take(r, self.member.index)?;
             r.free_topic(t, self.member.index)?;
@@ -2258,13 +2248,17 @@ fn close_dead_locked(r: &Region, t: u32, generation: u32) -> Result<bool> {
 
 /// Closes topic `t` at its tail (the lock held, the state CLOSING): see [`finish_dead_close`].
 fn close_now(r: &Region, t: u32) -> Result<()> {
-    let mode = topic_mode(r, t)?;
-    let inline = mode == TopicMode::Inline;
-    let end = published(r, t, mode)?;
-    // SYNC POINT: Release, then the Release store of CLOSED, as in `Publisher::unregister`.
+    close_at(r, t, published(r, t, topic_mode(r, t)?)?)
+}
+
+/// Moves CLOSING topic `t` to CLOSED with subscribers stopping before sequence `end`, and wakes
+/// them: the last step of `Publisher::unregister`, or of a close a dead publisher left.
+fn close_at(r: &Region, t: u32, end: u64) -> Result<()> {
+    // SYNC POINT: Release, then the Release store of CLOSED: a subscriber that sees CLOSED
+    // (Acquire, `Subscription::closed`) sees where to stop.
     r.stats(t)?.close_seq.store(end, Ordering::Release);
     r.topic(t)?.state.store(TOPIC_CLOSED, Ordering::Release);
-    if inline {
+    if r.entry_mode(t)? == Some(MODE_INLINE) {
         wake::wake_always(&r.inline_ring(t)?.ring.signal().notify);
     } else {
         wake::wake_always(&r.hot(t)?.notify);
@@ -2282,15 +2276,13 @@ impl<'a> RegisterLock<'a> {
     /// The lock if it is free (or held by a dead holder, whose lock is broken), at once;
     /// `None` while a live participant holds it, or the word cannot be reached.
     fn try_take(r: &'a Region, me: u32) -> Option<RegisterLock<'a>> {
-        // SAFETY: the lock word has its own line at REGISTER_LOCK_OFFSET, inside every region.
-        let word: &AtomicU64 = unsafe { r.obj.at(REGISTER_LOCK_OFFSET).ok()? };
+        let word = r.register_lock().ok()?;
         Self::attempt(r, word, me)
     }
 
     /// The lock, waiting up to a second for a live holder.
     fn take(r: &'a Region, me: u32) -> Result<RegisterLock<'a>> {
-        // SAFETY: the lock word has its own line at REGISTER_LOCK_OFFSET, inside every region.
-        let word: &AtomicU64 = unsafe { r.obj.at(REGISTER_LOCK_OFFSET)? };
+        let word = r.register_lock()?;
         let deadline = Deadline::after(Duration::from_secs(1));
         loop {
             if let Some(lock) = Self::attempt(r, word, me) {
@@ -3764,11 +3756,10 @@ impl Subscription {
         if state == TOPIC_FREE || r.topic_generation(self.topic)? != self.generation {
             return Ok(true);
         }
-        if state == TOPIC_CLOSING && !self.finish_stuck_close()? {
-            return Ok(false);
-        }
-        if state != TOPIC_CLOSING && state != TOPIC_CLOSED {
-            return Ok(false);
+        match state {
+            TOPIC_CLOSED => {}
+            TOPIC_CLOSING if self.finish_stuck_close()? => {}
+            _ => return Ok(false),
         }
         // Acquire: pairs with the Release store in `Publisher::unregister` (and in
         // `finish_dead_close`).

@@ -669,6 +669,13 @@ impl Region {
         Ok(())
     }
 
+    /// The registration lock's word (`participant + 1` of its holder, 0 free).
+    pub(crate) fn register_lock(&self) -> Result<&AtomicU64> {
+        // SAFETY: the lock word has its own line at REGISTER_LOCK_OFFSET, inside every region;
+        // an atomic is valid for any bit pattern and shareable.
+        unsafe { self.obj.at(REGISTER_LOCK_OFFSET) }
+    }
+
     /// The block area, resolved for a handle to keep ([`BlockArea`]).
     #[inline(always)]
     pub(crate) fn block_area(&self) -> BlockArea {
@@ -1197,8 +1204,7 @@ impl Region {
         // The registration lock, if the dead owner held it: the word names the row only, so
         // once a new owner takes the row it would look held by a live participant for as
         // long as that one lives.
-        // SAFETY: the lock word has its own line at REGISTER_LOCK_OFFSET, inside every region.
-        if let Ok(lock) = unsafe { self.obj.at::<AtomicU64>(REGISTER_LOCK_OFFSET) } {
+        if let Ok(lock) = self.register_lock() {
             // SYNC POINT: Release pairs with the AcqRel CAS of the next `RegisterLock::take`,
             // as the holder's own release does.
             let _ = lock.compare_exchange(i as u64 + 1, 0, Ordering::Release, Ordering::Relaxed);
