@@ -734,8 +734,9 @@ fn a_displaced_descriptor_past_the_pool_costs_later_publishes_nothing() {
 }
 
 /// The records of a participant that left (holdings, publish record, publish in flight)
-/// scribbled with a block past the pool or a topic past the table: the next participant
-/// to take the row settles them and joins, where any one of them used to fail every join.
+/// scribbled with a block past the pool, a free block, a block whose word fails validation or
+/// a topic past the table: the next participant to take the row settles them and joins, where
+/// any one of them used to fail every join.
 #[test]
 fn scribbled_records_of_a_departed_participant_do_not_fail_the_next_join() {
     for (what, field) in [
@@ -744,6 +745,16 @@ fn scribbled_records_of_a_departed_participant_do_not_fail_the_next_join() {
         ("a publish record past the pool", 2),
         ("a publish in flight on topic 999", 3),
         ("a publish in flight at sequence 2^62", 4),
+        ("a holdings entry naming a free block", 5),
+        ("a publish record naming a free block", 6),
+        (
+            "a holdings entry naming a block whose mark no participant writes",
+            7,
+        ),
+        (
+            "a publish record naming a block whose mark no participant writes",
+            8,
+        ),
     ] {
         let name = unique("ph-rows");
         let _c = Cleanup(name.clone());
@@ -757,6 +768,18 @@ fn scribbled_records_of_a_departed_participant_do_not_fail_the_next_join() {
             1 => write_u32(&name, l.holding(1, 3), (1 << 30) | 5000),
             2 => write_u64(&name, l.ext(1) + 32, 5000),
             3 => write_u64(&name, l.ext(1) + 8, 1000),
+            // Block 5 is free (its word 0): no reference to release.
+            5 => write_u32(&name, l.holding(1, 0), 6),
+            6 => write_u64(&name, l.ext(1) + 32, 6),
+            // Block 5's word: a count of 1 under a mark without its marked bit.
+            7 | 8 => {
+                write_u64(&name, l.block_word(5), (1 << 32) | 1);
+                if field == 7 {
+                    write_u32(&name, l.holding(1, 0), 6);
+                } else {
+                    write_u64(&name, l.ext(1) + 32, 6);
+                }
+            }
             _ => {
                 write_u64(&name, l.ext(1) + 8, 1);
                 write_u64(&name, l.ext(1) + 16, 1 << 62);
@@ -823,4 +846,45 @@ fn freeing_a_topic_releases_every_block_past_a_scribbled_descriptor() {
         64 - 1 - info.kept_blocks,
         "slot 1's block came back"
     );
+}
+
+/// Every departed participant's row scribbled to look held by a dead process, each holding a
+/// block marked by a take of the next one (the last's by the first's): a reclaim used to nest
+/// one level per row (a reclaim waits on the mark, and reclaims the dead marker's row, which
+/// waits on the next mark) and overflowed the stack of a thread with a small one, aborting
+/// the process. The nesting is bounded: the reclaim ends in an error.
+#[test]
+fn a_chain_of_marks_through_every_row_does_not_overflow_a_reclaims_stack() {
+    const ROWS: u64 = 1024;
+    let name = unique("ph-chain");
+    let _c = Cleanup(name.clone());
+    let config = Config::default()
+        .participants(ROWS as usize)
+        .max_held(1)
+        .topics(1)
+        .ring_slots(2)
+        .blocks(ROWS as usize)
+        .block_size(64)
+        .liveness_timeout(Duration::from_millis(100));
+    let p = Publisher::create(&name, &config).unwrap();
+    let (f, l) = layout(&name);
+    for i in 1..ROWS {
+        let row = 512 + 64 * i;
+        // Held (bit 31) by pid 4 000 000, which no process has, in no known namespace.
+        common::region::put64(&f, row, (1 << 31) | 4_000_000 | (7 << 32));
+        common::region::put32(&f, row + 8, 1);
+        common::region::put64(&f, row + 16, 0);
+        common::region::put64(&f, row + 24, 0);
+        // Its one holdings entry holds block i, marked by a take of the next row's entry 0.
+        common::region::put32(&f, l.holding(i, 0), i as u32 + 1);
+        let next = if i + 1 < ROWS { i + 1 } else { 1 };
+        common::region::put64(&f, l.block_word(i), (1 << 63) | (next << 49) | 1);
+    }
+    let got = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || p.reclaim().map_err(|e| e.kind()))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(got, Err(ErrorKind::Timeout));
 }

@@ -67,6 +67,45 @@ pub(crate) struct InlineRing {
 /// 1 + 2 + .. + 64 = 127 spin hints.
 const MARK_SPIN_ROUNDS: u32 = 7;
 
+/// How many reclaims may nest on one thread ([`Region::reclaim_row`]). A chain a crash leaves
+/// is one level per participant killed inside an operation on a block another dead one
+/// holds: two or three at most in practice.
+pub(crate) const RECLAIM_NESTING: u32 = 8;
+
+std::thread_local! {
+    /// The reclaims in progress on this thread ([`Nesting`]).
+    static RECLAIMING: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+}
+
+/// One level of reclaim on this thread, left when dropped (also by an unwinding panic).
+struct Nesting;
+
+impl Nesting {
+    /// Enters a level, or `None` past [`RECLAIM_NESTING`].
+    fn enter() -> Option<Nesting> {
+        let depth = RECLAIMING.get();
+        if depth >= RECLAIM_NESTING {
+            return None;
+        }
+        RECLAIMING.set(depth + 1);
+        Some(Nesting)
+    }
+}
+
+impl Drop for Nesting {
+    fn drop(&mut self) {
+        RECLAIMING.set(RECLAIMING.get().saturating_sub(1));
+    }
+}
+
+/// Why a dead participant's reference was not released by `Region::recover`.
+enum Released {
+    /// The block's word failed validation: the record is cleared.
+    Corrupt,
+    /// A wait on another participant's mark gave up: the record stays for a later reclaim.
+    Wait(Error),
+}
+
 /// The state of one wait for a block word's mark ([`Region::wait_mark`]).
 #[derive(Debug, Default)]
 pub(crate) struct MarkWait {
@@ -1079,7 +1118,17 @@ impl Region {
 
     /// Takes row `i` from its dead (or departed) owner, reclaims it, and leaves it closed.
     /// A live owner keeps it: 0.
+    ///
+    /// A reclaim waits on marks (`wait_mark`), and a mark of a dead participant is cleared by
+    /// reclaiming that participant's row in turn, so reclaims nest, one level per dead marker
+    /// in a chain. Records a scribbling peer wrote can make that chain as long as the
+    /// participants table (and a cycle): past [`RECLAIM_NESTING`] levels on one thread a
+    /// reclaim declines (0, as for a live owner), and the waits above it end at their
+    /// timeouts, instead of the thread's stack overflowing.
     pub(crate) fn reclaim_row(&self, i: u32) -> Result<u64> {
+        let Some(_level) = Nesting::enter() else {
+            return Ok(0);
+        };
         match Claim::take(
             &self.obj,
             self.row_offset(i),
@@ -1111,12 +1160,21 @@ impl Region {
         let ext = self.ext(i)?;
         let pool = self.pool();
         let hs = self.holdings(i)?;
-        let bad = |c| corrupt(&self.obj, c);
         let mut released = 0u64;
+        // A record whose block word fails validation (a mark no participant writes, a count
+        // that cannot hold the record's reference: a scribbling peer's values) is cleared,
+        // leaking what it may hold, rather than left to fail every reclaim of the row, and
+        // every join that takes the row, for ever.
         for (e, h) in hs.iter().enumerate() {
-            settle_entry(&pool, h, i, e as u32).map_err(bad)?;
+            if settle_entry(&pool, h, i, e as u32).is_err() {
+                // Release: pairs with the Acquire loads of later reclaimers.
+                h.store(0, Ordering::Release);
+            }
         }
-        settle_old(&pool, &ext.pub_old, i).map_err(bad)?;
+        if settle_old(&pool, &ext.pub_old, i).is_err() {
+            // Release: as above.
+            ext.pub_old.store(0, Ordering::Release);
+        }
         // A loan adopting the publish record's kept reference (`Member::adopt_old`) records
         // it in a holdings entry before it clears the record: a record marked kept and an
         // entry naming the same block are one reference (the block's count was 1 when it was
@@ -1232,30 +1290,39 @@ impl Region {
         // Acquire: pairs with the Release stores above and of the owner.
         let old = (ext.pub_old.load(Ordering::Acquire) & 0xffff_ffff) as u32;
         if old != 0 {
-            release_old(
+            match release_old(
                 &pool,
                 &ext.pub_old,
                 i,
                 old - 1,
-                |w| self.wait_mark(w, i, &mut mark_wait),
-                bad,
-            )?;
-            released += 1;
+                |w| self.wait_mark(w, i, &mut mark_wait).map_err(Released::Wait),
+                |_| Released::Corrupt,
+            ) {
+                Ok(_) => released += 1,
+                // Cleared, as above. Release: pairs with the Acquire load in `settle_old`.
+                Err(Released::Corrupt) => ext.pub_old.store(0, Ordering::Release),
+                Err(Released::Wait(e)) => return Err(e),
+            }
         }
         for (e, h) in hs.iter().enumerate() {
             // Acquire: pairs with the Release stores of `settle_entry` and the owner.
             match pool::entry(h.load(Ordering::Acquire)) {
                 Entry::Held(b) => {
-                    release_entry(
+                    match release_entry(
                         &pool,
                         h,
                         i,
                         e as u32,
                         b,
-                        |w| self.wait_mark(w, i, &mut mark_wait),
-                        bad,
-                    )?;
-                    released += 1;
+                        |w| self.wait_mark(w, i, &mut mark_wait).map_err(Released::Wait),
+                        |_| Released::Corrupt,
+                    ) {
+                        Ok(_) => released += 1,
+                        // Cleared, as above. Release: pairs with the Acquire load in
+                        // `settle_entry`.
+                        Err(Released::Corrupt) => h.store(0, Ordering::Release),
+                        Err(Released::Wait(e)) => return Err(e),
+                    }
                 }
                 Entry::Empty => {}
                 // A subscription's record is simply dropped: the topic's count of
