@@ -999,7 +999,14 @@ impl Region {
                 if row.status(self.liveness) == PeerStatus::Alive {
                     return Ok(false);
                 }
-                self.reclaim_row(holder)?;
+                // Reclaimed by this call, the claim is settled (committed or voided; a stamp
+                // the holder's records do not name stays, and the slot is released below like
+                // any other). Not taken, another survivor may be settling it at this moment:
+                // freeing under it would release the slot's reference a second time (it
+                // moves the same reference to the holder's record), so not yet.
+                if self.take_and_reclaim(holder)?.is_none() {
+                    return Ok(false);
+                }
             }
         }
         let entry = self.topic(t)?;
@@ -1126,8 +1133,15 @@ impl Region {
     /// reclaim declines (0, as for a live owner), and the waits above it end at their
     /// timeouts, instead of the thread's stack overflowing.
     pub(crate) fn reclaim_row(&self, i: u32) -> Result<u64> {
+        Ok(self.take_and_reclaim(i)?.unwrap_or(0))
+    }
+
+    /// [`Region::reclaim_row`], saying whether this call reclaimed the row: `None` when it
+    /// did not take it (a live owner, another survivor reclaiming it at this moment, or the
+    /// nesting bound).
+    fn take_and_reclaim(&self, i: u32) -> Result<Option<u64>> {
         let Some(_level) = Nesting::enter() else {
-            return Ok(0);
+            return Ok(None);
         };
         match Claim::take(
             &self.obj,
@@ -1144,9 +1158,9 @@ impl Region {
                     ext.role.store(ROLE_DEAD_PUBLISHER, Ordering::Relaxed);
                 }
                 drop(claim);
-                n
+                n.map(Some)
             }
-            Err(Error::InUse { .. }) => Ok(0),
+            Err(Error::InUse { .. }) => Ok(None),
             Err(e) => Err(e),
         }
     }
