@@ -1173,3 +1173,53 @@ fn a_registration_never_breaks_a_lock_its_own_participant_holds() {
     put64(&f, 256, 0);
     p.register("/x").unwrap();
 }
+
+/// A subscriber killed while parked in a blocking receive (where a blocked reader spends its
+/// time) left its announcement on the topic's `waiters` count for good, and every later
+/// publish on the topic paid a futex wake syscall for it. Its reclaim takes it back: for a
+/// blocks, a latest and an inline topic.
+#[test]
+fn a_subscriber_killed_while_parked_leaves_no_park_announcement() {
+    for mode in ["blocks", "latest", "inline"] {
+        let name = unique("pc-parked");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &Config::default()).unwrap();
+        let t = match mode {
+            "blocks" => p.register("/idle").unwrap(),
+            "latest" => p.register_with("/idle", TopicMode::Latest).unwrap(),
+            _ => p.register_spec("/idle", &TopicSpec::inline(8)).unwrap(),
+        };
+        let f = region_file(&name);
+        let l = Layout::of_file(&f);
+        // Topic 0's count: on its hot line, or (inline) in the header of inline area 0.
+        let waiters = if mode == "inline" {
+            l.inline_area(0) + 128
+        } else {
+            l.hot + 8
+        };
+        assert_eq!(get32(&f, waiters), 0, "{mode}");
+        // Blocks in `recv_timeout` of 10 s on a topic nothing is published to: it parks.
+        let mut peer = Peer::spawn(&["pubsub-hold", &name, "/idle", "1"]);
+        peer.expect("ready");
+        let parked_by = std::time::Instant::now() + Duration::from_secs(10);
+        while get32(&f, waiters) == 0 {
+            assert!(
+                std::time::Instant::now() < parked_by,
+                "{mode}: never parked"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        peer.kill9();
+        p.reclaim().unwrap();
+        assert_eq!(
+            get32(&f, waiters),
+            0,
+            "{mode}: the dead parker's count stayed"
+        );
+        // The topic works on.
+        let s = Subscriber::connect(&name).unwrap();
+        let mut sub = s.subscribe("/idle").unwrap();
+        p.publish(&t, &7u64.to_le_bytes()).unwrap();
+        assert_eq!(&*sub.try_recv().unwrap(), &7u64.to_le_bytes(), "{mode}");
+    }
+}

@@ -262,6 +262,26 @@ pub(crate) fn park_reach(
     waiters: &AtomicU32,
     notify: &AtomicU32,
     timeout: Option<core::time::Duration>,
+    ready: impl FnMut() -> bool,
+) -> Parked {
+    park_recorded(reach, waiters, notify, None, timeout, ready)
+}
+
+/// [`park_reach`] on a count in shared memory, whose announcement a process killed while
+/// parked would leave behind (and every later publish would pay a wake syscall for): `record`
+/// (`(word, value)`, a word of the parker's own participant line) says `value` while the
+/// announcement stands, from just after it is made to just before it is withdrawn. Whoever
+/// swaps `value` out of the word withdraws the announcement: this parker, or the reclaimer of
+/// its row once it died ([`withdraw`]), exactly one of them. A kill between the announcement
+/// and the record (or between taking the record back and the withdrawal) leaves one count
+/// behind, as a park without a record would.
+#[cold]
+pub(crate) fn park_recorded(
+    reach: Reach,
+    waiters: &AtomicU32,
+    notify: &AtomicU32,
+    record: Option<(&AtomicU32, u32)>,
+    timeout: Option<core::time::Duration>,
     mut ready: impl FnMut() -> bool,
 ) -> Parked {
     // Acquire pairs with the Release bump in `wake_always`.
@@ -269,6 +289,11 @@ pub(crate) fn park_reach(
     // SeqCst: the announcement of the Dekker handshake with `anyone_waiting` (and
     // `anyone_waiting_machine`).
     waiters.fetch_add(1, Ordering::SeqCst);
+    if let Some((word, value)) = record {
+        // Release: pairs with the Acquire of the swap in `withdraw` (the reclaimer's): the
+        // count it takes back was made.
+        word.store(value, Ordering::Release);
+    }
     let sure = heavy(reach);
     let timeout = if sure {
         timeout
@@ -287,7 +312,35 @@ pub(crate) fn park_reach(
             missed: sure && ready(),
         }
     };
-    // Relaxed: only a hint for wakers (a stale non-zero costs one spurious wake syscall).
-    waiters.fetch_sub(1, Ordering::Relaxed);
+    match record {
+        // Taken back by a reclaimer (a survivor that judged this process dead while it was
+        // stopped): so was the announcement.
+        Some((word, value)) => {
+            if word.swap(0, Ordering::AcqRel) == value {
+                // Relaxed: as below.
+                waiters.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        // Relaxed: only a hint for wakers (a stale non-zero costs every wake a syscall
+        // until it is withdrawn).
+        None => {
+            waiters.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
     parked
+}
+
+/// Withdraws the announcement a dead parker left on `waiters`, if its `record` (see
+/// [`park_recorded`]) still says `value`; never below 0 (the word may have been scribbled).
+pub(crate) fn withdraw(waiters: &AtomicU32, record: &AtomicU32, value: u32) {
+    // AcqRel: pairs with the parker's Release store of the record, and with its own swap
+    // (exactly one of the two takes it).
+    if value != 0
+        && record
+            .compare_exchange(value, 0, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    {
+        // Relaxed: a hint for wakers, as in `park_recorded`.
+        let _ = waiters.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
 }

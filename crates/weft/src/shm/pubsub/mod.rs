@@ -3457,14 +3457,17 @@ impl Subscription {
         let slice = deadline
             .remaining()
             .map_or(PARK_SLICE, |d| d.min(PARK_SLICE));
+        // Recorded, so that our announcement is taken back if we are killed while parked.
+        let record = &self.member.own_ext().parked;
         if let Some((ring, _)) = self.inline {
             let s = ring.signal();
             let next = self.next;
             let latest = self.latest;
-            let parked = wake::park_reach(
+            let parked = wake::park_recorded(
                 wake::Reach::Machine,
                 &s.waiters,
                 &s.notify,
+                Some((record, (self.topic + 1) | region::PARKED_INLINE)),
                 Some(slice),
                 // Our position written, or (latest) the newest claim written, ends the park.
                 || {
@@ -3486,10 +3489,11 @@ impl Subscription {
         let ring = r.ring(self.topic, self.latest)?;
         let next = self.next;
         let latest = self.latest;
-        let parked = wake::park_reach(
+        let parked = wake::park_recorded(
             wake::Reach::Machine,
             &hot.waiters,
             &hot.notify,
+            Some((record, self.topic + 1)),
             Some(slice),
             // Anything at our position, or (latest) anything newer, ends the park; the
             // caller's loop reads it.

@@ -98,6 +98,10 @@ impl Drop for Nesting {
     }
 }
 
+/// Bit of a `parked` record (`MemberExt::parked`): the topic is inline, its `waiters` count in
+/// its ring's header.
+pub(crate) const PARKED_INLINE: u32 = 1 << 31;
+
 /// Why a dead participant's reference was not released by `Region::recover`.
 enum Released {
     /// The block's word failed validation: the record is cleared.
@@ -1300,6 +1304,7 @@ impl Region {
                 self.unstick_inline(t, ring, x);
             }
         }
+        self.withdraw_park(ext);
         let mut mark_wait = MarkWait::default();
         // Acquire: pairs with the Release stores above and of the owner.
         let old = (ext.pub_old.load(Ordering::Acquire) & 0xffff_ffff) as u32;
@@ -1345,6 +1350,37 @@ impl Region {
             }
         }
         Ok(released)
+    }
+
+    /// Takes back the park announcement a subscriber killed while parked left on its topic's
+    /// `waiters` count (its `parked` record, `ring::wake::park_recorded`); the caller holds
+    /// the subscriber's row. Its subscription record, still in its holdings, kept the topic
+    /// from being freed, so the topic is the one it parked on; a record naming no topic (a
+    /// scribbling peer's) is cleared.
+    fn withdraw_park(&self, ext: &MemberExt) {
+        // Acquire: pairs with the owner's Release store in `park_recorded`.
+        let parked = ext.parked.load(Ordering::Acquire);
+        if parked == 0 {
+            return;
+        }
+        let t = (parked & !PARKED_INLINE).wrapping_sub(1);
+        if u64::from(t) < self.geo.topics {
+            if parked & PARKED_INLINE != 0 {
+                let ring = self.stable(t, || {
+                    Ok(match self.entry_mode(t)? {
+                        Some(MODE_INLINE) => Some(self.inline_ring(t)?.ring),
+                        _ => None,
+                    })
+                });
+                if let Ok(Some((ring, _))) = ring {
+                    wake::withdraw(&ring.signal().waiters, &ext.parked, parked);
+                }
+            } else if let Ok(hot) = self.hot(t) {
+                wake::withdraw(&hot.waiters, &ext.parked, parked);
+            }
+        }
+        // Release: pairs with the Acquire load above, for a later reclaimer.
+        ext.parked.store(0, Ordering::Release);
     }
 
     /// The subscriptions to topic `t` recorded in every participant's holdings (those of a
