@@ -3469,14 +3469,18 @@ impl Subscription {
                 &s.notify,
                 Some((record, (self.topic + 1) | region::PARKED_INLINE)),
                 Some(slice),
-                // Our position written, or (latest) the newest claim written, ends the park.
+                // Our position written, or (latest) any sequence written from there on (the
+                // step reads the newest whole one: not only the newest claim, which a stalled
+                // publisher may hold while a later one's value is complete), ends the park.
                 || {
                     ring.stamp_of(next) >= raw::done(next)
                         || latest && {
                             // Acquire: pairs with the AcqRel claims and the SPMC publisher's
-                            // Release cursor store. Only compared.
+                            // Release cursor store. Only compared (and bounded by the ring's
+                            // capacity below).
                             let head = ring.cursor().load(Ordering::Acquire);
-                            head > next && ring.stamp_of(head - 1) >= raw::done(head - 1)
+                            let from = next.max(head.saturating_sub(ring.capacity()));
+                            (from..head).rev().any(|s| ring.stamp_of(s) >= raw::done(s))
                         }
                 },
             );
@@ -3495,12 +3499,18 @@ impl Subscription {
             &hot.notify,
             Some((record, self.topic + 1)),
             Some(slice),
-            // Anything at our position, or (latest) anything newer, ends the park; the
-            // caller's loop reads it.
-            || match ring.read(next) {
-                Ok(Read::Empty) => latest && ring.tail().is_ok_and(|t| t > next),
-                Ok(Read::Pending { .. }) => false,
-                _ => true,
+            // Anything committed at our position, or (latest) in either slot from there on
+            // (the step reads the newest committed value of the two: a claim in flight at our
+            // position, a stalled publisher's, may sit behind a later committed one), ends the
+            // park; the caller's loop reads it (an error too).
+            || {
+                let committed = |s| !matches!(ring.read(s), Ok(Read::Empty | Read::Pending { .. }));
+                if latest {
+                    ring.tail()
+                        .map_or(true, |t| (next.max(t.saturating_sub(2))..t).any(committed))
+                } else {
+                    committed(next)
+                }
             },
         );
         self.waits.count(parked);
