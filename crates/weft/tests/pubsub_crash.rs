@@ -1223,3 +1223,42 @@ fn a_subscriber_killed_while_parked_leaves_no_park_announcement() {
         assert_eq!(&*sub.try_recv().unwrap(), &7u64.to_le_bytes(), "{mode}");
     }
 }
+
+/// A participant whose row a survivor took over (judging it dead by a heartbeat gone stale
+/// across pid namespaces while it was stopped) found its row's records on dropping its last
+/// handle and released them all: they were the new owner's, whose reference on a block was
+/// then dropped under it. It now leaves the row alone.
+#[test]
+fn a_participant_whose_row_was_taken_over_leaves_the_new_owners_records_alone() {
+    let name = unique("pc-taken");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let t = p.register("/t").unwrap();
+    p.publish(&t, b"x").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    // The subscriber has row 1. A takeover: the row's owner word now names another process
+    // (another start time).
+    let row = 512 + 64;
+    put64(&f, row, get64(&f, row) ^ (1 << 32));
+    // The new owner holds the published block (slot 0's descriptor: `b + 1` in its low half)
+    // through its holdings entry 5: one more reference on it.
+    let b = get64(&f, l.slot(0, 0)) as u32 - 1;
+    let word = l.block_word(b as u64);
+    let count = get64(&f, word);
+    put64(&f, word, count + 1);
+    put32(&f, l.holding(1, 5), b + 1);
+    drop(s);
+    assert_eq!(
+        get64(&f, word),
+        count + 1,
+        "the new owner's reference was dropped"
+    );
+    assert_eq!(
+        get32(&f, l.holding(1, 5)),
+        b + 1,
+        "the new owner's record was cleared"
+    );
+    drop(p);
+}

@@ -233,6 +233,13 @@ impl Claim {
         })
     }
 
+    /// Whether the row is still ours: no survivor took it over (judging us dead by a stale
+    /// heartbeat, across pid namespaces, while this process was stopped).
+    pub(crate) fn held(&self) -> bool {
+        // Acquire: pairs with the claim CAS of a process that took the row over.
+        self.row().owner.load(Ordering::Acquire) == self.word
+    }
+
     fn row(&self) -> &ParticipantRow {
         // SAFETY: checked in `take`; the mapping lives as long as `self.obj`.
         unsafe { self.obj.at(self.offset) }.expect("checked when claimed")
@@ -243,10 +250,9 @@ impl Drop for Claim {
     fn drop(&mut self) {
         heartbeat::unregister(self.beat_id);
         let row = self.row();
-        // Acquire: pairs with the claim CAS of a process that took the row over (it judged us
-        // dead: a heartbeat that went stale across pid namespaces). Then the row is not ours
-        // to close.
-        if row.owner.load(Ordering::Acquire) != self.word {
+        // A process that took the row over judged us dead (a heartbeat that went stale across
+        // pid namespaces): the row is not ours to close.
+        if !self.held() {
             return;
         }
         // SYNC POINT: Release pairs with the Acquire load of `state` in `status`: everything

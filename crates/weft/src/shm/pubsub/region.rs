@@ -1886,8 +1886,13 @@ impl Member {
 impl Drop for Member {
     fn drop(&mut self) {
         // Every sample and loan holds the member: nothing is recorded any more, unless a
-        // peer scribbled on the table. Release what is left, then leave the row.
-        let _ = self.region.recover(self.index);
+        // peer scribbled on the table. Release what is left, then leave the row; unless a
+        // survivor took the row over (it judged this process dead by a stale heartbeat, across
+        // pid namespaces, while it was stopped): it released our records then, and what the
+        // row records now is its new owner's.
+        if self.claim.as_ref().is_some_and(Claim::held) {
+            let _ = self.region.recover(self.index);
+        }
         drop(self.claim.take());
         // The last participant out removes the name (if it still names this region). Asked
         // after our row is released: of two last participants leaving at once, the later one
