@@ -59,7 +59,18 @@ impl std::fmt::Debug for Bus {
 }
 
 impl Bus {
-    /// A bus whose topics are rings of `capacity` slots (rounded up to a power of two).
+    /// A bus whose topics are rings of `capacity` slots (rounded up to a power of two, at
+    /// most 2^40). Each ring is allocated when its topic is first used: a capacity too large
+    /// for a topic's type or for memory is an error from that call
+    /// ([`publisher`](Bus::publisher), [`subscribe`](Bus::subscribe), [`ring`](Bus::ring)).
+    ///
+    /// # Examples
+    /// ```
+    /// let bus = weft::bus::Bus::new(1 << 40);
+    /// // 2^40 slots of 2 MiB (a 1 MiB message and its stamp): more than any address space.
+    /// assert!(bus.subscribe::<[u8; 1 << 20]>("too-big").is_err());
+    /// assert!(bus.topics().is_empty()); // nothing was made
+    /// ```
     pub fn new(capacity: u64) -> Bus {
         Bus {
             capacity,
@@ -144,7 +155,9 @@ impl Bus {
     /// # Errors
     /// - [`Error::TypeMismatch`] when `name` holds another type;
     /// - [`Error::InUse`] when the publisher is taken and alive;
-    /// - [`Error::InvalidName`] for an empty name.
+    /// - [`Error::InvalidName`] for an empty name;
+    /// - [`Error::InvalidArgument`] or `Error::Io` when a new topic's ring cannot be made
+    ///   (the bus's capacity times the size of `T` does not fit in `isize`, or in memory).
     ///
     /// # Examples
     /// ```
@@ -172,7 +185,8 @@ impl Bus {
     ///
     /// # Errors
     /// [`Error::TypeMismatch`] when `name` holds another type; [`Error::InvalidName`] for an
-    /// empty name.
+    /// empty name; [`Error::InvalidArgument`] or `Error::Io` when a new topic's ring cannot be
+    /// made (as for [`publisher`](Bus::publisher)).
     pub fn subscribe<T: bytemuck::Pod>(&self, name: &str) -> Result<Subscriber<T>> {
         Ok(self.ring::<T>(name)?.subscribe())
     }

@@ -384,7 +384,7 @@ fn build(shape: Shape, opts: &Options) -> crate::Result<Arc<Shared>> {
         return Ok(Arc::new(Shared::mapped(shape, opts.hugepages, opts.lock)?));
     }
     let _ = opts;
-    Ok(Arc::new(Shared::heap(shape)))
+    Ok(Arc::new(Shared::try_heap(shape)?))
 }
 
 /// A lossy single-publisher ring of `capacity` slots (rounded up to a power of two, at least
@@ -392,7 +392,7 @@ fn build(shape: Shape, opts: &Options) -> crate::Result<Arc<Shared>> {
 ///
 /// # Panics
 /// When [`channel_with`] would return an error: a ring whose size in bytes does not fit in
-/// `isize` (a large `T` times a large capacity).
+/// `isize` (a large `T` times a large capacity), or one the allocator cannot provide.
 ///
 /// # Examples
 /// ```
@@ -411,7 +411,7 @@ pub fn channel<T: bytemuck::Pod>(capacity: u64) -> (Publisher<T>, Ring<T>) {
 ///
 /// # Errors
 /// `Error::InvalidArgument` when the ring's size in bytes (capacity times slot) does not fit
-/// in `isize`; `Error::Io` when the memory cannot be mapped or locked.
+/// in `isize`; `Error::Io` when the memory cannot be allocated, mapped or locked.
 pub fn channel_with<T: bytemuck::Pod>(
     capacity: u64,
     opts: Options,
@@ -424,7 +424,7 @@ pub fn channel_with<T: bytemuck::Pod>(
 ///
 /// # Panics
 /// When [`mpmc_with`] would return an error: a ring whose size in bytes does not fit in
-/// `isize` (a large `T` times a large capacity).
+/// `isize` (a large `T` times a large capacity), or one the allocator cannot provide.
 ///
 /// # Examples
 /// ```
@@ -442,7 +442,7 @@ pub fn mpmc<T: bytemuck::Pod>(capacity: u64) -> (MpPublisher<T>, Ring<T>) {
 ///
 /// # Errors
 /// `Error::InvalidArgument` when the ring's size in bytes (capacity times slot) does not fit
-/// in `isize`; `Error::Io` when the memory cannot be mapped or locked.
+/// in `isize`; `Error::Io` when the memory cannot be allocated, mapped or locked.
 ///
 /// # Examples
 /// ```
@@ -471,7 +471,7 @@ pub fn mpmc_with<T: bytemuck::Pod>(
 ///
 /// # Panics
 /// When [`mpmc_bounded_with`] would return an error: a ring whose size in bytes does not fit in
-/// `isize` (a large `T` times a large capacity).
+/// `isize` (a large `T` times a large capacity), or one the allocator cannot provide.
 ///
 /// # Examples
 /// ```
@@ -501,7 +501,7 @@ pub fn mpmc_bounded<T: bytemuck::Pod>(capacity: u64, watermark: u64) -> (MpPubli
 /// # Errors
 /// `Error::InvalidArgument` when [`Options::max_subscribers`] is not 1 to 4096, or the ring's
 /// size in bytes (capacity times slot) does not fit in `isize`; `Error::Io` when the memory
-/// cannot be mapped or locked.
+/// cannot be allocated, mapped or locked.
 ///
 /// # Examples
 /// ```
@@ -532,7 +532,7 @@ pub fn mpmc_bounded_with<T: bytemuck::Pod>(
 ///
 /// # Panics
 /// When [`bounded_with`] would return an error: a ring whose size in bytes does not fit in
-/// `isize` (a large `T` times a large capacity).
+/// `isize` (a large `T` times a large capacity), or one the allocator cannot provide.
 ///
 /// # Examples
 /// ```
@@ -554,7 +554,7 @@ pub fn bounded<T: bytemuck::Pod>(capacity: u64, watermark: u64) -> (Publisher<T>
 /// # Errors
 /// `Error::InvalidArgument` when [`Options::max_subscribers`] is not 1 to 4096, or the ring's
 /// size in bytes (capacity times slot) does not fit in `isize`; `Error::Io` when the memory
-/// cannot be mapped or locked.
+/// cannot be allocated, mapped or locked.
 pub fn bounded_with<T: bytemuck::Pod>(
     capacity: u64,
     watermark: u64,

@@ -33,24 +33,40 @@ unsafe impl Sync for Shared {}
 
 impl Shared {
     /// A heap-backed ring of `shape`.
-    pub(crate) fn heap(shape: Shape) -> Shared {
+    ///
+    /// # Errors
+    /// `Error::InvalidArgument` when the ring's size in bytes is not a valid allocation size;
+    /// `Error::Io` (`OutOfMemory`) when the allocator cannot provide the block (without `std`:
+    /// `Error::InvalidArgument`). Never aborts the process, unlike `handle_alloc_error`.
+    pub(crate) fn try_heap(shape: Shape) -> crate::Result<Shared> {
+        let bytes = shape.bytes();
+        let layout = core::alloc::Layout::from_size_align(bytes, LINE).map_err(|_| {
+            crate::Error::InvalidArgument {
+                what: "ring size in bytes",
+                value: bytes as u64,
+                expected: "a size that fits in isize once rounded up to 64 bytes",
+            }
+        })?;
         super::wake::init();
-        let layout = core::alloc::Layout::from_size_align(shape.bytes(), LINE).expect(
-            "ring size fits in isize (checked by `ring::build`, the only caller outside tests)",
-        );
         // SAFETY: the layout has a non-zero size (a header at least).
         let ptr = unsafe { alloc::alloc::alloc(layout) };
         let Some(ptr) = NonNull::new(ptr) else {
-            alloc::alloc::handle_alloc_error(layout)
+            return Err(alloc_failed(bytes));
         };
         // SAFETY: fresh, aligned, `shape.bytes()` long, owned by `backing` for the life of
         // `self`, not yet shared; the capacity was checked by the constructor.
         let raw = unsafe { RawRing::init(ptr, shape) };
-        Shared {
+        Ok(Shared {
             raw,
             shape,
             backing: Backing::Heap { ptr, layout },
-        }
+        })
+    }
+
+    /// [`try_heap`](Shared::try_heap) for the unit tests and models, whose rings are small.
+    #[cfg(test)]
+    pub(crate) fn heap(shape: Shape) -> Shared {
+        Shared::try_heap(shape).expect("a test ring of a few slots fits in memory")
     }
 
     /// A ring of `shape` in an anonymous mapping, advised for hugepages and/or locked.
@@ -67,6 +83,26 @@ impl Shared {
             shape,
             backing: Backing::Mapping(map),
         })
+    }
+}
+
+/// The error for a heap block of `bytes` that the allocator refused.
+fn alloc_failed(bytes: usize) -> crate::Error {
+    #[cfg(feature = "std")]
+    {
+        let e = std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            alloc::format!("the allocator refused {bytes} bytes"),
+        );
+        crate::Error::io("allocate", "ring", e)
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        crate::Error::InvalidArgument {
+            what: "ring size in bytes",
+            value: bytes as u64,
+            expected: "a size the allocator can provide",
+        }
     }
 }
 
