@@ -80,12 +80,14 @@ pub mod channel {
 /// readers).
 #[cfg(feature = "std")]
 pub mod affinity {
-    /// Pins the calling thread to CPU `core`.
+    /// Pins the calling thread to CPU `core`. Any core of this process's cpuset is accepted,
+    /// including one outside the calling thread's current mask ([`allowed_cores`]).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a core beyond the CPU set,
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a core this machine
+    /// cannot have (at or above its number of configured CPUs),
     /// [`Error::Io`](crate::Error::Io) when the OS refuses (the core is not in this process's
-    /// allowed set).
+    /// cpuset: `EINVAL`).
     ///
     /// # Examples
     /// ```
@@ -98,18 +100,27 @@ pub mod affinity {
         crate::sys::pin_current_thread(core)
     }
 
-    /// The number of cores this process may run on (at least 1).
+    /// The number of cores the calling thread may run on (at least 1): the length of
+    /// [`allowed_cores`].
     pub fn available_cores() -> usize {
         crate::sys::available_cores()
     }
 
-    /// The cores this process may run on (its affinity set), ascending.
+    /// The cores the calling thread may run on (its affinity mask), ascending. The mask is
+    /// per thread: a new thread inherits its creator's, and after
+    /// [`pin_current_thread`] it is that one core, although the process may still run (and
+    /// pin other threads) on the rest of its cpuset.
     ///
     /// # Examples
     /// ```
     /// let cores = weft::affinity::allowed_cores();
     /// assert_eq!(cores.len(), weft::affinity::available_cores());
-    /// weft::affinity::pin_current_thread(cores[0]).unwrap();
+    /// std::thread::spawn(move || {
+    ///     weft::affinity::pin_current_thread(cores[0]).unwrap();
+    ///     assert_eq!(weft::affinity::allowed_cores(), [cores[0]]); // this thread's mask
+    /// })
+    /// .join()
+    /// .unwrap();
     /// ```
     pub fn allowed_cores() -> Vec<usize> {
         crate::sys::allowed_cores()

@@ -35,7 +35,7 @@ const POLL: Duration = Duration::from_millis(20);
 #[derive(Debug, Default)]
 struct Control {
     /// Set by `Control::fail` (a stage that panicked) and by the handle's `stop_and_join`;
-    /// read by every stage.
+    /// read by every stage and by the handle's publishes. Only ever goes from false to true.
     stop: AtomicBool,
     /// The first failure, written by `Control::fail` under the lock; read by the handle.
     failure: Mutex<Option<String>>,
@@ -43,15 +43,20 @@ struct Control {
 
 impl Control {
     fn stopped(&self) -> bool {
-        // Relaxed: a flag polled in a loop; nothing else is published through it.
-        self.stop.load(Ordering::Relaxed)
+        // Acquire: synchronizes with the Release store in `fail`, so that whoever sees the
+        // flag (a stage about to exit, whose output then reads `Closed`; the handle refusing
+        // a publish) also sees the failure recorded before it.
+        self.stop.load(Ordering::Acquire)
     }
 
     fn fail(&self, msg: String) {
         let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
         f.get_or_insert(msg);
-        // Relaxed: as above; the failure text travels under its own lock.
-        self.stop.store(true, Ordering::Relaxed);
+        // Release: synchronizes with the Acquire load in `stopped`, publishing the failure
+        // written above. Stored under the lock, so that a `failure()` that returns the message
+        // (it locks after this unlock) is followed by `stopped()` returning true.
+        self.stop.store(true, Ordering::Release);
+        drop(f);
     }
 }
 
@@ -105,10 +110,14 @@ fn run_stage<A: bytemuck::Pod, B: bytemuck::Pod>(
 /// # Examples
 /// ```
 /// use weft::pipeline::Pipeline;
-/// let b = Pipeline::builder().capacity(1024).lossy(false).name("feed").pin_cores(0);
-/// let mut p = b.input::<u32>().then(|x| x + 1).build().unwrap();
+/// // Pinned from the first core this thread may run on (core 0 may be outside this
+/// // process's set).
+/// let first = weft::affinity::allowed_cores()[0];
+/// let b = Pipeline::builder().capacity(1024).lossy(false).name("feed").pin_cores(first);
+/// let mut p = b.input::<u32>().then(|x| x + 1).build()?;
 /// p.publish(1);
 /// assert_eq!(p.output().recv(), Ok(2));
+/// # Ok::<(), weft::Error>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct PipelineBuilder {
@@ -119,7 +128,8 @@ pub struct PipelineBuilder {
 }
 
 impl PipelineBuilder {
-    /// Slots per link (default 1024).
+    /// Slots per link (default 1024; rounded up to a power of two, 2 to 2^40). A link too
+    /// large for memory is an error from [`build`](Chain::build).
     pub fn capacity(mut self, slots: u64) -> Self {
         self.capacity = slots;
         self
@@ -132,36 +142,56 @@ impl PipelineBuilder {
     }
 
     /// Pins the stages to cores: stage 0 to core `first`, each next stage to the next core
-    /// this process may run on ([`affinity::allowed_cores`](crate::affinity::allowed_cores),
-    /// ascending, wrapping around). [`build`](Chain::build) fails with
-    /// [`Error::InvalidArgument`] when `first` is not one of those cores, and with the OS's
-    /// error when a stage cannot pin itself.
+    /// after it among `first` and the cores the building thread may run on
+    /// ([`affinity::allowed_cores`](crate::affinity::allowed_cores), ascending, wrapping
+    /// around). `first` may lie outside the building thread's mask (a thread pinned to core 0
+    /// may build a pipeline on core 1); build from an unpinned thread to spread the stages
+    /// over every core the process may use.
+    ///
+    /// Each stage pins itself and the kernel decides: [`build`](Chain::build) fails with
+    /// [`Error::InvalidArgument`] when a stage's core is not one this machine has, or one
+    /// the kernel refuses (outside this process's cpuset), and with the OS's error when a
+    /// stage cannot pin itself otherwise.
     pub fn pin_cores(mut self, first: usize) -> Self {
         self.pin_from = Some(first);
         self
     }
 
-    /// Names the stage threads `NAME-0`, `NAME-1`, ... (default `weft-stage`).
+    /// Names the stage threads `NAME-0`, `NAME-1`, ... (default `weft-stage`). A prefix with a
+    /// NUL byte is an [`Error::InvalidName`] from [`build`](Chain::build).
     pub fn name(mut self, prefix: &str) -> Self {
         self.prefix = prefix.into();
         self
     }
 
-    fn link<T: bytemuck::Pod>(&self) -> (Publisher<T>, Ring<T>) {
+    /// A new link: a ring of `capacity` slots of `T`, or why it cannot be made (too large
+    /// for `isize` or for memory).
+    fn link<T: bytemuck::Pod>(&self) -> Result<(Publisher<T>, Ring<T>)> {
         if self.lossy {
-            ring::channel::<T>(self.capacity)
+            ring::channel_with::<T>(self.capacity, ring::Options::new())
         } else {
-            ring::bounded::<T>(self.capacity, 0)
+            ring::bounded_with::<T>(self.capacity, 0, ring::Options::new())
         }
     }
 
     /// The pipeline's input type: what [`Pipeline::publish`] takes.
+    ///
+    /// A link that cannot be made here or in the stages after it (capacity times the size of
+    /// the message too large for `isize` or for memory) is kept and returned by
+    /// [`build`](Chain::build); the stages after it make no rings.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pipeline::Pipeline;
+    /// // 2^40 slots of 1 MiB messages: more than any address space.
+    /// let p = Pipeline::builder().capacity(1 << 40).input::<[u8; 1 << 20]>().build();
+    /// assert!(p.is_err());
+    /// ```
     pub fn input<T: bytemuck::Pod>(self) -> Chain<T, T> {
-        let (input, tail) = self.link::<T>();
+        let links = self.link::<T>();
         Chain {
             cfg: self,
-            input,
-            tail,
+            links,
             jobs: Vec::new(),
         }
     }
@@ -170,8 +200,8 @@ impl PipelineBuilder {
 /// A pipeline being built: input type `I`, current output type `T`.
 pub struct Chain<I: bytemuck::Pod, T: bytemuck::Pod> {
     cfg: PipelineBuilder,
-    input: Publisher<I>,
-    tail: Ring<T>,
+    /// The input's publisher and the last link, or the first error met making a link.
+    links: Result<(Publisher<I>, Ring<T>)>,
     jobs: Vec<Job>,
 }
 
@@ -180,26 +210,34 @@ impl<I: bytemuck::Pod, T: bytemuck::Pod> std::fmt::Debug for Chain<I, T> {
         f.debug_struct("Chain")
             .field("cfg", &self.cfg)
             .field("stages", &self.jobs.len())
+            .field("error", &self.links.as_ref().err())
             .finish()
     }
 }
 
 impl<I: bytemuck::Pod, T: bytemuck::Pod> Chain<I, T> {
-    fn stage<U: bytemuck::Pod>(&mut self, f: impl FnMut(T) -> U + Send + 'static) -> Ring<U> {
-        let rx = self.tail.subscribe();
-        let (tx, ring) = self.cfg.link::<U>();
-        self.jobs
-            .push(Box::new(move |name, ctl| run_stage(rx, tx, f, &name, &ctl)));
-        ring
+    /// Queues a stage running `f` on what `tail` carries; returns the stage's output link.
+    fn stage<U: bytemuck::Pod>(
+        cfg: &PipelineBuilder,
+        tail: &Ring<T>,
+        jobs: &mut Vec<Job>,
+        f: impl FnMut(T) -> U + Send + 'static,
+    ) -> Result<Ring<U>> {
+        let (tx, ring) = cfg.link::<U>()?;
+        let rx = tail.subscribe();
+        jobs.push(Box::new(move |name, ctl| run_stage(rx, tx, f, &name, &ctl)));
+        Ok(ring)
     }
 
     /// Adds a stage that maps every message with `f` on its own thread.
     pub fn then<U: bytemuck::Pod>(mut self, f: impl FnMut(T) -> U + Send + 'static) -> Chain<I, U> {
-        let tail = self.stage(f);
+        let links = self.links.and_then(|(input, tail)| {
+            let ring = Self::stage(&self.cfg, &tail, &mut self.jobs, f)?;
+            Ok((input, ring))
+        });
         Chain {
             cfg: self.cfg,
-            input: self.input,
-            tail,
+            links,
             jobs: self.jobs,
         }
     }
@@ -224,24 +262,34 @@ impl<I: bytemuck::Pod, T: bytemuck::Pod> Chain<I, T> {
         f: impl FnMut(T) -> U + Send + 'static,
         g: impl FnMut(T) -> V + Send + 'static,
     ) -> FanOut<I, U, V> {
-        let a = self.stage(f);
-        let b = self.stage(g);
+        let links = self.links.and_then(|(input, tail)| {
+            let a = Self::stage(&self.cfg, &tail, &mut self.jobs, f)?;
+            let b = Self::stage(&self.cfg, &tail, &mut self.jobs, g)?;
+            Ok((input, a, b))
+        });
         FanOut {
             cfg: self.cfg,
-            input: self.input,
+            links,
             jobs: self.jobs,
-            a,
-            b,
         }
     }
 
     /// Starts every stage.
     ///
     /// # Errors
-    /// `Error::Io` when a thread cannot be spawned (the stages already started are stopped).
+    /// - the first link that could not be made: [`Error::InvalidArgument`] when its size in
+    ///   bytes (capacity times slot) does not fit in `isize`, `Error::Io` when the memory
+    ///   cannot be allocated;
+    /// - [`Error::InvalidName`] for a [`name`](PipelineBuilder::name) with a NUL byte;
+    /// - [`Error::InvalidArgument`] or `Error::Io` when a stage cannot pin itself (see
+    ///   [`pin_cores`](PipelineBuilder::pin_cores));
+    /// - `Error::Io` when a thread cannot be spawned.
+    ///
+    /// The stages already started are stopped and joined before the error is returned.
     pub fn build(self) -> Result<Pipeline<I, Subscriber<T>>> {
-        let out = self.tail.subscribe();
-        start(self.cfg, self.input, self.jobs, out)
+        let (input, tail) = self.links?;
+        let out = tail.subscribe();
+        start(self.cfg, input, self.jobs, out)
     }
 }
 
@@ -251,10 +299,10 @@ pub type Pair<U, V> = (Subscriber<U>, Subscriber<V>);
 /// A pipeline that ends in two parallel stages.
 pub struct FanOut<I: bytemuck::Pod, U: bytemuck::Pod, V: bytemuck::Pod> {
     cfg: PipelineBuilder,
-    input: Publisher<I>,
+    /// The input's publisher and the two branches' output links, or the first error met
+    /// making a link.
+    links: Result<(Publisher<I>, Ring<U>, Ring<V>)>,
     jobs: Vec<Job>,
-    a: Ring<U>,
-    b: Ring<V>,
 }
 
 impl<I: bytemuck::Pod, U: bytemuck::Pod, V: bytemuck::Pod> std::fmt::Debug for FanOut<I, U, V> {
@@ -262,6 +310,7 @@ impl<I: bytemuck::Pod, U: bytemuck::Pod, V: bytemuck::Pod> std::fmt::Debug for F
         f.debug_struct("FanOut")
             .field("cfg", &self.cfg)
             .field("stages", &self.jobs.len())
+            .field("error", &self.links.as_ref().err())
             .finish()
     }
 }
@@ -272,8 +321,9 @@ impl<I: bytemuck::Pod, U: bytemuck::Pod, V: bytemuck::Pod> FanOut<I, U, V> {
     /// # Errors
     /// As [`Chain::build`].
     pub fn build(self) -> Result<Pipeline<I, Pair<U, V>>> {
-        let out = (self.a.subscribe(), self.b.subscribe());
-        start(self.cfg, self.input, self.jobs, out)
+        let (input, a, b) = self.links?;
+        let out = (a.subscribe(), b.subscribe());
+        start(self.cfg, input, self.jobs, out)
     }
 }
 
@@ -283,6 +333,12 @@ fn start<I: bytemuck::Pod, O>(
     jobs: Vec<Job>,
     output: O,
 ) -> Result<Pipeline<I, O>> {
+    if cfg.prefix.contains('\0') {
+        return Err(Error::InvalidName {
+            name: cfg.prefix,
+            reason: "a thread name cannot contain a NUL byte",
+        });
+    }
     let ctl = Arc::new(Control::default());
     let mut p = Pipeline {
         input: Some(input),
@@ -290,10 +346,7 @@ fn start<I: bytemuck::Pod, O>(
         stages: Vec::new(),
         ctl: ctl.clone(),
     };
-    let pins = match cfg.pin_from {
-        Some(first) => Some(stage_cores(first, jobs.len())?),
-        None => None,
-    };
+    let pins = cfg.pin_from.map(|first| stage_cores(first, jobs.len()));
     // Each stage reports whether it pinned itself before it runs: a failure fails `build`.
     let (pinned, pin_results) = std::sync::mpsc::channel::<Result<()>>();
     let n = jobs.len();
@@ -306,7 +359,7 @@ fn start<I: bytemuck::Pod, O>(
         let h = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
-                let r = pin.map_or(Ok(()), crate::affinity::pin_current_thread);
+                let r = pin.map_or(Ok(()), pin_stage);
                 let ok = r.is_ok();
                 let _ = pinned.send(r);
                 // Reported: a stage that dies later must not keep `build`'s channel open.
@@ -334,21 +387,36 @@ fn start<I: bytemuck::Pod, O>(
     Ok(p)
 }
 
-/// The core of each of `stages` stages pinned from core `first`: the allowed cores in
-/// ascending order, starting at `first` and wrapping around.
-fn stage_cores(first: usize, stages: usize) -> Result<Vec<usize>> {
-    let allowed = crate::affinity::allowed_cores();
-    let k = allowed
-        .iter()
-        .position(|&c| c == first)
-        .ok_or(Error::InvalidArgument {
-            what: "pin_cores: first core",
-            value: first as u64,
-            expected: "a core this process may run on (affinity::allowed_cores)",
-        })?;
-    Ok((0..stages)
-        .map(|i| allowed[(k + i) % allowed.len()])
-        .collect())
+/// The core of each of `stages` stages pinned from core `first`: `first`, then the cores
+/// after it among `first` and the building thread's allowed cores, ascending, wrapping
+/// around. Whether a stage may run on its core is left to the kernel (`pin_stage`): the
+/// building thread's mask is not the process's cpuset.
+fn stage_cores(first: usize, stages: usize) -> Vec<usize> {
+    let mut cores = crate::affinity::allowed_cores();
+    let k = match cores.binary_search(&first) {
+        Ok(k) => k,
+        Err(k) => {
+            cores.insert(k, first);
+            k
+        }
+    };
+    (0..stages).map(|i| cores[(k + i) % cores.len()]).collect()
+}
+
+/// Pins the calling stage thread to `core`. A core the kernel refuses (`EINVAL`: offline or
+/// outside this process's cpuset) is the caller's bad argument, like one the machine cannot
+/// have.
+fn pin_stage(core: usize) -> Result<()> {
+    crate::affinity::pin_current_thread(core).map_err(|e| match e {
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
+            Error::InvalidArgument {
+                what: "pin_cores: a stage's core",
+                value: core as u64,
+                expected: "a core this process may run on (the kernel refused it)",
+            }
+        }
+        e => e,
+    })
 }
 
 /// A running pipeline: publish into its input, receive from its output. Dropping it stops
@@ -398,24 +466,29 @@ impl Pipeline<u8, ()> {
 
 impl<I: bytemuck::Pod, O> Pipeline<I, O> {
     /// Publishes into the pipeline's input, waiting for room on a lossless pipeline. After the
-    /// input was closed, or once the pipeline stopped, the value is dropped.
+    /// input was closed, or once the pipeline stopped (a stage failed: see
+    /// [`failure`](Pipeline::failure)), the value is dropped;
+    /// [`publish_timeout`](Pipeline::publish_timeout) gives it back instead.
     pub fn publish(&mut self, value: I) {
         let Some(tx) = self.input.as_mut() else {
             return;
         };
         let mut v = value;
-        while let Err(e) = tx.publish_timeout(v, POLL) {
-            if self.ctl.stopped() {
-                return;
+        while !self.ctl.stopped() {
+            match tx.publish_timeout(v, POLL) {
+                Ok(()) => return,
+                Err(e) => v = e.into_inner(),
             }
-            v = e.into_inner();
         }
     }
 
     /// Publishes into the input, waiting at most `timeout` for room.
     ///
     /// # Errors
-    /// [`PublishError::Timeout`] with the value; also when the input was closed.
+    /// [`PublishError::Timeout`] with the value when no room came in time, and at once when
+    /// the input was closed or the pipeline stopped (a stage failed: see
+    /// [`failure`](Pipeline::failure)), since nothing would ever receive it. A value accepted
+    /// while a stage is failing may still be lost: `failure` tells.
     ///
     /// # Examples
     /// ```
@@ -436,8 +509,8 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
     /// ```
     pub fn publish_timeout(&mut self, value: I, timeout: Duration) -> Result<(), PublishError<I>> {
         match self.input.as_mut() {
-            Some(tx) => tx.publish_timeout(value, timeout),
-            None => Err(PublishError::Timeout(value)),
+            Some(tx) if !self.ctl.stopped() => tx.publish_timeout(value, timeout),
+            _ => Err(PublishError::Timeout(value)),
         }
     }
 
@@ -501,7 +574,8 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
     }
 
     fn stop_and_join(&mut self) {
-        // Relaxed: a polled flag (see `Control::stopped`).
+        // Relaxed: this store publishes nothing (no failure goes with it), and the handle is
+        // about to join every stage, which orders everything after it anyway.
         self.ctl.stop.store(true, Ordering::Relaxed);
         self.input = None;
         for h in self.stages.drain(..) {

@@ -47,9 +47,12 @@ impl ShmFile {
         };
         // The umask can only take bits away from 0600; set it exactly anyway so that the mode
         // never depends on the caller's environment.
-        rustix::fs::fchmod(&file.fd, Mode::RUSR | Mode::WUSR).map_err(|e| file.fail("chmod", e))?;
-        if let Err(e) = rustix::fs::ftruncate(&file.fd, size) {
-            let err = file.fail("size", e);
+        // Either failure leaves a file that this call created exclusively and nobody else can
+        // use: remove it (the descriptor closes when `file` drops).
+        let step = rustix::fs::fchmod(&file.fd, Mode::RUSR | Mode::WUSR)
+            .map_err(|e| file.fail("chmod", e))
+            .and_then(|()| rustix::fs::ftruncate(&file.fd, size).map_err(|e| file.fail("size", e)));
+        if let Err(err) = step {
             let _ = ShmFile::unlink(name);
             return Err(err);
         }
@@ -301,8 +304,11 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: ptr/len are exactly what mmap returned; the owner of a Mapping guarantees that
-        // nothing borrowed from it outlives it (handles keep it alive through an Arc).
+        // SAFETY: ptr/len are the whole mapping this `Mapping` owns: what mmap returned, or for
+        // a hugepage mapping the aligned range left after `anonymous` unmapped the head and
+        // tail around it (page-aligned, still mapped, owned by nothing else). The owner of a
+        // Mapping guarantees that nothing borrowed from it outlives it (handles keep it alive
+        // through an Arc).
         let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
@@ -455,21 +461,41 @@ pub(crate) fn pid_namespace() -> u64 {
         .unwrap_or(0)
 }
 
-/// Pins the calling thread to one CPU core.
+/// The number of CPUs this machine is configured for: one past the highest index in
+/// /sys/devices/system/cpu/possible ("0-3", "0,2-5"), or the CPU set's size when that file
+/// cannot be read. No core index at or above it can ever exist.
+fn configured_cpus() -> usize {
+    let max = rustix::thread::CpuSet::MAX_CPU;
+    std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|s| {
+            s.trim()
+                .split(',')
+                .filter_map(|r| r.rsplit('-').next()?.trim().parse::<usize>().ok())
+                .max()
+        })
+        .map_or(max, |last| last.saturating_add(1).min(max))
+}
+
+/// Pins the calling thread to one CPU core. The kernel accepts any core of this process's
+/// cpuset, whatever the calling thread's current mask, and refuses one outside it (EINVAL,
+/// returned as `Error::Io`).
 pub(crate) fn pin_current_thread(core: usize) -> Result<()> {
     let mut set = rustix::thread::CpuSet::new();
-    if core >= rustix::thread::CpuSet::MAX_CPU {
+    if core >= configured_cpus() {
         return Err(Error::InvalidArgument {
             what: "core",
             value: core as u64,
-            expected: "below the CPU set size",
+            expected: "a CPU this machine has (below the number of configured CPUs)",
         });
     }
     set.set(core);
     rustix::thread::sched_setaffinity(None, &set).map_err(|e| Error::io("pin", "thread", e))
 }
 
-/// The cores this process may run on, ascending (empty if the OS does not say).
+/// The cores the calling thread may run on (its affinity mask: `sched_getaffinity` is
+/// per-thread), ascending; empty if the OS does not say. A thread pinned with
+/// [`pin_current_thread`] sees only its core, although the process may run on others.
 pub(crate) fn allowed_cores() -> Vec<usize> {
     rustix::thread::sched_getaffinity(None)
         .map(|s| {
@@ -480,7 +506,7 @@ pub(crate) fn allowed_cores() -> Vec<usize> {
         .unwrap_or_default()
 }
 
-/// The number of cores this process may run on.
+/// The number of cores the calling thread may run on (at least 1).
 pub(crate) fn available_cores() -> usize {
     allowed_cores().len().max(1)
 }
