@@ -1262,3 +1262,32 @@ fn a_participant_whose_row_was_taken_over_leaves_the_new_owners_records_alone() 
     );
     drop(p);
 }
+
+/// Two subscriptions of one subscriber (one participant, one park record) parked at once on
+/// two threads: each takes its own announcement back when it wakes, and neither count stays
+/// behind (a second parker overwriting the first one's record made both leave theirs).
+#[test]
+fn two_subscriptions_of_one_subscriber_parked_at_once_leave_no_announcement() {
+    let name = unique("pc-parked2");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    p.register("/a").unwrap();
+    p.register("/b").unwrap();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    let s = Subscriber::connect(&name).unwrap();
+    for _ in 0..3 {
+        let mut a = s.subscribe("/a").unwrap();
+        let mut b = s.subscribe("/b").unwrap();
+        std::thread::scope(|scope| {
+            for sub in [&mut a, &mut b] {
+                scope.spawn(move || {
+                    let got = sub.recv_timeout(Duration::from_millis(300));
+                    assert_eq!(got.map(|_| ()).unwrap_err().kind(), ErrorKind::Timeout);
+                });
+            }
+        });
+        assert_eq!(get32(&f, l.hot + 8), 0, "topic /a's count stayed");
+        assert_eq!(get32(&f, l.hot + 64 + 8), 0, "topic /b's count stayed");
+    }
+}

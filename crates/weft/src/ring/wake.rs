@@ -269,12 +269,15 @@ pub(crate) fn park_reach(
 
 /// [`park_reach`] on a count in shared memory, whose announcement a process killed while
 /// parked would leave behind (and every later publish would pay a wake syscall for): `record`
-/// (`(word, value)`, a word of the parker's own participant line) says `value` while the
-/// announcement stands, from just after it is made to just before it is withdrawn. Whoever
-/// swaps `value` out of the word withdraws the announcement: this parker, or the reclaimer of
-/// its row once it died ([`withdraw`]), exactly one of them. A kill between the announcement
-/// and the record (or between taking the record back and the withdrawal) leaves one count
-/// behind, as a park without a record would.
+/// (`(word, value)`, a word of the parker's own participant line, 0 when free) says `value`
+/// while the announcement stands, from just after it is made to just before it is withdrawn.
+/// Whoever takes `value` out of the word withdraws the announcement: this parker, or the
+/// reclaimer of its row once it died ([`withdraw`]), exactly one of them. The word is one per
+/// participant, and a participant may park several subscriptions at once (on several
+/// threads): only a parker that finds the word free records itself; the others park
+/// unrecorded, as does every park when `record` is `None`. A kill between the announcement
+/// and the record (or between taking the record back and the withdrawal), or of an
+/// unrecorded parker, leaves one count behind.
 #[cold]
 pub(crate) fn park_recorded(
     reach: Reach,
@@ -289,11 +292,12 @@ pub(crate) fn park_recorded(
     // SeqCst: the announcement of the Dekker handshake with `anyone_waiting` (and
     // `anyone_waiting_machine`).
     waiters.fetch_add(1, Ordering::SeqCst);
-    if let Some((word, value)) = record {
-        // Release: pairs with the Acquire of the swap in `withdraw` (the reclaimer's): the
-        // count it takes back was made.
-        word.store(value, Ordering::Release);
-    }
+    // Release (success): pairs with the Acquire of the CAS in `withdraw` (the reclaimer's):
+    // the count it takes back was made.
+    let record = record.filter(|&(word, value)| {
+        word.compare_exchange(0, value, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+    });
     let sure = heavy(reach);
     let timeout = if sure {
         timeout
@@ -316,7 +320,11 @@ pub(crate) fn park_recorded(
         // Taken back by a reclaimer (a survivor that judged this process dead while it was
         // stopped): so was the announcement.
         Some((word, value)) => {
-            if word.swap(0, Ordering::AcqRel) == value {
+            // AcqRel: pairs with the reclaimer's CAS in `withdraw` (one of the two succeeds).
+            if word
+                .compare_exchange(value, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
                 // Relaxed: as below.
                 waiters.fetch_sub(1, Ordering::Relaxed);
             }
@@ -333,7 +341,7 @@ pub(crate) fn park_recorded(
 /// Withdraws the announcement a dead parker left on `waiters`, if its `record` (see
 /// [`park_recorded`]) still says `value`; never below 0 (the word may have been scribbled).
 pub(crate) fn withdraw(waiters: &AtomicU32, record: &AtomicU32, value: u32) {
-    // AcqRel: pairs with the parker's Release store of the record, and with its own swap
+    // AcqRel: pairs with the parker's Release CAS of the record, and with its own CAS back
     // (exactly one of the two takes it).
     if value != 0
         && record

@@ -213,7 +213,8 @@ pub(crate) struct MemberExt {
     pub(crate) role: AtomicU32,
     /// The topic this subscriber is parked on, while its announcement on the topic's
     /// `waiters` count stands (`ring::wake::park_recorded`): `t + 1`, with bit 31 for an
-    /// inline topic (the count in its ring's header), 0 when not parked. Written by the owner;
+    /// inline topic (the count in its ring's header), 0 when not parked (or parked while
+    /// another subscription of the participant held the record). Written by the owner;
     /// after its death, taken back (with the count) by the reclaimer holding its row.
     pub(crate) parked: AtomicU32,
     /// Topic index + 1 of the publish in flight, 0 when none. Written by the owner; after its
