@@ -1291,3 +1291,73 @@ fn two_subscriptions_of_one_subscriber_parked_at_once_leave_no_announcement() {
         assert_eq!(get32(&f, l.hot + 64 + 8), 0, "topic /b's count stayed");
     }
 }
+
+/// A latest topic whose newest sequence was voided (a dead publisher's claim, settled by a
+/// reclaim) behind a claim a live publisher still holds: a blocking receive has nothing to
+/// deliver until that claim commits, and parks. A park re-check that took the void for a value
+/// ended every park at once, and the receive spun (a machine-wide barrier per round).
+#[test]
+fn a_latest_receive_behind_a_void_and_a_stalled_claim_parks() {
+    let name = unique("pc-latest-void");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let t = p.register_with("/l", TopicMode::Latest).unwrap();
+    p.publish(&t, b"zero").unwrap();
+    p.publish(&t, b"one").unwrap();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/l").unwrap();
+    assert_eq!(sub.position(), 2);
+    // Sequence 2 (slot 0): claimed by row 0 (the live publisher `p`), not committed. Sequence
+    // 3 (slot 1): voided (committed with an empty descriptor). The tail past both.
+    put64(&f, l.ring_slot(0, 2, 2), (1 << 63) | 2);
+    put64(&f, l.ring_slot(0, 3, 2) + 8, 0);
+    put64(&f, l.ring_slot(0, 3, 2), 4);
+    put64(&f, l.hot, 4);
+    let got = sub.recv_timeout(Duration::from_millis(300));
+    assert_eq!(got.map(|m| m.seq()).unwrap_err().kind(), ErrorKind::Timeout);
+    assert!(sub.wait_stats().parks >= 1, "{:?}", sub.wait_stats());
+}
+
+/// As above on a latest inline topic: live claims at 2 and 4, 3 voided between them.
+#[test]
+fn a_latest_inline_receive_behind_a_void_and_stalled_claims_parks() {
+    let name = unique("pc-inline-void");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let t = p
+        .register_spec("/i", &TopicSpec::inline(8).latest())
+        .unwrap();
+    let p2 = Publisher::open(&name).unwrap();
+    p.publish(&t, &0u64.to_le_bytes()).unwrap();
+    p.publish(&t, &1u64.to_le_bytes()).unwrap();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/i").unwrap();
+    assert_eq!(sub.position(), 2);
+    // The ring's header: capacity at 0, stride at 24, the claim counter at 64; slots at 192.
+    let a = l.inline_area(0);
+    let (cap, stride) = (get64(&f, a), get64(&f, a + 24));
+    let stamp = |seq: u64| a + 192 + stride * (seq % cap);
+    put64(&f, stamp(2), 2 * 2 + 1); // being written
+    put64(&f, stamp(3), 2 * 3 + 3); // voided
+    put64(&f, stamp(4), 2 * 4 + 1); // being written
+    put64(&f, a + 64, 5);
+    // The live holders' inline records: row 0 holds 2, row 1 (`p2`) holds 4, on topic 0.
+    let records = [(0, 2), (1, 4)];
+    for (row, seq) in records {
+        put64(&f, l.ext(row) + 40, 1);
+        put64(&f, l.ext(row) + 48, seq);
+    }
+    let got = sub.recv_timeout(Duration::from_millis(300));
+    let waits = sub.wait_stats();
+    for (row, _) in records {
+        put64(&f, l.ext(row) + 40, 0);
+        put64(&f, l.ext(row) + 48, 0);
+    }
+    drop(p2);
+    assert_eq!(got.map(|m| m.seq()).unwrap_err().kind(), ErrorKind::Timeout);
+    assert!(waits.parks >= 1, "{waits:?}");
+}

@@ -3479,8 +3479,10 @@ impl Subscription {
                             // Release cursor store. Only compared (and bounded by the ring's
                             // capacity below).
                             let head = ring.cursor().load(Ordering::Acquire);
+                            // Written, not voided (the walk skips a void: a park that
+                            // ended on one would spin while a stalled claim stays open).
                             let from = next.max(head.saturating_sub(ring.capacity()));
-                            (from..head).rev().any(|s| ring.stamp_of(s) >= raw::done(s))
+                            (from..head).rev().any(|s| ring.stamp_of(s) == raw::done(s))
                         }
                 },
             );
@@ -3504,12 +3506,19 @@ impl Subscription {
             // position, a stalled publisher's, may sit behind a later committed one), ends the
             // park; the caller's loop reads it (an error too).
             || {
-                let committed = |s| !matches!(ring.read(s), Ok(Read::Empty | Read::Pending { .. }));
                 if latest {
+                    // A value, not a void (the step skips a void: a park that ended on one
+                    // would spin while a stalled claim stays open); or anything else the
+                    // step must see (an error).
+                    let value = |s| match ring.read(s) {
+                        Ok(Read::Ready { desc }) => undesc(desc).is_some(),
+                        Ok(Read::Empty | Read::Pending { .. }) => false,
+                        _ => true,
+                    };
                     ring.tail()
-                        .map_or(true, |t| (next.max(t.saturating_sub(2))..t).any(committed))
+                        .map_or(true, |t| (next.max(t.saturating_sub(2))..t).any(value))
                 } else {
-                    committed(next)
+                    !matches!(ring.read(next), Ok(Read::Empty | Read::Pending { .. }))
                 }
             },
         );
