@@ -1179,6 +1179,9 @@ impl Region {
         let pool = self.pool();
         let hs = self.holdings(i)?;
         let mut released = 0u64;
+        // First, while the subscription records in the holdings (cleared below) still keep
+        // the topic from being freed.
+        self.withdraw_park(ext);
         // A record whose block word fails validation (a mark no participant writes, a count
         // that cannot hold the record's reference: a scribbling peer's values) is cleared,
         // leaking what it may hold, rather than left to fail every reclaim of the row, and
@@ -1304,7 +1307,6 @@ impl Region {
                 self.unstick_inline(t, ring, x);
             }
         }
-        self.withdraw_park(ext);
         let mut mark_wait = MarkWait::default();
         // Acquire: pairs with the Release stores above and of the owner.
         let old = (ext.pub_old.load(Ordering::Acquire) & 0xffff_ffff) as u32;
