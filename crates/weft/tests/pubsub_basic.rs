@@ -800,3 +800,51 @@ fn a_single_publisher_topic_has_one_holder_at_a_time() {
         c.publish(&t, b"fresh").unwrap();
     }
 }
+
+/// A listing of a region's topics counts each topic's subscriptions as its own statistics do
+/// (one scan of the holdings for every topic at once): none, one, two across two subscribers,
+/// and an inline topic's.
+#[test]
+fn a_listing_counts_each_topics_subscriptions() {
+    let name = unique("pb-listing");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let none = p.register("/none").unwrap();
+    let one = p.register("/one").unwrap();
+    let two = p.register_with("/two", TopicMode::Latest).unwrap();
+    let inl = p.register_spec("/inline", &TopicSpec::inline(8)).unwrap();
+    let (s1, s2) = (
+        Subscriber::connect(&name).unwrap(),
+        Subscriber::connect(&name).unwrap(),
+    );
+    let _subs = [
+        s1.subscribe("/one").unwrap(),
+        s1.subscribe("/two").unwrap(),
+        s2.subscribe("/two").unwrap(),
+        s2.subscribe("/inline").unwrap(),
+    ];
+    let want = [("/none", 0), ("/one", 1), ("/two", 2), ("/inline", 1)];
+    for (t, (topic, n)) in [&none, &one, &two, &inl].into_iter().zip(want) {
+        assert_eq!(p.stats(t).unwrap().subscribers, n, "{topic}");
+    }
+    let listed = |topics: Vec<weft::pubsub::TopicStats>| {
+        let mut got: Vec<_> = topics
+            .into_iter()
+            .map(|t| (t.name, t.subscribers))
+            .collect();
+        got.sort();
+        got
+    };
+    let mut expected: Vec<_> = want.iter().map(|&(t, n)| (t.to_string(), n)).collect();
+    expected.sort();
+    assert_eq!(listed(s1.topics().unwrap()), expected);
+    assert_eq!(
+        listed(weft::pubsub::inspect(&name).unwrap().topics),
+        expected
+    );
+    let details = weft::pubsub::details(&name).unwrap();
+    assert_eq!(
+        listed(details.topics.into_iter().map(|d| d.stats).collect()),
+        expected
+    );
+}

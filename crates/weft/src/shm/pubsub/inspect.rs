@@ -126,6 +126,7 @@ pub struct RegionDetails {
 pub fn details(region: &str) -> Result<RegionDetails> {
     let r = open_region(region, &Config::default())?;
     let mut topics = Vec::new();
+    let subscribers = r.subscription_counts();
     for i in 0..r.geo.topics as u32 {
         // Each entry as one registration left it (topics may be registered meanwhile).
         let entry = r.stable(i, || {
@@ -142,7 +143,7 @@ pub fn details(region: &str) -> Result<RegionDetails> {
             };
             let flags = r.topic_flags(i)?;
             Ok(Some(TopicDetails {
-                stats: topic_stats(&r, i, name)?,
+                stats: topic_stats(&r, i, name, subscribers[i as usize])?,
                 mode,
                 max_len,
                 type_size: ty.as_ref().map_or(0, |t| t.size),

@@ -673,7 +673,9 @@ fn sequence(r: &Region, what: &'static str, v: u64) -> Result<u64> {
     Ok(v)
 }
 
-fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
+/// Topic `i`'s statistics, with `subscribers` counted by the caller ([`Region::subscriptions`],
+/// or [`Region::subscription_counts`] for every topic at once).
+fn topic_stats(r: &Region, i: u32, name: String, subscribers: u64) -> Result<TopicStats> {
     let s = r.stats(i)?;
     let mode = topic_mode(r, i)?;
     let published = published(r, i, mode)?.saturating_sub(start_seq(r, i)?);
@@ -688,18 +690,19 @@ fn topic_stats(r: &Region, i: u32, name: String) -> Result<TopicStats> {
         pool_blocks,
         // Relaxed: statistics.
         lagged: s.lagged.load(Ordering::Relaxed),
-        subscribers: r.subscriptions(i),
+        subscribers,
         recovered: s.recovered.load(Ordering::Relaxed),
     })
 }
 
 fn all_topics(r: &Region) -> Result<Vec<TopicStats>> {
     let mut out = Vec::new();
+    let subscribers = r.subscription_counts();
     for i in 0..r.geo.topics as u32 {
         // Each entry as one registration left it (topics may be registered meanwhile).
         let entry = r.stable(i, || match r.topic_name(i)? {
             Some((name, _)) if r.topic_state(i)? == TOPIC_READY => {
-                topic_stats(r, i, name).map(Some)
+                topic_stats(r, i, name, subscribers[i as usize]).map(Some)
             }
             _ => Ok(None),
         })?;
@@ -1961,7 +1964,13 @@ impl Publisher {
     /// [`Error::Corrupt`] for a damaged tail.
     pub fn stats(&self, topic: &Topic) -> Result<TopicStats> {
         self.check_topic(topic)?;
-        topic_stats(self.region(), topic.index, topic.name.clone())
+        let r = self.region();
+        topic_stats(
+            r,
+            topic.index,
+            topic.name.clone(),
+            r.subscriptions(topic.index),
+        )
     }
 
     /// The region's pool and participants.

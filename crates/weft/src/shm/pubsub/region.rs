@@ -1402,6 +1402,27 @@ impl Region {
         n
     }
 
+    /// The subscriptions to every topic (index `t`: as [`Region::subscriptions`] of `t`),
+    /// counted in one scan of the holdings table: listing a region's topics scanned the whole
+    /// table once per topic, minutes for the largest region a creator may ask for.
+    pub(crate) fn subscription_counts(&self) -> alloc::vec::Vec<u64> {
+        let mut counts = alloc::vec![0u64; self.geo.topics as usize];
+        for i in 0..self.geo.participants as u32 {
+            if let Ok(hs) = self.holdings(i) {
+                for h in hs {
+                    // Relaxed: a statistic, racy by nature.
+                    let v = h.load(Ordering::Relaxed);
+                    if v & pool::SUB_TAG != 0
+                        && let Some(n) = counts.get_mut((v & !pool::SUB_TAG) as usize)
+                    {
+                        *n += 1;
+                    }
+                }
+            }
+        }
+        counts
+    }
+
     /// Topic `t`'s publishers map: bit `p` is set while participant `p` is (or was, until its
     /// row is taken by another participant) a publisher of the topic.
     pub(crate) fn pubmap(&self, t: u32) -> Result<&[AtomicU64]> {
