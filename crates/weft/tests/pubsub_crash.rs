@@ -1227,9 +1227,15 @@ fn a_subscriber_killed_while_parked_leaves_no_park_announcement() {
 /// A participant whose row a survivor took over (judging it dead by a heartbeat gone stale
 /// across pid namespaces while it was stopped) found its row's records on dropping its last
 /// handle and released them all: they were the new owner's, whose reference on a block was
-/// then dropped under it. It now leaves the row alone.
+/// then dropped under it. It now leaves the row alone; also when the row came back to its own
+/// process through another handle's claim (the same owner word, a later epoch).
 #[test]
 fn a_participant_whose_row_was_taken_over_leaves_the_new_owners_records_alone() {
+    taken_over(false);
+    taken_over(true);
+}
+
+fn taken_over(again: bool) {
     let name = unique("pc-taken");
     let _c = Cleanup(name.clone());
     let p = Publisher::create(&name, &Config::default()).unwrap();
@@ -1239,9 +1245,14 @@ fn a_participant_whose_row_was_taken_over_leaves_the_new_owners_records_alone() 
     let f = region_file(&name);
     let l = Layout::of_file(&f);
     // The subscriber has row 1. A takeover: the row's owner word now names another process
-    // (another start time).
+    // (another start time); or, `again`, the row went back to this process through a claim
+    // of another handle (the same word, the epoch past ours).
     let row = 512 + 64;
-    put64(&f, row, get64(&f, row) ^ (1 << 32));
+    if again {
+        put64(&f, row + 32, get64(&f, row + 32) + 2);
+    } else {
+        put64(&f, row, get64(&f, row) ^ (1 << 32));
+    }
     // The new owner holds the published block (slot 0's descriptor: `b + 1` in its low half)
     // through its holdings entry 5: one more reference on it.
     let b = get64(&f, l.slot(0, 0)) as u32 - 1;

@@ -170,6 +170,9 @@ pub(crate) struct Claim {
     beat_id: u64,
     /// The `owner` word this claim wrote (with [`OWNER_HOLDS`]).
     word: u64,
+    /// The row's `epoch` after this claim's increment: the same process may claim the row
+    /// again (with the same `word`) after a takeover, and a claim is ours only with both.
+    epoch: u64,
 }
 
 impl Claim {
@@ -214,7 +217,7 @@ impl Claim {
                 // Relaxed: published by the Release store of `state` below.
                 row.pidns.store(own_pidns(), Ordering::Relaxed);
                 row.heartbeat.store(sys::monotonic_ns(), Ordering::Relaxed);
-                row.epoch.fetch_add(1, Ordering::Relaxed);
+                let epoch = row.epoch.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
                 // SYNC POINT: Release pairs with the Acquire load of `state` in `status`.
                 row.state.store(STATE_ACTIVE, Ordering::Release);
                 let beat_id = heartbeat::register(obj.clone(), offset);
@@ -223,6 +226,7 @@ impl Claim {
                     offset,
                     beat_id,
                     word: mine | OWNER_HOLDS,
+                    epoch,
                 });
             }
         }
@@ -234,10 +238,16 @@ impl Claim {
     }
 
     /// Whether the row is still ours: no survivor took it over (judging us dead by a stale
-    /// heartbeat, across pid namespaces, while this process was stopped).
+    /// heartbeat, across pid namespaces, while this process was stopped), and this process
+    /// did not claim it again since through another handle.
     pub(crate) fn held(&self) -> bool {
-        // Acquire: pairs with the claim CAS of a process that took the row over.
-        self.row().owner.load(Ordering::Acquire) == self.word
+        let row = self.row();
+        // Acquire: pairs with the claim CAS of a process that took the row over. Relaxed
+        // (epoch): every later claim increments it right after its CAS, so it differs from
+        // ours once a second claim of this process got past its CAS (the first one, another
+        // process's, changed it already), and until then the owner word differs.
+        row.owner.load(Ordering::Acquire) == self.word
+            && row.epoch.load(Ordering::Relaxed) == self.epoch
     }
 
     fn row(&self) -> &ParticipantRow {
