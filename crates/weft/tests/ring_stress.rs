@@ -2,6 +2,8 @@
 //! subscriber, MPMC per-producer order (lossy and bounded), blocking receive and wake-up on
 //! close.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Duration;
 use weft::WaitStrategy;
@@ -324,13 +326,23 @@ fn mpmc_bounded_loses_nothing_with_a_slow_subscriber() {
     };
     let (tx, ring) = ring::mpmc_bounded::<[u64; 3]>(capacity, 0);
     let tx = tx.with_wait_strategy(WaitStrategy::default());
+    // The slow subscriber reads nothing until the second producer first finds the ring full,
+    // so that the producers are made to wait for room at least once whatever the schedule (a
+    // whole run of this file under miri, whose one scheduler the other tests' threads share,
+    // once found it never full).
+    let go = Arc::new(AtomicBool::new(false));
     let subscriber = |slow: bool| {
         let mut rx = ring.subscribe().with_wait_strategy(if slow {
             WaitStrategy::default()
         } else {
             WaitStrategy::YieldSpin
         });
+        let go = go.clone();
         thread::spawn(move || {
+            // Acquire: pairs with the Release store below (nothing else rides on it).
+            while slow && !go.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
             let mut next = [0u64; 2];
             let mut got = 0u64;
             loop {
@@ -364,12 +376,16 @@ fn mpmc_bounded_loses_nothing_with_a_slow_subscriber() {
             while let Err(e) = tx.try_publish(v) {
                 v = e.into_inner();
                 full += 1;
+                // Release: pairs with the slow subscriber's Acquire load.
+                go.store(true, Ordering::Release);
                 thread::yield_now();
             }
         } else {
             while let Err(e) = tx.publish_timeout(v, Duration::from_micros(50)) {
                 v = e.into_inner();
                 timeouts += 1;
+                // Release: as above.
+                go.store(true, Ordering::Release);
             }
         }
     }
