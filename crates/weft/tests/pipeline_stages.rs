@@ -250,3 +250,39 @@ fn pinning_to_a_core_outside_the_allowed_set_is_an_error() {
         .unwrap_err();
     assert_eq!(err.kind(), weft::ErrorKind::InvalidArgument, "{err}");
 }
+
+/// A thread pinned to one core builds a pipeline pinned to another core of the process: the
+/// build succeeds and the stage runs there.
+#[cfg(not(miri))]
+#[test]
+fn a_thread_pinned_to_one_core_builds_a_pipeline_pinned_to_another() {
+    let allowed = weft::affinity::allowed_cores();
+    if allowed.len() < 2 {
+        eprintln!("one allowed core ({allowed:?}): nothing to test");
+        return;
+    }
+    let (here, there) = (allowed[0], allowed[1]);
+    weft::affinity::pin_current_thread(here).unwrap();
+    assert_eq!(weft::affinity::allowed_cores(), [here]);
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let record = seen.clone();
+    let mut p = Pipeline::builder()
+        .name("elsewhere")
+        .pin_cores(there)
+        .input::<u64>()
+        .then(move |x| {
+            *record.lock().unwrap() = Some(my_cpus());
+            x
+        })
+        .build()
+        .unwrap();
+    p.publish(5);
+    assert_eq!(p.output().recv_timeout(Duration::from_secs(5)), Ok(5));
+    assert_eq!(seen.lock().unwrap().clone(), Some(there.to_string()));
+    assert_eq!(
+        my_cpus(),
+        here.to_string(),
+        "the building thread stays where it was"
+    );
+    assert_eq!(p.shutdown(), None);
+}
