@@ -1385,21 +1385,22 @@ impl Region {
         ext.parked.store(0, Ordering::Release);
     }
 
-    /// The subscriptions to topic `t` recorded in every participant's holdings (those of a
-    /// dead participant until it is reclaimed). A scan of the whole holdings table: for
+    /// The topic of every subscription recorded in the holdings of every participant (those
+    /// of a dead participant until it is reclaimed): a scan of the whole holdings table, for
     /// statistics, never on a hot path.
+    fn subscription_records(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.geo.participants as u32)
+            .filter_map(|i| self.holdings(i).ok())
+            .flatten()
+            // Relaxed: a statistic, racy by nature.
+            .map(|h| h.load(Ordering::Relaxed))
+            .filter(|v| v & pool::SUB_TAG != 0)
+            .map(|v| v & !pool::SUB_TAG)
+    }
+
+    /// The subscriptions to topic `t` ([`Region::subscription_records`]).
     pub(crate) fn subscriptions(&self, t: u32) -> u64 {
-        let mut n = 0;
-        for i in 0..self.geo.participants as u32 {
-            if let Ok(hs) = self.holdings(i) {
-                n += hs
-                    .iter()
-                    // Relaxed: a statistic, racy by nature.
-                    .filter(|h| h.load(Ordering::Relaxed) == pool::SUB_TAG | t)
-                    .count() as u64;
-            }
-        }
-        n
+        self.subscription_records().filter(|&s| s == t).count() as u64
     }
 
     /// The subscriptions to every topic (index `t`: as [`Region::subscriptions`] of `t`),
@@ -1407,17 +1408,9 @@ impl Region {
     /// table once per topic, minutes for the largest region a creator may ask for.
     pub(crate) fn subscription_counts(&self) -> alloc::vec::Vec<u64> {
         let mut counts = alloc::vec![0u64; self.geo.topics as usize];
-        for i in 0..self.geo.participants as u32 {
-            if let Ok(hs) = self.holdings(i) {
-                for h in hs {
-                    // Relaxed: a statistic, racy by nature.
-                    let v = h.load(Ordering::Relaxed);
-                    if v & pool::SUB_TAG != 0
-                        && let Some(n) = counts.get_mut((v & !pool::SUB_TAG) as usize)
-                    {
-                        *n += 1;
-                    }
-                }
+        for t in self.subscription_records() {
+            if let Some(n) = counts.get_mut(t as usize) {
+                *n += 1;
             }
         }
         counts
