@@ -84,10 +84,9 @@ pub mod affinity {
     /// including one outside the calling thread's current mask ([`allowed_cores`]).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a core this machine
-    /// cannot have (at or above its number of configured CPUs),
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a core beyond the CPU set,
     /// [`Error::Io`](crate::Error::Io) when the OS refuses (the core is not in this process's
-    /// cpuset: `EINVAL`).
+    /// cpuset, or not online: `EINVAL`).
     ///
     /// # Examples
     /// ```

@@ -149,8 +149,8 @@ impl PipelineBuilder {
     /// over every core the process may use.
     ///
     /// Each stage pins itself and the kernel decides: [`build`](Chain::build) fails with
-    /// [`Error::InvalidArgument`] when a stage's core is not one this machine has, or one
-    /// the kernel refuses (outside this process's cpuset), and with the OS's error when a
+    /// [`Error::InvalidArgument`] when a stage's core is one the kernel refuses (outside this
+    /// process's cpuset, or offline) or beyond the CPU set, and with the OS's error when a
     /// stage cannot pin itself otherwise.
     pub fn pin_cores(mut self, first: usize) -> Self {
         self.pin_from = Some(first);
@@ -404,8 +404,7 @@ fn stage_cores(first: usize, stages: usize) -> Vec<usize> {
 }
 
 /// Pins the calling stage thread to `core`. A core the kernel refuses (`EINVAL`: offline or
-/// outside this process's cpuset) is the caller's bad argument, like one the machine cannot
-/// have.
+/// outside this process's cpuset) is the caller's bad argument, like one beyond the CPU set.
 fn pin_stage(core: usize) -> Result<()> {
     crate::affinity::pin_current_thread(core).map_err(|e| match e {
         Error::Io { source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {

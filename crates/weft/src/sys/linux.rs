@@ -461,32 +461,16 @@ pub(crate) fn pid_namespace() -> u64 {
         .unwrap_or(0)
 }
 
-/// The number of CPUs this machine is configured for: one past the highest index in
-/// /sys/devices/system/cpu/possible ("0-3", "0,2-5"), or the CPU set's size when that file
-/// cannot be read. No core index at or above it can ever exist.
-fn configured_cpus() -> usize {
-    let max = rustix::thread::CpuSet::MAX_CPU;
-    std::fs::read_to_string("/sys/devices/system/cpu/possible")
-        .ok()
-        .and_then(|s| {
-            s.trim()
-                .split(',')
-                .filter_map(|r| r.rsplit('-').next()?.trim().parse::<usize>().ok())
-                .max()
-        })
-        .map_or(max, |last| last.saturating_add(1).min(max))
-}
-
 /// Pins the calling thread to one CPU core. The kernel accepts any core of this process's
 /// cpuset, whatever the calling thread's current mask, and refuses one outside it (EINVAL,
 /// returned as `Error::Io`).
 pub(crate) fn pin_current_thread(core: usize) -> Result<()> {
     let mut set = rustix::thread::CpuSet::new();
-    if core >= configured_cpus() {
+    if core >= rustix::thread::CpuSet::MAX_CPU {
         return Err(Error::InvalidArgument {
             what: "core",
             value: core as u64,
-            expected: "a CPU this machine has (below the number of configured CPUs)",
+            expected: "below the CPU set size",
         });
     }
     set.set(core);
