@@ -1141,6 +1141,12 @@ impl RawRing {
 
     /// [`write`](RawRing::write) into `slot`, the slot of `seq` (from `slot_ptr` or a walk
     /// over the array).
+    ///
+    /// A value of at most 8 bytes could go in with its final stamp as one aligned 16-byte
+    /// vector store (single-copy atomic on processors with AVX), without the odd stamp and
+    /// the fences. Measured twice and not kept (docs/benchmarks.md, 2026-12-01 and
+    /// 2026-12-06): it sped up publishing on an Intel host and slowed it, and halved SPSC
+    /// throughput, on an AMD one.
     #[inline(always)]
     fn write_at<T: bytemuck::Pod>(&self, slot: *const u8, seq: u64, v: &T) {
         let stamp = self.stamp(slot);
