@@ -150,6 +150,68 @@ unsafe fn small_copy(_dst: *mut u8, _src: *const u8, _n: usize) {
     unreachable!("small_copy without BULK")
 }
 
+/// Whether this build can store a slot of an 8-byte value (its stamp and its payload word, 16
+/// bytes) with one instruction: x86-64 with std, outside miri, loom and the ThreadSanitizer
+/// build (`weft_word_copy`), which see the fenced seqlock instead. Whether the processor
+/// makes such a store atomic is asked at run time ([`pair_stores`]).
+const PAIRS: bool = cfg!(all(
+    target_arch = "x86_64",
+    feature = "std",
+    not(miri),
+    not(loom),
+    not(weft_word_copy)
+));
+
+/// Whether an aligned 16-byte store is single-copy atomic on this processor. Intel's and AMD's
+/// manuals guarantee it, for cacheable memory, on every processor that enumerates AVX: Intel
+/// for `MOVDQA` and its VEX.128 and EVEX.128 forms (SDM vol. 3A, "Guaranteed Atomic
+/// Operations"), AMD for any naturally aligned 16-byte load or store (APM vol. 2, 7.3.2
+/// "Access Atomicity"); GCC's and LLVM's 16-byte atomic loads and stores rest on the same
+/// guarantee. Other vendors are not asked. Answered once per process (CPUID's vendor string,
+/// and AVX enabled by the processor and the operating system), then cached.
+#[cfg(all(
+    target_arch = "x86_64",
+    feature = "std",
+    not(miri),
+    not(loom),
+    not(weft_word_copy)
+))]
+#[inline]
+fn pair_stores() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering as O};
+    // 0: not asked yet; 1: no; 2: yes. Relaxed: every thread computes the same answer.
+    static ANSWER: AtomicU8 = AtomicU8::new(0);
+    match ANSWER.load(O::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            // CPUID leaf 0 (the vendor string) exists on every x86-64 processor.
+            let id = core::arch::x86_64::__cpuid(0);
+            let mut vendor = [0u8; 12];
+            vendor[..4].copy_from_slice(&id.ebx.to_le_bytes());
+            vendor[4..8].copy_from_slice(&id.edx.to_le_bytes());
+            vendor[8..].copy_from_slice(&id.ecx.to_le_bytes());
+            let yes = matches!(&vendor, b"GenuineIntel" | b"AuthenticAMD")
+                && std::arch::is_x86_feature_detected!("avx");
+            ANSWER.store(if yes { 2 } else { 1 }, O::Relaxed);
+            yes
+        }
+    }
+}
+
+/// Never true where [`PAIRS`] is false.
+#[cfg(not(all(
+    target_arch = "x86_64",
+    feature = "std",
+    not(miri),
+    not(loom),
+    not(weft_word_copy)
+)))]
+#[inline]
+fn pair_stores() -> bool {
+    false
+}
+
 /// One field on its own cache line, so that writers of different fields do not contend.
 #[repr(C, align(64))]
 #[derive(Debug)]
@@ -1118,10 +1180,17 @@ impl RawRing {
 
     /// Writes `values` as the sequences `first ..`, at most a lap of them, walking the slots
     /// with a pointer instead of indexing each one (a single publisher's batch; the same
-    /// stores, in the same order, as a `write` per sequence).
+    /// stores, in the same order, as a `write` per sequence, except that 8-byte values go in
+    /// with one store per slot where the processor allows it: [`write_run_pairs`]).
+    ///
+    /// [`write_run_pairs`]: RawRing::write_run_pairs
     #[inline(always)]
     pub(crate) fn write_run<T: bytemuck::Pod>(&self, first: u64, values: &[T]) {
         debug_assert!(values.len() as u64 <= self.capacity, "more than a lap");
+        if PAIRS && size_of::<T>() == WORD && pair_stores() {
+            self.write_run_pairs(first, values);
+            return;
+        }
         let start = (first & self.mask) as usize;
         // Slots up to the end of the array, then from its start.
         let (a, b) = values.split_at(values.len().min(self.capacity as usize - start));
@@ -1139,14 +1208,116 @@ impl RawRing {
         }
     }
 
+    /// [`write_run`](RawRing::write_run) for 8-byte values on a processor whose aligned
+    /// 16-byte stores are atomic ([`pair_stores`]): each slot (stamp, then payload word; 16
+    /// bytes, 16-aligned) is written with one store of its final stamp and its value, two
+    /// slots per loaded pair of values. A reader sees a slot before or after such a store,
+    /// never between, so the odd stamp and the fences of [`write_at`](RawRing::write_at) have
+    /// nothing left to guard, and a reader of either kind reads these slots right: `read`'s
+    /// stamp and payload loads see this store whole or not at all (x86-64 keeps loads in
+    /// order), and `read_run`'s one re-check still holds, as the slots are written in sequence
+    /// order (the next lap of the run's first slot before any later lap of the others).
+    #[cfg(all(
+        target_arch = "x86_64",
+        feature = "std",
+        not(miri),
+        not(loom),
+        not(weft_word_copy)
+    ))]
+    #[inline(always)]
+    fn write_run_pairs<T: bytemuck::Pod>(&self, first: u64, values: &[T]) {
+        use core::arch::x86_64::{
+            __m128i, _mm_add_epi64, _mm_loadu_si128, _mm_set_epi64x, _mm_set1_epi64x,
+            _mm_unpackhi_epi64, _mm_unpacklo_epi64,
+        };
+        /// One aligned 16-byte store of `x` at `slot`.
+        ///
+        /// # Safety
+        /// `slot` is 16-aligned and valid for writes of 16 bytes, accessed only atomically.
+        #[inline(always)]
+        unsafe fn store(slot: *const u8, x: __m128i) {
+            // SAFETY: the caller's contract (`movdqa` faults unless aligned). In assembly, the
+            // store is opaque to the compiler and a barrier to it; in the language's terms it
+            // does what relaxed atomic stores of the two words would, and the processor makes
+            // it one access (`pair_stores`).
+            unsafe {
+                core::arch::asm!(
+                    "movdqa xmmword ptr [{p}], {x}",
+                    p = in(reg) slot,
+                    x = in(xmm_reg) x,
+                    options(nostack, preserves_flags),
+                );
+            }
+        }
+        debug_assert_eq!(
+            (self.shift, self.lead),
+            (4, WORD as u32),
+            "an 8-byte value's slot"
+        );
+        let start = (first & self.mask) as usize;
+        let (a, b) = values.split_at(values.len().min(self.capacity as usize - start));
+        let mut seq = first;
+        for (part, from) in [(a, start), (b, 0)] {
+            let bytes: &[u8] = bytemuck::cast_slice(part);
+            // SAFETY: `from < capacity`; the slot array holds `capacity` slots.
+            let mut slot = unsafe { self.slots.add(from << 4) };
+            // The stamps of the next two slots, and their step per pair.
+            // SAFETY: SSE2 (these intrinsics only compute in registers) is part of every
+            // x86-64 processor.
+            let (mut stamps, step) = unsafe {
+                (
+                    _mm_set_epi64x(done(seq + 1) as i64, done(seq) as i64),
+                    _mm_set1_epi64x(4),
+                )
+            };
+            let mut pairs = bytes.chunks_exact(16);
+            for pair in &mut pairs {
+                // SAFETY: `pair` holds 16 readable bytes (an unaligned load).
+                let v = unsafe { _mm_loadu_si128(pair.as_ptr().cast()) };
+                // SAFETY: the two slots lie within the part's slots (it ends at the array's end
+                // at the latest; the pointer then stops one past it, never written), 16-aligned
+                // (a 64-aligned array of 16-byte slots), atomics only; `pair_stores` holds. The
+                // unpacks are SSE2, as above.
+                unsafe {
+                    store(slot, _mm_unpacklo_epi64(stamps, v));
+                    store(slot.add(16), _mm_unpackhi_epi64(stamps, v));
+                    slot = slot.add(32);
+                }
+                // SAFETY: SSE2, as above.
+                stamps = unsafe { _mm_add_epi64(stamps, step) };
+            }
+            seq += (bytes.len() / 16 * 2) as u64;
+            if let [w0, w1, w2, w3, w4, w5, w6, w7] = *pairs.remainder() {
+                let w = u64::from_ne_bytes([w0, w1, w2, w3, w4, w5, w6, w7]);
+                // SAFETY: as above, for the part's last slot (its stamp, then its value).
+                unsafe { store(slot, _mm_set_epi64x(w as i64, done(seq) as i64)) };
+                seq += 1;
+            }
+        }
+    }
+
+    /// Never called: [`PAIRS`] is false on these builds.
+    #[cfg(not(all(
+        target_arch = "x86_64",
+        feature = "std",
+        not(miri),
+        not(loom),
+        not(weft_word_copy)
+    )))]
+    #[inline(always)]
+    fn write_run_pairs<T: bytemuck::Pod>(&self, _first: u64, _values: &[T]) {
+        unreachable!("write_run_pairs without PAIRS")
+    }
+
     /// [`write`](RawRing::write) into `slot`, the slot of `seq` (from `slot_ptr` or a walk
     /// over the array).
     ///
-    /// A value of at most 8 bytes could go in with its final stamp as one aligned 16-byte
-    /// vector store (single-copy atomic on processors with AVX), without the odd stamp and
-    /// the fences. Measured twice and not kept (docs/benchmarks.md, 2026-12-01 and
-    /// 2026-12-06): it sped up publishing on an Intel host and slowed it, and halved SPSC
-    /// throughput, on an AMD one.
+    /// One value of at most 8 bytes could also go in with its final stamp as one aligned
+    /// 16-byte store, as a batch does ([`write_run_pairs`](RawRing::write_run_pairs)), but
+    /// moving a value and a stamp from general registers into a vector register costs more
+    /// than the stores it saves: measured twice and not kept (docs/benchmarks.md, 2026-12-01
+    /// and 2026-12-06; faster publishing on an Intel host, slower publishing and half the
+    /// SPSC throughput on an AMD one).
     #[inline(always)]
     fn write_at<T: bytemuck::Pod>(&self, slot: *const u8, seq: u64, v: &T) {
         let stamp = self.stamp(slot);
@@ -1604,6 +1775,59 @@ mod tests {
         let mut bytes = vec![0u8; 1024];
         assert_eq!(ring.read_bytes(2, &mut bytes), Read::Value(()));
         assert_eq!(bytes, bytemuck::bytes_of(&typed));
+        // SAFETY: allocated above with this layout, no ring used after.
+        unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
+    }
+
+    /// A batch of 8-byte values leaves every slot as a `write` per value would (final stamp,
+    /// then the value), across the end of the array and with an odd count, whether it goes
+    /// in as pairs of 16-byte stores (x86-64 with AVX) or through the general path (miri).
+    #[test]
+    fn a_batch_of_words_leaves_the_slots_a_write_per_value_would() {
+        let shape = Shape {
+            capacity: 16,
+            value_size: 8,
+            gates: 0,
+            flags: 0,
+            watermark: 0,
+        };
+        let layout = core::alloc::Layout::from_size_align(shape.bytes(), LINE).unwrap();
+        // SAFETY: non-zero size.
+        let base = NonNull::new(unsafe { alloc::alloc::alloc_zeroed(layout) }).unwrap();
+        // SAFETY: fresh, aligned, large enough, power-of-two capacity.
+        let ring = unsafe { RawRing::init(base, shape) };
+        let value = |seq: u64| seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xA5;
+        // Sequences 0..16 (a lap, even), then 16..29 (odd), then 29..40: a run that starts
+        // at slot 13 and wraps to slot 7.
+        for (first, len) in [(0u64, 16u64), (16, 13), (29, 11)] {
+            let values: Vec<u64> = (first..first + len).map(value).collect();
+            ring.write_run(first, &values);
+            for seq in first..first + len {
+                let slot = ring.slot_ptr(seq);
+                assert_eq!(
+                    ring.stamp(slot).load(Ordering::Relaxed),
+                    done(seq),
+                    "stamp of {seq}"
+                );
+                assert_eq!(
+                    ring.word(slot, 0).load(Ordering::Relaxed),
+                    value(seq),
+                    "value of {seq}"
+                );
+                assert_eq!(ring.read::<u64>(seq), Read::Value(value(seq)));
+            }
+        }
+        // Slots 0..8 were written last by the third run (24..32); the run before it is gone.
+        assert_eq!(ring.read::<u64>(20), Read::Overrun);
+        let mut out = [0u64; 16];
+        assert_eq!(ring.read_run(24, &mut out), Some(16));
+        assert_eq!(out.to_vec(), (24..40).map(value).collect::<Vec<_>>());
+        // A value whose bytes are not those of a `u64` goes in the same way.
+        let bytes: Vec<[u8; 8]> = (40..43u64).map(|s| value(s).to_ne_bytes()).collect();
+        ring.write_run(40, &bytes);
+        for (k, b) in bytes.iter().enumerate() {
+            assert_eq!(ring.read::<[u8; 8]>(40 + k as u64), Read::Value(*b));
+        }
         // SAFETY: allocated above with this layout, no ring used after.
         unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
     }
