@@ -150,66 +150,139 @@ unsafe fn small_copy(_dst: *mut u8, _src: *const u8, _n: usize) {
     unreachable!("small_copy without BULK")
 }
 
-/// Whether this build can store a slot of an 8-byte value (its stamp and its payload word, 16
-/// bytes) with one instruction: x86-64 with std, outside miri, loom and the ThreadSanitizer
-/// build (`weft_word_copy`), which see the fenced seqlock instead. Whether the processor
-/// makes such a store atomic is asked at run time ([`pair_stores`]).
-const PAIRS: bool = cfg!(all(
-    target_arch = "x86_64",
-    feature = "std",
-    not(miri),
-    not(loom),
-    not(weft_word_copy)
-));
-
-/// Whether an aligned 16-byte store is single-copy atomic on this processor. Intel's and AMD's
-/// manuals guarantee it, for cacheable memory, on every processor that enumerates AVX: Intel
-/// for `MOVDQA` and its VEX.128 and EVEX.128 forms (SDM vol. 3A, "Guaranteed Atomic
-/// Operations"), AMD for any naturally aligned 16-byte load or store (APM vol. 2, 7.3.2
-/// "Access Atomicity"); GCC's and LLVM's 16-byte atomic loads and stores rest on the same
-/// guarantee. Other vendors are not asked. Answered once per process (CPUID's vendor string,
-/// and AVX enabled by the processor and the operating system), then cached.
+/// Slots of 8-byte values written with one 16-byte store each: the build's part
+/// ([`pairs::BUILT`]) and the processor's ([`pairs::atomic`]).
+///
+/// Built on x86-64 with std, outside miri, loom and the ThreadSanitizer build
+/// (`weft_word_copy`), which see the fenced seqlock instead. An aligned 16-byte store is
+/// single-copy atomic, for cacheable memory, on every processor that enumerates AVX by
+/// Intel's and AMD's manuals: Intel for `MOVDQA` and its VEX.128 and EVEX.128 forms (SDM
+/// vol. 3A, "Guaranteed Atomic Operations"), AMD for any naturally aligned 16-byte load or
+/// store (APM vol. 2, 7.3.2 "Access Atomicity"); GCC's and LLVM's 16-byte atomic loads and
+/// stores rest on the same guarantee. Other vendors are not asked.
 #[cfg(all(
     target_arch = "x86_64",
     feature = "std",
-    not(miri),
-    not(loom),
-    not(weft_word_copy)
+    not(any(miri, loom, weft_word_copy))
 ))]
-#[inline]
-fn pair_stores() -> bool {
-    use std::sync::atomic::{AtomicU8, Ordering as O};
-    // 0: not asked yet; 1: no; 2: yes. Relaxed: every thread computes the same answer.
-    static ANSWER: AtomicU8 = AtomicU8::new(0);
-    match ANSWER.load(O::Relaxed) {
-        1 => false,
-        2 => true,
-        _ => {
-            // CPUID leaf 0 (the vendor string) exists on every x86-64 processor.
-            let id = core::arch::x86_64::__cpuid(0);
-            let mut vendor = [0u8; 12];
-            vendor[..4].copy_from_slice(&id.ebx.to_le_bytes());
-            vendor[4..8].copy_from_slice(&id.edx.to_le_bytes());
-            vendor[8..].copy_from_slice(&id.ecx.to_le_bytes());
-            let yes = matches!(&vendor, b"GenuineIntel" | b"AuthenticAMD")
-                && std::arch::is_x86_feature_detected!("avx");
-            ANSWER.store(if yes { 2 } else { 1 }, O::Relaxed);
-            yes
+mod pairs {
+    use super::done;
+    use core::arch::x86_64::{
+        __m128i, _mm_add_epi64, _mm_loadu_si128, _mm_set_epi64x, _mm_set1_epi64x,
+        _mm_unpackhi_epi64, _mm_unpacklo_epi64,
+    };
+
+    /// This build has [`write_run`].
+    pub(super) const BUILT: bool = true;
+
+    /// Whether this processor makes an aligned 16-byte store atomic (see the module). Asked
+    /// once per process (CPUID's vendor string, and AVX enabled by the processor and the
+    /// operating system), then cached.
+    #[inline]
+    pub(super) fn atomic() -> bool {
+        use std::sync::atomic::{AtomicU8, Ordering as O};
+        // 0: not asked yet; 1: no; 2: yes. Relaxed: every thread computes the same answer.
+        static ANSWER: AtomicU8 = AtomicU8::new(0);
+        match ANSWER.load(O::Relaxed) {
+            1 => false,
+            2 => true,
+            _ => {
+                // CPUID leaf 0 (the vendor string) exists on every x86-64 processor.
+                let id = core::arch::x86_64::__cpuid(0);
+                let mut vendor = [0u8; 12];
+                vendor[..4].copy_from_slice(&id.ebx.to_le_bytes());
+                vendor[4..8].copy_from_slice(&id.edx.to_le_bytes());
+                vendor[8..].copy_from_slice(&id.ecx.to_le_bytes());
+                let yes = matches!(&vendor, b"GenuineIntel" | b"AuthenticAMD")
+                    && std::arch::is_x86_feature_detected!("avx");
+                ANSWER.store(if yes { 2 } else { 1 }, O::Relaxed);
+                yes
+            }
         }
+    }
+
+    /// One aligned 16-byte store of `x` at `slot`.
+    ///
+    /// # Safety
+    /// `slot` is 16-aligned and valid for writes of 16 bytes, accessed only atomically.
+    #[inline(always)]
+    unsafe fn store(slot: *const u8, x: __m128i) {
+        // SAFETY: the caller's contract (`movdqa` faults unless aligned). In assembly, the
+        // store is opaque to the compiler and a barrier to it; in the language's terms it does
+        // what relaxed atomic stores of the two words would, and the processor makes it one
+        // access where `atomic` holds.
+        unsafe {
+            core::arch::asm!(
+                "movdqa xmmword ptr [{p}], {x}",
+                p = in(reg) slot,
+                x = in(xmm_reg) x,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+
+    /// Writes the 8-byte `values` (as bytes, `8 * n` of them) as sequences `seq ..` into the
+    /// `n` consecutive 16-byte slots from `slot` (a stamp, then the payload word): each slot
+    /// with one store of its final stamp and its value, two slots per loaded pair of values.
+    /// Returns the sequence after the last one written.
+    ///
+    /// # Safety
+    /// The `n` slots from `slot` are 16-aligned, valid for writes and accessed only
+    /// atomically (stamp and payload word), and [`atomic`] returned true.
+    #[inline(always)]
+    pub(super) unsafe fn write_run(mut slot: *const u8, mut seq: u64, values: &[u8]) -> u64 {
+        debug_assert_eq!(values.len() % 8, 0, "whole words");
+        // The stamps of the next two slots, and their step per pair.
+        // SAFETY: SSE2 (these intrinsics only compute in registers) is part of every x86-64
+        // processor.
+        let (mut stamps, step) = unsafe {
+            (
+                _mm_set_epi64x(done(seq + 1) as i64, done(seq) as i64),
+                _mm_set1_epi64x(4),
+            )
+        };
+        let mut pairs = values.chunks_exact(16);
+        for pair in &mut pairs {
+            // SAFETY: `pair` holds 16 readable bytes (an unaligned load); SSE2, as above.
+            let v = unsafe { _mm_loadu_si128(pair.as_ptr().cast()) };
+            // SAFETY: the caller's slots, in order (the pointer ends one past the last, never
+            // written); the unpacks are SSE2, as above.
+            unsafe {
+                store(slot, _mm_unpacklo_epi64(stamps, v));
+                store(slot.add(16), _mm_unpackhi_epi64(stamps, v));
+                slot = slot.add(32);
+            }
+            // SAFETY: SSE2, as above.
+            stamps = unsafe { _mm_add_epi64(stamps, step) };
+        }
+        seq += (values.len() / 16 * 2) as u64;
+        if let [w0, w1, w2, w3, w4, w5, w6, w7] = *pairs.remainder() {
+            let w = u64::from_ne_bytes([w0, w1, w2, w3, w4, w5, w6, w7]);
+            // SAFETY: as above, for the last slot (its stamp, then its value).
+            unsafe { store(slot, _mm_set_epi64x(w as i64, done(seq) as i64)) };
+            seq += 1;
+        }
+        seq
     }
 }
 
-/// Never true where [`PAIRS`] is false.
+/// This build has no 16-byte slot stores (see the other `pairs`).
 #[cfg(not(all(
     target_arch = "x86_64",
     feature = "std",
-    not(miri),
-    not(loom),
-    not(weft_word_copy)
+    not(any(miri, loom, weft_word_copy))
 )))]
-#[inline]
-fn pair_stores() -> bool {
-    false
+mod pairs {
+    pub(super) const BUILT: bool = false;
+
+    pub(super) fn atomic() -> bool {
+        false
+    }
+
+    /// Never called: [`BUILT`] is false.
+    pub(super) unsafe fn write_run(_slot: *const u8, _seq: u64, _values: &[u8]) -> u64 {
+        unreachable!("pairs::write_run without BUILT")
+    }
 }
 
 /// One field on its own cache line, so that writers of different fields do not contend.
@@ -1187,7 +1260,7 @@ impl RawRing {
     #[inline(always)]
     pub(crate) fn write_run<T: bytemuck::Pod>(&self, first: u64, values: &[T]) {
         debug_assert!(values.len() as u64 <= self.capacity, "more than a lap");
-        if PAIRS && size_of::<T>() == WORD && pair_stores() {
+        if pairs::BUILT && size_of::<T>() == WORD && pairs::atomic() {
             self.write_run_pairs(first, values);
             return;
         }
@@ -1209,46 +1282,17 @@ impl RawRing {
     }
 
     /// [`write_run`](RawRing::write_run) for 8-byte values on a processor whose aligned
-    /// 16-byte stores are atomic ([`pair_stores`]): each slot (stamp, then payload word; 16
-    /// bytes, 16-aligned) is written with one store of its final stamp and its value, two
-    /// slots per loaded pair of values. A reader sees a slot before or after such a store,
-    /// never between, so the odd stamp and the fences of [`write_at`](RawRing::write_at) have
+    /// 16-byte stores are atomic ([`pairs::atomic`]): each slot (stamp, then payload word; 16
+    /// bytes, 16-aligned) is written with one store of its final stamp and its value
+    /// ([`pairs::write_run`]). A reader sees a slot before or after such a store, never
+    /// between, so the odd stamp and the fences of [`write_at`](RawRing::write_at) have
     /// nothing left to guard, and a reader of either kind reads these slots right: `read`'s
     /// stamp and payload loads see this store whole or not at all (x86-64 keeps loads in
     /// order), and `read_run`'s one re-check still holds, as the slots are written in sequence
     /// order (the next lap of the run's first slot before any later lap of the others).
-    #[cfg(all(
-        target_arch = "x86_64",
-        feature = "std",
-        not(miri),
-        not(loom),
-        not(weft_word_copy)
-    ))]
+    /// Only where `pairs::atomic()` holds: `write_run` asks.
     #[inline(always)]
     fn write_run_pairs<T: bytemuck::Pod>(&self, first: u64, values: &[T]) {
-        use core::arch::x86_64::{
-            __m128i, _mm_add_epi64, _mm_loadu_si128, _mm_set_epi64x, _mm_set1_epi64x,
-            _mm_unpackhi_epi64, _mm_unpacklo_epi64,
-        };
-        /// One aligned 16-byte store of `x` at `slot`.
-        ///
-        /// # Safety
-        /// `slot` is 16-aligned and valid for writes of 16 bytes, accessed only atomically.
-        #[inline(always)]
-        unsafe fn store(slot: *const u8, x: __m128i) {
-            // SAFETY: the caller's contract (`movdqa` faults unless aligned). In assembly, the
-            // store is opaque to the compiler and a barrier to it; in the language's terms it
-            // does what relaxed atomic stores of the two words would, and the processor makes
-            // it one access (`pair_stores`).
-            unsafe {
-                core::arch::asm!(
-                    "movdqa xmmword ptr [{p}], {x}",
-                    p = in(reg) slot,
-                    x = in(xmm_reg) x,
-                    options(nostack, preserves_flags),
-                );
-            }
-        }
         debug_assert_eq!(
             (self.shift, self.lead),
             (4, WORD as u32),
@@ -1258,55 +1302,13 @@ impl RawRing {
         let (a, b) = values.split_at(values.len().min(self.capacity as usize - start));
         let mut seq = first;
         for (part, from) in [(a, start), (b, 0)] {
-            let bytes: &[u8] = bytemuck::cast_slice(part);
-            // SAFETY: `from < capacity`; the slot array holds `capacity` slots.
-            let mut slot = unsafe { self.slots.add(from << 4) };
-            // The stamps of the next two slots, and their step per pair.
-            // SAFETY: SSE2 (these intrinsics only compute in registers) is part of every
-            // x86-64 processor.
-            let (mut stamps, step) = unsafe {
-                (
-                    _mm_set_epi64x(done(seq + 1) as i64, done(seq) as i64),
-                    _mm_set1_epi64x(4),
-                )
+            // SAFETY: `from < capacity`, and the part's slots end at the array's end at the
+            // latest: slots of this ring (16 bytes each, 16-aligned in a 64-aligned array),
+            // atomics only; the caller checked `pairs::atomic`.
+            seq = unsafe {
+                pairs::write_run(self.slots.add(from << 4), seq, bytemuck::cast_slice(part))
             };
-            let mut pairs = bytes.chunks_exact(16);
-            for pair in &mut pairs {
-                // SAFETY: `pair` holds 16 readable bytes (an unaligned load).
-                let v = unsafe { _mm_loadu_si128(pair.as_ptr().cast()) };
-                // SAFETY: the two slots lie within the part's slots (it ends at the array's end
-                // at the latest; the pointer then stops one past it, never written), 16-aligned
-                // (a 64-aligned array of 16-byte slots), atomics only; `pair_stores` holds. The
-                // unpacks are SSE2, as above.
-                unsafe {
-                    store(slot, _mm_unpacklo_epi64(stamps, v));
-                    store(slot.add(16), _mm_unpackhi_epi64(stamps, v));
-                    slot = slot.add(32);
-                }
-                // SAFETY: SSE2, as above.
-                stamps = unsafe { _mm_add_epi64(stamps, step) };
-            }
-            seq += (bytes.len() / 16 * 2) as u64;
-            if let [w0, w1, w2, w3, w4, w5, w6, w7] = *pairs.remainder() {
-                let w = u64::from_ne_bytes([w0, w1, w2, w3, w4, w5, w6, w7]);
-                // SAFETY: as above, for the part's last slot (its stamp, then its value).
-                unsafe { store(slot, _mm_set_epi64x(w as i64, done(seq) as i64)) };
-                seq += 1;
-            }
         }
-    }
-
-    /// Never called: [`PAIRS`] is false on these builds.
-    #[cfg(not(all(
-        target_arch = "x86_64",
-        feature = "std",
-        not(miri),
-        not(loom),
-        not(weft_word_copy)
-    )))]
-    #[inline(always)]
-    fn write_run_pairs<T: bytemuck::Pod>(&self, _first: u64, _values: &[T]) {
-        unreachable!("write_run_pairs without PAIRS")
     }
 
     /// [`write`](RawRing::write) into `slot`, the slot of `seq` (from `slot_ptr` or a walk
@@ -1514,6 +1516,19 @@ impl RawRing {
 mod tests {
     use super::*;
 
+    /// Runs `f` on a ring of `shape` laid out in fresh zeroed heap memory (so that the bytes
+    /// the ring never writes read as zero), given with the memory's start; then frees it.
+    fn on_fresh_ring(shape: Shape, f: impl FnOnce(&RawRing, NonNull<u8>)) {
+        let layout = core::alloc::Layout::from_size_align(shape.bytes(), LINE).unwrap();
+        // SAFETY: non-zero size.
+        let base = NonNull::new(unsafe { alloc::alloc::alloc_zeroed(layout) }).unwrap();
+        // SAFETY: fresh, aligned, large enough, power-of-two capacity.
+        let ring = unsafe { RawRing::init(base, shape) };
+        f(&ring, base);
+        // SAFETY: allocated above with this layout; `f` has returned, no ring is used after.
+        unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
+    }
+
     #[test]
     fn a_typed_access_uses_the_stride_of_a_ring_shaped_for_its_type() {
         fn check<T>() {
@@ -1616,43 +1631,38 @@ mod tests {
             flags: FLAG_BOUNDED,
             watermark: 0,
         };
-        let layout = core::alloc::Layout::from_size_align(shape.bytes(), LINE).unwrap();
-        // SAFETY: non-zero size.
-        let base = NonNull::new(unsafe { alloc::alloc::alloc(layout) }).unwrap();
-        // SAFETY: fresh, aligned, large enough, power-of-two capacity.
-        let ring = unsafe { RawRing::init(base, shape) };
-        assert_eq!(
-            ring.header() as *const Header as usize,
-            base.as_ptr() as usize
-        );
-        assert_eq!(
-            ring.cursor() as *const AtomicU64 as usize,
-            base.as_ptr() as usize + 64
-        );
-        let last_gate = ring.gate(2) as *const AtomicU64 as usize;
-        assert_eq!(
-            last_gate + 64,
-            base.as_ptr() as usize + shape.bytes(),
-            "the last gate ends the block"
-        );
-        // Gates and slots do not overlap: writing every gate leaves every slot as it was.
-        ring.write(3, &7u64);
-        for i in 0..3 {
-            ring.gate(i).store(0xdead, Ordering::Relaxed);
-        }
-        assert_eq!(ring.read::<u64>(3), Read::Value(7));
-        assert_eq!(ring.read::<u64>(0), Read::NotYet);
-        // A ring rebuilt from its placement finds the same header, slots and gates.
-        // SAFETY: the same live block the placement was taken from.
-        let again = unsafe { RawRing::at(base, ring.placement()) };
-        assert_eq!(again.read::<u64>(3), Read::Value(7));
-        assert_eq!(again.gate(1).load(Ordering::Relaxed), 0xdead);
-        assert_eq!(
-            again.header() as *const Header,
-            ring.header() as *const Header
-        );
-        // SAFETY: allocated above with this layout, no ring used after.
-        unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
+        on_fresh_ring(shape, |ring, base| {
+            assert_eq!(
+                ring.header() as *const Header as usize,
+                base.as_ptr() as usize
+            );
+            assert_eq!(
+                ring.cursor() as *const AtomicU64 as usize,
+                base.as_ptr() as usize + 64
+            );
+            let last_gate = ring.gate(2) as *const AtomicU64 as usize;
+            assert_eq!(
+                last_gate + 64,
+                base.as_ptr() as usize + shape.bytes(),
+                "the last gate ends the block"
+            );
+            // Gates and slots do not overlap: writing every gate leaves every slot as it was.
+            ring.write(3, &7u64);
+            for i in 0..3 {
+                ring.gate(i).store(0xdead, Ordering::Relaxed);
+            }
+            assert_eq!(ring.read::<u64>(3), Read::Value(7));
+            assert_eq!(ring.read::<u64>(0), Read::NotYet);
+            // A ring rebuilt from its placement finds the same header, slots and gates.
+            // SAFETY: the same live block the placement was taken from.
+            let again = unsafe { RawRing::at(base, ring.placement()) };
+            assert_eq!(again.read::<u64>(3), Read::Value(7));
+            assert_eq!(again.gate(1).load(Ordering::Relaxed), 0xdead);
+            assert_eq!(
+                again.header() as *const Header,
+                ring.header() as *const Header
+            );
+        });
     }
 
     #[test]
@@ -1664,39 +1674,34 @@ mod tests {
             flags: 0,
             watermark: 0,
         };
-        let layout = core::alloc::Layout::from_size_align(shape.bytes(), LINE).unwrap();
-        // SAFETY: non-zero size.
-        let base = NonNull::new(unsafe { alloc::alloc::alloc(layout) }).unwrap();
-        // SAFETY: fresh, aligned, large enough, power-of-two capacity.
-        let ring = unsafe { RawRing::init(base, shape) };
-        ring.write(0, &[1u32, 2, 3]);
-        // SAFETY: the same live block.
-        let other = unsafe { RawRing::attach(base, shape.bytes(), 12, 0, "t") }.unwrap();
-        assert_eq!(other.read::<[u32; 3]>(0), Read::Value([1, 2, 3]));
-        assert_eq!(other.read::<[u32; 3]>(1), Read::NotYet);
-        // SAFETY: the same live block.
-        assert!(unsafe { RawRing::attach(base, shape.bytes(), 16, 0, "t") }.is_err());
-        // SAFETY: the same live block, shorter length given.
-        assert!(unsafe { RawRing::attach(base, shape.bytes() - 1, 12, 0, "t") }.is_err());
-        // SAFETY: the same live block; other flags expected.
-        assert!(unsafe { RawRing::attach(base, shape.bytes(), 12, FLAG_MPMC, "t") }.is_err());
-        ring.header()
-            .geometry
-            .0
-            .capacity
-            .store(3, Ordering::Relaxed);
-        // SAFETY: the same live block.
-        let e = unsafe { RawRing::attach(base, shape.bytes(), 12, 0, "t") }.unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
-        ring.header()
-            .geometry
-            .0
-            .capacity
-            .store(1 << 20, Ordering::Relaxed);
-        // SAFETY: the same live block.
-        assert!(unsafe { RawRing::attach(base, shape.bytes(), 12, 0, "t") }.is_err());
-        // SAFETY: allocated above with this layout, no ring used after.
-        unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
+        on_fresh_ring(shape, |ring, base| {
+            ring.write(0, &[1u32, 2, 3]);
+            // SAFETY: the same live block.
+            let other = unsafe { RawRing::attach(base, shape.bytes(), 12, 0, "t") }.unwrap();
+            assert_eq!(other.read::<[u32; 3]>(0), Read::Value([1, 2, 3]));
+            assert_eq!(other.read::<[u32; 3]>(1), Read::NotYet);
+            // SAFETY: the same live block.
+            assert!(unsafe { RawRing::attach(base, shape.bytes(), 16, 0, "t") }.is_err());
+            // SAFETY: the same live block, shorter length given.
+            assert!(unsafe { RawRing::attach(base, shape.bytes() - 1, 12, 0, "t") }.is_err());
+            // SAFETY: the same live block; other flags expected.
+            assert!(unsafe { RawRing::attach(base, shape.bytes(), 12, FLAG_MPMC, "t") }.is_err());
+            ring.header()
+                .geometry
+                .0
+                .capacity
+                .store(3, Ordering::Relaxed);
+            // SAFETY: the same live block.
+            let e = unsafe { RawRing::attach(base, shape.bytes(), 12, 0, "t") }.unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::Corrupt);
+            ring.header()
+                .geometry
+                .0
+                .capacity
+                .store(1 << 20, Ordering::Relaxed);
+            // SAFETY: the same live block.
+            assert!(unsafe { RawRing::attach(base, shape.bytes(), 12, 0, "t") }.is_err());
+        });
     }
 
     /// A shape of `value_size`-byte values, 4 slots, no gates.
@@ -1738,45 +1743,40 @@ mod tests {
     #[cfg(not(loom))]
     fn a_large_value_is_written_after_its_slots_first_line() {
         let shape = shape_of(1024);
-        let layout = core::alloc::Layout::from_size_align(shape.bytes(), LINE).unwrap();
-        // SAFETY: non-zero size; zeroed, so the bytes the ring never writes read as zero.
-        let base = NonNull::new(unsafe { alloc::alloc::alloc_zeroed(layout) }).unwrap();
-        // SAFETY: fresh, aligned, large enough, power-of-two capacity.
-        let ring = unsafe { RawRing::init(base, shape) };
-        let value: Vec<u8> = (0..1024u32).map(|i| (i % 251 + 1) as u8).collect();
-        ring.write_bytes(1, &value);
-        // SAFETY: the block is live and nothing writes it now; slot 1 lies within it.
-        let slot = unsafe {
-            core::slice::from_raw_parts(
-                base.as_ptr().add(Shape::slots_offset() + shape.stride()),
-                shape.stride(),
-            )
-        };
-        assert_eq!(slot[..8], done(1).to_ne_bytes(), "the stamp");
-        assert!(
-            slot[8..64].iter().all(|&b| b == 0),
-            "the rest of the stamp's line"
-        );
-        assert_eq!(
-            slot[64..64 + 1024],
-            value[..],
-            "the payload, from the second line"
-        );
-        let mut out = vec![0u8; 1024];
-        assert_eq!(ring.read_bytes(1, &mut out), Read::Value(()));
-        assert_eq!(out, value);
-        let mut head = [0u8; 16];
-        assert_eq!(ring.read_bytes(1, &mut head), Read::Value(()));
-        assert_eq!(head[..], value[..16]);
-        // A typed ring of the same size lays its values out alike.
-        let typed: [u64; 128] = core::array::from_fn(|i| i as u64 * 3 + 1);
-        ring.write(2, &typed);
-        assert_eq!(ring.read::<[u64; 128]>(2), Read::Value(typed));
-        let mut bytes = vec![0u8; 1024];
-        assert_eq!(ring.read_bytes(2, &mut bytes), Read::Value(()));
-        assert_eq!(bytes, bytemuck::bytes_of(&typed));
-        // SAFETY: allocated above with this layout, no ring used after.
-        unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
+        on_fresh_ring(shape, |ring, base| {
+            let value: Vec<u8> = (0..1024u32).map(|i| (i % 251 + 1) as u8).collect();
+            ring.write_bytes(1, &value);
+            // SAFETY: the block is live and nothing writes it now; slot 1 lies within it.
+            let slot = unsafe {
+                core::slice::from_raw_parts(
+                    base.as_ptr().add(Shape::slots_offset() + shape.stride()),
+                    shape.stride(),
+                )
+            };
+            assert_eq!(slot[..8], done(1).to_ne_bytes(), "the stamp");
+            assert!(
+                slot[8..64].iter().all(|&b| b == 0),
+                "the rest of the stamp's line"
+            );
+            assert_eq!(
+                slot[64..64 + 1024],
+                value[..],
+                "the payload, from the second line"
+            );
+            let mut out = vec![0u8; 1024];
+            assert_eq!(ring.read_bytes(1, &mut out), Read::Value(()));
+            assert_eq!(out, value);
+            let mut head = [0u8; 16];
+            assert_eq!(ring.read_bytes(1, &mut head), Read::Value(()));
+            assert_eq!(head[..], value[..16]);
+            // A typed ring of the same size lays its values out alike.
+            let typed: [u64; 128] = core::array::from_fn(|i| i as u64 * 3 + 1);
+            ring.write(2, &typed);
+            assert_eq!(ring.read::<[u64; 128]>(2), Read::Value(typed));
+            let mut bytes = vec![0u8; 1024];
+            assert_eq!(ring.read_bytes(2, &mut bytes), Read::Value(()));
+            assert_eq!(bytes, bytemuck::bytes_of(&typed));
+        });
     }
 
     /// A batch of 8-byte values leaves every slot as a `write` per value would (final stamp,
@@ -1791,45 +1791,40 @@ mod tests {
             flags: 0,
             watermark: 0,
         };
-        let layout = core::alloc::Layout::from_size_align(shape.bytes(), LINE).unwrap();
-        // SAFETY: non-zero size.
-        let base = NonNull::new(unsafe { alloc::alloc::alloc_zeroed(layout) }).unwrap();
-        // SAFETY: fresh, aligned, large enough, power-of-two capacity.
-        let ring = unsafe { RawRing::init(base, shape) };
-        let value = |seq: u64| seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xA5;
-        // Sequences 0..16 (a lap, even), then 16..29 (odd), then 29..40: a run that starts
-        // at slot 13 and wraps to slot 7.
-        for (first, len) in [(0u64, 16u64), (16, 13), (29, 11)] {
-            let values: Vec<u64> = (first..first + len).map(value).collect();
-            ring.write_run(first, &values);
-            for seq in first..first + len {
-                let slot = ring.slot_ptr(seq);
-                assert_eq!(
-                    ring.stamp(slot).load(Ordering::Relaxed),
-                    done(seq),
-                    "stamp of {seq}"
-                );
-                assert_eq!(
-                    ring.word(slot, 0).load(Ordering::Relaxed),
-                    value(seq),
-                    "value of {seq}"
-                );
-                assert_eq!(ring.read::<u64>(seq), Read::Value(value(seq)));
+        on_fresh_ring(shape, |ring, _| {
+            let value = |seq: u64| seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xA5;
+            // Sequences 0..16 (a lap, even), then 16..29 (odd), then 29..40: a run that starts
+            // at slot 13 and wraps to slot 7.
+            for (first, len) in [(0u64, 16u64), (16, 13), (29, 11)] {
+                let values: Vec<u64> = (first..first + len).map(value).collect();
+                ring.write_run(first, &values);
+                for seq in first..first + len {
+                    let slot = ring.slot_ptr(seq);
+                    assert_eq!(
+                        ring.stamp(slot).load(Ordering::Relaxed),
+                        done(seq),
+                        "stamp of {seq}"
+                    );
+                    assert_eq!(
+                        ring.word(slot, 0).load(Ordering::Relaxed),
+                        value(seq),
+                        "value of {seq}"
+                    );
+                    assert_eq!(ring.read::<u64>(seq), Read::Value(value(seq)));
+                }
             }
-        }
-        // Slots 0..8 were written last by the third run (24..32); the run before it is gone.
-        assert_eq!(ring.read::<u64>(20), Read::Overrun);
-        let mut out = [0u64; 16];
-        assert_eq!(ring.read_run(24, &mut out), Some(16));
-        assert_eq!(out.to_vec(), (24..40).map(value).collect::<Vec<_>>());
-        // A value whose bytes are not those of a `u64` goes in the same way.
-        let bytes: Vec<[u8; 8]> = (40..43u64).map(|s| value(s).to_ne_bytes()).collect();
-        ring.write_run(40, &bytes);
-        for (k, b) in bytes.iter().enumerate() {
-            assert_eq!(ring.read::<[u8; 8]>(40 + k as u64), Read::Value(*b));
-        }
-        // SAFETY: allocated above with this layout, no ring used after.
-        unsafe { alloc::alloc::dealloc(base.as_ptr(), layout) };
+            // Slots 0..8 were written last by the third run (24..32); the run before it is gone.
+            assert_eq!(ring.read::<u64>(20), Read::Overrun);
+            let mut out = [0u64; 16];
+            assert_eq!(ring.read_run(24, &mut out), Some(16));
+            assert_eq!(out.to_vec(), (24..40).map(value).collect::<Vec<_>>());
+            // A value whose bytes are not those of a `u64` goes in the same way.
+            let bytes: Vec<[u8; 8]> = (40..43u64).map(|s| value(s).to_ne_bytes()).collect();
+            ring.write_run(40, &bytes);
+            for (k, b) in bytes.iter().enumerate() {
+                assert_eq!(ring.read::<[u8; 8]>(40 + k as u64), Read::Value(*b));
+            }
+        });
     }
 
     #[test]
