@@ -1253,17 +1253,25 @@ impl RawRing {
 
     /// Writes `values` as the sequences `first ..`, at most a lap of them, walking the slots
     /// with a pointer instead of indexing each one (a single publisher's batch; the same
-    /// stores, in the same order, as a `write` per sequence, except that 8-byte values go in
-    /// with one store per slot where the processor allows it: [`write_run_pairs`]).
+    /// stores, in the same order, as a `write` per sequence).
     ///
-    /// [`write_run_pairs`]: RawRing::write_run_pairs
+    /// Except for 8-byte values on a processor whose aligned 16-byte stores are atomic
+    /// ([`pairs::atomic`]): each slot (stamp, then payload word; 16 bytes, 16-aligned) then
+    /// takes one store of its final stamp and its value ([`pairs::write_run`]). A reader sees
+    /// such a slot before or after the store, never between, so the odd stamp and the fences
+    /// of [`write_at`](RawRing::write_at) have nothing left to guard, and a reader of either
+    /// kind reads these slots right: `read`'s stamp and payload loads see the store whole or
+    /// not at all (x86-64 keeps loads in order), and `read_run`'s one re-check still holds, as
+    /// the slots are still written in sequence order (the next lap of the run's first slot
+    /// before any later lap of the others).
     #[inline(always)]
     pub(crate) fn write_run<T: bytemuck::Pod>(&self, first: u64, values: &[T]) {
         debug_assert!(values.len() as u64 <= self.capacity, "more than a lap");
-        if pairs::BUILT && size_of::<T>() == WORD && pairs::atomic() {
-            self.write_run_pairs(first, values);
-            return;
-        }
+        let in_pairs = pairs::BUILT && size_of::<T>() == WORD && pairs::atomic();
+        debug_assert!(
+            !in_pairs || (self.shift, self.lead) == (4, WORD as u32),
+            "an 8-byte value's slot is 16 bytes, its word at byte 8"
+        );
         let start = (first & self.mask) as usize;
         // Slots up to the end of the array, then from its start.
         let (a, b) = values.split_at(values.len().min(self.capacity as usize - start));
@@ -1271,6 +1279,13 @@ impl RawRing {
         for (part, from) in [(a, start), (b, 0)] {
             // SAFETY: `from < capacity`; the slot array holds `capacity` slots.
             let mut slot = unsafe { self.slots.add(from << self.shift) };
+            if in_pairs {
+                // SAFETY: the part's slots end at the array's end at the latest: slots of
+                // this ring (16 bytes each, 16-aligned in a 64-aligned array), atomics only;
+                // `pairs::atomic` holds.
+                seq = unsafe { pairs::write_run(slot, seq, bytemuck::cast_slice(part)) };
+                continue;
+            }
             for v in part {
                 self.write_at(slot, seq, v);
                 seq += 1;
@@ -1281,41 +1296,11 @@ impl RawRing {
         }
     }
 
-    /// [`write_run`](RawRing::write_run) for 8-byte values on a processor whose aligned
-    /// 16-byte stores are atomic ([`pairs::atomic`]): each slot (stamp, then payload word; 16
-    /// bytes, 16-aligned) is written with one store of its final stamp and its value
-    /// ([`pairs::write_run`]). A reader sees a slot before or after such a store, never
-    /// between, so the odd stamp and the fences of [`write_at`](RawRing::write_at) have
-    /// nothing left to guard, and a reader of either kind reads these slots right: `read`'s
-    /// stamp and payload loads see this store whole or not at all (x86-64 keeps loads in
-    /// order), and `read_run`'s one re-check still holds, as the slots are written in sequence
-    /// order (the next lap of the run's first slot before any later lap of the others).
-    /// Only where `pairs::atomic()` holds: `write_run` asks.
-    #[inline(always)]
-    fn write_run_pairs<T: bytemuck::Pod>(&self, first: u64, values: &[T]) {
-        debug_assert_eq!(
-            (self.shift, self.lead),
-            (4, WORD as u32),
-            "an 8-byte value's slot"
-        );
-        let start = (first & self.mask) as usize;
-        let (a, b) = values.split_at(values.len().min(self.capacity as usize - start));
-        let mut seq = first;
-        for (part, from) in [(a, start), (b, 0)] {
-            // SAFETY: `from < capacity`, and the part's slots end at the array's end at the
-            // latest: slots of this ring (16 bytes each, 16-aligned in a 64-aligned array),
-            // atomics only; the caller checked `pairs::atomic`.
-            seq = unsafe {
-                pairs::write_run(self.slots.add(from << 4), seq, bytemuck::cast_slice(part))
-            };
-        }
-    }
-
     /// [`write`](RawRing::write) into `slot`, the slot of `seq` (from `slot_ptr` or a walk
     /// over the array).
     ///
     /// One value of at most 8 bytes could also go in with its final stamp as one aligned
-    /// 16-byte store, as a batch does ([`write_run_pairs`](RawRing::write_run_pairs)), but
+    /// 16-byte store, as a batch does ([`write_run`](RawRing::write_run)), but
     /// moving a value and a stamp from general registers into a vector register costs more
     /// than the stores it saves: measured twice and not kept (docs/benchmarks.md, 2026-12-01
     /// and 2026-12-06; faster publishing on an Intel host, slower publishing and half the
