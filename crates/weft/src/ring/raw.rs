@@ -1812,6 +1812,63 @@ mod tests {
         });
     }
 
+    /// `read_run` of 8-byte values gives back every value of the run, whether a `write` per
+    /// value or a batch (16-byte stores on x86-64 with AVX) wrote the slots: runs that wrap
+    /// the array's end with an odd part on either side, a run of one, and a run that reaches
+    /// past the newest sequence.
+    #[test]
+    fn a_run_of_words_reads_back_across_the_end_and_odd_counts() {
+        let shape = Shape {
+            capacity: 16,
+            value_size: 8,
+            gates: 0,
+            flags: 0,
+            watermark: 0,
+        };
+        on_fresh_ring(shape, |ring, _| {
+            let value = |seq: u64| seq.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ 0x5A;
+            // Sequences 16..32 one `write` each, then 32..41 as a batch: slots 0..9 hold 32..41
+            // and slots 9..16 hold 25..32.
+            for seq in 16..32 {
+                ring.write(seq, &value(seq));
+            }
+            let batch: Vec<u64> = (32..41).map(value).collect();
+            ring.write_run(32, &batch);
+            for (start, len) in [
+                (25u64, 16usize),
+                (26, 15),
+                (25, 13),
+                (30, 5),
+                (40, 1),
+                (33, 8),
+            ] {
+                let mut out = vec![0u64; len];
+                assert_eq!(
+                    ring.read_run(start, &mut out),
+                    Some(len),
+                    "run {start} + {len}"
+                );
+                let want: Vec<u64> = (start..start + len as u64).map(value).collect();
+                assert_eq!(out, want, "run {start} + {len}");
+            }
+            // The same through `[u8; 8]`.
+            let mut bytes = [[0u8; 8]; 7];
+            assert_eq!(ring.read_run(27, &mut bytes), Some(7));
+            for (k, b) in bytes.iter().enumerate() {
+                assert_eq!(
+                    *b,
+                    value(27 + k as u64).to_ne_bytes(),
+                    "bytes of {}",
+                    27 + k
+                );
+            }
+            // A run that reaches past the newest sequence stops there.
+            let mut out = [0u64; 4];
+            assert_eq!(ring.read_run(39, &mut out), Some(2));
+            assert_eq!(out[..2], [value(39), value(40)]);
+        });
+    }
+
     #[test]
     fn stamps_order_laps() {
         assert!(done(3) > writing(3));
