@@ -114,21 +114,40 @@ fn subscribe(args: &[String]) -> i32 {
 }
 
 /// `pubsub-hold REGION TOPIC N`: subscribes, says "ready", receives N samples and keeps
-/// them, says "holding N", and waits to be killed.
+/// them, says "holding N", and waits to be killed. TOPIC may name several topics separated by
+/// commas: each is then subscribed and received on a thread of its own (N each), after one
+/// "ready" for all.
 fn hold(args: &[String]) -> i32 {
     let region: String = arg(args, 1, "region");
-    let topic: String = arg(args, 2, "topic");
+    let topics: String = arg(args, 2, "topic");
     let n: usize = arg(args, 3, "n");
     let s = Subscriber::connect_timeout(&region, Duration::from_secs(10)).expect("connect");
-    let mut sub = s
-        .subscribe_timeout(&topic, Duration::from_secs(10))
-        .expect("subscribe");
+    let mut subs: Vec<_> = topics
+        .split(',')
+        .map(|t| {
+            s.subscribe_timeout(t, Duration::from_secs(10))
+                .expect("subscribe")
+        })
+        .collect();
     say("ready");
-    let mut held = Vec::with_capacity(n);
-    while held.len() < n {
-        held.push(sub.recv_timeout(Duration::from_secs(10)).expect("recv"));
-    }
-    say(&format!("holding {}", held.len()));
+    let held: usize = std::thread::scope(|scope| {
+        let threads: Vec<_> = subs
+            .iter_mut()
+            .map(|sub| {
+                scope.spawn(move || {
+                    let mut held = Vec::with_capacity(n);
+                    while held.len() < n {
+                        held.push(sub.recv_timeout(Duration::from_secs(10)).expect("recv"));
+                    }
+                    // Kept until the process is killed.
+                    std::mem::forget(held);
+                    n
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).sum()
+    });
+    say(&format!("holding {held}"));
     sleep_forever()
 }
 

@@ -1303,6 +1303,52 @@ fn two_subscriptions_of_one_subscriber_parked_at_once_leave_no_announcement() {
     }
 }
 
+/// A subscriber killed while parked on three topics at once (three subscriptions, three
+/// threads; a blocks, a latest and an inline topic): each park is recorded in its own
+/// subscription's entry, and the reclaim takes every announcement back. With one record per
+/// participant (layout version 15) two of the three counts stayed, and every later publish on
+/// those topics paid a wake syscall.
+#[test]
+fn a_subscriber_killed_while_parked_on_several_topics_leaves_no_announcement() {
+    let name = unique("pc-parked3");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let a = p.register("/a").unwrap();
+    let b = p.register_with("/b", TopicMode::Latest).unwrap();
+    let c = p.register_spec("/c", &TopicSpec::inline(8)).unwrap();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    // The counts of topics 0 and 1 on their hot lines; topic 2's in inline area 0's header.
+    let counts = [
+        ("/a", l.hot + 8),
+        ("/b", l.hot + 64 + 8),
+        ("/c", l.inline_area(0) + 128),
+    ];
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/a,/b,/c", "1"]);
+    peer.expect("ready");
+    let parked_by = std::time::Instant::now() + Duration::from_secs(10);
+    while counts.iter().any(|&(_, w)| get32(&f, w) == 0) {
+        assert!(
+            std::time::Instant::now() < parked_by,
+            "never all parked: {:?}",
+            counts.map(|(t, w)| (t, get32(&f, w)))
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    peer.kill9();
+    p.reclaim().unwrap();
+    for (topic, w) in counts {
+        assert_eq!(get32(&f, w), 0, "{topic}: the dead parker's count stayed");
+    }
+    // The topics work on.
+    let s = Subscriber::connect(&name).unwrap();
+    for (topic, t) in [("/a", &a), ("/b", &b), ("/c", &c)] {
+        let mut sub = s.subscribe(topic).unwrap();
+        p.publish(t, &7u64.to_le_bytes()).unwrap();
+        assert_eq!(&*sub.try_recv().unwrap(), &7u64.to_le_bytes(), "{topic}");
+    }
+}
+
 /// A latest topic whose newest sequence was voided (a dead publisher's claim, settled by a
 /// reclaim) behind a claim a live publisher still holds: a blocking receive has nothing to
 /// deliver until that claim commits, and parks. A park re-check that took the void for a value

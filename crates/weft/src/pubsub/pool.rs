@@ -17,7 +17,8 @@
 //!
 //! A participant's record of a reference (a holdings entry, `u32`) goes through these states:
 //! take: `0 -> TAKING | b+1 -> [take CAS] -> b+1 -> [unmark]`; drop: `b+1 -> [drop CAS] ->
-//! DONE | b+1 -> [unmark] -> 0`. A subscription record is `SUB_TAG | topic`.
+//! DONE | b+1 -> [unmark] -> 0`. A subscription record is `SUB_TAG | topic`, with
+//! `SUB_PARKED` while the subscription is parked.
 
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
@@ -39,8 +40,11 @@ pub(crate) const MAX_PARTICIPANT: u32 = PART_BITS as u32;
 /// displaced from a ring slot); holdings entries are `0 .. 65536`.
 pub(crate) const PUB_OLD: u32 = 1 << 16;
 
-/// Holdings entry: a subscription to topic `value & !SUB_TAG`.
+/// Holdings entry: a subscription to topic `value & !(SUB_TAG | SUB_PARKED)`.
 pub(crate) const SUB_TAG: u32 = 1 << 31;
+/// Holdings entry, beside [`SUB_TAG`]: the subscription's park announcement stands on its
+/// topic's `waiters` count (`ring::wake::park_recorded`); whoever clears the bit withdraws it.
+pub(crate) const SUB_PARKED: u32 = 1 << 30;
 /// Holdings entry: a take of block `(value & LINK) - 1` may be in flight (`TAKING | 0`: the
 /// entry is reserved, no block chosen yet).
 pub(crate) const TAKING: u32 = 1 << 30;
@@ -409,7 +413,7 @@ pub(crate) fn entry(v: u32) -> Entry {
     if v == 0 {
         Entry::Empty
     } else if v & SUB_TAG != 0 {
-        Entry::Sub(v & !SUB_TAG)
+        Entry::Sub(v & !(SUB_TAG | SUB_PARKED))
     } else {
         match v & LINK {
             // Claimed, but naming no block: a take that has not picked one yet, or (without

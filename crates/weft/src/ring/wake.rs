@@ -269,21 +269,21 @@ pub(crate) fn park_reach(
 
 /// [`park_reach`] on a count in shared memory, whose announcement a process killed while
 /// parked would leave behind (and every later publish would pay a wake syscall for): `record`
-/// (`(word, value)`, a word of the parker's own participant line, 0 when free) says `value`
-/// while the announcement stands, from just after it is made to just before it is withdrawn.
-/// Whoever takes `value` out of the word withdraws the announcement: this parker, or the
-/// reclaimer of its row once it died ([`withdraw`]), exactly one of them. The word is one per
-/// participant, and a participant may park several subscriptions at once (on several
-/// threads): only a parker that finds the word free records itself; the others park
-/// unrecorded, as does every park when `record` is `None`. A kill between the announcement
-/// and the record (or between taking the record back and the withdrawal), or of an
-/// unrecorded parker, leaves one count behind.
+/// (`(word, idle, value)`, the holdings entry of the parking subscription, which says `idle`
+/// while it is not parked) says `value` while the announcement stands, from just after it is
+/// made to just before it is withdrawn. Whoever takes `value` out of the word withdraws the
+/// announcement: this parker, or the reclaimer of its row once it died ([`withdraw`]), exactly
+/// one of them. Each subscription has a word of its own, so every park of a participant is
+/// recorded, however many of its subscriptions park at once; a park whose word does not say
+/// `idle` (a peer scribbled on it) parks unrecorded, as does every park when `record` is
+/// `None`. A kill between the announcement and the record (or between taking the record back
+/// and the withdrawal), or of an unrecorded parker, leaves one count behind.
 #[cold]
 pub(crate) fn park_recorded(
     reach: Reach,
     waiters: &AtomicU32,
     notify: &AtomicU32,
-    record: Option<(&AtomicU32, u32)>,
+    record: Option<(&AtomicU32, u32, u32)>,
     timeout: Option<core::time::Duration>,
     mut ready: impl FnMut() -> bool,
 ) -> Parked {
@@ -294,8 +294,8 @@ pub(crate) fn park_recorded(
     waiters.fetch_add(1, Ordering::SeqCst);
     // Release (success): pairs with the Acquire of the CAS in `withdraw` (the reclaimer's):
     // the count it takes back was made.
-    let record = record.filter(|&(word, value)| {
-        word.compare_exchange(0, value, Ordering::Release, Ordering::Relaxed)
+    let record = record.filter(|&(word, idle, value)| {
+        word.compare_exchange(idle, value, Ordering::Release, Ordering::Relaxed)
             .is_ok()
     });
     let sure = heavy(reach);
@@ -319,10 +319,10 @@ pub(crate) fn park_recorded(
     match record {
         // Taken back by a reclaimer (a survivor that judged this process dead while it was
         // stopped): so was the announcement.
-        Some((word, value)) => {
+        Some((word, idle, value)) => {
             // AcqRel: pairs with the reclaimer's CAS in `withdraw` (one of the two succeeds).
             if word
-                .compare_exchange(value, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(value, idle, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
                 // Relaxed: as below.
@@ -339,13 +339,14 @@ pub(crate) fn park_recorded(
 }
 
 /// Withdraws the announcement a dead parker left on `waiters`, if its `record` (see
-/// [`park_recorded`]) still says `value`; never below 0 (the word may have been scribbled).
-pub(crate) fn withdraw(waiters: &AtomicU32, record: &AtomicU32, value: u32) {
+/// [`park_recorded`]) still says `value`, leaving the record at `idle`; never below 0 (the word
+/// may have been scribbled).
+pub(crate) fn withdraw(waiters: &AtomicU32, record: &AtomicU32, idle: u32, value: u32) {
     // AcqRel: pairs with the parker's Release CAS of the record, and with its own CAS back
     // (exactly one of the two takes it).
-    if value != 0
+    if value != idle
         && record
-            .compare_exchange(value, 0, Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(value, idle, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
     {
         // Relaxed: a hint for wakers, as in `park_recorded`.

@@ -2,7 +2,9 @@
 //! allocation, takes and drops, publish, read, lag, two publisher threads with a reader thread,
 //! and a participant killed at every step of every reference operation, settled exactly.
 
-use super::super::pool::{DONE, DONE_OLD, Dropped, Entry, TAKING, Take, Who, entry};
+use super::super::pool::{
+    DONE, DONE_OLD, Dropped, Entry, SUB_PARKED, SUB_TAG, TAKING, Take, Who, entry,
+};
 use super::super::ring::Read;
 use super::mem::{HELD, Mem, yield_to};
 use crate::sync::Ordering;
@@ -439,6 +441,9 @@ fn forged_holdings_entries_decode_and_are_cleared() {
     for v in (0..=u32::MAX).step_by(65_521) {
         let _ = entry(v);
     }
+    // A subscription record names its topic with or without the parked mark.
+    assert_eq!(entry(SUB_TAG | 7), Entry::Sub(7));
+    assert_eq!(entry(SUB_TAG | SUB_PARKED | 7), Entry::Sub(7));
     let m = Mem::new(2, 1);
     for (e, v) in forged.iter().take(super::mem::HELD).enumerate() {
         m.entry(3, e as u32).store(*v, Ordering::Release);

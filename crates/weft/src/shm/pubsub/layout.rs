@@ -211,12 +211,9 @@ pub(crate) struct MemberExt {
     /// 0 none, 1 publisher, 2 subscriber, 3 dead publisher (written by its reclaimer).
     /// Written by the owner after its claim.
     pub(crate) role: AtomicU32,
-    /// The topic this subscriber is parked on, while its announcement on the topic's
-    /// `waiters` count stands (`ring::wake::park_recorded`): `t + 1`, with bit 31 for an
-    /// inline topic (the count in its ring's header), 0 when not parked (or parked while
-    /// another subscription of the participant held the record). Written by the owner;
-    /// after its death, taken back (with the count) by the reclaimer holding its row.
-    pub(crate) parked: AtomicU32,
+    /// Zero. Layout version 15 recorded one park of the participant here; since version 16
+    /// each subscription records its own in its holdings entry (`pubsub::pool::SUB_PARKED`).
+    pub(crate) unused: AtomicU32,
     /// Topic index + 1 of the publish in flight, 0 when none. Written by the owner; after its
     /// death, by the reclaimer holding its row.
     pub(crate) pub_topic: AtomicU64,

@@ -34,8 +34,8 @@ use self::region::{BlockArea, Member, Region, TypeInfo, corrupt, inline_shape};
 use super::object::{Object, ObjectKind};
 use crate::WaitStrategy;
 use crate::error::{Error, Result, Role};
-use crate::pubsub::inline;
 use crate::pubsub::ring::{Claimed, Read, RingAt, SEQ_LIMIT, desc, undesc};
+use crate::pubsub::{inline, pool};
 use crate::ring::raw::{self, Placement, RawRing};
 use crate::ring::wake;
 use crate::shm::liveness::PeerStatus;
@@ -3466,8 +3466,13 @@ impl Subscription {
         let slice = deadline
             .remaining()
             .map_or(PARK_SLICE, |d| d.min(PARK_SLICE));
-        // Recorded, so that our announcement is taken back if we are killed while parked.
-        let record = &self.member.own_ext().parked;
+        // Recorded in our subscription's holdings entry, so that our announcement is taken
+        // back if we are killed while parked (`Region::withdraw_parks`).
+        let idle = pool::SUB_TAG | self.topic;
+        let record = self
+            .member
+            .own_record(self.entry)
+            .map(|w| (w, idle, idle | pool::SUB_PARKED));
         if let Some((ring, _)) = self.inline {
             let s = ring.signal();
             let next = self.next;
@@ -3476,7 +3481,7 @@ impl Subscription {
                 wake::Reach::Machine,
                 &s.waiters,
                 &s.notify,
-                Some((record, (self.topic + 1) | region::PARKED_INLINE)),
+                record,
                 Some(slice),
                 // Our position written, or (latest) any sequence written from there on (the
                 // step reads the newest whole one: not only the newest claim, which a stalled
@@ -3508,7 +3513,7 @@ impl Subscription {
             wake::Reach::Machine,
             &hot.waiters,
             &hot.notify,
-            Some((record, self.topic + 1)),
+            record,
             Some(slice),
             // Anything committed at our position, or (latest) in either slot from there on
             // (the step reads the newest committed value of the two: a claim in flight at our

@@ -98,10 +98,6 @@ impl Drop for Nesting {
     }
 }
 
-/// Bit of a `parked` record (`MemberExt::parked`): the topic is inline, its `waiters` count in
-/// its ring's header.
-pub(crate) const PARKED_INLINE: u32 = 1 << 31;
-
 /// Why a dead participant's reference was not released by `Region::recover`.
 enum Released {
     /// The block's word failed validation: the record is cleared.
@@ -1180,8 +1176,8 @@ impl Region {
         let hs = self.holdings(i)?;
         let mut released = 0u64;
         // First, while the subscription records in the holdings (cleared below) still keep
-        // the topic from being freed.
-        self.withdraw_park(ext);
+        // their topics from being freed.
+        self.withdraw_parks(hs);
         // A record whose block word fails validation (a mark no participant writes, a count
         // that cannot hold the record's reference: a scribbling peer's values) is cleared,
         // leaking what it may hold, rather than left to fail every reclaim of the row, and
@@ -1354,35 +1350,46 @@ impl Region {
         Ok(released)
     }
 
-    /// Takes back the park announcement a subscriber killed while parked left on its topic's
-    /// `waiters` count (its `parked` record, `ring::wake::park_recorded`); the caller holds
-    /// the subscriber's row. Its subscription record, still in its holdings, kept the topic
-    /// from being freed, so the topic is the one it parked on; a record naming no topic (a
-    /// scribbling peer's) is cleared.
-    fn withdraw_park(&self, ext: &MemberExt) {
-        // Acquire: pairs with the owner's Release store in `park_recorded`.
-        let parked = ext.parked.load(Ordering::Acquire);
-        if parked == 0 {
-            return;
-        }
-        let t = (parked & !PARKED_INLINE).wrapping_sub(1);
-        if u64::from(t) < self.geo.topics {
-            if parked & PARKED_INLINE != 0 {
+    /// Takes back the park announcements a subscriber killed while parked left on its topics'
+    /// `waiters` counts: one per subscription record in its holdings `hs` marked parked
+    /// ([`pool::SUB_PARKED`], `ring::wake::park_recorded`); the caller holds the subscriber's
+    /// row. The record kept its topic from being freed, so the topic is the one it parked on,
+    /// and its mode, which says where the count is, is the one it had then. A record naming no
+    /// topic (a scribbling peer's) loses its mark without a withdrawal.
+    fn withdraw_parks(&self, hs: &[AtomicU32]) {
+        for h in hs {
+            // Acquire: pairs with the owner's Release CAS in `park_recorded`.
+            let v = h.load(Ordering::Acquire);
+            if v & pool::SUB_TAG == 0 || v & pool::SUB_PARKED == 0 {
+                continue;
+            }
+            let idle = v & !pool::SUB_PARKED;
+            let t = idle & !pool::SUB_TAG;
+            if u64::from(t) < self.geo.topics {
                 let ring = self.stable(t, || {
                     Ok(match self.entry_mode(t)? {
                         Some(MODE_INLINE) => Some(self.inline_ring(t)?.ring),
                         _ => None,
                     })
                 });
-                if let Ok(Some((ring, _))) = ring {
-                    wake::withdraw(&ring.signal().waiters, &ext.parked, parked);
+                match ring {
+                    Ok(Some((ring, _))) => {
+                        wake::withdraw(&ring.signal().waiters, h, idle, v);
+                        continue;
+                    }
+                    Ok(None) => {
+                        if let Ok(hot) = self.hot(t) {
+                            wake::withdraw(&hot.waiters, h, idle, v);
+                            continue;
+                        }
+                    }
+                    Err(_) => {}
                 }
-            } else if let Ok(hot) = self.hot(t) {
-                wake::withdraw(&hot.waiters, &ext.parked, parked);
             }
+            // SYNC POINT: AcqRel, as the withdrawal's CAS (a later reclaimer sees the record
+            // without its mark).
+            let _ = h.compare_exchange(v, idle, Ordering::AcqRel, Ordering::Relaxed);
         }
-        // Release: pairs with the Acquire load above, for a later reclaimer.
-        ext.parked.store(0, Ordering::Release);
     }
 
     /// The topic of every subscription recorded in the holdings of every participant (those
@@ -1395,7 +1402,7 @@ impl Region {
             // Relaxed: a statistic, racy by nature.
             .map(|h| h.load(Ordering::Relaxed))
             .filter(|v| v & pool::SUB_TAG != 0)
-            .map(|v| v & !pool::SUB_TAG)
+            .map(|v| v & !(pool::SUB_TAG | pool::SUB_PARKED))
     }
 
     /// The subscriptions to topic `t` ([`Region::subscription_records`]).
@@ -1719,6 +1726,12 @@ impl Member {
                 "in range",
             )
         })
+    }
+
+    /// Our holdings entry `e` itself, if in range (a subscription's, for its park record).
+    #[inline]
+    pub(crate) fn own_record(&self, e: u32) -> Option<&AtomicU32> {
+        self.own_holdings().get(e as usize)
     }
 
     /// Claims a holdings entry and leaves it reserved: a spare for [`Member::take_into`], which
