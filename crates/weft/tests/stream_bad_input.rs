@@ -212,6 +212,55 @@ fn a_cursor_out_of_range_is_corrupt_at_open() {
     );
 }
 
+/// A cursor inside the data area but off the record grid (not a multiple of the alignment)
+/// would become the offset of an 8-byte atomic word that straddles its neighbours: a reader
+/// opening at it, or a writer taking over at it, reports `Corrupt` instead.
+#[test]
+fn a_cursor_off_the_record_grid_is_corrupt_at_open() {
+    for r in [4u64, 60] {
+        // The read cursor lives at 128 + 192.
+        let (err, _c) = open_spoiled("cursor-grid", |f| {
+            f.write_at(&r.to_le_bytes(), 320).map(|_| ()).unwrap()
+        });
+        assert!(
+            matches!(
+                err,
+                Error::Corrupt {
+                    what: "read cursor",
+                    value,
+                    ..
+                } if value == r
+            ),
+            "{r}: {err}"
+        );
+    }
+    // A writer taking over a stream whose write cursor (128 + 64) is off the grid.
+    let name = unique("cursor-grid-w");
+    let _c = Cleanup(name.clone());
+    let w = StreamWriter::create(&name, 4096).unwrap();
+    let r = StreamReader::open(&name).unwrap();
+    drop(w);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(shm_path(&name))
+        .unwrap();
+    f.write_at(&4u64.to_le_bytes(), 192).unwrap();
+    let err = StreamWriter::create(&name, 4096).map(|_| ()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Corrupt {
+                what: "write cursor",
+                value: 4,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    drop(r);
+}
+
 #[test]
 fn an_unfinished_object_is_not_ready() {
     // Zeroes: what a creator that died before initialising leaves behind.

@@ -343,14 +343,17 @@ impl Geometry {
         })
     }
 
-    /// Checks a cursor read from shared memory (hostile input): `0 ..= capacity`.
+    /// Checks a cursor read from shared memory (hostile input): `0 ..= capacity`, and a
+    /// multiple of the alignment, as every record boundary is (a reader or a writer taking
+    /// over starts at the cursor it finds, and turns it into the offset of an 8-byte atomic
+    /// word).
     #[inline]
     pub(crate) fn cursor(&self, what: &'static str, value: u64) -> Result<u64, Corrupt> {
-        if value > self.capacity {
+        if value > self.capacity || value & (self.align - 1) != 0 {
             return Err(Corrupt {
                 what,
                 value,
-                expected: "at most the capacity",
+                expected: "at most the capacity, a multiple of the alignment",
             });
         }
         Ok(value)
