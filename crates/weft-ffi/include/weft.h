@@ -1045,7 +1045,8 @@ weft_status weft_channel_call(weft_channel_t *channel,
                               size_t *len);
 
 // As `weft_channel_call`, giving up after `timeout_ms` in all (`WEFT_ERROR_TIMEOUT`). A
-// reply that comes later is set aside by the channel, never returned by a later call.
+// reply that comes later is dropped by the channel when it arrives, never returned by a
+// later call.
 //
 // # Safety
 // As `weft_channel_call`.
@@ -1089,7 +1090,7 @@ weft_status weft_channel_recv_request_timeout(weft_channel_t *channel,
                                               uint64_t *id);
 
 // Answers the lent request with `len` bytes at `data` and releases it (also when sending
-// fails). `data` may point into the request itself.
+// fails, or `data` and `len` are refused). `data` may point into the request itself.
 //
 // Errors: `WEFT_ERROR_STATE` if no request is lent (nothing, or a record or a reply);
 // as `weft_channel_send`.

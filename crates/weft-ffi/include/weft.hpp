@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -115,10 +116,16 @@ inline bool soft(weft_status rc) {
     raise(rc);
 }
 
+// `d` in whole milliseconds, rounded up; 0 for a negative `d`. A duration too long for
+// milliseconds (`std::chrono::hours::max()` meaning "for ever") saturates to UINT64_MAX
+// milliseconds (584 million years) instead of overflowing in the conversion.
 template <typename Rep, typename Period>
 std::uint64_t millis(std::chrono::duration<Rep, Period> d) {
-    auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
-    return ms < 0 ? 0 : static_cast<std::uint64_t>(ms);
+    if (d <= d.zero()) return 0;
+    const auto as_ms = std::chrono::duration<long double, std::milli>(d).count();
+    if (as_ms >= static_cast<long double>(std::numeric_limits<std::int64_t>::max() / 2))
+        return std::numeric_limits<std::uint64_t>::max();
+    return static_cast<std::uint64_t>(std::chrono::ceil<std::chrono::milliseconds>(d).count());
 }
 
 // Unique ownership of one C handle, released by `Close` (which sets the pointer to NULL).

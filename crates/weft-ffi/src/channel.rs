@@ -434,7 +434,8 @@ unsafe fn call(
             lend_bytes(c, "call", data, len, |c| {
                 Ok(Held::Reply(match timeout {
                     None => c.call(request)?,
-                    Some(ms) => c.call_timeout(request, millis(ms))?,
+                    // Nothing in this API collects a late reply: the channel drops it.
+                    Some(ms) => c.call_timeout_forget(request, millis(ms))?,
                 }))
             })
         }
@@ -464,7 +465,8 @@ pub unsafe extern "C" fn weft_channel_call(
 }
 
 /// As `weft_channel_call`, giving up after `timeout_ms` in all (`WEFT_ERROR_TIMEOUT`). A
-/// reply that comes later is set aside by the channel, never returned by a later call.
+/// reply that comes later is dropped by the channel when it arrives, never returned by a
+/// later call.
 ///
 /// # Safety
 /// As `weft_channel_call`.
@@ -574,7 +576,7 @@ pub unsafe extern "C" fn weft_channel_recv_request_timeout(
 }
 
 /// Answers the lent request with `len` bytes at `data` and releases it (also when sending
-/// fails). `data` may point into the request itself.
+/// fails, or `data` and `len` are refused). `data` may point into the request itself.
 ///
 /// Errors: `WEFT_ERROR_STATE` if no request is lent (nothing, or a record or a reply);
 /// as `weft_channel_send`.
@@ -591,8 +593,21 @@ pub unsafe extern "C" fn weft_channel_reply(
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused. `data` may alias the request's bytes in
         // shared memory: both are only read until the reply is written, into other memory.
-        let (c, data) = unsafe { (handle_mut(channel, "channel")?, c_bytes(data, len, "data")?) };
-        if !matches!(c.cell.held(), Some(Held::Request(_))) {
+        let c = unsafe { handle_mut(channel, "channel")? };
+        let lent = matches!(c.cell.held(), Some(Held::Request(_)));
+        // SAFETY: as above.
+        let data = match unsafe { c_bytes(data, len, "data") } {
+            Ok(data) => data,
+            Err(refused) => {
+                // Refused bytes release the lent request all the same, as documented (the
+                // C++ wrapper counts on it: it gave up its claim on the request already).
+                if lent {
+                    c.cell.release();
+                }
+                return Err(refused);
+            }
+        };
+        if !lent {
             return Err(Failure::state("reply: no request is lent"));
         }
         // SAFETY: the request is consumed by `reply` just below, before the cell is used

@@ -224,6 +224,32 @@ fn every_timeout_form_returns_in_time() {
         client.recv_reply_timeout(SHORT),
         Err(Error::InvalidArgument { .. })
     ));
+    // A call that forgets its request when it times out: no longer in flight, and its late
+    // reply is dropped on arrival instead of kept (nothing would ever collect it).
+    assert!(matches!(
+        client.call_timeout_forget(b"forget me", SHORT),
+        Err(Error::Timeout)
+    ));
+    assert_eq!(client.in_flight(), 0);
+    assert!(matches!(
+        client.recv_reply_timeout(SHORT),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let req = conn.recv_request_timeout(T).unwrap();
+    assert_eq!(&*req, b"forget me");
+    req.reply(b"late").unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let req = conn.recv_request_timeout(T).unwrap();
+            req.reply(b"own").unwrap();
+        });
+        assert_eq!(&*client.call(b"next").unwrap(), b"own");
+    });
+    assert_eq!(client.in_flight(), 0);
+    assert!(
+        matches!(client.try_recv_reply(), Err(Error::InvalidArgument { .. })),
+        "the forgotten request's reply was kept"
+    );
     let a = client.send_request(b"x").unwrap();
     let t = Instant::now();
     assert!(matches!(

@@ -209,6 +209,16 @@ static void reply_from_the_request(void) {
     CHECK(n == sizeof req && matches(data, n, 77));
     OK(weft_channel_reply(a, data, n)); /* echo the request's own bytes */
     EXPECT(weft_channel_reply(a, data, n), WEFT_ERROR_STATE); /* answered already */
+    /* A reply whose bytes are refused releases the request all the same, as documented:
+       nothing is lent afterwards, and the next request comes. */
+    EXPECT(weft_channel_call_timeout(b, req, 1, 0, &data, &n), WEFT_ERROR_TIMEOUT);
+    OK(weft_channel_try_recv_request(a, &data, &n, &id));
+    EXPECT(weft_channel_reply(a, NULL, 5), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_channel_release(a), WEFT_ERROR_STATE); /* nothing lent any more */
+    EXPECT(weft_channel_call_timeout(b, req, 2, 0, &data, &n), WEFT_ERROR_TIMEOUT);
+    OK(weft_channel_try_recv_request(a, &data, &n, &id));
+    CHECK(n == 2);
+    OK(weft_channel_release(a));
     OK(weft_channel_close(&a));
     OK(weft_channel_close(&b));
 }

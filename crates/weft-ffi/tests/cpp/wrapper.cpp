@@ -313,6 +313,23 @@ static void channels() {
         auto unanswered = conn.recv_request_for(1s);
         CHECK(unanswered && unanswered->str() == "unanswered");
     }  // released by its destructor
+    {
+        // A reply the C side refuses (no bytes behind a length) throws, and the request is
+        // released all the same: the channel serves on.
+        std::thread asker([&] {
+            auto ch = weft::server::connect(n, 5s);
+            CHECK(!ch.call_for(std::string_view("refused"), 10ms));
+            CHECK(!ch.call_for(std::string_view("next"), 10ms));
+        });
+        auto conn2 = *srv.accept_for(5s);
+        auto refused = conn2.recv_request_for(5s);
+        CHECK(refused && refused->str() == "refused");
+        EXPECT_ERROR(WEFT_ERROR_INVALID_ARGUMENT,
+                     refused->reply(weft::bytes_view(static_cast<const std::uint8_t *>(nullptr), 5)));
+        auto next = conn2.recv_request_for(5s);
+        CHECK(next && next->str() == "next");
+        asker.join();
+    }
     conn.close();
 
     // One-to-one, raw records both ways.
@@ -323,6 +340,17 @@ static void channels() {
     t.join();
     CHECK(connector.send_for(std::string_view("ping"), 1s));
     CHECK(listener->recv_for(1s)->str() == "ping");
+    {
+        // "For ever" as the longest duration there is waits (it once overflowed into 0 ms and
+        // returned at once).
+        std::thread later([&] {
+            std::this_thread::sleep_for(50ms);
+            CHECK(connector.send_for(std::string_view("later"), 1s));
+        });
+        auto got = listener->recv_for(std::chrono::hours::max());
+        CHECK(got && got->str() == "later");
+        later.join();
+    }
     CHECK(listener->try_send(std::string_view("pong")));
     CHECK(connector.recv().str() == "pong");
     CHECK(!connector.try_recv());

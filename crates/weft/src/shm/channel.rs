@@ -151,6 +151,15 @@ impl InFlight {
     }
 }
 
+/// `e`, the error a wait for the reply to `id` ended with; a timeout forgets `id` when the
+/// caller asked for that (`Channel::call_timeout_forget`), other errors leave it in flight.
+fn gave_up(forgotten: &mut InFlight, forget: bool, id: u64, e: Error) -> Error {
+    if forget && matches!(e, Error::Timeout) {
+        forgotten.insert(id);
+    }
+    e
+}
+
 /// Renames a stream's PeerDead (Writer / Reader) after the channel's peer (Server / Client).
 fn as_peer(e: Error, role: Role) -> Error {
     match e {
@@ -222,6 +231,9 @@ pub struct Channel {
     outstanding: InFlight,
     /// Replies read while waiting for another id, in arrival order.
     stash: VecDeque<(u64, Vec<u8>)>,
+    /// Requests still in `outstanding` whose callers gave up on them
+    /// ([`Channel::call_timeout_forget`]): their replies are dropped as they arrive.
+    forgotten: InFlight,
     next_id: u64,
     peer: Role,
     /// A server connection's slot claim; dropped after both streams (field order).
@@ -280,6 +292,7 @@ impl Channel {
             rx_name,
             outstanding: InFlight::default(),
             stash: VecDeque::new(),
+            forgotten: InFlight::default(),
             next_id: 1,
             peer,
             _slot: slot,
@@ -348,9 +361,10 @@ impl Channel {
         self.rx.set_wait_strategy(wait);
     }
 
-    /// Requests sent from this side that have no reply yet.
+    /// Requests sent from this side that have no reply yet (those given up by
+    /// [`Channel::call_timeout_forget`] not counted).
     pub fn in_flight(&self) -> usize {
-        self.outstanding.len()
+        self.outstanding.len() - self.forgotten.len()
     }
 
     // ---- raw records -------------------------------------------------------------------
@@ -521,7 +535,7 @@ impl Channel {
     /// nothing asked for.
     pub fn call(&mut self, request: &[u8]) -> Result<Reply<'_>> {
         let id = self.request_inner(request, Some(Deadline::never()))?;
-        self.wait_inner(id, Some(Deadline::never()))
+        self.wait_inner(id, Some(Deadline::never()), false)
     }
 
     /// As [`Channel::call`], giving up after `timeout` in all. A reply that comes later is
@@ -533,7 +547,45 @@ impl Channel {
     pub fn call_timeout(&mut self, request: &[u8], timeout: Duration) -> Result<Reply<'_>> {
         let deadline = Deadline::after(timeout);
         let id = self.request_inner(request, Some(deadline))?;
-        self.wait_inner(id, Some(deadline))
+        self.wait_inner(id, Some(deadline), false)
+    }
+
+    /// As [`Channel::call_timeout`], but a request that times out is forgotten: its reply is
+    /// dropped when it comes, instead of kept for [`Channel::wait_reply`] or
+    /// [`Channel::recv_reply`], and it no longer counts in [`Channel::in_flight`]. For callers
+    /// that never collect a late reply (the C ABI's `weft_channel_call_timeout`), whose late
+    /// replies would otherwise be kept for ever.
+    ///
+    /// # Errors
+    /// As [`Channel::call_timeout`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use weft::ErrorKind;
+    /// use weft::channel::Channel;
+    /// # let name = format!("doc-forget-{}", std::process::id());
+    /// let wait = Duration::from_secs(10);
+    /// let n = name.clone();
+    /// let listener = std::thread::spawn(move || Channel::listen(&n, wait));
+    /// let mut client = Channel::connect(&name, wait)?;
+    /// let mut server = listener.join().unwrap()?;
+    /// // Nobody answers in time: the call gives up and forgets its request.
+    /// let late = client.call_timeout_forget(b"ping", Duration::from_millis(10));
+    /// assert_eq!(late.map(|_| ()).unwrap_err().kind(), ErrorKind::Timeout);
+    /// assert_eq!(client.in_flight(), 0);
+    /// // Its reply, sent late, is dropped when it arrives; the next call gets its own.
+    /// server.recv_request()?.reply(b"late")?;
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| server.recv_request().unwrap().reply(b"pong").unwrap());
+    ///     assert_eq!(&*client.call(b"ping").unwrap(), b"pong");
+    /// });
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn call_timeout_forget(&mut self, request: &[u8], timeout: Duration) -> Result<Reply<'_>> {
+        let deadline = Deadline::after(timeout);
+        let id = self.request_inner(request, Some(deadline))?;
+        self.wait_inner(id, Some(deadline), true)
     }
 
     /// Sends `request` with a fresh correlation id and returns the id without waiting for the
@@ -695,7 +747,7 @@ impl Channel {
     /// As [`Channel::recv`]; [`Error::InvalidArgument`] if `id` is not in flight;
     /// [`Error::Corrupt`] for a reply with an id nothing asked for.
     pub fn wait_reply(&mut self, id: RequestId) -> Result<Reply<'_>> {
-        self.wait_inner(id.0, Some(Deadline::never()))
+        self.wait_inner(id.0, Some(Deadline::never()), false)
     }
 
     /// As [`Channel::wait_reply`], but [`Error::Empty`] if the reply is not there yet.
@@ -703,7 +755,7 @@ impl Channel {
     /// # Errors
     /// As [`Channel::wait_reply`], plus [`Error::Empty`].
     pub fn try_wait_reply(&mut self, id: RequestId) -> Result<Reply<'_>> {
-        self.wait_inner(id.0, None)
+        self.wait_inner(id.0, None, false)
     }
 
     /// As [`Channel::wait_reply`], waiting at most `timeout`.
@@ -711,10 +763,17 @@ impl Channel {
     /// # Errors
     /// As [`Channel::wait_reply`], plus [`Error::Timeout`].
     pub fn wait_reply_timeout(&mut self, id: RequestId, timeout: Duration) -> Result<Reply<'_>> {
-        self.wait_inner(id.0, Some(Deadline::after(timeout)))
+        self.wait_inner(id.0, Some(Deadline::after(timeout)), false)
     }
 
-    fn wait_inner(&mut self, id: u64, deadline: Option<Deadline>) -> Result<Reply<'_>> {
+    /// Waits for the reply to `id`; `forget`: if the wait times out, `id` is forgotten (see
+    /// [`Channel::call_timeout_forget`]).
+    fn wait_inner(
+        &mut self,
+        id: u64,
+        deadline: Option<Deadline>,
+        forget: bool,
+    ) -> Result<Reply<'_>> {
         if let Some(pos) = self.stash.iter().position(|(i, _)| *i == id) {
             let (_, body) = self.stash.remove(pos).expect("found above");
             return Ok(Reply {
@@ -722,7 +781,7 @@ impl Channel {
                 body: Body::Owned(body),
             });
         }
-        if !self.outstanding.contains(&id) {
+        if !self.outstanding.contains(&id) || self.forgotten.contains(&id) {
             return Err(Error::InvalidArgument {
                 what: "request id",
                 value: id,
@@ -739,7 +798,8 @@ impl Channel {
                 self.peer,
                 &mut self.outstanding,
                 deadline,
-            )?;
+            )
+            .map_err(|e| gave_up(&mut self.forgotten, forget, id, e))?;
             return Ok(Reply {
                 id: RequestId(id),
                 body: Body::Borrowed(g),
@@ -752,7 +812,8 @@ impl Channel {
                 self.peer,
                 &mut self.outstanding,
                 deadline,
-            )?;
+            )
+            .map_err(|e| gave_up(&mut self.forgotten, forget, id, e))?;
             let body = g[ID_LEN..].to_vec();
             drop(g);
             if got == id {
@@ -761,7 +822,10 @@ impl Channel {
                     body: Body::Owned(body),
                 });
             }
-            self.stash.push_back((got, body));
+            // A forgotten request's reply is dropped; any other is kept for its own wait.
+            if !self.forgotten.remove(&got) {
+                self.stash.push_back((got, body));
+            }
         }
     }
 
@@ -797,13 +861,34 @@ impl Channel {
                 body: Body::Owned(body),
             });
         }
-        if self.outstanding.len() == 0 {
+        if self.in_flight() == 0 {
             // Nothing can come: waiting would last until the peer leaves.
             return Err(Error::InvalidArgument {
                 what: "requests in flight",
                 value: 0,
                 expected: "at least one request sent and not yet answered",
             });
+        }
+        if self.forgotten.len() > 0 {
+            // A reply that comes may be a forgotten request's, dropped: the others are copied
+            // out (the one read in place could not be returned from the loop that skips).
+            loop {
+                let (got, g) = Channel::read_reply(
+                    &mut self.rx,
+                    &self.rx_name,
+                    self.peer,
+                    &mut self.outstanding,
+                    deadline,
+                )?;
+                let body = g[ID_LEN..].to_vec();
+                drop(g);
+                if !self.forgotten.remove(&got) {
+                    return Ok(Reply {
+                        id: RequestId(got),
+                        body: Body::Owned(body),
+                    });
+                }
+            }
         }
         let (got, g) = Channel::read_reply(
             &mut self.rx,
