@@ -354,7 +354,9 @@ impl Channel {
     }
 
     /// Sends `request` and waits for its reply (matched by correlation id), at most `timeout`
-    /// seconds in all. The reply is read in place.
+    /// seconds in all. The reply is read in place. A call that ends without its reply (a
+    /// timeout, an interrupt) forgets the request: its reply is dropped when it comes (use
+    /// `send_request` and `wait_reply` to keep a late reply).
     #[pyo3(signature = (request, timeout = None))]
     fn call(
         &self,
@@ -364,7 +366,13 @@ impl Channel {
     ) -> PyResult<Reply> {
         let until = Until::from_secs(timeout)?;
         let id = self.send_request_inner(py, request, until)?;
-        self.wait_inner(py, id, until)
+        self.wait_inner(py, id, until).inspect_err(|_| {
+            // The caller never sees `id`: nothing could collect its reply. Already answered
+            // and gone (an error after the reply was read), it is not in flight: nothing to do.
+            if let Ok(mut access) = self.inner.acquire() {
+                let _ = access.get().forget(RequestId(id));
+            }
+        })
     }
 
     /// Sends `request` with a fresh correlation id and returns the id without waiting for the

@@ -1,6 +1,8 @@
 """Request/response from Python: one-to-one channels, a server with many clients, calls with
 correlation ids, requests and replies read in place."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -135,6 +137,34 @@ def test_several_requests_in_flight(name):
     t.join()
     with pytest.raises(weft.InvalidArgumentError):
         ch.wait_reply(999, timeout=1)
+
+
+def test_a_call_that_times_out_forgets_its_request(name):
+    """Nothing can collect the reply of a call that timed out (its id never reached the
+    caller): the request is forgotten, its late reply dropped on arrival, and the next call
+    gets its own reply."""
+    server = weft.Server.bind(name)
+    late_sent = threading.Event()
+
+    def server_side():
+        ch = server.accept(timeout=10)
+        r = ch.recv_request(timeout=10)
+        assert bytes(r) == b"slow"
+        late_sent.wait(10)
+        r.reply(b"late")
+        r = ch.recv_request(timeout=10)
+        r.reply(bytes(r).upper())
+
+    t = Checked(target=server_side)
+    t.start()
+    ch = weft.Server.connect(name, 10)
+    with pytest.raises(weft.TimeoutError):
+        ch.call(b"slow", timeout=0.05)
+    assert ch.in_flight == 0
+    late_sent.set()
+    assert bytes(ch.call(b"next", timeout=10)) == b"NEXT"
+    assert ch.in_flight == 0
+    t.join()
 
 
 def test_reserve_on_a_channel(name):

@@ -250,6 +250,28 @@ fn every_timeout_form_returns_in_time() {
         matches!(client.try_recv_reply(), Err(Error::InvalidArgument { .. })),
         "the forgotten request's reply was kept"
     );
+    // `forget` of a reply already kept drops it; of an id never sent, an error.
+    let (x, y) = (
+        client.send_request(b"x1").unwrap(),
+        client.send_request(b"y1").unwrap(),
+    );
+    for _ in 0..2 {
+        let req = conn.recv_request_timeout(T).unwrap();
+        let body = req.to_vec();
+        req.reply(&body).unwrap();
+    }
+    // Waiting for `y` reads `x`'s reply first and keeps it.
+    assert_eq!(&*client.wait_reply_timeout(y, T).unwrap(), b"y1");
+    client.forget(x).unwrap();
+    assert_eq!(client.in_flight(), 0);
+    assert!(matches!(
+        client.try_recv_reply(),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        client.forget(x),
+        Err(Error::InvalidArgument { .. })
+    ));
     let a = client.send_request(b"x").unwrap();
     let t = Instant::now();
     assert!(matches!(

@@ -588,6 +588,29 @@ impl Channel {
         self.wait_inner(id, Some(deadline), true)
     }
 
+    /// Gives up on the reply to `id` (a request sent on this channel): a reply already read
+    /// and kept for it is dropped, one still to come is dropped on arrival, and `id` no longer
+    /// counts in [`Channel::in_flight`]. For a caller that lost the id's wait (a timeout or
+    /// an interrupt in a binding's `call`) and will never collect the reply.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `id` is neither in flight nor kept.
+    pub fn forget(&mut self, id: RequestId) -> Result<()> {
+        if let Some(pos) = self.stash.iter().position(|(i, _)| *i == id.0) {
+            self.stash.remove(pos);
+            return Ok(());
+        }
+        if !self.outstanding.contains(&id.0) || self.forgotten.contains(&id.0) {
+            return Err(Error::InvalidArgument {
+                what: "request id",
+                value: id.0,
+                expected: "the id of a request in flight on this channel",
+            });
+        }
+        self.forgotten.insert(id.0);
+        Ok(())
+    }
+
     /// Sends `request` with a fresh correlation id and returns the id without waiting for the
     /// reply: several requests may be in flight, and their replies may come in any order.
     ///
