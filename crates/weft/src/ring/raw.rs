@@ -1105,6 +1105,20 @@ impl RawRing {
             // SAFETY: `b <= src.len() <= words * 8`: the bytes lie within the slot; see
             // `bulk_copy` for why a racing reader is no data race.
             unsafe { bulk_copy(slot.add(self.lead as usize).cast_mut(), src.as_ptr(), b) };
+            if !b.is_multiple_of(8) {
+                // `src` ends inside a bulk word: its last bytes are zeroed, as a word-by-word
+                // tail's are below (every caller passes whole values today).
+                let zeros = [0u8; 8];
+                // SAFETY: bytes `b .. next multiple of 8` lie within the bulk words, hence the
+                // slot; `small_copy` is of `bulk_copy`'s kind, as the bulk words' accesses are.
+                unsafe {
+                    small_copy(
+                        slot.add(self.lead as usize + b).cast_mut(),
+                        zeros.as_ptr(),
+                        8 - b % 8,
+                    )
+                };
+            }
         }
         // Past the bulk words (`b` is their end, a multiple of 8) or at the end of `src`.
         let mut i = b.div_ceil(8);
@@ -1761,6 +1775,22 @@ mod tests {
             let mut bytes = vec![0u8; 1024];
             assert_eq!(ring.read_bytes(2, &mut bytes), Read::Value(()));
             assert_eq!(bytes, bytemuck::bytes_of(&typed));
+        });
+    }
+
+    /// Bytes shorter than the value end in a zero-padded word, in the bulk words of a large
+    /// value as in the word-by-word tail (`store_bytes`' promise).
+    #[test]
+    fn short_bytes_end_in_a_zero_padded_word() {
+        let shape = shape_of(1024);
+        on_fresh_ring(shape, |ring, _| {
+            // Sequence 0 fills slot 0; 4 (capacity 4) writes it again, shorter.
+            ring.write_bytes(0, &[0xFF; 1024]);
+            ring.write_bytes(4, &[0x11; 13]);
+            let mut out = [0u8; 16];
+            assert_eq!(ring.read_bytes(4, &mut out), Read::Value(()));
+            assert_eq!(out[..13], [0x11; 13]);
+            assert_eq!(out[13..], [0; 3], "the last word's padding");
         });
     }
 
