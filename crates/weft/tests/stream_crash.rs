@@ -137,3 +137,63 @@ fn a_reader_killed_mid_borrow_gives_the_writer_peer_dead_and_a_new_reader_takes_
     w.write(&buf).unwrap();
     assert!(pattern::check(9, seq, &r.read_timeout(WAIT).unwrap()));
 }
+
+/// A writer killed inside the commit of a large grant, after its mark and `W` and before it
+/// settled the announcement (`grant_seq | 3`), as its stream's words then stand: a reader that
+/// sees the new `W` while parked reads the record through it, and then finds the stream
+/// empty, never the record a second time by its mark (the record was handed out twice, and
+/// the next writer could overwrite the copy still borrowed).
+#[test]
+fn a_grant_left_unsettled_after_its_commit_is_read_once() {
+    use std::os::unix::fs::FileExt;
+    use weft::WaitStrategy;
+    use weft::stream::StreamOptions;
+    // The control block at 128: `W` at 64, the announced grant's mark value at 104; the data
+    // area at 4096, a record's 8-byte header first.
+    const W: u64 = 128 + 64;
+    const MARK: u64 = 128 + 104;
+    const DATA: u64 = 4096;
+    const LEN: usize = 64 << 10;
+    let name = unique("unsettled");
+    let _c = Cleanup(name.clone());
+    let mut w = StreamWriter::create(&name, 1 << 20).unwrap();
+    let opts = StreamOptions::new(0).wait(WaitStrategy::Park);
+    let mut r = StreamReader::open_with(&name, &opts).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(common::shm_path(&name))
+        .unwrap();
+    let word = |off| {
+        let mut b = [0u8; 8];
+        f.read_at(&mut b, off).unwrap();
+        u64::from_le_bytes(b)
+    };
+    // A grant of 64 KiB, announced and filled; the reader finds the stream empty and watches it.
+    let mut g = w.reserve(LEN).unwrap();
+    g.fill(0xAB);
+    assert!(matches!(r.try_read(), Err(Error::Empty)));
+    // The commit's first two stores, then nothing: the mark after the payload, then `W`.
+    std::mem::forget(g);
+    let mark = word(MARK);
+    let end = DATA + 8 + LEN as u64;
+    let g2 = f.try_clone().unwrap();
+    let commit = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(10));
+        g2.write_at(&mark.to_le_bytes(), end).unwrap();
+        g2.write_at(&(8 + LEN as u64).to_le_bytes(), W).unwrap();
+    });
+    // Parked (the stores above wake nobody): a slice's re-check sees `W`.
+    let got = r.read_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!((got.len(), got[0], got[LEN - 1]), (LEN, 0xAB, 0xAB));
+    drop(got);
+    commit.join().unwrap();
+    for _ in 0..3 {
+        assert!(
+            matches!(r.try_read(), Err(Error::Empty)),
+            "the record came out again by its mark"
+        );
+    }
+    // The writer is not dead (this process): it is left alone.
+    std::mem::forget(w);
+}

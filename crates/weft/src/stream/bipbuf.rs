@@ -948,6 +948,14 @@ impl ReaderCore {
             }
             self.lead = None;
         }
+        if w != self.pos {
+            // `W` moved past our position: the grant announced there, if we watched one, was
+            // committed (or abandoned for another record), and its record is read through
+            // `W`; its mark must not give it a second time. Cleared whichever look loaded `W`
+            // (`try_next`, or `has_data` in a park's re-check, which left `try_next` to start
+            // from the new `W` and never reach a clear of its own).
+            self.grant = None;
+        }
         self.gain = if w >= self.cached_write {
             w - self.cached_write
         } else {
@@ -1013,9 +1021,6 @@ impl ReaderCore {
                 }
                 return Ok(None);
             }
-            // `W` moved past our position: the grant announced there, if we watched one, was
-            // committed (or abandoned for another record); its mark must not give it twice.
-            self.grant = None;
         }
         let end = if w > self.pos {
             w
@@ -1089,6 +1094,12 @@ impl ReaderCore {
         let Some(a) = self.grant else {
             return Ok(None);
         };
+        if a.base != self.pos {
+            // Announced at a position this reader has left (its record was read through `W`
+            // since): never taken again by its mark.
+            self.grant = None;
+            return Ok(None);
+        }
         // SYNC POINT: Acquire pairs with the Release store of the mark in `WriterCore::mark`:
         // the payload (and the header of a shorter commit) are visible after it.
         let m = self.word(a.at).load(core::sync::atomic::Ordering::Acquire);
