@@ -173,8 +173,9 @@ fn a_grant_left_unsettled_after_its_commit_is_read_once() {
     let mut g = w.reserve(LEN).unwrap();
     g.fill(0xAB);
     assert!(matches!(r.try_read(), Err(Error::Empty)));
-    // The commit's first two stores, then nothing: the mark after the payload, then `W`.
-    std::mem::forget(g);
+    // Not committed by the handle (dropping a grant commits nothing): the commit's first two
+    // stores are made by hand, then nothing: the mark after the payload, then `W`.
+    drop(g);
     let mark = word(MARK);
     let end = DATA + 8 + LEN as u64;
     let g2 = f.try_clone().unwrap();
