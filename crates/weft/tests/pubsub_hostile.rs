@@ -733,6 +733,86 @@ fn a_displaced_descriptor_past_the_pool_costs_later_publishes_nothing() {
     assert_eq!(&sub.try_recv().unwrap()[..], b"after");
 }
 
+/// A descriptor naming a free block inside the pool (a forged one: the slot never held the
+/// block), displaced by a publish into its record: the record is dropped at the failed
+/// release. Kept, it failed every later publish, and once another participant came to hold
+/// the block, the next publish dropped that participant's reference under its loan.
+#[test]
+fn a_displaced_descriptor_naming_a_free_block_takes_no_later_reference() {
+    let name = unique("ph-free");
+    let _c = Cleanup(name.clone());
+    // Room for loans of every block in one participant.
+    let p = Publisher::create(&name, &cfg().max_held(80)).unwrap();
+    let t = p.register("/d").unwrap();
+    p.publish(&t, b"x").unwrap();
+    let l = layout(&name).1;
+    // Sequence 0's slot names block 63 (free, word 0); sequence 16 displaces it.
+    assert_eq!(read_u64(&name, l.block_word(63)), 0);
+    write_u64(&name, l.slot(0, 0) + 8, (1u64 << 32) | 64);
+    for i in 1..=16u32 {
+        // The displacing publish's own release of the forged reference fails, unseen.
+        p.publish(&t, &i.to_le_bytes())
+            .unwrap_or_else(|e| panic!("publish {i}: {e}"));
+    }
+    for i in 0..4u32 {
+        p.publish(&t, &i.to_le_bytes())
+            .unwrap_or_else(|e| panic!("later publish {i}: {e}"));
+    }
+    // Another publisher loans until it holds block 63 ...
+    let p2 = Publisher::open(&name).unwrap();
+    let t2 = p2.register("/d").unwrap();
+    let mut loans = Vec::new();
+    while read_u64(&name, l.block_word(63)) == 0 {
+        loans.push(p2.loan(&t2).unwrap());
+    }
+    assert_eq!(read_u64(&name, l.block_word(63)), 1, "the loan's reference");
+    // ... and publishes of the first one leave its reference alone.
+    for i in 0..4u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert_eq!(
+        read_u64(&name, l.block_word(63)),
+        1,
+        "a publish dropped the reference of another participant's loan"
+    );
+}
+
+/// A free topic entry whose tail a peer set past the sequence limit: registrations take the
+/// first free entry, and every one of them failed on it; the entry is registered from 0.
+#[test]
+fn a_free_entry_with_a_scribbled_tail_is_registered_from_zero() {
+    let name = unique("ph-tail");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let l = layout(&name).1;
+    // Entry 0's tail, the first word of its hot line.
+    write_u64(&name, l.hot, u64::MAX);
+    let t = p.register("/a").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/a").unwrap();
+    p.publish(&t, b"one").unwrap();
+    let m = sub.try_recv().unwrap();
+    assert_eq!((&m[..], m.seq()), (&b"one"[..], 0));
+    p.register_with("/l", TopicMode::Latest).unwrap();
+}
+
+/// An inline topic whose claim counter a peer set to 2^62: its close point would be that
+/// counter, which no subscriber reaches, so its subscribers would never see `Closed`. The
+/// unregistration says `Corrupt` instead, as a blocks topic's does for its tail.
+#[test]
+fn unregistering_an_inline_topic_with_a_scribbled_counter_is_corrupt() {
+    let name = unique("ph-inl-close");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register_spec("/i", &TopicSpec::inline(8)).unwrap();
+    p.publish(&t, &[1; 8]).unwrap();
+    // The ring's claim counter: the cursor, at 64 in the inline area's header.
+    write_u64(&name, layout(&name).1.inline_area(0) + 64, 1 << 62);
+    let err = p.unregister(&t).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    assert!(format!("{err}").contains("inline claim counter"), "{err}");
+}
+
 /// The records of a participant that left (holdings, publish record, publish in flight)
 /// scribbled with a block past the pool, a free block, a block whose word fails validation or
 /// a topic past the table: the next participant to take the row settles them and joins, where
@@ -755,6 +835,11 @@ fn scribbled_records_of_a_departed_participant_do_not_fail_the_next_join() {
             "a publish record naming a block whose mark no participant writes",
             8,
         ),
+        (
+            "a holdings entry naming a block marked by participant 1000 of 8",
+            9,
+        ),
+        ("an inline claim in flight on topic 999", 10),
     ] {
         let name = unique("ph-rows");
         let _c = Cleanup(name.clone());
@@ -780,6 +865,19 @@ fn scribbled_records_of_a_departed_participant_do_not_fail_the_next_join() {
                     write_u64(&name, l.ext(1) + 32, 6);
                 }
             }
+            // Block 5's word: a count of 1 under a well-formed take mark of participant 1000.
+            9 => {
+                write_u64(&name, l.block_word(5), (1 << 63) | (1000 << 49) | 1);
+                write_u32(&name, l.holding(1, 0), 6);
+            }
+            // An inline claim at sequence 5 on topic 999, and a reference on block 5 the
+            // reclaim must still release after it.
+            10 => {
+                write_u64(&name, l.ext(1) + 40, 1000);
+                write_u64(&name, l.ext(1) + 48, 5);
+                write_u64(&name, l.block_word(5), 1);
+                write_u32(&name, l.holding(1, 0), 6);
+            }
             _ => {
                 write_u64(&name, l.ext(1) + 8, 1);
                 write_u64(&name, l.ext(1) + 16, 1 << 62);
@@ -790,6 +888,13 @@ fn scribbled_records_of_a_departed_participant_do_not_fail_the_next_join() {
         p.publish(&t, b"ok").unwrap();
         assert_eq!(&sub.try_recv().unwrap()[..], b"ok", "{what}");
         assert!(p.reclaim().is_ok(), "{what}");
+        if field == 10 {
+            assert_eq!(
+                read_u64(&name, l.block_word(5)),
+                0,
+                "{what}: block 5 leaked"
+            );
+        }
     }
 }
 

@@ -623,9 +623,18 @@ pub(crate) fn release_old<E>(
         record: PUB_OLD,
     };
     let freed = loop {
-        match pool.drop_ref(b, who).map_err(&bad)? {
-            Dropped::Done { freed } => break freed,
-            Dropped::Busy(w) => wait(w)?,
+        match pool.drop_ref(b, who) {
+            Ok(Dropped::Done { freed }) => break freed,
+            Ok(Dropped::Busy(w)) => wait(w)?,
+            Err(c) => {
+                // The block's word cannot hold the record's reference (a scribbled word, or
+                // a forged descriptor naming a block the slot never held): the record is
+                // cleared, leaking what it may hold, rather than kept for a retry that would
+                // drop a reference the block came to hold for someone else since. Release:
+                // pairs with the Acquire load in `settle_old`.
+                rec.store(0, Ordering::Release);
+                return Err(bad(c));
+            }
         }
     };
     // Release: pairs with the Acquire load in `settle_old`.

@@ -140,6 +140,14 @@ impl<'a> Ring<'a> {
         Ok(t)
     }
 
+    /// Sets the tail of a ring nobody claims or reads (a free topic entry's, under the
+    /// registration lock) back to 0: what a tail that failed validation restarts from.
+    pub(crate) fn reset_tail(&self) {
+        // Relaxed: published by the Release store of the entry's READY state that follows
+        // the registration.
+        self.tail.store(0, Ordering::Relaxed);
+    }
+
     fn help(&self, t: u64) {
         // SYNC POINT: Release pairs with the Acquire load in `tail`. Failure means another
         // publisher advanced it already: Relaxed, nothing is read.

@@ -1673,6 +1673,16 @@ impl Publisher {
             let ring = unsafe { inl.ring() };
             // Acquire: pairs with the AcqRel claims.
             let c = ring.cursor().load(Ordering::Acquire);
+            // As a blocks topic's tail: a counter at 2^62 or past it is a scribbling peer's,
+            // and made the close point, it would keep subscribers from ever seeing `Closed`.
+            if c >= SEQ_LIMIT {
+                return Err(Error::corrupt(
+                    r.obj.name(),
+                    "inline claim counter",
+                    c,
+                    "below 2^62",
+                ));
+            }
             // One lap of the ring (fewer slots than `s` for messages above a line).
             let lap = ring.capacity();
             let settled = (c.saturating_sub(lap)..c).all(|q| ring.stamp_of(q) >= raw::done(q));

@@ -9,7 +9,7 @@ use super::layout::{
     TopicStatsLine, inline_area_size, inline_capacity, latest_inline_max,
 };
 use super::name::TOPIC_MAX;
-use crate::error::{Error, Result, Role};
+use crate::error::{Error, ErrorKind, Result, Role};
 use crate::pubsub::inline::{self, Record};
 use crate::pubsub::pool::{
     self, BlockMeta, Corrupt, Entry, Pool, RESERVED, TAKING, Who, alloc_entry, release_entry,
@@ -104,6 +104,20 @@ enum Released {
     Corrupt,
     /// A wait on another participant's mark gave up: the record stays for a later reclaim.
     Wait(Error),
+}
+
+impl Released {
+    /// A failed wait on a mark: one that names no participant of the table (a scribbled
+    /// word; `Region::wait_mark` finds no row for it) counts as the word failing validation,
+    /// so the record is cleared instead of failing every reclaim of its row, and every join
+    /// that takes the row, for ever.
+    fn wait(e: Error) -> Released {
+        if e.kind() == ErrorKind::Corrupt {
+            Released::Corrupt
+        } else {
+            Released::Wait(e)
+        }
+    }
 }
 
 /// The state of one wait for a block word's mark ([`Region::wait_mark`]).
@@ -358,7 +372,13 @@ impl Region {
     /// the registration lock, and the entry is free.
     pub(crate) fn restamp(&self, i: u32, latest: bool) -> Result<u64> {
         let ring = self.ring(i, latest)?;
-        let tail = ring.tail().map_err(|c| corrupt(&self.obj, c))?;
+        // A tail past the sequence limit on a free entry is a scribbling peer's: it carries no
+        // sequence on, and the registration restarts it from 0 rather than fail (and fail every
+        // later registration, which all take the first free entry).
+        let tail = ring.tail().unwrap_or_else(|_| {
+            ring.reset_tail();
+            0
+        });
         for q in tail..tail + ring.cap() {
             let slot = ring.slot(q);
             // Relaxed (both): published by the Release store of READY that follows; nobody
@@ -1072,14 +1092,24 @@ impl Region {
             ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
             // Release: pairs with the Acquire descriptor loads of readers.
             slot.desc.store(0, Ordering::Release);
-            release_old(
+            match release_old(
                 &pool,
                 &ext.pub_old,
                 me,
                 b,
                 |w| self.wait_mark(w, me, &mut mark_wait),
                 |c| corrupt(&self.obj, c),
-            )?;
+            ) {
+                Ok(_) => {}
+                // A slot whose block's word cannot hold its reference (a forged descriptor,
+                // a scribbled word) holds none to release: the record is cleared (leaking what
+                // it may hold) and the other slots are released.
+                Err(e) if e.kind() == ErrorKind::Corrupt => {
+                    // Release: pairs with the Acquire load in `settle_old`.
+                    ext.pub_old.store(0, Ordering::Release);
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }
@@ -1096,7 +1126,13 @@ impl Region {
             return Ok(());
         }
         let pool = self.pool();
-        if let Some(b) = settle_old(&pool, rec, me).map_err(|c| corrupt(&self.obj, c))? {
+        let settled = settle_old(&pool, rec, me).map_err(|c| {
+            // Cleared, as `recover` clears it: kept, it would fail every later publish.
+            // Release: pairs with the Acquire load in `settle_old`.
+            rec.store(0, Ordering::Release);
+            corrupt(&self.obj, c)
+        })?;
+        if let Some(b) = settled {
             let mut mark_wait = MarkWait::default();
             release_old(
                 &pool,
@@ -1293,13 +1329,21 @@ impl Region {
             && let Some(x) = inline::held(topic, seq, topic)
         {
             let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
-            let inline = self.stable(t, || {
-                Ok(match self.entry_mode(t)? {
-                    Some(MODE_INLINE) => Some(self.inline_ring(t)?.ring),
-                    _ => None,
+            // A record naming no topic of the table, or a topic whose entry does not read the
+            // same twice (a scribbling peer's), names no claim this reclaim can settle: the
+            // record is cleared (above) and the reclaim goes on to release the row's
+            // references, which an error here used to leave held for good.
+            let inline = if u64::from(t) < self.geo.topics {
+                self.stable(t, || {
+                    Ok(match self.entry_mode(t)? {
+                        Some(MODE_INLINE) => Some(self.inline_ring(t)?.ring),
+                        _ => None,
+                    })
                 })
-            })?;
-            if let Some((ring, _)) = inline {
+            } else {
+                Ok(None)
+            };
+            if let Ok(Some((ring, _))) = inline {
                 self.unstick_inline(t, ring, x);
             }
         }
@@ -1312,7 +1356,7 @@ impl Region {
                 &ext.pub_old,
                 i,
                 old - 1,
-                |w| self.wait_mark(w, i, &mut mark_wait).map_err(Released::Wait),
+                |w| self.wait_mark(w, i, &mut mark_wait).map_err(Released::wait),
                 |_| Released::Corrupt,
             ) {
                 Ok(_) => released += 1,
@@ -1331,7 +1375,7 @@ impl Region {
                         i,
                         e as u32,
                         b,
-                        |w| self.wait_mark(w, i, &mut mark_wait).map_err(Released::Wait),
+                        |w| self.wait_mark(w, i, &mut mark_wait).map_err(Released::wait),
                         |_| Released::Corrupt,
                     ) {
                         Ok(_) => released += 1,
