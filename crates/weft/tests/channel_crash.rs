@@ -433,3 +433,84 @@ fn a_client_killed_before_it_opened_the_servers_stream_leaves_nothing_behind() {
     drop(conn);
     assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
 }
+
+/// Requests posted on a rendezvous by a process that never creates its streams (15 of 16
+/// slots claimed in the name of this live process, as a hostile writer of the object could):
+/// the server waited up to 200 ms for each one's stream, so a `try_accept` took 3 s and an
+/// `accept_timeout` of 10 ms as long. Now a scan waits for streams at most its caller's
+/// deadline (nothing for `try_accept`) and 200 ms in all, and an honest client in the last
+/// slot is accepted.
+#[test]
+fn requests_without_streams_hold_an_accept_no_longer_than_its_deadline() {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    let name = unique("chc-nostream");
+    let _c = Sweep(name.clone());
+    let slots = 16u64;
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(slots as u32)).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(common::shm_path(&name))
+        .unwrap();
+    let w = |off: u64, v: u64| f.write_at(&v.to_le_bytes(), off).unwrap();
+    // This process's identity as a participant row records it: pid and start time (field 22
+    // of /proc/self/stat) with the holds bit, state 1, pid namespace.
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let start: u64 = stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let ns = std::fs::metadata("/proc/self/ns/pid").unwrap().ino();
+    // Slot `i`: its row at 512 + 128 i (owner, state at 8, namespace at 16, epoch at 32), its
+    // handshake line after it (the request at 64).
+    for i in 0..slots - 1 {
+        let row = 512 + 128 * i;
+        w(
+            row,
+            std::process::id() as u64 | ((start as u32 as u64) << 32) | (1 << 31),
+        );
+        f.write_at(&1u32.to_le_bytes(), row + 8).unwrap();
+        w(row + 16, ns);
+        w(row + 32, 7);
+        w(row + 64, 7);
+    }
+    let t = Instant::now();
+    assert!(matches!(server.try_accept(), Err(Error::Empty)));
+    let tried = t.elapsed();
+    assert!(
+        tried < Duration::from_millis(500),
+        "try_accept took {tried:?}"
+    );
+    // The requests were answered (refused): post them again for the timed accept.
+    for i in 0..slots - 1 {
+        w(512 + 128 * i + 32, 8);
+        w(512 + 128 * i + 64, 8);
+    }
+    let t = Instant::now();
+    assert!(matches!(
+        server.accept_timeout(Duration::from_millis(10)),
+        Err(Error::Timeout)
+    ));
+    let timed = t.elapsed();
+    assert!(
+        timed < Duration::from_millis(500),
+        "accept_timeout took {timed:?}"
+    );
+    // Posted once more, beside an honest client in the free slot.
+    for i in 0..slots - 1 {
+        w(512 + 128 * i + 32, 9);
+        w(512 + 128 * i + 64, 9);
+    }
+    let n = name.clone();
+    let client = std::thread::spawn(move || {
+        let mut ch = Server::connect(&n, WAIT).unwrap();
+        ch.call_timeout(b"hello", WAIT).unwrap().to_vec()
+    });
+    let mut conn = server.accept_timeout(WAIT).unwrap();
+    let req = conn.recv_request_timeout(WAIT).unwrap();
+    assert_eq!(&*req, b"hello");
+    req.reply(b"welcome").unwrap();
+    assert_eq!(client.join().unwrap(), b"welcome");
+}

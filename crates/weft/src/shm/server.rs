@@ -38,7 +38,10 @@ const REFUSED: u64 = 1 << 63;
 const PARK_SLICE: Duration = Duration::from_millis(50);
 /// How long `bind` waits for an existing object's creator while deciding whether it is stale.
 const STALE_OPEN_TIMEOUT: Duration = Duration::from_millis(250);
-/// How long the server waits for a requesting client's stream (created before the request).
+/// How long one scan of the slots waits, in all, for requesting clients' streams (created
+/// before their requests, so an honest client's is there at the first look): a client that
+/// posts a request without its stream costs the server at most this per scan, and never more
+/// than the caller's own deadline (nothing for `try_accept`).
 const CLIENT_STREAM_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// Fixed at creation: written by the creator before `ready`, read, validated and copied by
@@ -482,7 +485,13 @@ impl Server {
             // bump we see has its request visible to the scan below. A bump we miss changes the
             // word before our futex_wait, which then returns at once.
             let seen = bell.word.load(Ordering::Acquire);
-            if let Some(ch) = self.scan()? {
+            // The time this scan may spend waiting for clients' streams.
+            let budget = match deadline.map(|d| d.remaining()) {
+                None => Duration::ZERO,
+                Some(None) => CLIENT_STREAM_TIMEOUT,
+                Some(Some(left)) => left.min(CLIENT_STREAM_TIMEOUT),
+            };
+            if let Some(ch) = self.scan(Deadline::after(budget))? {
                 return Ok(ch);
             }
             let Some(deadline) = deadline else {
@@ -499,8 +508,9 @@ impl Server {
     }
 
     /// One pass over the slots: accepts the first pending request of a live client, sets
-    /// aside the requests of dead or departed ones.
-    fn scan(&mut self) -> Result<Option<Channel>> {
+    /// aside the requests of dead or departed ones. Waits for requesting clients' streams until
+    /// `budget` at most, for all of them together.
+    fn scan(&mut self, budget: Deadline) -> Result<Option<Channel>> {
         let liveness = self.opts.liveness_timeout;
         for k in 0..self.slots {
             let i = (self.next + k) % self.slots;
@@ -540,7 +550,7 @@ impl Server {
                         continue;
                     }
                     self.answered[i as usize] = req;
-                    let made = self.open_connection(i, req);
+                    let made = self.open_connection(i, req, budget);
                     let answer = if made.is_ok() { req } else { req | REFUSED };
                     // SYNC POINT: Release pairs with the Acquire load of `answer` in
                     // `connect`: the server-to-client stream exists before the answer.
@@ -576,10 +586,10 @@ impl Server {
         }
     }
 
-    fn open_connection(&self, slot: u32, generation: u64) -> Result<Channel> {
+    fn open_connection(&self, slot: u32, generation: u64, budget: Deadline) -> Result<Channel> {
         let sopts = self.opts.stream();
         let c2s = stream_name(self.name(), slot, instance(&self.obj), generation, "c2s");
-        let rx = open_live_reader(&c2s, &sopts, Deadline::after(CLIENT_STREAM_TIMEOUT), None)?;
+        let rx = open_live_reader(&c2s, &sopts, budget, None)?;
         let s2c = stream_name(self.name(), slot, instance(&self.obj), generation, "s2c");
         let tx = StreamWriter::create_with(&s2c, &sopts)?;
         reached(HandshakeStep::ServerStreamCreated);
