@@ -106,20 +106,6 @@ enum Released {
     Wait(Error),
 }
 
-impl Released {
-    /// A failed wait on a mark: one that names no participant of the table (a scribbled
-    /// word; `Region::wait_mark` finds no row for it) counts as the word failing validation,
-    /// so the record is cleared instead of failing every reclaim of its row, and every join
-    /// that takes the row, for ever.
-    fn wait(e: Error) -> Released {
-        if e.kind() == ErrorKind::Corrupt {
-            Released::Corrupt
-        } else {
-            Released::Wait(e)
-        }
-    }
-}
-
 /// The state of one wait for a block word's mark ([`Region::wait_mark`]).
 #[derive(Debug, Default)]
 pub(crate) struct MarkWait {
@@ -690,6 +676,30 @@ impl Region {
         // 64-aligned (Geometry).
         let meta = unsafe { self.slice::<BlockMeta>(self.geo.meta, self.geo.blocks) };
         Pool::new(meta)
+    }
+
+    /// Why a reclaim's wait on `w`'s mark failed with `e`: a mark that names no participant
+    /// of the table (`wait_mark` finds no row for it), or one that outlived the liveness
+    /// timeout on a row no process holds (never claimed, or let go, which settles every mark),
+    /// is a scribbled word, and counts as the word failing validation: the record is cleared
+    /// instead of failing every reclaim of its row, and every join that takes the row, for
+    /// ever. A wait on a live marker stays a wait that gave up.
+    fn released_after(&self, w: Who, e: Error) -> Released {
+        let stale = match e.kind() {
+            ErrorKind::Corrupt => true,
+            ErrorKind::Timeout => self.row(w.participant).map_or(true, |row| {
+                matches!(
+                    row.status(self.liveness),
+                    PeerStatus::Absent | PeerStatus::Closed
+                )
+            }),
+            _ => false,
+        };
+        if stale {
+            Released::Corrupt
+        } else {
+            Released::Wait(e)
+        }
     }
 
     /// Waits while another participant (`w`) has an operation on a block in flight: a dead
@@ -1356,7 +1366,10 @@ impl Region {
                 &ext.pub_old,
                 i,
                 old - 1,
-                |w| self.wait_mark(w, i, &mut mark_wait).map_err(Released::wait),
+                |w| {
+                    self.wait_mark(w, i, &mut mark_wait)
+                        .map_err(|e| self.released_after(w, e))
+                },
                 |_| Released::Corrupt,
             ) {
                 Ok(_) => released += 1,
@@ -1375,7 +1388,10 @@ impl Region {
                         i,
                         e as u32,
                         b,
-                        |w| self.wait_mark(w, i, &mut mark_wait).map_err(Released::wait),
+                        |w| {
+                            self.wait_mark(w, i, &mut mark_wait)
+                                .map_err(|e| self.released_after(w, e))
+                        },
                         |_| Released::Corrupt,
                     ) {
                         Ok(_) => released += 1,
