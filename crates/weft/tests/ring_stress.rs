@@ -675,3 +675,53 @@ fn kilobyte_values_are_never_torn() {
     assert_eq!(next, n);
     assert_eq!(got + lost, n);
 }
+
+/// A bounded publisher parked in `publish_timeout` on a full ring sees the room that one read
+/// makes within its 100 ms re-check, not at its deadline: a gated subscriber wakes parked
+/// publishers once per step of its gate (a quarter of the ring here), and a timed park that
+/// lasted the whole time left slept through a smaller read until the timeout (10 s here).
+/// SPMC and MPMC. Timing, so not under miri.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_timed_bounded_publish_sees_one_read_of_room_before_its_deadline() {
+    use std::time::{Duration, Instant};
+    const CAP: u64 = 1024;
+    const TIMEOUT: Duration = Duration::from_secs(10);
+    for mp in [false, true] {
+        let (publish, ring): (Box<dyn FnOnce() -> Duration + Send>, _) = if mp {
+            let (tx, ring) = ring::mpmc_bounded::<u64>(CAP, 0);
+            let rx = ring.subscribe();
+            for i in 0..CAP {
+                tx.try_publish(i).unwrap();
+            }
+            let f = move || {
+                let t = Instant::now();
+                tx.publish_timeout(CAP, TIMEOUT).unwrap();
+                t.elapsed()
+            };
+            (Box::new(f), rx)
+        } else {
+            let (mut tx, ring) = ring::bounded::<u64>(CAP, 0);
+            let rx = ring.subscribe();
+            for i in 0..CAP {
+                tx.try_publish(i).unwrap();
+            }
+            let f = move || {
+                let t = Instant::now();
+                tx.publish_timeout(CAP, TIMEOUT).unwrap();
+                t.elapsed()
+            };
+            (Box::new(f), rx)
+        };
+        let mut rx = ring;
+        let publisher = thread::spawn(publish);
+        // Long enough for the publisher to park; then room for one.
+        thread::sleep(Duration::from_millis(150));
+        assert_eq!(rx.try_recv(), Ok(0));
+        let waited = publisher.join().unwrap();
+        assert!(
+            waited < TIMEOUT / 2,
+            "mp {mp}: the publish waited {waited:?} for room made after 150 ms"
+        );
+    }
+}

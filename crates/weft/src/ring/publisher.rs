@@ -397,16 +397,20 @@ pub(super) fn deadline_expired(d: &Option<Deadline>) -> bool {
     }
 }
 
-/// How long a park may last: the time left, or a 100 ms re-check bound without a deadline
-/// (every wait stays bounded, so a peer that vanished is noticed by the caller's loop).
+/// How long a park may last: a 100 ms re-check bound, or the time left if that is shorter.
+/// Every wait stays bounded, so a peer that vanished is noticed by the caller's loop, and so
+/// is room that a gated subscriber made without waking us (it wakes parked publishers once
+/// per step of its gate, not on every read): a park for the whole time left slept through
+/// such room until its deadline.
 #[inline]
 pub(super) fn park_timeout(d: &Option<Deadline>) -> Option<core::time::Duration> {
     #[cfg(feature = "std")]
     {
+        const RECHECK: core::time::Duration = core::time::Duration::from_millis(100);
         Some(
             d.as_ref()
                 .and_then(|d| d.remaining())
-                .unwrap_or(core::time::Duration::from_millis(100)),
+                .map_or(RECHECK, |left| left.min(RECHECK)),
         )
     }
     #[cfg(not(feature = "std"))]
