@@ -155,6 +155,15 @@ fn payload(args: &PubArgs) -> Result<Vec<u8>, Failure> {
             ));
         }
     };
+    if let Some(n) = args.size
+        && n as u64 > weft::pubsub::MAX_BLOCK_SIZE
+    {
+        // Checked before anything is allocated: a message is one block at most.
+        return Err(Failure::usage(format!(
+            "--size {n} is larger than any message: at most {} bytes (a block)",
+            weft::pubsub::MAX_BLOCK_SIZE
+        )));
+    }
     Ok(match args.size {
         None => data,
         Some(n) if data.is_empty() => vec![0; n],

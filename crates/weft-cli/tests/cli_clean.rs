@@ -201,3 +201,31 @@ fn clean_refuses_missing_and_bad_names_before_touching_anything() {
     assert_eq!(weft(&["clean", &dead]).code, 0);
     assert!(!exists(&dead));
 }
+
+/// A file of weft's prefix whose header names a dead creator but carries no magic (weft
+/// writes its magic before the creator's pid, so no weft object looks like this): `ls` listed
+/// it as abandoned and `clean` removed it. It is not weft's, and stays.
+#[test]
+fn clean_never_removes_a_file_without_weft_magic() {
+    let name = unique("clean-nomagic");
+    let path = format!("/dev/shm/weft.{name}");
+    let mut header = vec![0u8; 4096];
+    // The creator pid's place: a pid no process has.
+    header[24..28].copy_from_slice(&4_000_000u32.to_le_bytes());
+    std::fs::write(&path, &header).unwrap();
+    // Removed at the end whatever happens (it is no object weft would remove).
+    struct Remove(String);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _remove = Remove(path.clone());
+    let listed = listed(&name).expect("listed");
+    assert_ne!(listed["status"], "abandoned", "{listed}");
+    let r = weft(&["clean", &name]);
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "clean removed a file that is not weft's: {r:?}"
+    );
+}

@@ -42,10 +42,22 @@ fn usage_errors_exit_2() {
         &["echo"],
         &["ls", "--bogus"],
         &["echo", "r/t", "--count", "x"],
+        // Larger than any block: refused before anything is allocated (these panicked on a
+        // capacity overflow, or aborted on the allocation, or allocated 5 GB first).
+        &[
+            "pub",
+            "cli-usage-none/t",
+            "x",
+            "--size",
+            "18446744073709551615",
+        ],
+        &["pub", "cli-usage-none/t", "--size", "9223372036854775807"],
+        &["pub", "cli-usage-none/t", "x", "--size", "5000000000"],
     ] {
         let r = weft(args);
         assert_eq!(r.code, 2, "{args:?}: {r:?}");
         assert!(!r.stderr.is_empty());
+        assert!(!r.stderr.contains("panicked"), "{args:?}: {r:?}");
     }
 }
 

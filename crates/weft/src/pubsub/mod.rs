@@ -74,9 +74,10 @@ pub(crate) fn holds_lease(lease: &crate::sync::AtomicU64, holder: u64) -> Result
 
 #[cfg(all(feature = "std", not(loom)))]
 pub use crate::shm::pubsub::{
-    Config, INLINE_MAX, InlineWriter, Loan, Publisher, RegionInfo, RegionReport, Sample, SampleRef,
-    Subscriber, Subscription, TOPIC_MAX, TYPE_NAME_MAX, Topic, TopicMode, TopicSpec, TopicStats,
-    TypedSample, TypedSubscription, inspect, latest_inline_max, regions, split_uri, validate_topic,
+    Config, INLINE_MAX, InlineWriter, Loan, MAX_BLOCK_SIZE, Publisher, RegionInfo, RegionReport,
+    Sample, SampleRef, Subscriber, Subscription, TOPIC_MAX, TYPE_NAME_MAX, Topic, TopicMode,
+    TopicSpec, TopicStats, TypedSample, TypedSubscription, inspect, latest_inline_max, regions,
+    split_uri, validate_topic,
 };
 
 // Read-only views for tools (`weft info`, `weft clean`).

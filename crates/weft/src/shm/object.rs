@@ -201,6 +201,14 @@ impl Object {
                 } else {
                     (0, false)
                 };
+                // A creator stores the magic before its pid (Release): a pid without the
+                // magic is no weft object's.
+                if pid != 0 && magic == 0 && h.magic.load(Ordering::Relaxed) == 0 {
+                    return Err(Error::NotWeft {
+                        name: name.into(),
+                        found: 0,
+                    });
+                }
                 // A creator may have stored `ready` and exited since our load above: a dead
                 // process writes nothing more, so `ready` read after its death decides (if it
                 // is set, the next round validates the object).
@@ -411,7 +419,11 @@ fn judge_leftover(name: &str, unnamed: bool) -> Option<(u64, u64)> {
             // SYNC POINT: Acquire pairs with the Release store of `ready` in `create`; read
             // after the creator was judged (see `open_as`).
             let ready = h.ready.load(Ordering::Acquire) == READY;
-            (magic == MAGIC || magic == 0) && !ready && (dead || (unnamed && pid == 0))
+            // A creator stores the magic before the pid it publishes with Release, so a header
+            // that names a creator and has no magic is no weft object's (a foreign file of our
+            // prefix): never removed. Magic 0 is a weft object's only while no pid is written.
+            let ours = magic == MAGIC || (magic == 0 && pid == 0);
+            ours && !ready && (dead || (unnamed && pid == 0))
         }
     };
     remove.then_some(identity)
@@ -500,5 +512,25 @@ mod tests {
         leftover(&name, me.pid, me.start_time + 1);
         assert!(Object::remove_leftover(&name, false).unwrap());
         assert!(ShmFile::open(&name).is_err());
+    }
+
+    /// A file of our prefix whose header names a dead creator but has no magic is not a weft
+    /// object (a creator writes its magic before its pid): it is never judged a leftover.
+    #[test]
+    fn a_header_naming_a_creator_without_magic_is_left_alone() {
+        let name = alloc::format!("obj-nomagic-{}", std::process::id());
+        let me = ProcessId::current();
+        leftover(&name, me.pid, me.start_time + 1);
+        let path = alloc::format!("/dev/shm/weft.{name}");
+        let mut b = std::fs::read(&path).unwrap();
+        b[0..8].fill(0);
+        std::fs::write(&path, &b).unwrap();
+        assert_eq!(judge_leftover(&name, false), None);
+        assert!(!Object::remove_leftover(&name, false).unwrap());
+        assert!(ShmFile::open(&name).is_ok(), "a foreign file was removed");
+        // Nor is it reported as a weft object whose creator died (`weft ls` said abandoned).
+        let err = Object::open_any(&name, core::time::Duration::from_millis(50)).unwrap_err();
+        assert!(matches!(err, Error::NotWeft { .. }), "{err}");
+        ShmFile::unlink(&name).unwrap();
     }
 }

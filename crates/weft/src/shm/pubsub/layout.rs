@@ -18,7 +18,9 @@ pub(crate) const MAX_HELD: u64 = 1 << 16;
 pub(crate) const MAX_TOPICS: u64 = 4096;
 pub(crate) const MAX_RING: u64 = 1 << 20;
 pub(crate) const MAX_BLOCKS: u64 = 1 << 24;
-pub(crate) const MAX_BLOCK_SIZE: u64 = (1 << 32) - 64;
+/// The largest block a region may have ([`Config::block_size`](super::Config::block_size)),
+/// so the largest message of a blocks or latest topic: 2^32 - 64 bytes.
+pub const MAX_BLOCK_SIZE: u64 = (1 << 32) - 64;
 
 /// The largest message of an inline topic: its slot stamp and the message share one 64-byte
 /// cache line. A latest-value inline topic may carry larger messages, up to

@@ -22,7 +22,7 @@ mod region;
 // Read-only views for tools (`weft info`, `weft clean`).
 pub(crate) mod inspect;
 
-pub use layout::{INLINE_MAX, TYPE_NAME_MAX, latest_inline_max};
+pub use layout::{INLINE_MAX, MAX_BLOCK_SIZE, TYPE_NAME_MAX, latest_inline_max};
 pub use name::{TOPIC_MAX, split_uri, validate_topic};
 
 use self::layout::{
