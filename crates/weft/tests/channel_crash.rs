@@ -483,11 +483,14 @@ fn requests_without_streams_hold_an_accept_no_longer_than_its_deadline() {
         tried < Duration::from_millis(500),
         "try_accept took {tried:?}"
     );
-    // The requests were answered (refused): post them again for the timed accept.
-    for i in 0..slots - 1 {
-        w(512 + 128 * i + 32, 8);
-        w(512 + 128 * i + 64, 8);
-    }
+    // The requests were answered (refused): each round posts them again, a new generation.
+    let post = |generation: u64| {
+        for i in 0..slots - 1 {
+            w(512 + 128 * i + 32, generation);
+            w(512 + 128 * i + 64, generation);
+        }
+    };
+    post(8);
     let t = Instant::now();
     assert!(matches!(
         server.accept_timeout(Duration::from_millis(10)),
@@ -499,10 +502,7 @@ fn requests_without_streams_hold_an_accept_no_longer_than_its_deadline() {
         "accept_timeout took {timed:?}"
     );
     // Posted once more, beside an honest client in the free slot.
-    for i in 0..slots - 1 {
-        w(512 + 128 * i + 32, 9);
-        w(512 + 128 * i + 64, 9);
-    }
+    post(9);
     let n = name.clone();
     let client = std::thread::spawn(move || {
         let mut ch = Server::connect(&n, WAIT).unwrap();

@@ -687,34 +687,29 @@ fn a_timed_bounded_publish_sees_one_read_of_room_before_its_deadline() {
     use std::time::{Duration, Instant};
     const CAP: u64 = 1024;
     const TIMEOUT: Duration = Duration::from_secs(10);
+    // A full ring of `CAP`, its publisher parked in `publish_timeout` on another thread.
+    macro_rules! parked_on_a_full_ring {
+        ($made:expr) => {{
+            #[allow(unused_mut)]
+            let (mut tx, ring) = $made;
+            let rx = ring.subscribe();
+            for i in 0..CAP {
+                tx.try_publish(i).unwrap();
+            }
+            let publisher = thread::spawn(move || {
+                let t = Instant::now();
+                tx.publish_timeout(CAP, TIMEOUT).unwrap();
+                t.elapsed()
+            });
+            (publisher, rx)
+        }};
+    }
     for mp in [false, true] {
-        let (publish, ring): (Box<dyn FnOnce() -> Duration + Send>, _) = if mp {
-            let (tx, ring) = ring::mpmc_bounded::<u64>(CAP, 0);
-            let rx = ring.subscribe();
-            for i in 0..CAP {
-                tx.try_publish(i).unwrap();
-            }
-            let f = move || {
-                let t = Instant::now();
-                tx.publish_timeout(CAP, TIMEOUT).unwrap();
-                t.elapsed()
-            };
-            (Box::new(f), rx)
+        let (publisher, mut rx) = if mp {
+            parked_on_a_full_ring!(ring::mpmc_bounded::<u64>(CAP, 0))
         } else {
-            let (mut tx, ring) = ring::bounded::<u64>(CAP, 0);
-            let rx = ring.subscribe();
-            for i in 0..CAP {
-                tx.try_publish(i).unwrap();
-            }
-            let f = move || {
-                let t = Instant::now();
-                tx.publish_timeout(CAP, TIMEOUT).unwrap();
-                t.elapsed()
-            };
-            (Box::new(f), rx)
+            parked_on_a_full_ring!(ring::bounded::<u64>(CAP, 0))
         };
-        let mut rx = ring;
-        let publisher = thread::spawn(publish);
         // Long enough for the publisher to park; then room for one.
         thread::sleep(Duration::from_millis(150));
         assert_eq!(rx.try_recv(), Ok(0));

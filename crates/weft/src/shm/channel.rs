@@ -829,16 +829,9 @@ impl Channel {
             });
         }
         loop {
-            let (got, g) = Channel::read_reply(
-                &mut self.rx,
-                &self.rx_name,
-                self.peer,
-                &mut self.outstanding,
-                deadline,
-            )
-            .map_err(|e| gave_up(&mut self.forgotten, forget, id, e))?;
-            let body = g[ID_LEN..].to_vec();
-            drop(g);
+            let (got, body) = self
+                .read_reply_copied(deadline)
+                .map_err(|e| gave_up(&mut self.forgotten, forget, id, e))?;
             if got == id {
                 return Ok(Reply {
                     id: RequestId(id),
@@ -850,6 +843,18 @@ impl Channel {
                 self.stash.push_back((got, body));
             }
         }
+    }
+
+    /// The next reply frame (as [`Channel::read_reply`]), its body copied out of the stream.
+    fn read_reply_copied(&mut self, deadline: Option<Deadline>) -> Result<(u64, Vec<u8>)> {
+        let (got, g) = Channel::read_reply(
+            &mut self.rx,
+            &self.rx_name,
+            self.peer,
+            &mut self.outstanding,
+            deadline,
+        )?;
+        Ok((got, g[ID_LEN..].to_vec()))
     }
 
     /// The next reply to any request in flight, whichever comes first.
@@ -896,15 +901,7 @@ impl Channel {
             // A reply that comes may be a forgotten request's, dropped: the others are copied
             // out (the one read in place could not be returned from the loop that skips).
             loop {
-                let (got, g) = Channel::read_reply(
-                    &mut self.rx,
-                    &self.rx_name,
-                    self.peer,
-                    &mut self.outstanding,
-                    deadline,
-                )?;
-                let body = g[ID_LEN..].to_vec();
-                drop(g);
+                let (got, body) = self.read_reply_copied(deadline)?;
                 if !self.forgotten.remove(&got) {
                     return Ok(Reply {
                         id: RequestId(got),
