@@ -1801,10 +1801,7 @@ mod tests {
     fn a_batch_of_words_leaves_the_slots_a_write_per_value_would() {
         let shape = Shape {
             capacity: 16,
-            value_size: 8,
-            gates: 0,
-            flags: 0,
-            watermark: 0,
+            ..shape_of(8)
         };
         on_fresh_ring(shape, |ring, _| {
             let value = |seq: u64| seq.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xA5;
@@ -1850,10 +1847,7 @@ mod tests {
     fn a_run_of_words_reads_back_across_the_end_and_odd_counts() {
         let shape = Shape {
             capacity: 16,
-            value_size: 8,
-            gates: 0,
-            flags: 0,
-            watermark: 0,
+            ..shape_of(8)
         };
         on_fresh_ring(shape, |ring, _| {
             let value = |seq: u64| seq.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ 0x5A;
