@@ -270,3 +270,36 @@ fn bad_bridge_input_is_refused_with_the_documented_statuses() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A name that holds a stream, or a file that is not weft's, can never be bridged: with only
+/// outbound patterns the bridge ran until its duration printing the error and exited 0 (an
+/// inbound one exited 5 at once). Both exit 5 at once now.
+#[test]
+fn a_name_that_is_no_region_is_refused_whichever_the_direction() {
+    let stream = unique("bridge-stream");
+    let foreign = unique("bridge-foreign");
+    let _cleanup = Cleanup(vec![stream.clone(), foreign.clone()]);
+    let _writer = weft::stream::StreamWriter::create(&stream, 4096).unwrap();
+    std::fs::write(format!("/dev/shm/weft.{foreign}"), vec![0x5a; 4096]).unwrap();
+    for (name, says) in [(&stream, "stream"), (&foreign, "not a weft object")] {
+        for dir in ["--out", "--in"] {
+            let t = Instant::now();
+            let r = weft(&[
+                "bridge",
+                "--region",
+                name,
+                dir,
+                "/x/**",
+                "--no-scouting",
+                "--duration",
+                "20s",
+            ]);
+            assert_eq!(r.code, 5, "{name} {dir}: {}", r.stderr);
+            assert!(r.stderr.contains(says), "{name} {dir}: {}", r.stderr);
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "{name} {dir}: ran on"
+            );
+        }
+    }
+}
