@@ -17,7 +17,6 @@ const TICK: Duration = Duration::from_millis(50);
 pub fn run(args: &BridgeArgs, json: bool) -> Outcome {
     interrupt::install();
     let config = config_of(args)?;
-    never_a_region(&config.region)?;
     let bridge = Bridge::start(config.clone()).map_err(failure)?;
     let started = Instant::now();
     announce(&bridge, &config, json)?;
@@ -48,30 +47,6 @@ pub fn run(args: &BridgeArgs, json: bool) -> Outcome {
     let (stats, last_error) = (bridge.stats(), bridge.last_error());
     bridge.close().map_err(failure)?;
     print_stats(&stats, last_error.as_deref(), started, "stopped", json)
-}
-
-/// Refuses a name that holds something other than a region (a stream, a server, a file that
-/// is not weft's, another layout version): a bridge of it could never forward anything. An
-/// inbound pattern's publisher refused it at the start already; an outbound one waited,
-/// printing the error, and exited 0. A region that does not exist yet, or is being created,
-/// is waited for, as before.
-fn never_a_region(region: &str) -> Result<(), Failure> {
-    let Ok(info) = weft::shm::object(region) else {
-        return Ok(());
-    };
-    match info.error {
-        None | Some(weft::Error::NotReady { .. } | weft::Error::NotFound { .. }) => {}
-        Some(e) => return Err(e.into()),
-    }
-    match info.kind {
-        Some(kind) if kind != weft::shm::ObjectKind::Region => Err(weft::Error::WrongKind {
-            name: region.into(),
-            found: kind.name(),
-            expected: weft::shm::ObjectKind::Region.name(),
-        }
-        .into()),
-        _ => Ok(()),
-    }
 }
 
 /// The configuration: CONFIG's, with the flags added (patterns, endpoints) or put in its

@@ -176,6 +176,7 @@ impl BridgeBuilder {
     pub fn start(self) -> Result<Bridge> {
         let config = self.config;
         config.validate()?;
+        refuse_what_is_no_region(&config.region)?;
         let zconf = config.zenoh_config()?;
         let inbound = if config.inbound.is_empty() {
             None
@@ -292,6 +293,31 @@ pub struct Bridge {
     shared: Arc<Shared>,
     subscribers: Vec<zenoh::pubsub::Subscriber<()>>,
     discovery: Option<JoinHandle<()>>,
+}
+
+/// Refuses a region name that holds something other than a region (a stream, a server, a
+/// file that is not weft's, another layout version): nothing could ever be bridged from it.
+/// Inbound patterns' publisher refused such a name at the start already; outbound ones waited
+/// for a region that could never come, reporting the error in `last_error` only. A region
+/// that does not exist yet, or is being created, is waited for.
+fn refuse_what_is_no_region(region: &str) -> Result<()> {
+    let Ok(info) = weft::shm::object(region) else {
+        return Ok(());
+    };
+    match info.error {
+        None | Some(weft::Error::NotReady { .. } | weft::Error::NotFound { .. }) => {}
+        Some(e) => return Err(Error::Weft(e)),
+    }
+    match info.kind {
+        Some(kind) if kind != weft::shm::ObjectKind::Region => {
+            Err(Error::Weft(weft::Error::WrongKind {
+                name: region.into(),
+                found: kind.name(),
+                expected: weft::shm::ObjectKind::Region.name(),
+            }))
+        }
+        _ => Ok(()),
+    }
 }
 
 impl Bridge {

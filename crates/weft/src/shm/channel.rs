@@ -600,13 +600,7 @@ impl Channel {
             self.stash.remove(pos);
             return Ok(());
         }
-        if !self.outstanding.contains(&id.0) || self.forgotten.contains(&id.0) {
-            return Err(Error::InvalidArgument {
-                what: "request id",
-                value: id.0,
-                expected: "the id of a request in flight on this channel",
-            });
-        }
+        self.awaited(id.0)?;
         self.forgotten.insert(id.0);
         Ok(())
     }
@@ -804,13 +798,7 @@ impl Channel {
                 body: Body::Owned(body),
             });
         }
-        if !self.outstanding.contains(&id) || self.forgotten.contains(&id) {
-            return Err(Error::InvalidArgument {
-                what: "request id",
-                value: id,
-                expected: "the id of a request in flight on this channel",
-            });
-        }
+        self.awaited(id)?;
         if self.outstanding.len() == 1 {
             // Only this request is in flight: the next reply must be its own, so it is
             // returned in place, without a copy.
@@ -843,6 +831,18 @@ impl Channel {
                 self.stash.push_back((got, body));
             }
         }
+    }
+
+    /// `Ok` if `id` is a request in flight whose reply is awaited (not forgotten).
+    fn awaited(&self, id: u64) -> Result<()> {
+        if !self.outstanding.contains(&id) || self.forgotten.contains(&id) {
+            return Err(Error::InvalidArgument {
+                what: "request id",
+                value: id,
+                expected: "the id of a request in flight on this channel",
+            });
+        }
+        Ok(())
     }
 
     /// The next reply frame (as [`Channel::read_reply`]), its body copied out of the stream.

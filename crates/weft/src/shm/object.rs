@@ -202,7 +202,8 @@ impl Object {
                     (0, false)
                 };
                 // A creator stores the magic before its pid (Release): a pid without the
-                // magic is no weft object's.
+                // magic is no weft object's. Relaxed: read after `creator`'s Acquire load of
+                // the pid, which orders it after the creator's store of the magic.
                 if pid != 0 && magic == 0 && h.magic.load(Ordering::Relaxed) == 0 {
                     return Err(Error::NotWeft {
                         name: name.into(),

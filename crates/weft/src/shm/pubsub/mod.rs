@@ -3481,7 +3481,8 @@ impl Subscription {
         let idle = pool::SUB_TAG | self.topic;
         let record = self
             .member
-            .own_record(self.entry)
+            .holding(self.entry)
+            .ok()
             .map(|w| (w, idle, idle | pool::SUB_PARKED));
         if let Some((ring, _)) = self.inline {
             let s = ring.signal();

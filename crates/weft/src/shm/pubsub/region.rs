@@ -1777,7 +1777,7 @@ impl Member {
 
     /// Our holdings entry `e`, bounds-checked.
     #[inline(always)]
-    fn holding(&self, e: u32) -> Result<&AtomicU32> {
+    pub(crate) fn holding(&self, e: u32) -> Result<&AtomicU32> {
         self.own_holdings().get(e as usize).ok_or_else(|| {
             Error::corrupt(
                 self.region.obj.name(),
@@ -1786,12 +1786,6 @@ impl Member {
                 "in range",
             )
         })
-    }
-
-    /// Our holdings entry `e` itself, if in range (a subscription's, for its park record).
-    #[inline]
-    pub(crate) fn own_record(&self, e: u32) -> Option<&AtomicU32> {
-        self.own_holdings().get(e as usize)
     }
 
     /// Claims a holdings entry and leaves it reserved: a spare for [`Member::take_into`], which
