@@ -157,7 +157,9 @@ unsafe fn release<T>(core: NonNull<Core<T>>, value: NonNull<T>) {
         return unsafe { release_slow(core, value) };
     }
     c.busy.set(true);
+    let unwinding = FreeOnUnwind(core);
     c.reset_one(value);
+    mem::forget(unwinding);
     // SAFETY: single thread, short borrow. A bounded pool's vector holds at most `bound`
     // pointers (reserved at construction), so this never reallocates there.
     unsafe { (*c.free.get()).push(value) };
@@ -201,6 +203,7 @@ unsafe fn drain<T>(core: NonNull<Core<T>>) {
     // SAFETY: alive (caller); stays alive while `busy` is set.
     let c = unsafe { core.as_ref() };
     c.busy.set(true);
+    let unwinding = FreeOnUnwind(core);
     // SAFETY: single thread, short borrow.
     while let Some(v) = unsafe { (*c.pending.get()).pop() } {
         if c.closed.get() {
@@ -213,9 +216,27 @@ unsafe fn drain<T>(core: NonNull<Core<T>>) {
             unsafe { (*c.free.get()).push(v) };
         }
     }
+    mem::forget(unwinding);
     c.busy.set(false);
     // SAFETY: `core` is alive; `c` is not used after this.
     unsafe { maybe_free(core) };
+}
+
+/// Frees the core (and drops what it still holds) when a reset panics after closing the pool:
+/// a reset that dropped the pool's handle left the closing to the running release, which
+/// the panic cut short. Built by a caller of [`Core::reset_one`] and forgotten when the
+/// reset returns. The free happens here, after `reset_one` has returned by unwinding, and
+/// not in its own unwind guard, which runs while `reset_one` still borrows the core.
+struct FreeOnUnwind<T>(NonNull<Core<T>>);
+
+impl<T> Drop for FreeOnUnwind<T> {
+    fn drop(&mut self) {
+        // SAFETY: only reached while unwinding out of a reset run by `release` or `drain`:
+        // the core is alive (nothing frees it while `busy` is set, and `reset_one`'s unwind
+        // guard has just cleared `busy`), and the unwinding caller never touches it again.
+        // `maybe_free` frees nothing unless the pool is closed and no guard is out.
+        unsafe { maybe_free(self.0) };
+    }
 }
 
 /// Frees the core if the handle is gone, no guard is out and no pool code is running.

@@ -375,6 +375,81 @@ fn a_panicking_reset_in_put_drops_the_value() {
     assert_eq!(pool.capacity(), 1);
 }
 
+/// A reset that drops its own pool's handle, then panics: the panic cut short the release
+/// that was left to finish the close, and the pool's ready values and its block were never
+/// freed. `slot` holds the handle the reset takes; once it is gone, `slot`'s only other
+/// owner is the reset closure inside the pool's block.
+#[test]
+fn a_reset_that_drops_its_pool_and_panics_frees_every_value() {
+    use std::cell::RefCell;
+    let drops = Rc::new(Cell::new(0));
+    let slot: Rc<RefCell<Option<BoundedLocalPool<Counted>>>> = Rc::default();
+    let s = slot.clone();
+    let d = drops.clone();
+    let pool = BoundedLocalPool::new(
+        3,
+        move || Counted {
+            drops: d.clone(),
+            tag: 0,
+        },
+        move |c: &mut Counted| {
+            if c.tag == 13 {
+                drop(s.borrow_mut().take());
+                panic!("the reset drops its pool and panics");
+            }
+        },
+    );
+    let mut bad = pool.try_acquire().unwrap();
+    bad.tag = 13;
+    *slot.borrow_mut() = Some(pool);
+    assert!(catch_unwind(AssertUnwindSafe(|| drop(bad))).is_err());
+    assert_eq!(drops.get(), 3, "all three values dropped");
+    assert_eq!(Rc::strong_count(&slot), 1, "the block is freed");
+}
+
+/// The same through the queue of a release: a node's reset drops its kids, and a kid's
+/// reset, run after it, drops the pool's handle and panics.
+#[test]
+fn a_queued_reset_that_drops_its_pool_and_panics_frees_every_value() {
+    use std::cell::RefCell;
+    struct Node {
+        kids: Vec<Pooled<Node>>,
+        bad: bool,
+        _drop: Counted,
+    }
+    let drops = Rc::new(Cell::new(0));
+    let slot: Rc<RefCell<Option<LocalPool<Node>>>> = Rc::default();
+    let s = slot.clone();
+    let d = drops.clone();
+    let pool = LocalPool::new(
+        move || Node {
+            kids: Vec::new(),
+            bad: false,
+            _drop: Counted {
+                drops: d.clone(),
+                tag: 0,
+            },
+        },
+        move |n: &mut Node| {
+            n.kids.clear();
+            if n.bad {
+                drop(s.borrow_mut().take());
+                panic!("the kid's reset drops its pool and panics");
+            }
+        },
+    );
+    let spare = pool.acquire();
+    let mut root = pool.acquire();
+    let mut kid = pool.acquire();
+    kid.bad = true;
+    root.kids.push(kid);
+    drop(spare);
+    *slot.borrow_mut() = Some(pool);
+    assert!(catch_unwind(AssertUnwindSafe(|| drop(root))).is_err());
+    assert_eq!(drops.get(), 3, "kid, root and spare dropped");
+    assert_eq!(Rc::strong_count(&slot), 1, "the block is freed");
+}
+
 // ---- SyncPool ---------------------------------------------------------------------------
 
 #[test]
