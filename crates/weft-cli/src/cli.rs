@@ -11,7 +11,7 @@ Exit status:
   3  not found: no such region, stream, server or topic
   4  timeout: --timeout ran out first
   5  unusable object: not weft's, another kind, another layout version, corrupt or never made ready
-  6  the other side is gone: every publisher died
+  6  the other side is gone: every publisher died, or the topic was unregistered
 Ctrl-C ends echo, pub, bench and bridge cleanly (status 0): their rows are left closed, not dead.";
 
 /// weft: look at, talk to and clean up weft's shared memory on this machine.
@@ -89,11 +89,13 @@ pub struct EchoArgs {
     /// Stop after this many samples.
     #[arg(long, short = 'n')]
     pub count: Option<u64>,
-    /// Give up after this long (e.g. 5, 2.5s, 500ms): exit status 4 if fewer than --count
-    /// samples (or, without --count, none) arrived.
+    /// Give up this long after the start (e.g. 5, 2.5s, 500ms), the wait for the region and
+    /// the topic included: exit status 4 if fewer than --count samples (or, without --count,
+    /// none) arrived.
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<Duration>,
-    /// Wait for the region and the topic to appear instead of failing at once.
+    /// Wait for the region to appear and be made ready, and for the topic to be registered,
+    /// instead of failing at once.
     #[arg(long)]
     pub wait: bool,
     /// Start with up to this many of the messages published before (late joiner).
@@ -168,6 +170,16 @@ pub enum Mode {
     Latest,
 }
 
+impl Mode {
+    /// The library's mode.
+    pub fn topic_mode(self) -> weft::pubsub::TopicMode {
+        match self {
+            Mode::Blocks => weft::pubsub::TopicMode::Blocks,
+            Mode::Latest => weft::pubsub::TopicMode::Latest,
+        }
+    }
+}
+
 /// `weft pub`.
 #[derive(Debug, Args)]
 pub struct PubArgs {
@@ -194,7 +206,8 @@ pub struct PubArgs {
     /// Wait until the topic has this many subscribers before publishing.
     #[arg(long, value_name = "N")]
     pub wait_subscribers: Option<u64>,
-    /// Give up waiting for subscribers after this long (e.g. 5, 2.5s, 500ms): exit status 4.
+    /// Give up if the topic has fewer than N subscribers this long after the start (e.g. 5,
+    /// 2.5s, 500ms), the wait to join the region included: exit status 4.
     #[arg(long, value_parser = parse_duration, requires = "wait_subscribers")]
     pub timeout: Option<Duration>,
 }

@@ -1,12 +1,13 @@
 //! `weft echo REGION/TOPIC`: a real subscriber that prints every sample as it comes.
 
 use crate::cli::{EchoArgs, Format};
-use crate::exit::{Failure, NOT_FOUND, Outcome, PEER_GONE, TIMEOUT, from_io};
+use crate::deadline::{self, CREATOR_WAIT, Deadline};
+use crate::exit::{Failure, NOT_FOUND, Outcome, PEER_GONE, from_io};
 use crate::interrupt;
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use weft::Error;
-use weft::pubsub::{Subscriber, Subscription};
+use weft::pubsub::{Config, Subscriber, Subscription};
 
 /// How often a waiting echo looks at Ctrl-C and its deadline.
 const SLICE: Duration = Duration::from_millis(100);
@@ -16,7 +17,8 @@ pub fn run(args: &EchoArgs, json: bool) -> Outcome {
     interrupt::install();
     let (region, topic) = weft::pubsub::split_uri(&args.target)?;
     let format = if json { Format::Json } else { args.format };
-    let deadline = args.timeout.map(|t| Instant::now() + t);
+    // One deadline for the whole command: the region, its creator, the topic and the samples.
+    let deadline = Deadline::after(args.timeout);
     let Some(subscriber) = connect(region, args.wait, deadline)? else {
         return Ok(());
     };
@@ -30,10 +32,8 @@ pub fn run(args: &EchoArgs, json: bool) -> Outcome {
             return Ok(());
         }
         let slice = match deadline {
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => left.min(SLICE),
-                _ => return timed_out(args, got),
-            },
+            Some(d) if d.passed() => return timed_out(args, d, got),
+            Some(d) => d.left().min(SLICE),
             None => SLICE,
         };
         match sub.recv_timeout(slice) {
@@ -56,36 +56,40 @@ pub fn run(args: &EchoArgs, json: bool) -> Outcome {
                     ),
                 ));
             }
+            Err(Error::Closed) => {
+                return Err(Failure::new(
+                    PEER_GONE,
+                    format!(
+                        "topic '{topic}' of region '{region}' was unregistered by its publisher \
+                         (every sample published before was received)"
+                    ),
+                ));
+            }
             Err(e) => return Err(e.into()),
         }
     }
     Ok(())
 }
 
-fn timed_out(args: &EchoArgs, got: u64) -> Outcome {
+fn timed_out(args: &EchoArgs, deadline: Deadline, got: u64) -> Outcome {
+    let on = &args.target;
     match args.count {
-        Some(n) => Err(Failure::new(
-            TIMEOUT,
-            format!("only {got} of {n} samples arrived before the timeout"),
-        )),
-        None if got == 0 => Err(Failure::new(
-            TIMEOUT,
-            format!("no sample arrived on '{}' before the timeout", args.target),
-        )),
+        Some(n) => Err(deadline.failure(&format!("only {got} of {n} samples arrived on '{on}'"))),
+        None if got == 0 => Err(deadline.failure(&format!("no sample arrived on '{on}'"))),
         None => Ok(()),
     }
 }
 
-/// Waits for the next try: false when interrupted; a timeout failure past the deadline.
-fn pause(deadline: Option<Instant>, what: &str) -> Result<bool, Failure> {
+/// Waits for the next try: false when interrupted; a timeout failure that says `what` did not
+/// happen once the deadline passed.
+fn pause(deadline: Option<Deadline>, what: impl FnOnce() -> String) -> Result<bool, Failure> {
     if interrupt::requested() {
         return Ok(false);
     }
-    if deadline.is_some_and(|d| Instant::now() >= d) {
-        return Err(Failure::new(
-            TIMEOUT,
-            format!("{what} did not appear before the timeout"),
-        ));
+    if let Some(d) = deadline
+        && d.passed()
+    {
+        return Err(d.failure(&what()));
     }
     std::thread::sleep(Duration::from_millis(20));
     Ok(true)
@@ -94,13 +98,17 @@ fn pause(deadline: Option<Instant>, what: &str) -> Result<bool, Failure> {
 fn connect(
     region: &str,
     wait: bool,
-    deadline: Option<Instant>,
+    deadline: Option<Deadline>,
 ) -> Result<Option<Subscriber>, Failure> {
+    // With --wait a region still being made is waited for in slices, between which Ctrl-C is
+    // looked at; without, for as long as the library would. Within the deadline, either way.
+    let patience = if wait { SLICE } else { CREATOR_WAIT };
     loop {
-        match Subscriber::connect(region) {
+        let config = Config::default().open_timeout(deadline::open_timeout(deadline, patience));
+        match Subscriber::connect_with(region, &config) {
             Ok(s) => return Ok(Some(s)),
             Err(Error::NotFound { .. }) if wait => {
-                if !pause(deadline, &format!("region '{region}'"))? {
+                if !pause(deadline, || format!("region '{region}' did not appear"))? {
                     return Ok(None);
                 }
             }
@@ -110,7 +118,17 @@ fn connect(
                     format!("no region '{region}' on this machine (--wait waits for it)"),
                 ));
             }
-            Err(e) => return Err(e.into()),
+            // A creator still at work (not one that died: its region will never be ready).
+            Err(Error::NotReady {
+                pid,
+                creator_gone: false,
+                ..
+            }) if wait => {
+                if !pause(deadline, || deadline::being_made(region, pid))? {
+                    return Ok(None);
+                }
+            }
+            Err(e) => return Err(deadline::join_failure(e, region, deadline)),
         }
     }
 }
@@ -120,13 +138,14 @@ fn subscribe(
     region: &str,
     topic: &str,
     args: &EchoArgs,
-    deadline: Option<Instant>,
+    deadline: Option<Deadline>,
 ) -> Result<Option<Subscription>, Failure> {
     loop {
         match subscriber.subscribe_with_history(topic, args.history) {
             Ok(s) => return Ok(Some(s)),
             Err(Error::NotFound { .. }) if args.wait => {
-                if !pause(deadline, &format!("topic '{topic}' in region '{region}'"))? {
+                let what = || format!("topic '{topic}' did not appear in region '{region}'");
+                if !pause(deadline, what)? {
                     return Ok(None);
                 }
             }

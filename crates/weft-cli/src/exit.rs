@@ -8,7 +8,7 @@
 //! | 3 | not found: no such region, stream, server or topic |
 //! | 4 | timeout: `--timeout` ran out first |
 //! | 5 | unusable object: not weft's, another kind, another layout version, corrupt, never made ready |
-//! | 6 | the other side is gone: every publisher died |
+//! | 6 | the other side is gone: every publisher died, or the topic was unregistered |
 
 use serde::Serialize;
 use std::process::ExitCode;
@@ -24,7 +24,7 @@ pub const NOT_FOUND: u8 = 3;
 pub const TIMEOUT: u8 = 4;
 /// The object exists but cannot be used: not weft's, wrong kind or version, corrupt.
 pub const UNUSABLE: u8 = 5;
-/// The peer side is gone (every publisher died).
+/// The peer side is gone (every publisher died, or the topic was unregistered).
 pub const PEER_GONE: u8 = 6;
 
 /// Why a subcommand failed: a sentence for the user and the exit status.

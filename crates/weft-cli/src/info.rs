@@ -53,7 +53,8 @@ fn mode_label(t: &TopicDetails) -> String {
     s
 }
 
-fn mode_name(m: TopicMode) -> &'static str {
+/// A mode's name, as `--mode` and the MODE column spell it: `blocks`, `latest`, `inline`.
+pub fn mode_name(m: TopicMode) -> &'static str {
     match m {
         TopicMode::Blocks => "blocks",
         TopicMode::Latest => "latest",
@@ -175,13 +176,7 @@ pub fn run(args: &crate::cli::InfoArgs, json: bool) -> Outcome {
     if args.name.contains('/') {
         return topic(&args.name, json);
     }
-    let obj = weft::shm::object(&args.name)?;
-    if let Some(e) = &obj.error {
-        return Err(Failure::new(
-            UNUSABLE,
-            format!("'{}' cannot be read: {e}", obj.name),
-        ));
-    }
+    let obj = readable(&args.name)?;
     let mut view = InfoView {
         object: ObjectView::from(&obj),
         region: None,
@@ -233,8 +228,24 @@ pub fn run(args: &crate::cli::InfoArgs, json: bool) -> Outcome {
     }
 }
 
+/// The object `name`, if its header is readable (an unusable one, or one still being made, is
+/// reported at once, not waited for).
+fn readable(name: &str) -> Result<ObjectInfo, Failure> {
+    let obj = weft::shm::object(name)?;
+    match &obj.error {
+        Some(e) => Err(Failure::new(
+            UNUSABLE,
+            format!("'{}' cannot be read: {e}", obj.name),
+        )),
+        None => Ok(obj),
+    }
+}
+
 fn topic(target: &str, json: bool) -> Outcome {
     let (region, topic) = weft::pubsub::split_uri(target)?;
+    // Looked at as `weft info REGION` does first: `details` would wait for a creator still
+    // making the region.
+    readable(region)?;
     let d = weft::pubsub::details(region)?;
     let Some(t) = d.topics.iter().find(|t| t.stats.name == topic) else {
         let names: Vec<&str> = d.topics.iter().map(|t| t.stats.name.as_str()).collect();

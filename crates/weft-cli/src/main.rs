@@ -10,6 +10,7 @@ mod bench;
 mod bridge;
 mod clean;
 mod cli;
+mod deadline;
 mod echo;
 mod exit;
 mod info;

@@ -152,6 +152,18 @@ pub fn nanos(ns: u64) -> String {
     }
 }
 
+/// A duration as the user gave it, for messages: `300 ms`, `1.5 s`, `90 s`, `250 µs`.
+pub fn duration(d: std::time::Duration) -> String {
+    if d.as_millis() == 0 && !d.is_zero() {
+        format!("{} µs", d.as_micros())
+    } else if d.as_secs() == 0 {
+        format!("{} ms", d.as_millis())
+    } else {
+        let s = format!("{:.3}", d.as_secs_f64());
+        format!("{} s", s.trim_end_matches('0').trim_end_matches('.'))
+    }
+}
+
 /// How long ago `unix_ns` was: `12 s ago`, `3 min ago`, `5 h ago`, `2 d ago`.
 pub fn ago(unix_ns: u64) -> String {
     if unix_ns == 0 {
@@ -194,6 +206,12 @@ mod tests {
         assert_eq!(nanos(7_823), "7.8 µs");
         assert_eq!(nanos(5_107_700), "5.1 ms");
         assert_eq!(nanos(4_500_000_000), "4.5 s");
+        use std::time::Duration;
+        assert_eq!(duration(Duration::from_millis(300)), "300 ms");
+        assert_eq!(duration(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(duration(Duration::from_secs(90)), "90 s");
+        assert_eq!(duration(Duration::from_micros(250)), "250 µs");
+        assert_eq!(duration(Duration::ZERO), "0 ms");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `weft pub REGION/TOPIC DATA`: publishes test data, creating the region or joining it.
 
 use crate::cli::{Mode, PubArgs};
-use crate::exit::{Failure, Outcome, TIMEOUT, from_io};
+use crate::deadline::{self, CREATOR_WAIT, Deadline};
+use crate::exit::{ERROR, Failure, Outcome, TIMEOUT, from_io};
 use crate::interrupt;
 use crate::out::{self, NAME};
 use serde::Serialize;
@@ -36,6 +37,8 @@ const MAX_PERIOD: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Runs `weft pub`.
 pub fn run(args: &PubArgs, json: bool) -> Outcome {
     interrupt::install();
+    // One deadline for every wait: joining the region (its creator) and the subscribers.
+    let deadline = Deadline::after(args.timeout);
     let (region, topic) = weft::pubsub::split_uri(&args.target)?;
     let payload = payload(args)?;
     // The time between two messages: at most a year, so that the schedule below never
@@ -52,10 +55,10 @@ pub fn run(args: &PubArgs, json: bool) -> Outcome {
             }
         },
     };
-    let (publisher, created) = open_or_create(region, payload.len())?;
+    let (publisher, created) = open_or_create(region, payload.len(), deadline)?;
     if payload.len() > publisher.max_len() {
         return Err(Failure::new(
-            crate::exit::ERROR,
+            ERROR,
             format!(
                 "{} bytes do not fit the blocks of region '{region}' (at most {} bytes)",
                 payload.len(),
@@ -63,30 +66,51 @@ pub fn run(args: &PubArgs, json: bool) -> Outcome {
             ),
         ));
     }
-    let spec = match args.mode {
-        Some(Mode::Latest) => TopicSpec::new(TopicMode::Latest),
-        Some(Mode::Blocks) => TopicSpec::new(TopicMode::Blocks),
-        // An existing topic keeps its mode: an inline one its size and kind too.
-        None => publisher
-            .existing_spec(topic)?
-            .unwrap_or(TopicSpec::new(TopicMode::Blocks)),
+    // An existing topic is joined as it is (its mode; an inline one its size and kind too;
+    // its single-publisher setting): --mode says how to register a new one, and an existing
+    // one in another mode is refused with both modes named.
+    let spec = match (args.mode, publisher.existing_spec(topic)?) {
+        (Some(m), Some(spec)) if spec.mode() != m.topic_mode() => {
+            return Err(mode_conflict(region, topic, spec.mode(), m.topic_mode()));
+        }
+        (_, Some(spec)) => spec,
+        (m, None) => TopicSpec::new(m.map_or(TopicMode::Blocks, Mode::topic_mode)),
     };
-    let t = publisher.register_spec(topic, &spec)?;
-    let deadline = args.timeout.map(|d| Instant::now() + d);
+    let t = match publisher.register_spec(topic, &spec) {
+        Ok(t) => t,
+        Err(e) => {
+            // Registered by another process in another mode since it was looked up above.
+            if matches!(
+                e,
+                Error::InvalidArgument {
+                    what: "topic mode",
+                    ..
+                }
+            ) && let Some(now) = publisher.existing_spec(topic)?
+            {
+                return Err(mode_conflict(region, topic, now.mode(), spec.mode()));
+            }
+            return Err(e.into());
+        }
+    };
     if let Some(n) = args.wait_subscribers {
         loop {
-            if publisher.stats(&t)?.subscribers >= n {
+            let have = publisher.stats(&t)?.subscribers;
+            if have >= n {
                 break;
             }
             if interrupt::requested() {
                 return Ok(());
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if let Some(d) = deadline
+                && d.passed()
+            {
                 return Err(Failure::new(
                     TIMEOUT,
                     format!(
-                        "'{}' did not get {n} subscribers before the timeout",
-                        args.target
+                        "'{}' has {have} of {n} subscribers after {}",
+                        args.target,
+                        d.given()
                     ),
                 ));
             }
@@ -189,19 +213,51 @@ fn unhex(s: &str) -> Result<Vec<u8>, Failure> {
         .collect()
 }
 
-/// Joins `region`, or creates it with blocks large enough for `len` bytes.
-fn open_or_create(region: &str, len: usize) -> Result<(Publisher, bool), Failure> {
-    match Publisher::open(region) {
+/// "topic '/t' of region 'r' is a blocks topic, not latest": the failure of a registration in
+/// mode `wanted` on a topic registered in mode `registered`, both named as `--mode` and
+/// `weft info` spell them.
+fn mode_conflict(region: &str, topic: &str, registered: TopicMode, wanted: TopicMode) -> Failure {
+    let name = crate::info::mode_name(registered);
+    let a = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    Failure::new(
+        ERROR,
+        format!(
+            "topic '{topic}' of region '{region}' is {a} {name} topic, not {}: leave out \
+             --mode to publish on it as it is",
+            crate::info::mode_name(wanted)
+        ),
+    )
+}
+
+/// Joins `region`, or creates it with blocks large enough for `len` bytes. A region still
+/// being made is waited for as long as the library waits for its creator, within `deadline`.
+fn open_or_create(
+    region: &str,
+    len: usize,
+    deadline: Option<Deadline>,
+) -> Result<(Publisher, bool), Failure> {
+    let open = || {
+        let config = Config::default().open_timeout(deadline::open_timeout(deadline, CREATOR_WAIT));
+        Publisher::open_with(region, &config)
+    };
+    match open() {
         Ok(p) => return Ok((p, false)),
         Err(Error::NotFound { .. }) => {}
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(deadline::join_failure(e, region, deadline)),
     }
     let block = len.max(4096).next_multiple_of(64);
     let blocks = (POOL_BUDGET / block).clamp(16, 1024);
     match Publisher::create(region, &Config::default().block_size(block).blocks(blocks)) {
         Ok(p) => Ok((p, true)),
         // Another process made it in the meantime: join it.
-        Err(Error::AlreadyExists { .. }) => Ok((Publisher::open(region)?, false)),
+        Err(Error::AlreadyExists { .. }) => match open() {
+            Ok(p) => Ok((p, false)),
+            Err(e) => Err(deadline::join_failure(e, region, deadline)),
+        },
         Err(e) => Err(e.into()),
     }
 }

@@ -211,7 +211,13 @@ fn echo_history_and_timeouts() {
     assert_eq!((r.code, r.stdout.as_str()), (0, "msg-2\nmsg-3\n"), "{r:?}");
     let r = weft(&["echo", &target, "--timeout", "300ms"]);
     assert_eq!(r.code, 4, "nothing published: {r:?}");
-    assert!(r.stderr.contains("no sample arrived"), "{}", r.stderr);
+    // What it waited for, and how long.
+    assert!(
+        r.stderr
+            .contains(&format!("no sample arrived on '{target}' within 300 ms")),
+        "{}",
+        r.stderr
+    );
     let r = weft(&[
         "echo",
         &target,
@@ -224,7 +230,13 @@ fn echo_history_and_timeouts() {
     ]);
     assert_eq!(r.code, 4, "{r:?}");
     assert_eq!(r.stdout, "msg-3\n");
-    assert!(r.stderr.contains("only 1 of 3 samples"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "only 1 of 3 samples arrived on '{target}' within 300 ms"
+        )),
+        "{}",
+        r.stderr
+    );
     let r = weft(&[
         "pub",
         &target,
@@ -235,6 +247,186 @@ fn echo_history_and_timeouts() {
         "200ms",
     ]);
     assert_eq!(r.code, 4, "{r:?}");
+    assert!(
+        r.stderr
+            .contains(&format!("'{target}' has 0 of 1 subscribers after 200 ms")),
+        "{}",
+        r.stderr
+    );
+}
+
+/// --timeout bounds the whole wait, the wait for a region's creator to finish included: a
+/// region whose creator (this test process, alive) has not made it ready once held `echo` and
+/// `pub` for the library's fixed 1 s wait whatever --timeout said, and then failed as an
+/// unusable object (status 5). Now they give up when the user's timeout runs out (status 4),
+/// saying what they waited for and for how long, as for a region or topic that never came.
+#[test]
+fn timeouts_bound_the_wait_for_the_region_and_say_what_was_waited_for() {
+    let region = unique("being-made");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    region_being_made(&region, std::process::id());
+    let waited = format!(
+        "region '{region}' was not made ready by its creator (process {}) within 300 ms",
+        std::process::id()
+    );
+    for args in [
+        vec!["echo", &target, "--wait", "--timeout", "300ms"],
+        vec!["echo", &target, "--timeout", "0.3"],
+        vec![
+            "pub",
+            &target,
+            "x",
+            "--wait-subscribers",
+            "1",
+            "--timeout",
+            "0.3s",
+        ],
+    ] {
+        let r = weft(&args);
+        assert_eq!(r.code, 4, "{args:?}: {r:?}");
+        assert!(r.stderr.contains(&waited), "{args:?}: {}", r.stderr);
+    }
+
+    let missing = unique("never");
+    let r = weft(&[
+        "echo",
+        &format!("{missing}/t"),
+        "--wait",
+        "--timeout",
+        "300ms",
+    ]);
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(
+        r.stderr
+            .contains(&format!("region '{missing}' did not appear within 300 ms")),
+        "{}",
+        r.stderr
+    );
+    let live = unique("no-topic");
+    let _c2 = Cleanup(vec![live.clone()]);
+    let _owner = Proc::peer(&["region", &live, "/t", "0", "0"]);
+    let r = weft(&[
+        "echo",
+        &format!("{live}/nope"),
+        "--wait",
+        "--timeout",
+        "1.5s",
+    ]);
+    assert_eq!(r.code, 4, "{r:?}");
+    assert!(
+        r.stderr.contains(&format!(
+            "topic '/nope' did not appear in region '{live}' within 1.5 s"
+        )),
+        "{}",
+        r.stderr
+    );
+}
+
+/// --wait waits for a region to be made ready, as for one to appear: it once gave up after
+/// the library's 1 s wait for the creator (status 5).
+#[test]
+fn echo_wait_waits_for_a_region_being_made() {
+    let region = unique("wait-made");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    region_being_made(&region, std::process::id());
+    let mut echo = Proc::weft(&["echo", &target, "--wait", "--count", "1", "--timeout", "60"]);
+    // Longer than the library's own wait for a creator: echo is still waiting.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        echo.child.try_wait().unwrap().is_none(),
+        "echo --wait gave up on a region being made"
+    );
+    // The half-made region goes, a real one comes: echo gets its messages.
+    std::fs::remove_file(shm_path(&region)).unwrap();
+    let _owner = Proc::peer(&["region", &region, "/t", "0", "20"]);
+    assert!(echo.line().starts_with("tick-"));
+    let run = echo.finish(Duration::from_secs(30));
+    assert_eq!(run.code, 0, "{run:?}");
+}
+
+/// An echo whose topic is unregistered by its publisher says which topic ended and how, not
+/// only "closed".
+#[test]
+fn echo_names_a_topic_its_publisher_unregistered() {
+    let region = unique("echo-unreg");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    let _owner = Proc::peer(&["unregister", &region, "/t"]);
+    let r = weft(&["echo", &target, "--timeout", "30"]);
+    assert_eq!(r.stdout, "last\n", "{r:?}");
+    assert_eq!(r.code, 6, "{r:?}");
+    assert!(
+        r.stderr.contains(&format!(
+            "topic '/t' of region '{region}' was unregistered by its publisher"
+        )),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A region every participant row of which is held: `echo` and `pub` say which region they
+/// could not join (the library's error does not).
+#[test]
+fn echo_and_pub_name_a_region_they_cannot_join() {
+    let region = unique("full");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    let _owner = Proc::peer(&["full", &region, "/t"]);
+    for args in [vec!["echo", &target], vec!["pub", &target, "x"]] {
+        let r = weft(&args);
+        assert_eq!(r.code, 1, "{args:?}: {r:?}");
+        assert!(
+            r.stderr
+                .contains(&format!("cannot join region '{region}': ")),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+}
+
+/// `pub --mode` on a topic registered in another mode names both modes as the command line
+/// spells them (the library's error gave the asked-for mode as a number: "topic mode is 2");
+/// in the topic's own mode it joins the topic as it is, its single-publisher setting included
+/// (refused by number too, "single-publisher setting of a topic is 0").
+#[test]
+fn pub_mode_names_the_mode_a_topic_was_registered_in() {
+    let region = unique("pub-mode");
+    let _c = Cleanup(vec![region.clone()]);
+    let _owner = Proc::peer(&["region", &region, "/t", "0", "0", "inline"]);
+    assert_eq!(
+        weft(&["pub", &format!("{region}/lat"), "x", "--mode", "latest"]).code,
+        0
+    );
+    for (topic, data, mode, registered) in [
+        ("/t", "x", "latest", "a blocks topic"),
+        ("/lat", "x", "blocks", "a latest topic"),
+        ("/inline/plain", "12345678", "blocks", "an inline topic"),
+        ("/inline/latest", "12345678", "latest", "an inline topic"),
+    ] {
+        let r = weft(&["pub", &format!("{region}{topic}"), data, "--mode", mode]);
+        assert_eq!(r.code, 1, "{topic} --mode {mode}: {r:?}");
+        let want = format!("topic '{topic}' of region '{region}' is {registered}, not {mode}");
+        assert!(r.stderr.contains(&want), "{want:?} in {}", r.stderr);
+    }
+    let r = weft(&["pub", &format!("{region}/t"), "x", "--mode", "blocks"]);
+    assert_eq!(r.code, 0, "its own mode: {r:?}");
+    let r = weft(&[
+        "pub",
+        &format!("{region}/blocks-single"),
+        "x",
+        "--mode",
+        "blocks",
+    ]);
+    assert_ne!(r.code, 0, "{r:?}");
+    assert!(
+        r.stderr.contains(&format!(
+            "the publisher of '{region}/blocks-single' is held by live process"
+        )),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -213,6 +213,25 @@ fn missing_objects_and_bad_names_have_their_exit_statuses() {
     let r = weft(&["info", "region/not a topic"]);
     assert_eq!(r.code, 2, "{r:?}");
 
+    // A region still being made: one of its topics is reported as the region is, at once
+    // (REGION/TOPIC once waited the library's 1 s for the creator, and said less).
+    let made = unique("info-being-made");
+    let _c = Cleanup(vec![made.clone()]);
+    region_being_made(&made, std::process::id());
+    let region = weft(&["info", &made]);
+    assert_eq!(region.code, 5, "{region:?}");
+    assert!(
+        region.stderr.contains("cannot be read"),
+        "{}",
+        region.stderr
+    );
+    let topic = weft(&["info", &format!("{made}/t")]);
+    assert_eq!(
+        (topic.code, &topic.stderr),
+        (region.code, &region.stderr),
+        "{topic:?}"
+    );
+
     // --json errors are JSON on stderr, with the same status.
     let r = weft(&["info", &gone, "--json"]);
     assert_eq!(r.code, 3);

@@ -28,6 +28,19 @@ pub fn exists(name: &str) -> bool {
     std::path::Path::new(&shm_path(name)).exists()
 }
 
+/// Makes `/dev/shm/weft.NAME` look like a region whose creator, process `creator`, is still
+/// at work: a header (docs/protocol.md) with weft's magic, the layout version, kind 2 and the
+/// creator's pid, but without `ready`. An opener waits for it to be made ready.
+pub fn region_being_made(name: &str, creator: u32) {
+    let mut h = vec![0u8; 4096];
+    h[0..8].copy_from_slice(b"WEFT\x00OBJ");
+    h[8..12].copy_from_slice(&weft::shm::LAYOUT_VERSION.to_le_bytes());
+    h[12..16].copy_from_slice(&2u32.to_le_bytes());
+    h[16..24].copy_from_slice(&4096u64.to_le_bytes());
+    h[24..28].copy_from_slice(&creator.to_le_bytes());
+    std::fs::write(shm_path(name), &h).expect("write the region's header");
+}
+
 /// Removes `/dev/shm/weft.NAME` for every name when dropped, whatever happened in the test.
 pub struct Cleanup(pub Vec<String>);
 
