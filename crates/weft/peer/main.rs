@@ -55,6 +55,8 @@ fn main() {
         "channel-listen" => channel_listen(&args),
         "channel-client" => channel_client(&args),
         "channel-hold-client" => channel_hold_client(&args),
+        "channel-connect-request" => channel_connect_request(&args),
+        "channel-listen-take" => channel_listen_take(&args),
         "channel-stop-client" => channel_stop_client(&args),
         "channel-stop-server" => channel_stop_server(&args),
         _ => {
@@ -419,6 +421,27 @@ fn channel_hold_client(args: &[String]) -> i32 {
     assert_eq!(reply.len(), 4);
     drop(reply);
     say("ready");
+    sleep_forever()
+}
+
+/// `channel-connect-request NAME`: connects to the one-to-one channel NAME, sends one request
+/// ("from the first client"), says "sent" and waits to be killed without reading the reply.
+fn channel_connect_request(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let mut ch = weft::channel::Channel::connect(&name, Duration::from_secs(20)).expect("connect");
+    ch.send_request(b"from the first client").expect("send");
+    say("sent");
+    sleep_forever()
+}
+
+/// `channel-listen-take NAME`: listens on the one-to-one channel NAME, reads one request, says
+/// "got" and waits to be killed without replying.
+fn channel_listen_take(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let mut ch = weft::channel::Channel::listen(&name, Duration::from_secs(20)).expect("listen");
+    let req = ch.recv_request().expect("a request");
+    say("got");
+    drop(req);
     sleep_forever()
 }
 

@@ -544,6 +544,25 @@ fn stray_and_hostile_files_under_the_name_are_errors() {
     accepted.unwrap();
 }
 
+/// A peer's stream that was never made ready (an empty file, as a connector killed inside
+/// its create leaves) is waited on within the caller's timeout, as a missing one is: `listen`
+/// waited the stream's own 1 s open timeout and then failed with `NotReady`.
+#[test]
+fn a_stream_never_made_ready_is_waited_on_within_the_timeout() {
+    let name = unique("ch-notready");
+    let _c = Sweep(name.clone());
+    write_file(&format!("{name}.c2s"), &[]);
+    match Channel::listen(&name, SHORT) {
+        Err(Error::Timeout) => {}
+        other => panic!("listen gave {:?}", other.map(|_| ())),
+    }
+    write_file(&format!("{name}.s2c"), &[]);
+    match Channel::connect(&name, SHORT) {
+        Err(Error::Timeout) => {}
+        other => panic!("connect gave {:?}", other.map(|_| ())),
+    }
+}
+
 #[test]
 fn hostile_frames_are_corrupt_not_a_panic() {
     let name = unique("ch-frames");

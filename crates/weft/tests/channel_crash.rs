@@ -514,3 +514,96 @@ fn requests_without_streams_hold_an_accept_no_longer_than_its_deadline() {
     req.reply(b"welcome").unwrap();
     assert_eq!(client.join().unwrap(), b"welcome");
 }
+
+/// A one-to-one channel's names are used again by every later connection: a client started
+/// again under the name while the listener still holds the dead client's connection must not
+/// join that connection (it took over the dead client's streams, got the reply meant for the
+/// dead client's request as its own, and the next reply was `Corrupt`). It connects once the
+/// listener has let the old connection go, and gets its own answer.
+#[test]
+fn a_client_started_again_never_joins_the_dead_clients_connection() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use weft::channel::Channel;
+    let name = unique("chc-again-client");
+    let _c = Sweep(name.clone());
+    let mut first = Peer::spawn(&["channel-connect-request", &name]);
+    let mut ch = Channel::listen(&name, WAIT).unwrap();
+    first.expect("sent");
+    let req = ch.recv_request().unwrap();
+    assert_eq!(&*req, b"from the first client");
+    let id = req.id();
+    drop(req);
+    let pid = first.child.id();
+    first.kill9();
+    let connected = Arc::new(AtomicBool::new(false));
+    let (n, c) = (name.clone(), connected.clone());
+    let second = std::thread::spawn(move || {
+        let mut ch = Channel::connect(&n, WAIT).unwrap();
+        c.store(true, Ordering::Release);
+        ch.call(b"from the second client").map(|r| r.to_vec())
+    });
+    // The old code joined at once; give it ample time to show.
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(1) && !connected.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        !connected.load(Ordering::Acquire),
+        "the second client joined the dead client's connection"
+    );
+    // The late answer goes nowhere (the dead client's stream), or is refused.
+    let _ = ch.reply(id, b"answer for the first client");
+    match ch.recv_request() {
+        Err(Error::PeerDead {
+            role: Role::Client,
+            pid: p,
+            ..
+        }) => assert_eq!(p, pid),
+        other => panic!("expected PeerDead, got {:?}", other.map(|r| r.to_vec())),
+    }
+    drop(ch);
+    let mut ch = Channel::listen(&name, WAIT).unwrap();
+    let req = ch.recv_request().unwrap();
+    assert_eq!(&*req, b"from the second client");
+    req.reply(b"answer for the second client").unwrap();
+    assert_eq!(
+        second.join().unwrap().unwrap(),
+        b"answer for the second client"
+    );
+}
+
+/// The other way round: a listener started again under the name while the client of the dead
+/// listener still waits for its reply must not take over the dead listener's stream (the
+/// client then waited for good, its request lost). The client gets `PeerDead`; once it has
+/// let go, the new listener serves a new connection.
+#[test]
+fn a_listener_started_again_leaves_the_old_client_peer_dead() {
+    use weft::channel::Channel;
+    let name = unique("chc-again-listen");
+    let _c = Sweep(name.clone());
+    let mut first = Peer::spawn(&["channel-listen-take", &name]);
+    let mut ch = Channel::connect(&name, WAIT).unwrap();
+    let id = ch.send_request(b"lost with its listener").unwrap();
+    first.expect("got");
+    let pid = first.child.id();
+    first.kill9();
+    let mut second = Peer::spawn(&["channel-listen", &name]);
+    second.expect("ready");
+    // Long enough for the second listener to open (it takes a few milliseconds), short
+    // enough that a wait the old code never ended fails the test soon.
+    match ch.wait_reply_timeout(id, Duration::from_secs(5)) {
+        Err(Error::PeerDead {
+            role: Role::Server,
+            pid: p,
+            ..
+        }) => assert_eq!(p, pid),
+        other => panic!("expected PeerDead, got {:?}", other.map(|r| r.to_vec())),
+    }
+    drop(ch);
+    let mut ch = Channel::connect(&name, WAIT).unwrap();
+    assert_eq!(&*ch.call(&[7]).unwrap(), &[7 ^ 0xA5]);
+    drop(ch);
+    let (last, ok) = second.finish(WAIT);
+    assert!(ok, "{last}");
+}

@@ -8,7 +8,9 @@
 //! in docs/protocol.md ("Channel" and "Server rendezvous").
 
 use super::liveness::PeerStatus;
-use super::stream::{ReadGrant, StreamOptions, StreamReader, StreamWriter, WriteGrant};
+use super::stream::{
+    ReadGrant, StreamOptions, StreamReader, StreamWriter, WriteGrant, remove_if_abandoned,
+};
 use crate::WaitStrategy;
 use crate::error::{Error, Result, Role};
 use crate::sys;
@@ -115,6 +117,7 @@ impl ChannelOptions {
         StreamOptions::new(self.capacity)
             .wait(self.wait)
             .liveness_timeout(self.liveness_timeout)
+            .take_over(false)
     }
 }
 
@@ -243,11 +246,14 @@ pub struct Channel {
 /// Opens the reader of `name`, waiting until `deadline` for it to exist and for its writer.
 ///
 /// `peer` None: the name is used again by later connections (a one-to-one channel's), so a
-/// stream whose writer already died or closed is stale, left by an earlier process: it is
-/// dropped (which removes it) and waited for anew. `peer` Some(role): the name carries this
-/// connection's generation, so only this connection's peer can have made it: a closed writer's
-/// stream is accepted (what it sent is read, then `Closed`), and a dead writer is the peer's
-/// death, `PeerDead` with `role` (the stream is dropped, which removes it).
+/// stream that already had a reader belongs to an earlier connection and is never joined
+/// (left to its owners, removed here if nobody can use it any more), and a stream whose writer
+/// already died or closed is stale, left by an earlier process: it is dropped (which removes
+/// it) and waited for anew. `peer` Some(role): the name carries this connection's generation,
+/// so only this connection's peer can have made it: a closed writer's stream is accepted (what
+/// it sent is read, then `Closed`), and a dead writer is the peer's death, `PeerDead` with
+/// `role` (the stream is dropped, which removes it). A stream still being made is waited for
+/// (no longer than `deadline`), and removed if its creator is known to be gone.
 pub(crate) fn open_live_reader(
     name: &str,
     opts: &StreamOptions,
@@ -255,8 +261,13 @@ pub(crate) fn open_live_reader(
     peer: Option<Role>,
 ) -> Result<StreamReader> {
     loop {
-        match StreamReader::open_with(name, opts) {
-            Ok(r) => match (r.writer_status(), peer) {
+        let within = opts.clone().open_within(deadline);
+        let opened = match peer {
+            None => StreamReader::open_unread(name, &within),
+            Some(_) => StreamReader::open_with(name, &within).map(Some),
+        };
+        match opened {
+            Ok(Some(r)) => match (r.writer_status(), peer) {
                 (PeerStatus::Alive, _) | (PeerStatus::Closed, Some(_)) => return Ok(r),
                 (PeerStatus::Dead { pid }, Some(role)) => {
                     drop(r);
@@ -268,6 +279,9 @@ pub(crate) fn open_live_reader(
                 }
                 _ => drop(r),
             },
+            Ok(None) | Err(Error::NotReady { .. }) => {
+                remove_if_abandoned(name, opts.liveness());
+            }
             Err(Error::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
@@ -275,6 +289,26 @@ pub(crate) fn open_live_reader(
             return Err(Error::Timeout);
         }
         std::thread::sleep(Duration::from_micros(500));
+    }
+}
+
+/// Creates the stream `name` that this side of a one-to-one channel writes, waiting until
+/// `deadline` while the live peer of an earlier connection under the name still reads it (it
+/// lets go once it notices that its own peer is gone, or closes its channel). A stream is
+/// never taken over from that reader: that would join the new connection to the old one.
+///
+/// # Errors
+/// [`Error::InUse`] with [`Role::Writer`] at once if a live process writes the stream, with
+/// [`Role::Reader`] if the earlier connection's reader still holds it at the deadline; the
+/// errors of [`StreamWriter::create_with`].
+fn create_own_stream(name: &str, opts: &StreamOptions, deadline: Deadline) -> Result<StreamWriter> {
+    loop {
+        match StreamWriter::create_with(name, opts) {
+            Err(Error::InUse {
+                role: Role::Reader, ..
+            }) if !deadline.expired() => std::thread::sleep(Duration::from_millis(1)),
+            other => return other,
+        }
     }
 }
 
@@ -318,7 +352,7 @@ impl Channel {
         validate_base_name(name)?;
         let deadline = Deadline::after(timeout);
         let sopts = opts.stream();
-        let tx = StreamWriter::create_with(&format!("{name}.s2c"), &sopts)?;
+        let tx = create_own_stream(&format!("{name}.s2c"), &sopts, deadline)?;
         let rx = open_live_reader(&format!("{name}.c2s"), &sopts, deadline, None)?;
         Ok(Channel::from_parts(tx, rx, Role::Client, None))
     }
@@ -340,7 +374,7 @@ impl Channel {
         validate_base_name(name)?;
         let deadline = Deadline::after(timeout);
         let sopts = opts.stream();
-        let tx = StreamWriter::create_with(&format!("{name}.c2s"), &sopts)?;
+        let tx = create_own_stream(&format!("{name}.c2s"), &sopts, deadline)?;
         let rx = open_live_reader(&format!("{name}.s2c"), &sopts, deadline, None)?;
         Ok(Channel::from_parts(tx, rx, Role::Server, None))
     }

@@ -101,6 +101,13 @@ impl ParticipantRow {
         }
     }
 
+    /// Whether any process has ever claimed the row (a claim leaves its owner's word behind
+    /// when it lets go, and nothing clears it).
+    pub(crate) fn ever_claimed(&self) -> bool {
+        // Acquire: pairs with the AcqRel claim CAS in `Claim::take`.
+        self.owner.load(Ordering::Acquire) != 0
+    }
+
     /// Whether the row's last owner let go cleanly, from two loads of the row's line and no
     /// /proc read: the check a blocked side makes on every round.
     pub(crate) fn closed(&self) -> bool {

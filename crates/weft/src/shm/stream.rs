@@ -72,6 +72,10 @@ pub struct StreamOptions {
     lock_memory: bool,
     /// `None`: the writer wraps only at the end.
     hot_window: Option<u64>,
+    /// Whether `create` takes over an existing stream whose reader lives (a writer restarting
+    /// for its reader). Off for request/response channels, whose streams belong to one
+    /// connection: a new connection must never continue an old one's stream.
+    take_over: bool,
 }
 
 impl StreamOptions {
@@ -87,6 +91,7 @@ impl StreamOptions {
             hugepages: false,
             lock_memory: false,
             hot_window: default_window(capacity as u64),
+            take_over: true,
         }
     }
 
@@ -119,6 +124,26 @@ impl StreamOptions {
     /// Lock the mapping in memory (`mlock`); fails if the limit does not allow it.
     pub fn lock_memory(mut self, on: bool) -> StreamOptions {
         self.lock_memory = on;
+        self
+    }
+
+    /// Whether `create` may take over an existing stream whose reader lives (see the field).
+    pub(crate) fn take_over(mut self, on: bool) -> StreamOptions {
+        self.take_over = on;
+        self
+    }
+
+    /// How long a peer may go without a heartbeat before it is judged dead.
+    pub(crate) fn liveness(&self) -> Duration {
+        self.liveness_timeout
+    }
+
+    /// The same options with an open that waits at most until `deadline` (and no longer than
+    /// these options' own wait) for a stream's creator to finish making it.
+    pub(crate) fn open_within(mut self, deadline: Deadline) -> StreamOptions {
+        if let Some(left) = deadline.remaining() {
+            self.open_timeout = self.open_timeout.min(left);
+        }
         self
     }
 
@@ -587,6 +612,13 @@ impl StreamWriter {
             });
         }
         if reader_row.status(opts.liveness_timeout) == PeerStatus::Alive {
+            if !opts.take_over {
+                return Err(Error::InUse {
+                    name: name.into(),
+                    role: Role::Reader,
+                    pid: reader_row.pid(),
+                });
+            }
             if existing.capacity != geo.capacity || existing.align != geo.align {
                 return Err(Error::AlreadyExists { name: name.into() });
             }
@@ -1008,6 +1040,28 @@ impl StreamReader {
     pub fn open_with(name: &str, opts: &StreamOptions) -> Result<StreamReader> {
         crate::stream::layout::init_barriers();
         let obj = Arc::new(Object::open(name, ObjectKind::Stream, opts.open_timeout)?);
+        StreamReader::attach(obj, opts)
+    }
+
+    /// As [`open_with`](StreamReader::open_with), for a stream no reader has opened yet:
+    /// `None` for one that had a reader, live or gone. A request/response channel's names are
+    /// used again by every later connection, and such a stream is an earlier connection's.
+    ///
+    /// # Errors
+    /// As [`StreamReader::open`].
+    pub(crate) fn open_unread(name: &str, opts: &StreamOptions) -> Result<Option<StreamReader>> {
+        crate::stream::layout::init_barriers();
+        let obj = Arc::new(Object::open(name, ObjectKind::Stream, opts.open_timeout)?);
+        // SAFETY: rows are all atomics; `at` checks bounds and alignment.
+        let row: &ParticipantRow = unsafe { obj.at(READER_ROW)? };
+        if row.ever_claimed() {
+            return Ok(None);
+        }
+        // A reader that claims the row between the look and our claim makes this `InUse`.
+        StreamReader::attach(obj, opts).map(Some)
+    }
+
+    fn attach(obj: Arc<Object>, opts: &StreamOptions) -> Result<StreamReader> {
         let (ctl, data, geo) = parts(&obj)?;
         let claim = Claim::take(&obj, READER_ROW, Role::Reader, opts.liveness_timeout)?;
         // SAFETY: ctl and data point into `obj`'s mapping, kept alive by the reader's Arc for the
