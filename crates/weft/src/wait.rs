@@ -206,6 +206,19 @@ impl Waiter {
         }
     }
 
+    /// Whether the last [`next`](Waiter::next) gave up the CPU (a yield, which on a busy core
+    /// can take milliseconds): a loop that checks its deadline and its peer every so many
+    /// rounds checks them after every such round, or a timeout runs late by that many yields.
+    pub(crate) fn yielded(&self) -> bool {
+        let step = self.step.saturating_sub(1);
+        match self.strategy {
+            WaitStrategy::BusySpin | WaitStrategy::Park => false,
+            WaitStrategy::YieldSpin => true,
+            WaitStrategy::BackoffSpin => step > BACKOFF_LIMIT,
+            WaitStrategy::Adaptive => step >= ADAPTIVE_SPINS,
+        }
+    }
+
     /// Starts over (after progress was made).
     pub(crate) fn reset(&mut self) {
         self.step = 0;

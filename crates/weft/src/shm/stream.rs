@@ -417,7 +417,7 @@ fn block<S: Side, T>(
             return Err(not_now());
         };
         if waiter.next_unless_peer_working(|| side.peer_making_room()) == Next::Retry {
-            if side.watch().due() {
+            if waiter.yielded() || side.watch().due() {
                 side.check_peer()?;
                 if deadline.expired() {
                     return Err(Error::Timeout);
@@ -1433,5 +1433,93 @@ impl ReadBatch<'_> {
 impl Drop for ReadBatch<'_> {
     fn drop(&mut self) {
         self.reader.core.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A side whose attempts fail until told otherwise, counting its peer checks.
+    struct Counting {
+        wait: WaitStrategy,
+        watch: Watch,
+        checks: u32,
+    }
+
+    impl Side for Counting {
+        fn strategy(&self) -> WaitStrategy {
+            self.wait
+        }
+        fn watch(&mut self) -> &mut Watch {
+            &mut self.watch
+        }
+        fn check_peer(&mut self) -> Result<()> {
+            self.checks += 1;
+            Ok(())
+        }
+        fn peer_making_room(&self) -> bool {
+            false
+        }
+    }
+
+    fn side(wait: WaitStrategy) -> Counting {
+        Counting {
+            wait,
+            watch: Watch::new(),
+            checks: 0,
+        }
+    }
+
+    /// A yield can take milliseconds on a busy core: a wait that yields looks at its peer and
+    /// its deadline after every yield. Looking every 256th round made a `YieldSpin` call with
+    /// a 20 ms timeout return after a second beside three busy threads on its core.
+    #[test]
+    fn a_yielding_wait_checks_its_peer_and_its_deadline_after_every_yield() {
+        let mut s = side(WaitStrategy::YieldSpin);
+        let mut tries = 0u32;
+        let got = block(
+            &mut s,
+            Some(Deadline::never()),
+            || Error::Empty,
+            |_| {
+                tries += 1;
+                Ok((tries == 40).then_some(()))
+            },
+            |_, _| Ok(()),
+        );
+        assert!(got.is_ok());
+        assert_eq!(s.checks, 39, "one peer check after each of the 39 yields");
+
+        let mut s = side(WaitStrategy::YieldSpin);
+        let mut tries = 0u32;
+        let got = block(
+            &mut s,
+            Some(Deadline::after(Duration::ZERO)),
+            || Error::Empty,
+            |_| {
+                tries += 1;
+                Ok(None::<()>)
+            },
+            |_, _| Ok(()),
+        );
+        assert!(matches!(got, Err(Error::Timeout)));
+        assert_eq!(tries, 1, "ended at the first yield");
+
+        // Spinning rounds still look at the clock only every 256th time.
+        let mut s = side(WaitStrategy::BusySpin);
+        let mut tries = 0u32;
+        let got = block(
+            &mut s,
+            Some(Deadline::never()),
+            || Error::Empty,
+            |_| {
+                tries += 1;
+                Ok((tries == 40).then_some(()))
+            },
+            |_, _| Ok(()),
+        );
+        assert!(got.is_ok());
+        assert_eq!(s.checks, 0);
     }
 }

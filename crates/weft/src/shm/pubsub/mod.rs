@@ -3438,8 +3438,8 @@ impl Subscription {
             // Everything published has been received: if every publisher is gone and one
             // died, say so (liveness read at most every CHECK_INTERVAL).
             // Spinning rounds look at the clock every 64th time; parked rounds (50 ms each)
-            // every time.
-            if rounds.is_multiple_of(64) || parked {
+            // and rounds that yielded (milliseconds each on a busy core) every time.
+            if rounds.is_multiple_of(64) || parked || waiter.yielded() {
                 let now = sys::monotonic_ns();
                 if now >= next_check {
                     next_check = now + CHECK_INTERVAL.as_nanos() as u64;
