@@ -434,6 +434,37 @@ fn a_client_killed_before_it_opened_the_servers_stream_leaves_nothing_behind() {
     assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
 }
 
+/// The same client, and a server that only sends: once the server's stream is full, the
+/// wait for room saw a reader that had not come yet (never a dead one) and went on for
+/// good. The client's death is the death of the only reader that could come.
+#[test]
+fn a_send_to_a_client_killed_before_it_opened_the_servers_stream_is_peer_dead() {
+    let name = unique("chc-preopen-send");
+    let _c = Sweep(name.clone());
+    let opts = ChannelOptions::new().slots(1).capacity(4096);
+    let mut server = Server::bind_with(&name, &opts).unwrap();
+    let (mut client, _stdin) =
+        spawn_told(&["channel-stop-client", &name, "client-answered", "20000"]);
+    let mut conn = server.accept_timeout(WAIT).unwrap();
+    client.expect("stopped");
+    let pid = client.child.id();
+    client.kill9();
+    let got = loop {
+        match conn.send_timeout(&[7; 1000], Duration::from_secs(5)) {
+            Ok(()) => continue,
+            other => break other,
+        }
+    };
+    match got {
+        Err(Error::PeerDead {
+            role: Role::Client,
+            pid: p,
+            ..
+        }) => assert_eq!(p, pid),
+        other => panic!("expected PeerDead, got {other:?}"),
+    }
+}
+
 /// Requests posted on a rendezvous by a process that never creates its streams (15 of 16
 /// slots claimed in the name of this live process, as a hostile writer of the object could):
 /// the server waited up to 200 ms for each one's stream, so a `try_accept` took 3 s and an

@@ -314,11 +314,14 @@ fn create_own_stream(name: &str, opts: &StreamOptions, deadline: Deadline) -> Re
 
 impl Channel {
     pub(crate) fn from_parts(
-        tx: StreamWriter,
+        mut tx: StreamWriter,
         rx: StreamReader,
         peer: Role,
         slot: Option<alloc::boxed::Box<dyn Slot>>,
     ) -> Channel {
+        // A peer that dies (or closes) before it opened our stream never will: a wait for room
+        // in it ends with the peer's death instead of going on for good.
+        tx.read_by_writer_of(&rx);
         let rx_name = rx.name().into();
         Channel {
             tx,

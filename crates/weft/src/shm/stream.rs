@@ -489,6 +489,10 @@ pub struct StreamWriter {
     keep_unread: bool,
     claim: Option<Claim>,
     obj: Arc<Object>,
+    /// A channel's incoming stream, whose writer is the one process that can become this
+    /// stream's reader: while no reader has come, that writer's death or close is the
+    /// reader's (it will never come), so a wait for room does not go on for good.
+    peer_stream: Option<(Arc<Object>, Watch)>,
 }
 
 impl StreamWriter {
@@ -646,6 +650,7 @@ impl StreamWriter {
             keep_unread: true,
             claim: Some(claim),
             obj,
+            peer_stream: None,
         })
     }
 
@@ -653,6 +658,12 @@ impl StreamWriter {
     /// stream even if it holds records nobody read.
     pub(crate) fn no_reader_will_come(&mut self) {
         self.keep_unread = false;
+    }
+
+    /// Ties this writer to `incoming`, the other stream of its channel: until a reader comes,
+    /// `incoming`'s writer stands for it (see `peer_stream`).
+    pub(crate) fn read_by_writer_of(&mut self, incoming: &StreamReader) {
+        self.peer_stream = Some((incoming.obj.clone(), Watch::new()));
     }
 
     fn reader_row(&self) -> &ParticipantRow {
@@ -885,7 +896,16 @@ impl StreamWriter {
         let liveness = self.liveness;
         // SAFETY: rows are all atomics; READER_ROW is inside every validated stream.
         let row: &ParticipantRow = unsafe { self.obj.at(READER_ROW)? };
-        match self.watch.check(row, liveness) {
+        let mut status = self.watch.check(row, liveness);
+        if let (PeerStatus::Absent, Some((incoming, watch))) = (status, &mut self.peer_stream) {
+            // SAFETY: rows are all atomics; WRITER_ROW is inside every validated stream.
+            let row: &ParticipantRow = unsafe { incoming.at(WRITER_ROW)? };
+            status = match watch.check(row, liveness) {
+                s @ (PeerStatus::Closed | PeerStatus::Dead { .. }) => s,
+                PeerStatus::Alive | PeerStatus::Absent => PeerStatus::Absent,
+            };
+        }
+        match status {
             PeerStatus::Alive | PeerStatus::Absent => Ok(()),
             PeerStatus::Closed => Err(Error::Closed),
             PeerStatus::Dead { pid } => Err(Error::PeerDead {
