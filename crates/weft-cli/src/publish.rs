@@ -83,7 +83,7 @@ pub fn run(args: &PubArgs, json: bool) -> Outcome {
             if matches!(
                 e,
                 Error::InvalidArgument {
-                    what: "topic mode",
+                    what: "topic mode (1 blocks, 2 latest, 3 inline)",
                     ..
                 }
             ) && let Some(now) = publisher.existing_spec(topic)?

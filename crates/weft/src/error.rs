@@ -130,10 +130,7 @@ pub enum Error {
     },
     /// The creator of the object did not finish initialising it within the timeout, or died
     /// before it did (seen at once when the creator ran in this pid namespace).
-    #[error(
-        "'{name}' was never made ready by its creator (process {pid}{})",
-        if *.creator_gone { ", which is gone" } else { "" }
-    )]
+    #[error("{}", not_ready(name, *pid, *creator_gone))]
     NotReady {
         /// The object's name.
         name: String,
@@ -225,6 +222,22 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// The message of [`Error::NotReady`]: a creator still at work (or not known to be gone) is
+/// not said to have never made the object, and a pid the header does not give yet is not
+/// shown as process 0.
+fn not_ready(name: &str, pid: u32, creator_gone: bool) -> String {
+    let who = if pid == 0 {
+        String::from("its creator")
+    } else {
+        alloc::format!("its creator (process {pid})")
+    };
+    if creator_gone {
+        alloc::format!("'{name}' will never be ready: {who} is gone")
+    } else {
+        alloc::format!("'{name}' was not made ready by {who} in time")
+    }
 }
 
 /// The stable category of an [`Error`]; the C ABI's error codes and the Python exception
@@ -332,5 +345,34 @@ impl Error {
             name: name.into(),
             source: source.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    /// An object whose creator is still at work (or cannot be judged) was not "never" made
+    /// ready, and an unknown creator is not "process 0".
+    #[test]
+    fn not_ready_says_what_is_known_of_the_creator() {
+        let e = |pid, creator_gone| {
+            Error::NotReady {
+                name: "r".into(),
+                pid,
+                creator_gone,
+            }
+            .to_string()
+        };
+        assert_eq!(
+            e(42, false),
+            "'r' was not made ready by its creator (process 42) in time"
+        );
+        assert_eq!(e(0, false), "'r' was not made ready by its creator in time");
+        assert_eq!(
+            e(42, true),
+            "'r' will never be ready: its creator (process 42) is gone"
+        );
     }
 }

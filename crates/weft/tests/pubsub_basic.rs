@@ -372,6 +372,15 @@ fn arguments_are_checked() {
         p.register_with("/l", TopicMode::Inline).unwrap_err().kind(),
         ErrorKind::InvalidArgument
     );
+    // A topic registered again in another mode: both modes named.
+    p.register("/m").unwrap();
+    let e = p.register_with("/m", TopicMode::Latest).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        e.to_string()
+            .ends_with("topic mode (1 blocks, 2 latest, 3 inline) is 2, the topic was registered as a blocks topic"),
+        "{e}"
+    );
     // A second creator of a live region is refused; a topic of another region is refused.
     assert_eq!(
         Publisher::create(&name, &small()).unwrap_err().kind(),

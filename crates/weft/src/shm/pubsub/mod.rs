@@ -1257,11 +1257,17 @@ impl Publisher {
             let Some((i, generation)) = r.find_topic(topic)? else {
                 return Ok(None);
             };
-            if r.entry_mode(i)? != Some(raw_mode) {
+            let registered = r.entry_mode(i)?;
+            if registered != Some(raw_mode) {
                 return Err(Error::InvalidArgument {
-                    what: "topic mode",
+                    what: "topic mode (1 blocks, 2 latest, 3 inline)",
                     value: raw_mode as u64,
-                    expected: "the mode the topic was registered with",
+                    expected: match registered {
+                        Some(MODE_BLOCKS) => "the topic was registered as a blocks topic",
+                        Some(MODE_LATEST) => "the topic was registered as a latest topic",
+                        Some(MODE_INLINE) => "the topic was registered as an inline topic",
+                        _ => "the mode the topic was registered with",
+                    },
                 });
             }
             let found = r.topic_type(i)?;
