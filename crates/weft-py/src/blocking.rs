@@ -19,23 +19,18 @@ pub(crate) const SLICE: Duration = Duration::from_millis(50);
 pub(crate) struct Until(Option<Instant>);
 
 impl Until {
-    /// From a Python timeout in seconds (`None` or infinity: forever).
+    /// From a Python timeout in seconds (`None`, infinity, or more than a `Duration` or an
+    /// `Instant` holds: forever).
     ///
     /// # Errors
     /// `ValueError` for a negative timeout or NaN.
     pub(crate) fn from_secs(timeout: Option<f64>) -> PyResult<Until> {
-        match timeout {
-            None => Ok(Until(None)),
-            Some(t) if t == f64::INFINITY => Ok(Until(None)),
-            Some(t) => {
-                let d = Duration::try_from_secs_f64(t).map_err(|_| {
-                    pyo3::exceptions::PyValueError::new_err(format!(
-                        "timeout must be a non-negative number of seconds, not {t}"
-                    ))
-                })?;
-                Ok(Until(Instant::now().checked_add(d)))
-            }
-        }
+        let Some(secs) = timeout else {
+            return Ok(Until(None));
+        };
+        Ok(Until(
+            finite(secs)?.and_then(|d| Instant::now().checked_add(d)),
+        ))
     }
 
     /// The next slice: at most [`SLICE`], at most what is left (zero once passed).
@@ -146,14 +141,30 @@ pub(crate) fn off_thread<T: Send + 'static>(
     }
 }
 
-/// A Rust `Duration` from a Python timeout in seconds.
+/// A Rust `Duration` from a Python timeout in seconds, for a call that takes its timeout
+/// whole: infinity, or more than a `Duration` holds, is `Duration::MAX`, which weft's
+/// deadlines take as no deadline at all (`Deadline::after` saturates), as [`Until`] does.
 ///
 /// # Errors
-/// `ValueError` for a negative or non-finite timeout.
+/// `ValueError` for a negative timeout or NaN.
 pub(crate) fn duration(secs: f64) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(secs).map_err(|_| {
-        pyo3::exceptions::PyValueError::new_err(format!(
-            "timeout must be a non-negative number of seconds, not {secs}"
-        ))
-    })
+    Ok(finite(secs)?.unwrap_or(Duration::MAX))
+}
+
+/// A Python timeout in seconds as a `Duration`; `None` for infinity and for any timeout too
+/// large for a `Duration` (more than 2^64 seconds): both mean "as long as it takes", so that
+/// 1e300 waits as `float('inf')` does instead of failing.
+///
+/// # Errors
+/// `ValueError` for a negative timeout or NaN (whatever their size).
+fn finite(secs: f64) -> PyResult<Option<Duration>> {
+    // -0.0 passes (zero: do not wait).
+    if secs.is_nan() || secs < 0.0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "timeout must be a non-negative number of seconds (None or inf: as long as it \
+             takes), not {secs:?}"
+        )));
+    }
+    // Non-negative and not NaN: the only error left is a value too large (infinity included).
+    Ok(Duration::try_from_secs_f64(secs).ok())
 }

@@ -48,19 +48,32 @@ impl From<TopicMode> for RsMode {
 /// A `weft::pubsub::Publisher` is `Send` but not `Sync` (it is one participant, with one
 /// publish in flight at a time), and its loans borrow it. From Python it is reached by the
 /// `Publisher` object and by every `Loan` taken from it, possibly on several threads: each of
-/// those uses (register, loan, publish, a loan's publish or drop) takes `lock` first.
+/// those uses (register, loan, publish, stats, a loan's publish or drop) takes `lock` first.
+///
+/// The lock is waited for only detached from the interpreter, and nothing attaches while
+/// holding it. A publish holds it while it waits for a slot that a stalled peer holds (up to
+/// the claim timeout), a register while it waits for the region's registration lock: a
+/// thread that waited for it attached would stall every other Python thread meanwhile, and
+/// one that attached while holding it could deadlock against a thread that holds the GIL.
 struct Shared {
     lock: Mutex<()>,
     publisher: RsPublisher,
 }
 
-// SAFETY: every use of `publisher` happens inside `Shared::with`, under `lock`, so the
+// SAFETY: every use of `publisher` happens inside `Shared::locked`, under `lock`, so the
 // `!Sync` publisher is never used from two threads at once (see the type's docs); a
 // `Publisher` may move between threads (`Send`).
 unsafe impl Sync for Shared {}
 
 impl Shared {
-    fn with<R>(&self, f: impl FnOnce(&RsPublisher) -> R) -> R {
+    /// Runs `f` on the publisher under the lock, detached from the interpreter: the wait for
+    /// the lock and whatever `f` waits for let other Python threads run.
+    fn with<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&RsPublisher) -> R + Send) -> R {
+        py.detach(|| self.locked(f))
+    }
+
+    /// As [`Shared::with`], on a thread that is not attached (inside a detached call).
+    fn locked<R>(&self, f: impl FnOnce(&RsPublisher) -> R) -> R {
         let _guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         f(&self.publisher)
     }
@@ -73,23 +86,92 @@ struct LoanHolder {
     shared: Arc<Shared>,
 }
 
-// SAFETY: the loan's only shared state is its publisher, which it uses (publish, drop) only
-// inside `Shared::with`, under the lock; its block is this loan's alone (taken from the free
-// list with a count of one, unpublished). So it may move to another thread.
+// SAFETY: the loan's only shared state is its publisher, which it uses (publish, set_len, drop)
+// only inside `Shared::locked`, under the lock; its block is this loan's alone (taken from the
+// free list with a count of one, unpublished). So it may move to another thread.
 unsafe impl Send for LoanHolder {}
 
 impl LoanHolder {
-    fn publish(mut self) -> weft::Result<u64> {
-        let loan = self.loan.take().expect("a loan is present until published");
-        self.shared.with(|_| loan.publish())
+    /// Loans a block of `shared`'s publisher for `topic` (with the payload length `len`, else
+    /// the whole block), detached from the interpreter (see [`Shared`]).
+    fn new(
+        py: Python<'_>,
+        shared: Arc<Shared>,
+        topic: &RsTopic,
+        len: Option<usize>,
+    ) -> weft::Result<LoanHolder> {
+        py.detach(move || {
+            let publisher: *const RsPublisher = &shared.publisher;
+            // SAFETY: the loan borrows the publisher inside `shared`'s allocation, which the
+            // holder keeps alive (it holds the Arc) and drops only after the loan (the loan is
+            // taken out by `publish` or dropped by `give_back`, both before the holder's fields
+            // go). Every use of the publisher through the loan happens under the lock (see the
+            // type), so the lifetime may be erased to 'static here.
+            let publisher: &'static RsPublisher = unsafe { &*publisher };
+            let loan = shared.locked(|_| -> weft::Result<_> {
+                let mut loan = publisher.loan(topic)?;
+                if let Some(len) = len {
+                    // A failure drops the loan here, under the lock.
+                    loan.set_len(len)?;
+                }
+                Ok(loan)
+            })?;
+            Ok(LoanHolder {
+                loan: Some(loan),
+                shared,
+            })
+        })
+    }
+
+    /// The block: its first byte and the loan's payload length.
+    fn block(&mut self) -> (*mut u8, usize) {
+        let loan = self
+            .loan
+            .as_mut()
+            .expect("a loan is present until published");
+        (loan.as_mut_ptr(), loan.len())
+    }
+
+    /// Publishes the block's first `len` bytes. Called detached (it may wait for the lock and
+    /// for the claim).
+    ///
+    /// # Errors
+    /// `TooLarge` for a `len` beyond the block; as `weft::pubsub::Loan::publish`.
+    fn publish(mut self, len: usize) -> weft::Result<u64> {
+        let mut loan = self.loan.take().expect("a loan is present until published");
+        // A failure drops the loan inside the closure, under the lock.
+        self.shared.locked(|_| {
+            loan.set_len(len)?;
+            loan.publish()
+        })
+    }
+
+    /// Returns the block to the pool unpublished (the loan's drop uses the publisher). Called
+    /// detached.
+    fn give_back(&mut self) {
+        if let Some(loan) = self.loan.take() {
+            self.shared.locked(|_| drop(loan));
+        }
     }
 }
 
 impl Drop for LoanHolder {
     fn drop(&mut self) {
-        if let Some(loan) = self.loan.take() {
-            // Unpublished: the block returns to the pool (the loan's drop uses the publisher).
-            self.shared.with(|_| drop(loan));
+        if self.loan.is_none() {
+            return;
+        }
+        // Dropped from Python (`abandon`, `release`, a `with` block that raised, garbage
+        // collection), so attached: the block is given back detached (see `Shared`).
+        // `try_attach` is free on an attached thread; where it cannot attach (the interpreter
+        // is finalizing) the block is given back as it is.
+        let mut this = Some(self);
+        Python::try_attach(|py| {
+            if let Some(holder) = this.take() {
+                py.detach(|| holder.give_back());
+            }
+        });
+        if let Some(holder) = this {
+            holder.give_back();
         }
     }
 }
@@ -256,6 +338,7 @@ impl Publisher {
     ))]
     fn register(
         &self,
+        py: Python<'_>,
         topic: &str,
         mode: TopicMode,
         size: Option<usize>,
@@ -292,7 +375,7 @@ impl Publisher {
         }
         let t = self
             .shared()?
-            .with(|p| p.register_spec(topic, &spec))
+            .with(py, |p| p.register_spec(topic, &spec))
             .py()?;
         Ok(Topic { topic: t })
     }
@@ -302,20 +385,9 @@ impl Publisher {
     /// the block ends normally and returns the block to the pool when it raises.
     ///
     /// Raises `weft.FullError` when every block of the pool is in use.
-    fn loan(&self, topic: &Topic) -> PyResult<Loan> {
-        let shared = self.shared()?;
-        let publisher: *const RsPublisher = &shared.publisher;
-        // SAFETY: the loan borrows the publisher inside `shared`'s allocation, which the
-        // holder keeps alive (it holds the Arc) and drops only after the loan (LoanHolder's
-        // Drop takes the loan first). Every use of the publisher through the loan happens under
-        // the lock (LoanHolder), so the lifetime may be erased to 'static here.
-        let publisher: &'static RsPublisher = unsafe { &*publisher };
-        let mut loan = shared.with(|_| publisher.loan(&topic.topic)).py()?;
-        let (ptr, len) = (loan.as_mut_ptr(), loan.len());
-        let holder = LoanHolder {
-            loan: Some(loan),
-            shared,
-        };
+    fn loan(&self, py: Python<'_>, topic: &Topic) -> PyResult<Loan> {
+        let mut holder = LoanHolder::new(py, self.shared()?, &topic.topic, None).py()?;
+        let (ptr, len) = holder.block();
         // SAFETY: the block's `len` bytes (its whole capacity: a fresh loan's length is the
         // block size) at `ptr` are inside the mapping the publisher keeps, and belong to this
         // loan alone until it is published or dropped, both of which consume the holder.
@@ -326,32 +398,35 @@ impl Publisher {
     /// Copies `data` (any contiguous bytes-like object) into a block (or, on an inline topic,
     /// into the ring's slot: exactly the topic's message size) and publishes it on `topic`.
     /// Returns the message's sequence number.
-    fn publish(&self, topic: &Topic, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+    ///
+    /// Waits (up to the region's claim timeout, then `weft.TimeoutError`) while the slot it
+    /// needs is held by a stalled publisher, and while another thread uses this publisher;
+    /// other Python threads run meanwhile.
+    fn publish(&self, py: Python<'_>, topic: &Topic, data: &Bound<'_, PyAny>) -> PyResult<u64> {
         let input = Input::new(data)?;
-        let (src, len) = input.raw();
-        if topic.topic.mode() == RsMode::Inline {
-            let bytes: &[u8] = if len == 0 {
-                &[]
-            } else {
-                // SAFETY: `src` is `len` readable bytes of a Python object `input` holds,
-                // read while attached (nothing changes them meanwhile).
-                unsafe { std::slice::from_raw_parts(src, len) }
-            };
-            return self.shared()?.with(|p| p.publish(&topic.topic, bytes)).py();
+        let shared = self.shared()?;
+        let topic = &topic.topic;
+        if matches!(input, Input::Buffer(_)) && topic.mode() != RsMode::Inline {
+            // A buffer that Python code may change (a bytearray, a numpy array) is copied into
+            // the block while attached; only the loan and the publish, which may wait, run
+            // detached. No copy but the one into the block.
+            let mut holder = LoanHolder::new(py, shared, topic, Some(input.len())).py()?;
+            let (dst, len) = holder.block();
+            let (src, _) = input.raw();
+            if len > 0 {
+                // SAFETY: `len` is the loan's length, which its set_len checked against the
+                // block, and the input's (`LoanHolder::new` was given it); `src` is `len`
+                // readable bytes of a Python object we hold, read while attached (no other
+                // Python code runs, so nothing changes them meanwhile), and not in this block,
+                // which was free until this loan took it.
+                unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
+            }
+            return py.detach(move || holder.publish(len)).py();
         }
-        self.shared()?
-            .with(|p| {
-                let mut loan = p.loan(&topic.topic)?;
-                loan.set_len(len)?;
-                if len > 0 {
-                    // SAFETY: `len` fits the loan (set_len checked it against the block);
-                    // `src` is `len` readable bytes of a Python object we hold, read while
-                    // attached (nothing changes them meanwhile), and not in this fresh block.
-                    unsafe { std::ptr::copy_nonoverlapping(src, loan.as_mut_ptr(), len) };
-                }
-                loan.publish()
-            })
-            .py()
+        // An immutable `bytes` object is read in place without the interpreter; any other
+        // buffer (here an inline message: at most a few KiB) is copied out first.
+        let bytes = input.detached();
+        shared.with(py, |p| p.publish(topic, &bytes)).py()
     }
 
     /// Statistics of `topic`: a dict of `published`, `pool_blocks`, `lagged`, `subscribers`,
@@ -361,7 +436,7 @@ impl Publisher {
         py: Python<'py>,
         topic: &Topic,
     ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let s = self.shared()?.with(|p| p.stats(&topic.topic)).py()?;
+        let s = self.shared()?.with(py, |p| p.stats(&topic.topic)).py()?;
         let d = pyo3::types::PyDict::new(py);
         d.set_item("published", s.published)?;
         d.set_item("pool_blocks", s.pool_blocks)?;
@@ -372,8 +447,11 @@ impl Publisher {
     }
 
     /// Leaves the region (once the loans taken from it are gone too).
-    fn close(&self) {
-        self.shared.lock().unwrap_or_else(|p| p.into_inner()).take();
+    fn close(&self, py: Python<'_>) {
+        let shared = self.shared.lock().unwrap_or_else(|p| p.into_inner()).take();
+        // Detached: leaving may wait (a loan's publish on another thread holds the lock; the
+        // last handle out settles what the participant held).
+        py.detach(move || drop(shared));
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -381,8 +459,8 @@ impl Publisher {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.close();
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close(py);
         false
     }
 
@@ -400,10 +478,10 @@ pub(crate) struct Loan {
 
 impl Loan {
     fn publish_inner(&self, py: Python<'_>) -> PyResult<u64> {
-        let holder = self.view.take()?;
+        let (holder, len) = self.view.take_with_len()?;
         // Without the GIL: a publish may wait (up to the claim timeout) for a ring slot that a
-        // stalled publisher holds.
-        py.detach(move || holder.publish()).py()
+        // stalled publisher holds, and for the publisher's lock.
+        py.detach(move || holder.publish(len)).py()
     }
 }
 
@@ -422,15 +500,9 @@ grant_methods!(
         /// Sets the payload length (at most the block size). Raises BufferError while buffers
         /// exported from the loan are alive.
         fn set_len(&self, length: usize) -> PyResult<()> {
-            self.view.set_len(length)?;
-            self.view
-                .with(|h| {
-                    // Under the publisher's lock, as every use of the loan (its error path
-                    // reads the publisher).
-                    let LoanHolder { loan, shared } = h;
-                    shared.with(|_| loan.as_mut().map_or(Ok(()), |l| l.set_len(length)))
-                })?
-                .py()
+            // The view checks it against the block; the weft loan takes it at the publish,
+            // under the publisher's lock (`LoanHolder::publish`), so nothing waits here.
+            self.view.set_len(length)
         }
 
         /// Copies `data` (any bytes-like object) into the loan at `offset`.
@@ -596,8 +668,10 @@ impl Subscriber {
     }
 
     /// Leaves the region (once the subscriptions made from it are closed too).
-    fn close(&self) {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+    fn close(&self, py: Python<'_>) {
+        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        // Detached: the last handle out settles what the participant held, which may wait.
+        py.detach(move || drop(inner));
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -605,8 +679,8 @@ impl Subscriber {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.close();
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close(py);
         false
     }
 
@@ -666,8 +740,11 @@ impl Subscription {
     }
 
     /// Ends the subscription.
-    fn close(&self) -> PyResult<()> {
-        self.inner.close()
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        // Detached: the last subscription to an unregistered topic frees it, under the
+        // region's registration lock, which it may wait for.
+        let inner = &self.inner;
+        py.detach(|| inner.close())
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -675,8 +752,8 @@ impl Subscription {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.close()?;
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
         Ok(false)
     }
 

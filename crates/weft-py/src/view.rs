@@ -144,6 +144,15 @@ impl<G> View<G> {
     /// # Errors
     /// `BufferError` while buffers are exported; `ValueError` once released.
     pub(crate) fn take(&self) -> PyResult<G> {
+        self.take_with_len().map(|(holder, _)| holder)
+    }
+
+    /// As [`View::take`], with the length (a loan's payload length, from `set_len`) read
+    /// under the same lock, so that no `set_len` comes between them.
+    ///
+    /// # Errors
+    /// As [`View::take`].
+    pub(crate) fn take_with_len(&self) -> PyResult<(G, usize)> {
         let mut inner = self.lock();
         if inner.exports > 0 {
             return Err(PyBufferError::new_err(format!(
@@ -152,7 +161,9 @@ impl<G> View<G> {
                 self.what, inner.exports
             )));
         }
-        inner.holder.take().ok_or_else(|| self.released())
+        let len = inner.len;
+        let holder = inner.holder.take().ok_or_else(|| self.released())?;
+        Ok((holder, len))
     }
 
     /// Releases the holder; releasing twice is allowed.
@@ -180,18 +191,6 @@ impl<G> View<G> {
         let inner = self.lock();
         match inner.holder {
             Some(_) => Ok(inner.len),
-            None => Err(self.released()),
-        }
-    }
-
-    /// Runs `f` on the holder (no export may start or the view be released meanwhile).
-    ///
-    /// # Errors
-    /// `ValueError` once released.
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut G) -> R) -> PyResult<R> {
-        let mut inner = self.lock();
-        match inner.holder.as_mut() {
-            Some(h) => Ok(f(h)),
             None => Err(self.released()),
         }
     }

@@ -1,15 +1,20 @@
 """Blocking calls release the GIL (other threads run meanwhile) and answer Ctrl-C: a real
-child process blocked in each kind of call gets SIGINT and raises KeyboardInterrupt."""
+child process blocked in each kind of call gets SIGINT and raises KeyboardInterrupt. Timeouts:
+None, infinity and anything too large for a Rust `Duration` wait as long as it takes; a
+negative or NaN timeout is a ValueError."""
 
+import math
+import os
 import random
 import signal
+import struct
 import threading
 import time
 
 import pytest
 
 import weft
-from conftest import Checked, read_line
+from conftest import SHM, Checked, read_line
 
 # Python code that sets up a blocking call, prints "ready", blocks, and reports how it ended.
 SETUP = {
@@ -142,3 +147,263 @@ def test_two_threads_cannot_use_one_handle_at_once(name):
     t.join()
     w.write(b"ok")
     assert bytes(r.try_read()) == b"ok"
+
+
+# ---- waits inside pub/sub calls -------------------------------------------------------------
+
+
+def region_word(region, offset):
+    """Reads and writes the 8-byte word at `offset` of the region's file, as a peer process
+    scribbling on the mapping would (docs/protocol.md, "Region")."""
+    fd = os.open(SHM / f"weft.{region}", os.O_RDWR)
+
+    class Word:
+        def get(self):
+            return struct.unpack("<Q", os.pread(fd, 8, offset))[0]
+
+        def set(self, value):
+            assert os.pwrite(fd, struct.pack("<Q", value), offset) == 8
+
+        def close(self):
+            os.close(fd)
+
+    return Word()
+
+
+def ring_stamp_offset(region, topic, slot):
+    """The offset of the stamp of `slot` in the descriptor ring of topic entry `topic`, from the
+    counts in the configuration line (docs/protocol.md, "Region")."""
+    fd = os.open(SHM / f"weft.{region}", os.O_RDONLY)
+    try:
+        parts, held, topics, slots = struct.unpack("<4Q", os.pread(fd, 32, 128))
+    finally:
+        os.close(fd)
+    line = lambda x: (x + 63) // 64 * 64  # noqa: E731
+    holdings = 512 + 2 * 64 * parts
+    table = line(holdings + 4 * parts * held)
+    pubmap = table + (256 + 64 + 64) * topics
+    rings = line(pubmap + 8 * math.ceil(parts / 64) * topics)
+    return rings + 16 * (slots * topic + slot)
+
+
+def stalled_publisher(name):
+    """A publisher (participant 0) with topics "/stalled" and "/free", whose next publish on
+    "/stalled" finds its slot still claimed one lap ago by a live publisher (itself): that
+    publish waits for the claim timeout (1 s), then raises weft.TimeoutError. Returns the
+    publisher, both topics and a function that ends the stall."""
+    pub = weft.Publisher.create(
+        name, participants=2, topics=4, ring_slots=2, blocks=16, block_size=64
+    )
+    role = region_word(name, 512 + 2 * 64)  # participant 0's extension: role (4 bytes)
+    assert role.get() & 0xFFFF_FFFF == 1, "participant 0 is the publisher"
+    role.close()
+    stalled, free = pub.register("/stalled"), pub.register("/free")
+    assert [pub.publish(stalled, b"0"), pub.publish(stalled, b"1")] == [0, 1]
+    stamp = region_word(name, ring_stamp_offset(name, 0, 0))
+    assert stamp.get() == 1, "slot 0 of /stalled holds sequence 0, committed (stamp seq + 1)"
+    # `writing(p, seq)`: participant 0 is writing sequence 0 (bit 63 | p << 40 | seq).
+    stamp.set(1 << 63)
+
+    def unstall():
+        stamp.set(1)
+        stamp.close()
+
+    return pub, stalled, free, unstall
+
+
+def ticks_during(call, waits_at_least):
+    """Runs `call` on a thread of its own and, meanwhile, notes the time on this thread about
+    every millisecond. Returns the notes taken well inside the call (more than 50 ms after it
+    began and before it ended): none if the call kept the GIL while it waited. The call must
+    last at least `waits_at_least` seconds (that it waited is part of what is tested)."""
+    span = []
+
+    def run():
+        start = time.monotonic()
+        try:
+            call()
+        finally:
+            span.extend((start, time.monotonic()))
+
+    ticks = []
+    t = Checked(target=run)
+    t.start()
+    while t.is_alive():
+        ticks.append(time.monotonic())
+        time.sleep(0.001)
+    t.join()
+    start, end = span
+    assert end - start >= waits_at_least, f"the call returned after {end - start:.3f} s"
+    return [x for x in ticks if start + 0.05 < x < end - 0.05]
+
+
+# `bytes` is read in place without the GIL; another buffer is copied into the block with it.
+@pytest.mark.parametrize("data", [b"2", bytearray(b"2")], ids=["bytes", "bytearray"])
+def test_a_publish_waiting_for_a_stalled_claim_lets_other_threads_run(data, name):
+    pub, stalled, _, unstall = stalled_publisher(name)
+
+    def publish():
+        with pytest.raises(weft.TimeoutError):
+            pub.publish(stalled, data)
+
+    ticks = ticks_during(publish, waits_at_least=0.9)
+    assert ticks, "no other thread ran while publish waited for the claim (it kept the GIL)"
+    unstall()
+    assert pub.publish(stalled, data) == 2
+    with weft.Subscriber.connect(name) as sub, sub.subscribe("/stalled", history=1) as s:
+        assert bytes(s.recv(timeout=10)) == b"2"
+
+
+def test_a_loan_publish_waiting_for_a_stalled_claim_lets_other_threads_run(name):
+    pub, stalled, _, unstall = stalled_publisher(name)
+    loan = pub.loan(stalled)
+    loan.write(b"2")
+    loan.set_len(1)
+
+    def publish():
+        with pytest.raises(weft.TimeoutError):
+            loan.publish()
+
+    ticks = ticks_during(publish, waits_at_least=0.9)
+    assert ticks, "no other thread ran while Loan.publish waited for the claim"
+    unstall()
+    assert pub.publish(stalled, b"2") == 2
+
+
+def test_a_register_waiting_for_the_registration_lock_lets_other_threads_run(name):
+    pub, _, _, unstall = stalled_publisher(name)
+    unstall()
+    # The region's registration lock (offset 256: holder + 1) names participant 0, alive (the
+    # publisher itself: a live holder is waited for even by its own participant).
+    lock = region_word(name, 256)
+    assert lock.get() == 0
+    lock.set(1)
+
+    def register():
+        with pytest.raises(weft.TimeoutError):
+            pub.register("/new")
+
+    try:
+        ticks = ticks_during(register, waits_at_least=0.9)
+    finally:
+        lock.set(0)
+        lock.close()
+    assert ticks, "no other thread ran while register waited for the registration lock"
+    assert pub.register("/new").name == "/new"
+
+
+# Calls that wait for their publisher while another thread's publish holds it (every use of a
+# publisher and its loans is serialised by one lock in the bindings).
+BEHIND_A_PUBLISH = {
+    "publish": lambda pub, free, loan: pub.publish(free, b"x"),
+    "loan": lambda pub, free, loan: pub.loan(free).abandon(),
+    "loan-abandon": lambda pub, free, loan: loan.abandon(),
+    "register": lambda pub, free, loan: pub.register("/more"),
+    "stats": lambda pub, free, loan: pub.stats(free),
+}
+
+
+@pytest.mark.parametrize("call", sorted(BEHIND_A_PUBLISH))
+def test_a_call_waiting_for_its_publisher_lets_other_threads_run(call, name):
+    pub, stalled, free, unstall = stalled_publisher(name)
+    other_loan = pub.loan(free)
+    held = pub.loan(stalled)
+    held.set_len(0)
+
+    def hold():
+        # Loan.publish holds the publisher while it waits for the claim (about 1 s).
+        with pytest.raises(weft.TimeoutError):
+            held.publish()
+
+    holder = Checked(target=hold)
+    holder.start()
+    # The holder waits about 1 s; the call below starts 0.2 s into it and must wait 0.3 s.
+    time.sleep(0.2)
+    ticks = ticks_during(
+        lambda: BEHIND_A_PUBLISH[call](pub, free, other_loan), waits_at_least=0.3
+    )
+    holder.join()
+    assert ticks, f"no other thread ran while {call} waited for the publisher"
+    unstall()
+    assert pub.publish(stalled, b"2") == 2
+
+
+# ---- timeouts ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "timeout", [1e300, math.inf, 2.0**64, 1e19], ids=["1e300", "inf", "2^64", "1e19"]
+)
+def test_a_timeout_too_large_for_a_duration_waits_as_long_as_it_takes(timeout, name):
+    # The calls that wait on a thread take the huge timeout; their peers a finite one, so
+    # that a failure on the thread cannot leave the main thread waiting for ever.
+    # Sliced waits (`Until`): a stream, pub/sub.
+    w = weft.StreamWriter.create(name, 4096)
+    r = weft.StreamReader.open(name, timeout=timeout)
+    got = []
+    reader = Checked(target=lambda: got.append(bytes(r.read(timeout=timeout))))
+    reader.start()
+    w.write(b"late", timeout=timeout)
+    reader.join()
+    assert got == [b"late"]
+
+    pub = weft.Publisher.create(name + "-ps")
+    topic = pub.register("/t")
+    sub = weft.Subscriber.connect(name + "-ps", timeout=timeout)
+    s = sub.subscribe("/t", timeout=timeout)
+    pub.publish(topic, b"m")
+    assert bytes(s.recv(timeout=timeout)) == b"m"
+
+    # Waits handed to Rust whole, as a `Duration`: a channel and a server.
+    out = {}
+
+    def listen():
+        out["listener"] = weft.Channel.listen(name + "-ch", timeout)
+
+    listener = Checked(target=listen)
+    listener.start()
+    ch = weft.Channel.connect(name + "-ch", 10)
+    listener.join()
+    ch.send(b"ping", timeout=timeout)
+    assert bytes(out["listener"].recv(timeout=timeout)) == b"ping"
+
+    srv = weft.Server.bind(name + "-srv")
+
+    def connect():
+        out["client"] = weft.Server.connect(name + "-srv", timeout)
+
+    client = Checked(target=connect)
+    client.start()
+    served = srv.accept(timeout=10)
+    client.join()
+    served.send(b"hello", timeout=timeout)
+    assert bytes(out["client"].recv(timeout=timeout)) == b"hello"
+
+
+@pytest.mark.parametrize(
+    "timeout", [-1.0, -1e300, -math.inf, math.nan], ids=["-1", "-1e300", "-inf", "nan"]
+)
+def test_a_negative_or_nan_timeout_is_a_value_error(timeout, name):
+    w = weft.StreamWriter.create(name, 4096)
+    r = weft.StreamReader.open(name)
+    w.write(b"there")  # refused even when nothing would have to wait
+    pub = weft.Publisher.create(name + "-ps")
+    pub.register("/t")
+    sub = weft.Subscriber.connect(name + "-ps")
+    calls = {
+        "StreamReader.read": lambda: r.read(timeout=timeout),
+        "StreamWriter.write": lambda: w.write(b"x", timeout=timeout),
+        "StreamReader.open": lambda: weft.StreamReader.open(name + "-absent", timeout=timeout),
+        "Subscriber.connect": lambda: weft.Subscriber.connect(name + "-ps", timeout=timeout),
+        "Subscriber.subscribe": lambda: sub.subscribe("/t", timeout=timeout),
+        "Channel.listen": lambda: weft.Channel.listen(name + "-ch", timeout),
+        "Server.connect": lambda: weft.Server.connect(name + "-srv", timeout),
+    }
+    for what, call in calls.items():
+        try:
+            call()
+        except ValueError as e:
+            assert "timeout must be a non-negative number" in str(e), (what, e)
+        else:
+            pytest.fail(f"{what} accepted timeout={timeout}")
+    assert bytes(r.read(timeout=0)) == b"there"
