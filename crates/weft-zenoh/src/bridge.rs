@@ -207,7 +207,7 @@ impl BridgeBuilder {
             subscribers: Vec::new(),
             discovery: None,
         };
-        for p in &shared.config.inbound {
+        for (index, p) in shared.config.inbound.iter().enumerate() {
             let key = p.key_expr(&shared.prefix);
             let s = shared.clone();
             let sub = session
@@ -215,7 +215,9 @@ impl BridgeBuilder {
                 // Samples this session put itself never come back in (the outbound side of
                 // the same bridge and key): the first half of the loop guard.
                 .allowed_origin(Locality::Remote)
-                .callback(move |sample| inbound::on_sample(&s, sample))
+                // Zenoh calls every subscriber whose key expression matches: the callback
+                // knows its pattern, so that only the first matching one handles a sample.
+                .callback(move |sample| inbound::on_sample(&s, index, sample))
                 .wait()
                 .map_err(|e| Error::zenoh(format!("subscribing to {key}"), e))?;
             bridge.subscribers.push(sub);
@@ -238,16 +240,25 @@ impl BridgeBuilder {
 /// Outbound (`BridgeConfig::outbound`): every topic of the region that matches a pattern is
 /// subscribed (found within `discovery_interval_ms` of its registration) and each sample is
 /// put to `<key_prefix><topic>`, handed to Zenoh without a copy (the block is released when
-/// Zenoh has serialised it). Inbound (`BridgeConfig::inbound`): every Zenoh sample under
-/// `<key_prefix><pattern>` is published into the region as a weft publisher, registering the
-/// topic on first use.
+/// Zenoh has serialised it). A topic unregistered in the region stops being forwarded once
+/// its last sample is out, and is found again if it is registered again (also one refused
+/// for its type: it is looked at again every round). Inbound (`BridgeConfig::inbound`):
+/// every Zenoh sample under `<key_prefix><pattern>` is published into the region as a weft
+/// publisher, registering the topic on first use, and again after it was unregistered in
+/// the region; a sample whose topic several patterns match is published once.
 ///
 /// Every sample carries a header ([`crate::wire::SampleHeader`]): its sequence number in its
 /// source topic (the far side counts a gap as `lagged`: a bridge restart, a lagging bridge, a
 /// Zenoh drop), its origin, and for a typed topic the type (the far side refuses a mismatch).
 /// A sample bridged in is never bridged back out (see `OwnSeqs` in the source and
-/// docs/architecture.md). Dropping the bridge stops it (within about 50 ms) and closes the
-/// session.
+/// docs/architecture.md).
+///
+/// Dropping the bridge (or [`Bridge::close`]) stops it and closes the session. Its threads
+/// see the stop within about 50 ms, but a forwarder blocked in a Zenoh put
+/// ([`crate::Congestion::Block`]: a peer that does not read) waits until Zenoh gives up on
+/// that peer (`transport/link/tx/queue/congestion_control/block/wait_before_close`, 5 s by
+/// default), and closing the session waits for Zenoh's own link close: with a stalled peer,
+/// dropping takes several seconds (about 12 were measured), bounded by Zenoh's timeouts.
 ///
 /// # Examples
 /// Two bridges on loopback, as on two hosts: region `a`'s `/prices/*` arrive in region `b`.

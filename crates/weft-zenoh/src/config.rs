@@ -96,7 +96,7 @@ impl RegionShape {
 ///   connect: ["tcp/10.0.0.2:7447"],
 ///   multicast_scouting: false,           // default true, as in Zenoh
 ///   key_prefix: "weft/market",           // default "weft/<region>"
-///   origin: "host-a/market",             // default "<hostname>/<region>"
+///   origin: "host-a/market",             // default "<hostname>/<machine id>/<region>"
 ///   congestion: "block",                 // or "drop"
 ///   express: false,                      // true: no batching (lower latency, lower throughput)
 ///   region_shape: { block_size: 65536 }, // when the bridge creates the region
@@ -137,6 +137,7 @@ pub struct BridgeConfig {
     #[serde(default)]
     pub outbound: Vec<Pattern>,
     /// Topics received from Zenoh that are published into the region (registered on demand).
+    /// A sample whose topic several patterns match is published once.
     #[serde(default)]
     pub inbound: Vec<Pattern>,
     /// Peer (default) or client.
@@ -157,7 +158,9 @@ pub struct BridgeConfig {
     #[serde(default)]
     pub key_prefix: Option<String>,
     /// Names this source for sequence tracking on the far side (which counts gaps per origin
-    /// and topic, across restarts of the bridge); `None`: `<hostname>/<region>`.
+    /// and topic, across restarts of the bridge); a sample that arrives with the bridge's own
+    /// origin is dropped as looped. `None`: `<hostname>/<machine id>/<region>` (see
+    /// [`BridgeConfig::origin_name`]).
     #[serde(default)]
     pub origin: Option<String>,
     /// Block (default) or drop when Zenoh cannot keep up.
@@ -253,7 +256,9 @@ impl BridgeConfig {
         Ok(self)
     }
 
-    /// Adds an inbound pattern (Zenoh to region).
+    /// Adds an inbound pattern (Zenoh to region). Patterns may overlap (`/orders/**` and
+    /// `/orders/urgent`): a sample is handled once, by the first pattern in this list that
+    /// matches its topic.
     ///
     /// # Errors
     /// [`Error::Config`] for a bad pattern (see [`Pattern`]).
@@ -340,15 +345,42 @@ impl BridgeConfig {
         format!("{}{topic}", self.key_prefix())
     }
 
-    /// The origin name in use.
+    /// The origin name in use: [`BridgeConfig::origin`], or by default
+    /// `<hostname>/<machine id>/<region>`.
+    ///
+    /// The machine id (`/etc/machine-id`, else `/var/lib/dbus/machine-id`, else this boot's
+    /// `/proc/sys/kernel/random/boot_id`) tells apart hosts that share a hostname (cloned
+    /// images: `raspberrypi`), which would otherwise drop each other's samples of a region of
+    /// the same name as looped. It is the same for every bridge of the host, so two bridges of
+    /// one region still recognise each other's samples. Hosts cloned with their machine id
+    /// too need an explicit `origin` each.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft_zenoh::BridgeConfig;
+    /// let robot = BridgeConfig::new("robot");
+    /// assert!(robot.origin_name().ends_with("/robot"));
+    /// assert_eq!(robot.origin_name(), BridgeConfig::new("robot").origin_name());
+    /// assert_eq!(robot.with_origin("arm-1").origin_name(), "arm-1");
+    /// ```
     pub fn origin_name(&self) -> String {
         self.origin.clone().unwrap_or_else(|| {
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|h| h.trim().to_owned())
-                .ok()
-                .filter(|h| !h.is_empty())
-                .unwrap_or_else(|| "localhost".into());
-            format!("{host}/{}", self.region)
+            let read = |path: &str| {
+                std::fs::read_to_string(path)
+                    .map(|h| h.trim().to_owned())
+                    .ok()
+                    .filter(|h| !h.is_empty())
+            };
+            let host = read("/proc/sys/kernel/hostname").unwrap_or_else(|| "localhost".into());
+            let machine = [
+                "/etc/machine-id",
+                "/var/lib/dbus/machine-id",
+                "/proc/sys/kernel/random/boot_id",
+            ]
+            .into_iter()
+            .find_map(read)
+            .unwrap_or_default();
+            format!("{host}/{machine}/{}", self.region)
         })
     }
 

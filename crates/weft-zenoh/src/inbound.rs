@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::stats::{Counters, Dir};
 use crate::typeinfo::{TypeMeta, probe};
 use crate::wire::SampleHeader;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use weft::pubsub::{Publisher, Subscriber, Topic, TopicMode, TopicSpec};
 use zenoh::sample::{Sample, SampleKind};
@@ -33,16 +33,62 @@ struct InTopic {
     expect: Option<TypeMeta>,
     own: Option<Arc<OwnSeqs>>,
     /// The next sequence expected from each origin.
-    expected: HashMap<u64, u64>,
+    expected: Origins,
     counters: Arc<Counters>,
+}
+
+/// How many origins a topic remembers the next sequence of. A topic has one origin per
+/// source region that publishes on it, a handful; the origin is a header field the far side
+/// writes, so the memory is bounded anyway.
+const ORIGINS_MAX: usize = 32;
+
+/// The next sequence expected from each origin of one topic, the most recently seen last; at
+/// most [`ORIGINS_MAX`]. The least recently seen origin is forgotten to make room, and its
+/// next sample starts its count again, as a new origin's first sample does.
+#[derive(Debug, Default)]
+struct Origins(VecDeque<(u64, u64)>);
+
+impl Origins {
+    /// Records a sample of sequence `seq` from `origin`; returns the sequence expected from
+    /// `origin` before it, if it was remembered.
+    fn advance(&mut self, origin: u64, seq: u64) -> Option<u64> {
+        // From the back: the origin of the previous sample is the usual one.
+        let before = self
+            .0
+            .iter()
+            .rposition(|&(o, _)| o == origin)
+            .and_then(|i| self.0.remove(i))
+            .map(|(_, next)| next);
+        if self.0.len() == ORIGINS_MAX {
+            self.0.pop_front();
+        }
+        self.0.push_back((origin, seq.wrapping_add(1)));
+        before
+    }
 }
 
 /// Why a topic cannot take a sample.
 enum Refusal {
-    /// A type disagreement: counted as refused.
-    Type(String),
+    /// A type disagreement or a malformed header: counted as refused.
+    Refused(String),
     /// Anything else (the region refused): counted as dropped.
-    Error(String),
+    Dropped(String),
+}
+
+impl Refusal {
+    /// Counts it on `c`, with the reason; `topic`, when given, is named in the reason (for the
+    /// entry that several keys share).
+    fn count(self, c: &Counters, topic: Option<&str>) {
+        let (counter, why) = match self {
+            Refusal::Refused(m) => (&c.refused, m),
+            Refusal::Dropped(m) => (&c.dropped, m),
+        };
+        Counters::add(counter, 1);
+        match topic {
+            Some(t) if !why.contains(t) => c.error(format!("{t}: {why}")),
+            _ => c.error(why),
+        }
+    }
 }
 
 impl Inbound {
@@ -86,7 +132,7 @@ impl Inbound {
         self.publisher
             .existing_spec(topic)
             .map(|s| s.unwrap_or(TopicSpec::new(TopicMode::Blocks)))
-            .map_err(|e| Refusal::Error(e.to_string()))
+            .map_err(|e| Refusal::Dropped(format!("reading the mode of {topic}: {e}")))
     }
 
     /// Registers `topic` for the first sample, which carries `carried`.
@@ -100,7 +146,7 @@ impl Inbound {
             |t: Option<&TypeMeta>| t.map_or_else(|| "untyped bytes".into(), |m| m.to_string());
         let (handle, expect) = if let Some(rule) = shared.rule(topic) {
             if !carried.is_some_and(|c| c.agrees_with(&rule.meta)) {
-                return Err(Refusal::Type(format!(
+                return Err(Refusal::Refused(format!(
                     "the sample carries {}, the bridge maps {topic} to {}",
                     describe(carried),
                     rule.meta
@@ -110,18 +156,18 @@ impl Inbound {
             match (rule.register)(&self.publisher, topic, &spec) {
                 Ok(h) => (h, Some(rule.meta.clone())),
                 Err(e @ weft::Error::TypeMismatch { .. }) => {
-                    return Err(Refusal::Type(e.to_string()));
+                    return Err(Refusal::Refused(e.to_string()));
                 }
-                Err(e) => return Err(Refusal::Error(e.to_string())),
+                Err(e) => return Err(Refusal::Dropped(format!("registering {topic}: {e}"))),
             }
         } else {
             let local = self
                 .local_type(&shared.config.region, topic)
-                .map_err(|e| Refusal::Error(e.to_string()))?;
+                .map_err(|e| Refusal::Dropped(format!("reading the type of {topic}: {e}")))?;
             if let Some(l) = &local
                 && !carried.is_some_and(|c| c.agrees_with(l))
             {
-                return Err(Refusal::Type(format!(
+                return Err(Refusal::Refused(format!(
                     "the sample carries {}, topic {topic} holds {l} here",
                     describe(carried)
                 )));
@@ -131,7 +177,7 @@ impl Inbound {
             let handle = self
                 .publisher
                 .register_spec(topic, &spec)
-                .map_err(|e| Refusal::Error(e.to_string()))?;
+                .map_err(|e| Refusal::Dropped(format!("registering {topic}: {e}")))?;
             (handle, local.or_else(|| carried.cloned()))
         };
         let counters = shared.stats.get(Dir::In, topic);
@@ -140,14 +186,23 @@ impl Inbound {
             topic: handle,
             expect,
             own: shared.own_for(topic, self.own_cap),
-            expected: HashMap::new(),
+            expected: Origins::default(),
             counters,
         })
     }
 }
 
-/// The inbound callback: one Zenoh sample under an inbound key expression.
-pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
+/// Counts a sample of `topic` refused or dropped before `topic` became a topic of the region
+/// (the key is the far side's choice: see `Registry::get_refused`).
+fn refuse(shared: &Shared, topic: &str, r: Refusal) {
+    let (c, shared_entry) = shared.stats.get_refused(Dir::In, topic);
+    r.count(&c, shared_entry.then_some(topic));
+}
+
+/// The inbound callback of pattern `index` (of `BridgeConfig::inbound`): one Zenoh sample
+/// under its key expression. A sample whose topic an earlier pattern matches too is left to
+/// that pattern's callback, so that patterns that overlap deliver it once.
+pub(crate) fn on_sample(shared: &Shared, index: usize, sample: Sample) {
     if sample.kind() != SampleKind::Put || shared.stopping() {
         return;
     }
@@ -162,7 +217,7 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
         return;
     };
     if weft::pubsub::validate_topic(topic).is_err()
-        || !shared.config.inbound.iter().any(|p| p.matches(topic))
+        || shared.config.inbound.iter().position(|p| p.matches(topic)) != Some(index)
     {
         return;
     }
@@ -172,9 +227,8 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
         Some(a) => match SampleHeader::decode(&a.to_bytes()) {
             Some(h) => Some(h),
             None => {
-                let c = shared.stats.get(Dir::In, topic);
-                Counters::add(&c.refused, 1);
-                c.error("a sample with a malformed bridge header was refused");
+                let why = "a sample with a malformed bridge header was refused";
+                refuse(shared, topic, Refusal::Refused(why.into()));
                 return;
             }
         },
@@ -183,31 +237,61 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
         && (h.instance == shared.instance || h.origin == shared.origin)
     {
         // Our own sample (or one from this same region by another path) came back.
-        Counters::add(&shared.stats.get(Dir::In, topic).looped, 1);
+        let (c, _) = shared.stats.get_refused(Dir::In, topic);
+        Counters::add(&c.looped, 1);
         return;
     }
-    let carried = header.as_ref().and_then(|h| h.ty.as_ref());
-
     let mut guard = lock(inbound);
     let inb = &mut *guard;
+    // A topic unregistered in the region since the bridge joined it (and perhaps registered
+    // again) refuses the publish with `Closed`: it is joined afresh and the sample tried once
+    // more.
+    let mut counted = false;
+    for attempt in 0..2 {
+        match publish(shared, inb, topic, header.as_ref(), &sample, &mut counted) {
+            Err(weft::Error::Closed) if attempt == 0 => {
+                let stale = inb.topics.remove(topic).expect("published into it");
+                // The far side's sequences go on: keep the count of what it lost.
+                match inb.resolve(shared, topic, header.as_ref().and_then(|h| h.ty.as_ref())) {
+                    Ok(mut t) => {
+                        t.expected = stale.expected;
+                        inb.topics.insert(topic.into(), t);
+                    }
+                    Err(r) => return r.count(&stale.counters, None),
+                }
+            }
+            Err(e) => {
+                let c = &inb.topics.get(topic).expect("published into it").counters;
+                Counters::add(&c.dropped, 1);
+                c.error(e);
+                return;
+            }
+            Ok(()) => return,
+        }
+    }
+}
+
+/// Publishes `sample` into `topic` (resolving the topic first if it is new). `Ok` when the
+/// sample was published, refused or dropped (and counted); `Err` for a publish the region
+/// refused, not yet counted. The sample's sequence is counted against its origin's once, and
+/// `counted` says that it was.
+fn publish(
+    shared: &Shared,
+    inb: &mut Inbound,
+    topic: &str,
+    header: Option<&SampleHeader>,
+    sample: &Sample,
+    counted: &mut bool,
+) -> weft::Result<()> {
+    let carried = header.and_then(|h| h.ty.as_ref());
     if !inb.topics.contains_key(topic) {
         match inb.resolve(shared, topic, carried) {
             Ok(t) => {
                 inb.topics.insert(topic.into(), t);
             }
             Err(r) => {
-                let c = shared.stats.get(Dir::In, topic);
-                match r {
-                    Refusal::Type(m) => {
-                        Counters::add(&c.refused, 1);
-                        c.error(m);
-                    }
-                    Refusal::Error(m) => {
-                        Counters::add(&c.dropped, 1);
-                        c.error(m);
-                    }
-                }
-                return;
+                refuse(shared, topic, r);
+                return Ok(());
             }
         }
     }
@@ -218,8 +302,11 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
     // Gaps in the source's sequence are what was lost on the way, less what the far bridge
     // skipped on purpose (a sample refused or dropped below did arrive: it is not a gap). A
     // sequence that goes back means the source topic started over.
-    if let Some(h) = &header {
-        if let Some(&next) = t.expected.get(&h.origin)
+    if let Some(h) = header
+        && !*counted
+    {
+        *counted = true;
+        if let Some(next) = t.expected.advance(h.origin, h.seq)
             && h.seq >= next
         {
             let lost = (h.seq - next).saturating_sub(h.excluded);
@@ -227,7 +314,6 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
                 Counters::add(&t.counters.lagged, lost);
             }
         }
-        t.expected.insert(h.origin, h.seq.wrapping_add(1));
     }
     let payload = sample.payload();
     let len = payload.len();
@@ -239,7 +325,7 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
                 "a sample of {len} bytes carrying {} was refused: topic {topic} holds {e}",
                 carried.map_or_else(|| "no type".into(), |c| c.to_string())
             ));
-            return;
+            return Ok(());
         }
     }
     if let Some(size) = t.topic.message_size()
@@ -250,7 +336,7 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
             "a sample of {len} bytes was refused: topic {topic} is an inline topic of \
              {size}-byte messages"
         ));
-        return;
+        return Ok(());
     }
     if len > publisher.max_len() {
         Counters::add(&t.counters.dropped, 1);
@@ -258,11 +344,11 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
             "a sample of {len} bytes does not fit the region's {}-byte blocks",
             publisher.max_len()
         ));
-        return;
+        return Ok(());
     }
     // The loop guard: hold the topic's queue from before the publish until its sequence is in.
     let mut own = t.own.as_ref().map(|o| (o, lock(&o.q)));
-    let published = if t.topic.message_size().is_some() {
+    let seq = if t.topic.message_size().is_some() {
         // An inline topic: the message is copied into the ring's slot.
         publisher.publish(&t.topic, &payload.to_bytes())
     } else {
@@ -275,18 +361,11 @@ pub(crate) fn on_sample(shared: &Shared, sample: Sample) {
             }
             loan.publish()
         })
-    };
-    match published {
-        Ok(seq) => {
-            if let Some((o, q)) = own.as_mut() {
-                o.push(q, seq);
-            }
-            Counters::add(&t.counters.samples, 1);
-            Counters::add(&t.counters.bytes, len as u64);
-        }
-        Err(e) => {
-            Counters::add(&t.counters.dropped, 1);
-            t.counters.error(e);
-        }
+    }?;
+    if let Some((o, q)) = own.as_mut() {
+        o.push(q, seq);
     }
+    Counters::add(&t.counters.samples, 1);
+    Counters::add(&t.counters.bytes, len as u64);
+    Ok(())
 }

@@ -47,25 +47,35 @@ pub(crate) fn discover(shared: Arc<Shared>) {
                 Err(e) => shared.error(format!("opening region {region}: {e}")),
             }
         }
-        // A forwarder that stopped on an error is started again.
+        // A forwarder whose topic was unregistered has stopped: the topic is subscribed
+        // again below if it is registered again.
         running.retain(|_, h| !h.is_finished());
         if let Some(sub) = &subscriber {
             match sub.topics() {
                 Ok(topics) => {
+                    // A refused topic that is gone is refused (and counted) anew if it comes
+                    // back with the wrong type again.
+                    refused.retain(|n| topics.iter().any(|t| t.name == *n));
                     for t in topics {
                         let name = t.name;
                         if running.contains_key(&name)
-                            || refused.contains(&name)
                             || !shared.config.outbound.iter().any(|p| p.matches(&name))
                         {
                             continue;
                         }
+                        // A refused topic is tried every round: it may have been unregistered
+                        // and registered again with the right type between two rounds.
                         match start(&shared, sub, &name) {
-                            Ok(Some(h)) => {
+                            Ok(Started::Running(h)) => {
+                                refused.remove(&name);
                                 running.insert(name, h);
                             }
-                            Ok(None) => {
-                                refused.insert(name);
+                            Ok(Started::Refused(why)) => {
+                                if refused.insert(name.clone()) {
+                                    let c = shared.stats.get(Dir::Out, &name);
+                                    Counters::add(&c.refused, 1);
+                                    c.error(format!("not forwarded: {why}"));
+                                }
                             }
                             Err(e) => shared.stats.get(Dir::Out, &name).error(e),
                         }
@@ -86,21 +96,20 @@ pub(crate) fn discover(shared: Arc<Shared>) {
     }
 }
 
-/// Subscribes to `topic` and starts its forwarder; `Ok(None)` when its type is refused.
-fn start(
-    shared: &Arc<Shared>,
-    sub: &Arc<Subscriber>,
-    topic: &str,
-) -> Result<Option<JoinHandle<()>>> {
-    let counters = shared.stats.get(Dir::Out, topic);
+/// What became of a topic [`start`] was given.
+enum Started {
+    /// Its forwarder runs (until the bridge stops or the topic is unregistered).
+    Running(JoinHandle<()>),
+    /// Its type is not the one the bridge maps it to: why.
+    Refused(weft::Error),
+}
+
+/// Subscribes to `topic` and starts its forwarder, unless its type is refused.
+fn start(shared: &Arc<Shared>, sub: &Arc<Subscriber>, topic: &str) -> Result<Started> {
     let (subscription, meta) = match shared.rule(topic) {
         Some(rule) => match (rule.subscribe)(sub, topic) {
             Ok(s) => (s, Some(rule.meta.clone())),
-            Err(e @ weft::Error::TypeMismatch { .. }) => {
-                Counters::add(&counters.refused, 1);
-                counters.error(format!("not forwarded: {e}"));
-                return Ok(None);
-            }
+            Err(e @ weft::Error::TypeMismatch { .. }) => return Ok(Started::Refused(e)),
             Err(e) => return Err(e.into()),
         },
         None => {
@@ -108,6 +117,7 @@ fn start(
             (sub.subscribe(topic)?, meta)
         }
     };
+    let counters = shared.stats.get(Dir::Out, topic);
     *lock(&counters.ty) = meta.clone();
     let key = format!("{}{topic}", shared.prefix);
     let publisher = shared
@@ -138,10 +148,11 @@ fn start(
         .name(format!("weft-zenoh-out:{topic}"))
         .spawn(move || forward(&s, subscription, publisher, meta, &counters, own))
         .map_err(Error::Thread)?;
-    Ok(Some(h))
+    Ok(Started::Running(h))
 }
 
-/// One topic's forwarder: runs until the bridge stops.
+/// One topic's forwarder: runs until the bridge stops, or until its topic was unregistered
+/// and everything published before is out.
 fn forward(
     shared: &Shared,
     mut sub: Subscription,
@@ -200,6 +211,16 @@ fn forward(
             Err(weft::Error::Timeout) => {}
             // Every publisher of the region is gone: wait for a new one.
             Err(weft::Error::PeerDead { .. }) => std::thread::sleep(POLL),
+            // Unregistered, and drained: the subscription is dropped (so that the region can
+            // reuse the topic's entry), and discovery starts a forwarder for the topic if it
+            // is registered again.
+            Err(weft::Error::Closed) => {
+                drop(publisher);
+                // Relaxed: a statistic (see `start`); the publisher's matching listener is
+                // gone with it, and a new forwarder's sets it again.
+                counters.matched.store(false, Ordering::Relaxed);
+                return;
+            }
             Err(e) => {
                 counters.error(format!("receiving: {e}"));
                 std::thread::sleep(POLL);

@@ -9,9 +9,10 @@ use std::sync::{Arc, Mutex};
 /// One bridged topic in one direction.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BridgedTopic {
-    /// The topic path in the region (`/prices/AAPL`).
+    /// The topic path in the region (`/prices/AAPL`); [`BridgeStats::OTHER_KEYS`] (`/**`) for
+    /// the inbound entry that counts keys beyond the bound on refused ones.
     pub topic: String,
-    /// The Zenoh key it maps to (`weft/market/prices/AAPL`).
+    /// The Zenoh key it maps to (`weft/market/prices/AAPL`; `weft/market/**` for `/**`).
     pub key: String,
     /// Outbound: samples put to Zenoh. Inbound: samples published into the region.
     pub samples: u64,
@@ -40,6 +41,13 @@ pub struct BridgedTopic {
 
 /// A snapshot of a bridge's counters ([`crate::Bridge::stats`]); serialisable for `--json`
 /// output, and `Display` prints a table.
+///
+/// Every topic the bridge forwards, or publishes into its region, has an entry of its own. So
+/// do the first [`BridgeStats::REFUSED_KEYS_MAX`] inbound keys whose samples were refused or
+/// dropped before they became a topic in the region (a type the bridge refuses, a full topic
+/// table, a malformed header): the keys are the far side's to choose, so those beyond the
+/// bound are counted together under the topic [`BridgeStats::OTHER_KEYS`], whose
+/// `last_error` names the key.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct BridgeStats {
     /// Region to Zenoh, by topic.
@@ -49,6 +57,13 @@ pub struct BridgeStats {
 }
 
 impl BridgeStats {
+    /// The topic of the inbound entry that counts the refused keys beyond
+    /// [`BridgeStats::REFUSED_KEYS_MAX`] (no topic path has a `*`).
+    pub const OTHER_KEYS: &'static str = "/**";
+
+    /// How many inbound keys that are no topic in the region get an entry of their own.
+    pub const REFUSED_KEYS_MAX: usize = 256;
+
     /// The outbound entry of `topic`.
     pub fn outbound(&self, topic: &str) -> Option<&BridgedTopic> {
         self.outbound.iter().find(|t| t.topic == topic)
@@ -148,23 +163,52 @@ pub(crate) enum Dir {
 /// Every topic's counters, created on first use.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
-    map: Mutex<BTreeMap<(Dir, String), Arc<Counters>>>,
+    map: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    map: BTreeMap<(Dir, String), Arc<Counters>>,
+    /// Entries made by `get_refused`: at most `BridgeStats::REFUSED_KEYS_MAX`.
+    refused: usize,
 }
 
 impl Registry {
+    /// The counters of a topic the bridge bridges (a forwarder's, or a topic registered in
+    /// the region): as many as the region has topics, whatever the far side sends.
     pub fn get(&self, dir: Dir, topic: &str) -> Arc<Counters> {
         self.map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .map
             .entry((dir, topic.into()))
             .or_default()
             .clone()
     }
 
+    /// The counters for a sample of `topic` refused or dropped before the topic was bridged
+    /// (its key is the far side's choice): its own entry while fewer than
+    /// `BridgeStats::REFUSED_KEYS_MAX` were made this way, else the shared one
+    /// (`BridgeStats::OTHER_KEYS`). The flag says it is the shared one.
+    pub fn get_refused(&self, dir: Dir, topic: &str) -> (Arc<Counters>, bool) {
+        let mut e = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = e.map.get(&(dir, topic.into())) {
+            return (c.clone(), false);
+        }
+        let (name, other) = if e.refused < BridgeStats::REFUSED_KEYS_MAX {
+            e.refused += 1;
+            (topic, false)
+        } else {
+            (BridgeStats::OTHER_KEYS, true)
+        };
+        let c = e.map.entry((dir, name.into())).or_default().clone();
+        (c, other)
+    }
+
     pub fn snapshot(&self, key_for: impl Fn(&str) -> String) -> BridgeStats {
-        let map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let entries = self.map.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = BridgeStats::default();
-        for ((dir, topic), c) in map.iter() {
+        for ((dir, topic), c) in entries.map.iter() {
             let t = c.snapshot(topic, key_for(topic));
             match dir {
                 Dir::Out => out.outbound.push(t),

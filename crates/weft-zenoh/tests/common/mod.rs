@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
+use weft_zenoh::wire::SampleHeader;
 use weft_zenoh::{BridgeConfig, BridgeStats};
 
 /// A region or key name unique to this test process.
@@ -84,13 +85,23 @@ impl ChildBridge {
     /// `BridgeConfig::from_file`), optionally inside network namespace `netns`, and waits
     /// for it to say `ready`.
     pub fn spawn(config: &BridgeConfig, netns: Option<&str>) -> ChildBridge {
+        match netns {
+            Some(ns) => ChildBridge::spawn_in(config, &["ip", "netns", "exec", ns]),
+            None => ChildBridge::spawn_in(config, &[]),
+        }
+    }
+
+    /// Starts the fixture with `config` as the last two arguments of the command `wrapper`
+    /// (the fixture's path, then the configuration file's), or directly when `wrapper` is
+    /// empty, and waits for it to say `ready`.
+    pub fn spawn_in(config: &BridgeConfig, wrapper: &[&str]) -> ChildBridge {
         let path = std::env::temp_dir().join(format!("{}.json5", unique("config")));
         std::fs::write(&path, config.to_json()).expect("write the configuration");
         let exe = env!("CARGO_BIN_EXE_weft-zenoh-test-bridge");
-        let mut cmd = match netns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns, exe]);
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(exe);
                 c
             }
             None => Command::new(exe),
@@ -213,4 +224,53 @@ pub fn inbound_of(stats: &BridgeStats, topic: &str) -> weft_zenoh::BridgedTopic 
         .inbound(topic)
         .cloned()
         .unwrap_or_else(|| panic!("no inbound entry for {topic}: {stats:?}"))
+}
+
+/// A plain Zenoh session (no bridge) connected to loopback `port`: a far peer that sends or
+/// receives whatever it likes.
+pub fn raw_session(port: u16) -> zenoh::Session {
+    use zenoh::Wait;
+    let mut c = zenoh::Config::default();
+    for (key, value) in [
+        ("mode", "\"peer\"".to_owned()),
+        ("connect/endpoints", format!("[\"tcp/127.0.0.1:{port}\"]")),
+        ("scouting/multicast/enabled", "false".to_owned()),
+    ] {
+        c.insert_json5(key, &value).expect("a Zenoh setting");
+    }
+    zenoh::open(c).wait().expect("a Zenoh session")
+}
+
+/// A put from a raw session that waits for room instead of dropping (Zenoh's default for
+/// puts is to drop under congestion), with `header` as the attachment when given.
+pub fn put(z: &zenoh::Session, key: &str, payload: &[u8], header: Option<&SampleHeader>) {
+    use zenoh::Wait;
+    let put = z
+        .put(key, payload.to_vec())
+        .congestion_control(zenoh::qos::CongestionControl::Block);
+    match header {
+        Some(h) => put.attachment(h.encode()).wait(),
+        None => put.wait(),
+    }
+    .expect("a Zenoh put");
+}
+
+/// Waits until `z` knows a subscriber for `key` on another session (a bridge's inbound
+/// subscriber), so that what is put from now on reaches it.
+pub fn wait_subscribed(z: &zenoh::Session, key: &str) {
+    use zenoh::Wait;
+    let p = z
+        .declare_publisher(key.to_owned())
+        .wait()
+        .expect("a publisher");
+    eventually(
+        Duration::from_secs(20),
+        &format!("a subscriber of {key}"),
+        || {
+            p.matching_status()
+                .wait()
+                .expect("matching status")
+                .matching()
+        },
+    );
 }

@@ -1,0 +1,122 @@
+//! A far peer that sends whatever it likes cannot grow the receiving bridge's memory without
+//! bound: keys refused before they became topics share one statistics entry beyond a bound,
+//! and each topic remembers the sequences of a bounded number of origins (the least recently
+//! seen one is forgotten, and starts afresh when it comes back).
+
+mod common;
+
+use common::{Cleanup, config, eventually, free_port, put, raw_session, unique, wait_subscribed};
+use std::time::Duration;
+use weft::pubsub::{Config, Publisher, Subscriber};
+use weft_zenoh::Bridge;
+use weft_zenoh::wire::SampleHeader;
+
+#[test]
+fn refused_keys_beyond_a_bound_share_one_entry() {
+    let b = unique("hostile-keys");
+    let _clean = Cleanup(vec![b.clone()]);
+    let prefix = unique("hostile-keys");
+    let port = free_port();
+    let local = Publisher::create(&b, &Config::default()).unwrap();
+    // Every /h/ topic must carry a u64: the samples below carry no type, so each key is
+    // refused before anything is registered.
+    let bridge = Bridge::builder(
+        config(&b, &prefix)
+            .inbound("/h/**")
+            .unwrap()
+            .listen(&format!("tcp/127.0.0.1:{port}")),
+    )
+    .typed::<u64>("/h/**")
+    .unwrap()
+    .start()
+    .unwrap();
+    let z = raw_session(port);
+    wait_subscribed(&z, &format!("{prefix}/h/k0"));
+    let n = 2000u64;
+    for i in 0..n {
+        put(&z, &format!("{prefix}/h/k{i}"), &i.to_le_bytes(), None);
+    }
+    eventually(Duration::from_secs(30), "every key refused", || {
+        bridge
+            .stats()
+            .inbound
+            .iter()
+            .map(|t| t.refused)
+            .sum::<u64>()
+            == n
+    });
+
+    let stats = bridge.stats();
+    assert!(
+        stats.inbound.len() < n as usize / 4,
+        "{} inbound entries for {n} refused keys",
+        stats.inbound.len()
+    );
+    // The first keys have their own entries; the rest are counted under `/**`, whose last
+    // error names the key.
+    assert_eq!(common::inbound_of(&stats, "/h/k0").refused, 1);
+    let rest = common::inbound_of(&stats, "/**");
+    assert_eq!(rest.key, format!("{prefix}/**"));
+    assert_eq!(rest.refused, n - (stats.inbound.len() as u64 - 1));
+    let why = rest.last_error.unwrap();
+    assert!(why.contains(&format!("/h/k{}", n - 1)), "{why}");
+    // Nothing was registered in the region.
+    assert!(
+        Subscriber::connect(&b)
+            .unwrap()
+            .topics()
+            .unwrap()
+            .is_empty()
+    );
+    drop(local);
+}
+
+#[test]
+fn an_origin_pushed_out_by_many_newer_ones_starts_afresh() {
+    let b = unique("hostile-origins");
+    let _clean = Cleanup(vec![b.clone()]);
+    let prefix = unique("hostile-origins");
+    let port = free_port();
+    let bridge = Bridge::start(
+        config(&b, &prefix)
+            .inbound("/g/x")
+            .unwrap()
+            .listen(&format!("tcp/127.0.0.1:{port}")),
+    )
+    .unwrap();
+    let z = raw_session(port);
+    let key = format!("{prefix}/g/x");
+    wait_subscribed(&z, &key);
+    let send = |origin: u64, seq: u64| {
+        let h = SampleHeader {
+            instance: 1,
+            origin,
+            seq,
+            excluded: 0,
+            ty: None,
+        };
+        put(&z, &key, b"x", Some(&h));
+    };
+    let counted = |samples: u64| {
+        eventually(Duration::from_secs(30), "every sample published", || {
+            bridge
+                .stats()
+                .inbound("/g/x")
+                .is_some_and(|t| t.samples == samples)
+        });
+        bridge.stats().inbound("/g/x").unwrap().lagged
+    };
+
+    // An origin seen a moment ago: its gap (1 and 2 missing) is counted.
+    send(7, 0);
+    send(7, 3);
+    assert_eq!(counted(2), 2);
+    // A thousand other origins (a sender-chosen field): origin 7 is forgotten, and its next
+    // sample starts its count again instead of counting 4..=9 as lost.
+    let others = 1000;
+    for o in 0..others {
+        send(1000 + o, 0);
+    }
+    send(7, 10);
+    assert_eq!(counted(2 + others + 1), 2, "{}", bridge.stats());
+}
