@@ -45,7 +45,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Wait strategy: the handle's default (`WEFT_WAIT_ADAPTIVE` unless configured).
+// Wait strategy: the default, which is `WEFT_WAIT_ADAPTIVE` (in options as in the
+// `*_set_wait` calls, where it sets adaptive whatever the handle was created with).
 #define WEFT_WAIT_DEFAULT 0
 
 // Spin with a CPU hint; lowest latency, one core at 100% while waiting.
@@ -165,7 +166,10 @@ typedef struct {
 typedef struct {
     // Participant rows (publishers and subscribers together), 1 to 1024 (default 32).
     size_t participants;
-    // Blocks (samples and loans) one participant may hold at once (default 256).
+    // Block references (samples and loans) and subscriptions one participant may hold at
+    // once, 1 to 65536 (default 256). A subscription that has received borrowed messages
+    // (`weft_subscription_try_recv_borrowed` and its forms) keeps one more entry reserved
+    // for them.
     size_t max_held;
     // Topics the region can hold, 1 to 4096 (default 64).
     size_t topics;
@@ -464,7 +468,9 @@ weft_status weft_stream_writer_abandon(weft_stream_writer_t *writer);
 // `name` is a NUL-terminated string; `reader` is valid for writing a pointer.
 weft_status weft_stream_reader_open(const char *name, weft_stream_reader_t **reader);
 
-// As `weft_stream_reader_open`, waiting up to `timeout_ms` for the stream to appear.
+// As `weft_stream_reader_open`, waiting up to `timeout_ms` for the stream to appear:
+// `WEFT_ERROR_NOT_FOUND` (or `WEFT_ERROR_NOT_READY` if its creator is still at work) once
+// the time is up.
 //
 // # Safety
 // As `weft_stream_reader_open`.
@@ -481,7 +487,8 @@ weft_status weft_stream_reader_open_timeout(const char *name,
 // `reader` is NULL or points to NULL or to a live reader handle.
 weft_status weft_stream_reader_close(weft_stream_reader_t **reader);
 
-// Changes how this reader's blocking calls wait (a `WEFT_WAIT_*` code).
+// Changes how this reader's blocking calls wait (a `WEFT_WAIT_*` code; `WEFT_WAIT_DEFAULT`
+// means adaptive).
 //
 // # Safety
 // `reader` is NULL or a live reader handle.
@@ -664,7 +671,7 @@ weft_status weft_publisher_max_len(weft_publisher_t *publisher, size_t *len);
 //
 // Errors: `WEFT_ERROR_FULL` when the pool has no free block; `WEFT_ERROR_INVALID_ARGUMENT`
 // for a topic registered through another publisher handle (of this region or another, open
-// or closed) or when this publisher holds its maximum of loans; `WEFT_ERROR_CORRUPT`.
+// or closed) or when this publisher holds `max_held` loans; `WEFT_ERROR_CORRUPT`.
 //
 // # Safety
 // `publisher` and `topic` are NULL or live handles; `loan`, `data` and `capacity` are valid
@@ -747,7 +754,8 @@ weft_status weft_subscriber_close(weft_subscriber_t **subscriber);
 // Subscribes to `topic`, which must be registered: messages published from now on.
 //
 // Errors: `WEFT_ERROR_NOT_FOUND` if no publisher registered it; `WEFT_ERROR_INVALID_NAME`;
-// `WEFT_ERROR_CORRUPT`.
+// `WEFT_ERROR_INVALID_ARGUMENT` when this subscriber's samples, subscriptions and reserved
+// entries already reach `max_held` (see `weft_pubsub_config`); `WEFT_ERROR_CORRUPT`.
 //
 // # Safety
 // `subscriber` is NULL or a live subscriber handle; `topic` is a NUL-terminated string;
@@ -836,8 +844,9 @@ weft_status weft_subscription_release(weft_subscription_t *subscription);
 // messages were overwritten before they were read (`weft_last_error_skipped()` gives the
 // exact count; the next call returns the oldest message still there, or one half a ring
 // further if this subscriber was lapped again before it got through half a ring);
-// `WEFT_ERROR_INVALID_ARGUMENT` when this subscriber already holds its maximum of samples;
-// `WEFT_ERROR_STATE` while the subscription lends a message
+// `WEFT_ERROR_INVALID_ARGUMENT` when this subscriber has no entry left for the sample under
+// `max_held` (its samples, subscriptions and reserved entries count; see
+// `weft_pubsub_config`); `WEFT_ERROR_STATE` while the subscription lends a message
 // (`weft_subscription_try_recv_borrowed`); `WEFT_ERROR_CORRUPT`.
 //
 // # Safety
@@ -1044,9 +1053,12 @@ weft_status weft_channel_call(weft_channel_t *channel,
                               const uint8_t **data,
                               size_t *len);
 
-// As `weft_channel_call`, giving up after `timeout_ms` in all (`WEFT_ERROR_TIMEOUT`). A
-// reply that comes later is dropped by the channel when it arrives, never returned by a
-// later call.
+// As `weft_channel_call`, giving up after `timeout_ms` in all (`WEFT_ERROR_TIMEOUT`). The
+// request is then forgotten: a reply that comes later is dropped by the later
+// `weft_channel_call` or `weft_channel_call_timeout` on this channel that reads it (the
+// next one, unless the server answers out of order), never returned by one.
+// `weft_channel_recv` knows nothing of calls and returns it as a record (8 bytes of id
+// first): do not mix raw receives with calls on one channel.
 //
 // # Safety
 // As `weft_channel_call`.
@@ -1089,8 +1101,9 @@ weft_status weft_channel_recv_request_timeout(weft_channel_t *channel,
                                               size_t *len,
                                               uint64_t *id);
 
-// Answers the lent request with `len` bytes at `data` and releases it (also when sending
-// fails, or `data` and `len` are refused). `data` may point into the request itself.
+// Answers the lent request with `len` bytes at `data`, waiting for room (backpressure),
+// and releases it (also when sending fails, or `data` and `len` are refused). `data` may
+// point into the request itself.
 //
 // Errors: `WEFT_ERROR_STATE` if no request is lent (nothing, or a record or a reply);
 // as `weft_channel_send`.
@@ -1099,8 +1112,26 @@ weft_status weft_channel_recv_request_timeout(weft_channel_t *channel,
 // `channel` is NULL or a live channel handle; `data` is NULL or readable for `len` bytes.
 weft_status weft_channel_reply(weft_channel_t *channel, const uint8_t *data, size_t len);
 
+// As `weft_channel_reply`, but `WEFT_ERROR_FULL` instead of waiting. The request is
+// released either way: note its id first to answer later with `weft_channel_reply_to`.
+//
+// # Safety
+// As `weft_channel_reply`.
+weft_status weft_channel_try_reply(weft_channel_t *channel, const uint8_t *data, size_t len);
+
+// As `weft_channel_reply`, waiting at most `timeout_ms` for room (`WEFT_ERROR_TIMEOUT`).
+// The request is released either way: note its id first to answer later with
+// `weft_channel_reply_to`.
+//
+// # Safety
+// As `weft_channel_reply`.
+weft_status weft_channel_reply_timeout(weft_channel_t *channel,
+                                       const uint8_t *data,
+                                       size_t len,
+                                       uint64_t timeout_ms);
+
 // Sends `len` bytes at `data` as the reply to the request `id` (replies may go in any
-// order). Nothing may be lent.
+// order), waiting for room (backpressure). Nothing may be lent.
 //
 // Errors: `WEFT_ERROR_STATE` while a message is lent; as `weft_channel_send`.
 //
@@ -1110,6 +1141,25 @@ weft_status weft_channel_reply_to(weft_channel_t *channel,
                                   uint64_t id,
                                   const uint8_t *data,
                                   size_t len);
+
+// As `weft_channel_reply_to`, but `WEFT_ERROR_FULL` instead of waiting.
+//
+// # Safety
+// As `weft_channel_reply_to`.
+weft_status weft_channel_try_reply_to(weft_channel_t *channel,
+                                      uint64_t id,
+                                      const uint8_t *data,
+                                      size_t len);
+
+// As `weft_channel_reply_to`, waiting at most `timeout_ms` for room (`WEFT_ERROR_TIMEOUT`).
+//
+// # Safety
+// As `weft_channel_reply_to`.
+weft_status weft_channel_reply_to_timeout(weft_channel_t *channel,
+                                          uint64_t id,
+                                          const uint8_t *data,
+                                          size_t len,
+                                          uint64_t timeout_ms);
 
 // Binds the server `name` (`opts` may be NULL). The rendezvous of a dead server under the
 // name is replaced.

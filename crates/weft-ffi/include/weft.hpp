@@ -2,8 +2,12 @@
 //
 // Every class owns one handle of the C API and is move-only; destructors release what they
 // own and never throw. Failures throw weft::error, which carries the status code and the
-// library's message. The try_ and _for forms return an empty std::optional (or false)
-// where the C call says EMPTY, FULL or TIMEOUT; any other failure throws.
+// library's message. The try_ and _for forms of the calls on an open handle (write, reserve,
+// read, recv, send, call, reply, accept) return an empty std::optional (or false) where the
+// C call says EMPTY, FULL or TIMEOUT; any other failure throws. The calls that open a handle
+// throw on every failure, also those with a timeout: stream_reader::open_for (NOT_FOUND when
+// the stream did not appear), subscriber::connect_for and subscriber::subscribe_for
+// (TIMEOUT), channel::listen and channel::connect, server::connect.
 //
 // Lifetimes: a guard that a handle lends (write_grant, read_grant, message, request) must
 // be destroyed before that handle, as an iterator before its container. A loan, a sample, a
@@ -335,6 +339,8 @@ class stream_reader {
         detail::check(weft_stream_reader_open(name.c_str(), &h));
         return stream_reader(h);
     }
+    // Waits up to `timeout` for the stream to appear; throws error(WEFT_ERROR_NOT_FOUND) if
+    // it does not (an opening call: no optional).
     template <typename Rep, typename Period>
     static stream_reader open_for(const std::string &name,
                                   std::chrono::duration<Rep, Period> timeout) {
@@ -595,6 +601,8 @@ class subscriber {
         detail::check(weft_subscriber_connect(region.c_str(), cfg, &h));
         return subscriber(h);
     }
+    // Waits up to `timeout` for the region to appear; throws error(WEFT_ERROR_TIMEOUT) if it
+    // does not (an opening call: no optional).
     template <typename Rep, typename Period>
     static subscriber connect_for(const std::string &region,
                                   std::chrono::duration<Rep, Period> timeout) {
@@ -609,6 +617,8 @@ class subscriber {
             weft_subscriber_subscribe_with_history(h_.get(), topic.c_str(), history, &s));
         return weft::subscription(s);
     }
+    // Waits up to `timeout` for a publisher to register `topic`; throws
+    // error(WEFT_ERROR_TIMEOUT) if none does (an opening call: no optional).
     template <typename Rep, typename Period>
     weft::subscription subscribe_for(const std::string &topic,
                                      std::chrono::duration<Rep, Period> timeout) const {
@@ -675,8 +685,20 @@ class request : public detail::lent_bytes<weft_channel_t, weft_channel_release> 
   public:
     request() noexcept = default;
     std::uint64_t id() const noexcept { return id_; }
+    // Answers, waiting for room, and releases the request (also when it throws).
     void reply(bytes_view data) {
         detail::check(weft_channel_reply(grant_.consume(), data.data(), data.size()));
+    }
+    // false when the channel is full. The request is released either way: keep id() to
+    // answer later with channel::reply_to.
+    bool try_reply(bytes_view data) {
+        return detail::soft(weft_channel_try_reply(grant_.consume(), data.data(), data.size()));
+    }
+    // false when the channel stayed full for `timeout`. Released either way, as try_reply.
+    template <typename Rep, typename Period>
+    bool reply_for(bytes_view data, std::chrono::duration<Rep, Period> timeout) {
+        return detail::soft(weft_channel_reply_timeout(grant_.consume(), data.data(), data.size(),
+                                                       detail::millis(timeout)));
     }
 
   private:
@@ -741,7 +763,9 @@ class channel {
         detail::check(weft_channel_call(h_.get(), req.data(), req.size(), &p, &n));
         return message(h_.get(), p, n);
     }
-    // As call(), empty if no reply came within `timeout`.
+    // As call(), empty if no reply came within `timeout`. The request is forgotten then: its
+    // late reply is dropped by the later call or call_for on this channel that reads it (a
+    // recv() would return it as a record, so do not mix recv() with calls on one channel).
     template <typename Rep, typename Period>
     std::optional<message> call_for(bytes_view req, std::chrono::duration<Rep, Period> timeout) {
         const std::uint8_t *p = nullptr;
@@ -776,9 +800,20 @@ class channel {
             return std::nullopt;
         return weft::request(h_.get(), p, n, id);
     }
-    // Answers the request `id` later (nothing may be lent).
+    // Answers the request `id` later (nothing may be lent), waiting for room.
     void reply_to(std::uint64_t id, bytes_view data) {
         detail::check(weft_channel_reply_to(h_.get(), id, data.data(), data.size()));
+    }
+    // false when the channel is full.
+    bool try_reply_to(std::uint64_t id, bytes_view data) {
+        return detail::soft(weft_channel_try_reply_to(h_.get(), id, data.data(), data.size()));
+    }
+    // false when the channel stayed full for `timeout`.
+    template <typename Rep, typename Period>
+    bool reply_to_for(std::uint64_t id, bytes_view data,
+                      std::chrono::duration<Rep, Period> timeout) {
+        return detail::soft(weft_channel_reply_to_timeout(h_.get(), id, data.data(), data.size(),
+                                                          detail::millis(timeout)));
     }
     std::size_t max_message_len() const {
         std::size_t n = 0;

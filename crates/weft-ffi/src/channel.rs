@@ -434,7 +434,7 @@ unsafe fn call(
             lend_bytes(c, "call", data, len, |c| {
                 Ok(Held::Reply(match timeout {
                     None => c.call(request)?,
-                    // Nothing in this API collects a late reply: the channel drops it.
+                    // Nothing in this API collects a late reply: a later call drops it.
                     Some(ms) => c.call_timeout_forget(request, millis(ms))?,
                 }))
             })
@@ -464,9 +464,12 @@ pub unsafe extern "C" fn weft_channel_call(
     unsafe { call(channel, request, request_len, None, data, len) }
 }
 
-/// As `weft_channel_call`, giving up after `timeout_ms` in all (`WEFT_ERROR_TIMEOUT`). A
-/// reply that comes later is dropped by the channel when it arrives, never returned by a
-/// later call.
+/// As `weft_channel_call`, giving up after `timeout_ms` in all (`WEFT_ERROR_TIMEOUT`). The
+/// request is then forgotten: a reply that comes later is dropped by the later
+/// `weft_channel_call` or `weft_channel_call_timeout` on this channel that reads it (the
+/// next one, unless the server answers out of order), never returned by one.
+/// `weft_channel_recv` knows nothing of calls and returns it as a record (8 bytes of id
+/// first): do not mix raw receives with calls on one channel.
 ///
 /// # Safety
 /// As `weft_channel_call`.
@@ -575,22 +578,11 @@ pub unsafe extern "C" fn weft_channel_recv_request_timeout(
     unsafe { recv_request(channel, data, len, id, Wait::Ms(timeout_ms)) }
 }
 
-/// Answers the lent request with `len` bytes at `data` and releases it (also when sending
-/// fails, or `data` and `len` are refused). `data` may point into the request itself.
-///
-/// Errors: `WEFT_ERROR_STATE` if no request is lent (nothing, or a record or a reply);
-/// as `weft_channel_send`.
-///
 /// # Safety
 /// `channel` is NULL or a live channel handle; `data` is NULL or readable for `len` bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn weft_channel_reply(
-    channel: *mut WeftChannel,
-    data: *const u8,
-    len: usize,
-) -> WeftStatus {
+unsafe fn reply(channel: *mut WeftChannel, data: *const u8, len: usize, how: Wait) -> WeftStatus {
     guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
+        // SAFETY: every pointer is NULL or as the entry point's `# Safety` requires; the
         // NULL and misaligned ones are refused. `data` may alias the request's bytes in
         // shared memory: both are only read until the reply is written, into other memory.
         let c = unsafe { handle_mut(channel, "channel")? };
@@ -610,18 +602,101 @@ pub unsafe extern "C" fn weft_channel_reply(
         if !lent {
             return Err(Failure::state("reply: no request is lent"));
         }
-        // SAFETY: the request is consumed by `reply` just below, before the cell is used
+        // SAFETY: the request is consumed by its reply just below, before the cell is used
         // again.
         let Some(Held::Request(request)) = (unsafe { c.cell.take() }) else {
             unreachable!("checked above");
         };
-        request.reply(data)?;
+        // Each form consumes the request: it is released whether the reply goes or not.
+        match how {
+            Wait::Forever => request.reply(data)?,
+            Wait::Never => request.try_reply(data)?,
+            Wait::Ms(ms) => request.reply_timeout(data, millis(ms))?,
+        }
+        Ok(())
+    })
+}
+
+/// Answers the lent request with `len` bytes at `data`, waiting for room (backpressure),
+/// and releases it (also when sending fails, or `data` and `len` are refused). `data` may
+/// point into the request itself.
+///
+/// Errors: `WEFT_ERROR_STATE` if no request is lent (nothing, or a record or a reply);
+/// as `weft_channel_send`.
+///
+/// # Safety
+/// `channel` is NULL or a live channel handle; `data` is NULL or readable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_channel_reply(
+    channel: *mut WeftChannel,
+    data: *const u8,
+    len: usize,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { reply(channel, data, len, Wait::Forever) }
+}
+
+/// As `weft_channel_reply`, but `WEFT_ERROR_FULL` instead of waiting. The request is
+/// released either way: note its id first to answer later with `weft_channel_reply_to`.
+///
+/// # Safety
+/// As `weft_channel_reply`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_channel_try_reply(
+    channel: *mut WeftChannel,
+    data: *const u8,
+    len: usize,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { reply(channel, data, len, Wait::Never) }
+}
+
+/// As `weft_channel_reply`, waiting at most `timeout_ms` for room (`WEFT_ERROR_TIMEOUT`).
+/// The request is released either way: note its id first to answer later with
+/// `weft_channel_reply_to`.
+///
+/// # Safety
+/// As `weft_channel_reply`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_channel_reply_timeout(
+    channel: *mut WeftChannel,
+    data: *const u8,
+    len: usize,
+    timeout_ms: u64,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { reply(channel, data, len, Wait::Ms(timeout_ms)) }
+}
+
+/// # Safety
+/// `channel` is NULL or a live channel handle; `data` is NULL or readable for `len` bytes.
+unsafe fn reply_to(
+    channel: *mut WeftChannel,
+    id: u64,
+    data: *const u8,
+    len: usize,
+    how: Wait,
+) -> WeftStatus {
+    guard(|| {
+        // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+        // NULL and misaligned pointers are refused before any use.
+        let (c, data) = unsafe { (handle_mut(channel, "channel")?, c_bytes(data, len, "data")?) };
+        let c = c.cell.owner("reply_to")?;
+        let id = RequestId(id);
+        match how {
+            Wait::Forever => c.reply(id, data)?,
+            Wait::Never => c.try_reply(id, data)?,
+            Wait::Ms(ms) => c.reply_timeout(id, data, millis(ms))?,
+        }
         Ok(())
     })
 }
 
 /// Sends `len` bytes at `data` as the reply to the request `id` (replies may go in any
-/// order). Nothing may be lent.
+/// order), waiting for room (backpressure). Nothing may be lent.
 ///
 /// Errors: `WEFT_ERROR_STATE` while a message is lent; as `weft_channel_send`.
 ///
@@ -634,13 +709,42 @@ pub unsafe extern "C" fn weft_channel_reply_to(
     data: *const u8,
     len: usize,
 ) -> WeftStatus {
-    guard(|| {
-        // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
-        // NULL and misaligned ones are refused before any use.
-        let (c, data) = unsafe { (handle_mut(channel, "channel")?, c_bytes(data, len, "data")?) };
-        c.cell.owner("reply_to")?.reply(RequestId(id), data)?;
-        Ok(())
-    })
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { reply_to(channel, id, data, len, Wait::Forever) }
+}
+
+/// As `weft_channel_reply_to`, but `WEFT_ERROR_FULL` instead of waiting.
+///
+/// # Safety
+/// As `weft_channel_reply_to`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_channel_try_reply_to(
+    channel: *mut WeftChannel,
+    id: u64,
+    data: *const u8,
+    len: usize,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { reply_to(channel, id, data, len, Wait::Never) }
+}
+
+/// As `weft_channel_reply_to`, waiting at most `timeout_ms` for room (`WEFT_ERROR_TIMEOUT`).
+///
+/// # Safety
+/// As `weft_channel_reply_to`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn weft_channel_reply_to_timeout(
+    channel: *mut WeftChannel,
+    id: u64,
+    data: *const u8,
+    len: usize,
+    timeout_ms: u64,
+) -> WeftStatus {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { reply_to(channel, id, data, len, Wait::Ms(timeout_ms)) }
 }
 
 /// Binds the server `name` (`opts` may be NULL). The rendezvous of a dead server under the

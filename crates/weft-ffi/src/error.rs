@@ -68,7 +68,8 @@ pub const WEFT_ERROR_PANIC: WeftStatus = 100;
 /// could be released or committed; or a handle was released already (`*handle` is NULL).
 pub const WEFT_ERROR_STATE: WeftStatus = 101;
 
-/// Wait strategy: the handle's default (`WEFT_WAIT_ADAPTIVE` unless configured).
+/// Wait strategy: the default, which is `WEFT_WAIT_ADAPTIVE` (in options as in the
+/// `*_set_wait` calls, where it sets adaptive whatever the handle was created with).
 pub const WEFT_WAIT_DEFAULT: i32 = 0;
 /// Spin with a CPU hint; lowest latency, one core at 100% while waiting.
 pub const WEFT_WAIT_BUSY_SPIN: i32 = 1;
@@ -124,6 +125,15 @@ impl Failure {
     pub(crate) fn name(message: impl Into<String>) -> Failure {
         Failure {
             code: WEFT_ERROR_INVALID_NAME,
+            message: message.into(),
+            skipped: 0,
+        }
+    }
+
+    /// A length no buffer can have (more than `isize::MAX` bytes): too large for any object.
+    pub(crate) fn too_large(message: impl Into<String>) -> Failure {
+        Failure {
+            code: WEFT_ERROR_TOO_LARGE,
             message: message.into(),
             skipped: 0,
         }
@@ -435,7 +445,9 @@ pub(crate) unsafe fn c_name<'a>(p: *const c_char, what: &str) -> Res<&'a str> {
     std::str::from_utf8(bytes).map_err(|e| Failure::name(format!("`{what}` is not UTF-8 ({e})")))
 }
 
-/// A byte buffer from C: `(data, len)`; `data` may be NULL only when `len` is 0.
+/// A byte buffer from C: `(data, len)`; `data` may be NULL only when `len` is 0. A `len` no
+/// buffer can have is [`WEFT_ERROR_TOO_LARGE`], as a message too large for its object is,
+/// and is refused before `data` is looked at.
 ///
 /// # Safety
 /// `data` is NULL or valid for reading `len` bytes, unchanged during `'a`.
@@ -444,7 +456,7 @@ pub(crate) unsafe fn c_bytes<'a>(data: *const u8, len: usize, what: &str) -> Res
         return Ok(&[]);
     }
     if len > isize::MAX as usize {
-        return Err(Failure::arg(format!(
+        return Err(Failure::too_large(format!(
             "`{what}` length {len} is larger than any buffer can be"
         )));
     }
@@ -590,7 +602,8 @@ mod tests {
             assert_eq!(e.code, WEFT_ERROR_INVALID_NAME);
             assert!(c_bytes(std::ptr::null(), 0, "d").unwrap().is_empty());
             assert!(c_bytes(std::ptr::null(), 1, "d").is_err());
-            assert!(c_bytes([1u8].as_ptr(), usize::MAX, "d").is_err());
+            let e = c_bytes([1u8].as_ptr(), usize::MAX, "d").unwrap_err();
+            assert_eq!(e.code, WEFT_ERROR_TOO_LARGE);
         }
     }
 }

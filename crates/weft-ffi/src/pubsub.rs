@@ -41,7 +41,10 @@ pub const WEFT_TOPIC_INLINE: i32 = 2;
 pub struct WeftPubsubConfig {
     /// Participant rows (publishers and subscribers together), 1 to 1024 (default 32).
     pub participants: usize,
-    /// Blocks (samples and loans) one participant may hold at once (default 256).
+    /// Block references (samples and loans) and subscriptions one participant may hold at
+    /// once, 1 to 65536 (default 256). A subscription that has received borrowed messages
+    /// (`weft_subscription_try_recv_borrowed` and its forms) keeps one more entry reserved
+    /// for them.
     pub max_held: usize,
     /// Topics the region can hold, 1 to 4096 (default 64).
     pub topics: usize,
@@ -509,7 +512,7 @@ pub unsafe extern "C" fn weft_publisher_max_len(
 ///
 /// Errors: `WEFT_ERROR_FULL` when the pool has no free block; `WEFT_ERROR_INVALID_ARGUMENT`
 /// for a topic registered through another publisher handle (of this region or another, open
-/// or closed) or when this publisher holds its maximum of loans; `WEFT_ERROR_CORRUPT`.
+/// or closed) or when this publisher holds `max_held` loans; `WEFT_ERROR_CORRUPT`.
 ///
 /// # Safety
 /// `publisher` and `topic` are NULL or live handles; `loan`, `data` and `capacity` are valid
@@ -753,7 +756,8 @@ unsafe fn subscribe(
 /// Subscribes to `topic`, which must be registered: messages published from now on.
 ///
 /// Errors: `WEFT_ERROR_NOT_FOUND` if no publisher registered it; `WEFT_ERROR_INVALID_NAME`;
-/// `WEFT_ERROR_CORRUPT`.
+/// `WEFT_ERROR_INVALID_ARGUMENT` when this subscriber's samples, subscriptions and reserved
+/// entries already reach `max_held` (see `weft_pubsub_config`); `WEFT_ERROR_CORRUPT`.
 ///
 /// # Safety
 /// `subscriber` is NULL or a live subscriber handle; `topic` is a NUL-terminated string;
@@ -978,8 +982,9 @@ pub unsafe extern "C" fn weft_subscription_release(
 /// messages were overwritten before they were read (`weft_last_error_skipped()` gives the
 /// exact count; the next call returns the oldest message still there, or one half a ring
 /// further if this subscriber was lapped again before it got through half a ring);
-/// `WEFT_ERROR_INVALID_ARGUMENT` when this subscriber already holds its maximum of samples;
-/// `WEFT_ERROR_STATE` while the subscription lends a message
+/// `WEFT_ERROR_INVALID_ARGUMENT` when this subscriber has no entry left for the sample under
+/// `max_held` (its samples, subscriptions and reserved entries count; see
+/// `weft_pubsub_config`); `WEFT_ERROR_STATE` while the subscription lends a message
 /// (`weft_subscription_try_recv_borrowed`); `WEFT_ERROR_CORRUPT`.
 ///
 /// # Safety

@@ -471,7 +471,9 @@ pub unsafe extern "C" fn weft_stream_reader_open(
     })
 }
 
-/// As `weft_stream_reader_open`, waiting up to `timeout_ms` for the stream to appear.
+/// As `weft_stream_reader_open`, waiting up to `timeout_ms` for the stream to appear:
+/// `WEFT_ERROR_NOT_FOUND` (or `WEFT_ERROR_NOT_READY` if its creator is still at work) once
+/// the time is up.
 ///
 /// # Safety
 /// As `weft_stream_reader_open`.
@@ -506,7 +508,8 @@ pub unsafe extern "C" fn weft_stream_reader_close(
     unsafe { free_handle(reader, "reader") }
 }
 
-/// Changes how this reader's blocking calls wait (a `WEFT_WAIT_*` code).
+/// Changes how this reader's blocking calls wait (a `WEFT_WAIT_*` code; `WEFT_WAIT_DEFAULT`
+/// means adaptive).
 ///
 /// # Safety
 /// `reader` is NULL or a live reader handle.

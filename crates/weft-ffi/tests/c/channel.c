@@ -22,27 +22,40 @@ static int is_answer(const uint8_t *req, size_t len, const uint8_t *reply, size_
 
 struct listener {
     char name[160];
+    const weft_channel_options *opts;
     weft_channel_t *ch;
     weft_status rc;
 };
 
 static void *listen_thread(void *arg) {
     struct listener *l = arg;
-    l->rc = weft_channel_listen(l->name, 5000, NULL, &l->ch);
+    l->rc = weft_channel_listen(l->name, 5000, l->opts, &l->ch);
     return NULL;
 }
 
-/* Both ends of a one-to-one channel, in this process. */
-static void pair(const char *tag, weft_channel_t **listener, weft_channel_t **connector) {
+/* Both ends of a one-to-one channel, in this process, both with `opts` (NULL: defaults). */
+static void pair_with(const char *tag, const weft_channel_options *opts,
+                      weft_channel_t **listener, weft_channel_t **connector) {
     struct listener l;
     memset(&l, 0, sizeof l);
     unique_name(l.name, sizeof l.name, tag);
+    l.opts = opts;
     pthread_t t;
     CHECK(pthread_create(&t, NULL, listen_thread, &l) == 0);
-    OK(weft_channel_connect(l.name, 5000, NULL, connector));
+    OK(weft_channel_connect(l.name, 5000, opts, connector));
     CHECK(pthread_join(t, NULL) == 0);
     OK(l.rc);
     *listener = l.ch;
+}
+
+static void pair(const char *tag, weft_channel_t **listener, weft_channel_t **connector) {
+    pair_with(tag, NULL, listener, connector);
+}
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Raw records both ways, byte-exact; EMPTY and TIMEOUT; CLOSED when the peer leaves. */
@@ -223,6 +236,121 @@ static void reply_from_the_request(void) {
     OK(weft_channel_close(&b));
 }
 
+/* A reply the client never reads: the server's outgoing stream fills. The try_ forms say
+ * FULL, the timed ones TIMEOUT within their bound, and a lent request is released either
+ * way (its id still takes a later reply). The blocking forms only ever run with room. */
+static void replies_to_a_client_that_does_not_read(void) {
+    weft_channel_options opts = {0};
+    opts.capacity = 4096; /* two replies of 1500 bytes fill a stream */
+    weft_channel_t *server = NULL, *client = NULL;
+    pair_with("unread", &opts, &server, &client);
+    const uint8_t *data = NULL;
+    size_t n = 0;
+    uint64_t ids[5] = {0};
+    /* Five requests sent, their replies never awaited (a 0 ms call gives up at once). */
+    for (int i = 0; i < 5; i++) {
+        uint8_t q = (uint8_t)('a' + i);
+        EXPECT(weft_channel_call_timeout(client, &q, 1, 0, &data, &n), WEFT_ERROR_TIMEOUT);
+    }
+    static uint8_t big[5][1500];
+    for (int i = 0; i < 5; i++) fill(big[i], sizeof big[i], 500 + i);
+    EXPECT(weft_channel_try_reply(server, big[0], 1500), WEFT_ERROR_STATE); /* nothing lent */
+    EXPECT_MESSAGE("no request");
+
+    /* Two replies fit: one blocking (there is room), one try_. */
+    OK(weft_channel_recv_request(server, &data, &n, &ids[0]));
+    CHECK(n == 1 && data[0] == 'a');
+    OK(weft_channel_reply(server, big[0], 1500));
+    OK(weft_channel_recv_request(server, &data, &n, &ids[1]));
+    OK(weft_channel_try_reply(server, big[1], 1500));
+
+    /* The stream is full: FULL at once, and the request is released. */
+    OK(weft_channel_recv_request(server, &data, &n, &ids[2]));
+    CHECK(n == 1 && data[0] == 'c');
+    EXPECT(weft_channel_try_reply(server, big[2], 1500), WEFT_ERROR_FULL);
+    EXPECT(weft_channel_release(server), WEFT_ERROR_STATE); /* nothing lent any more */
+
+    /* TIMEOUT after the bound, not before and not much after; released too. */
+    OK(weft_channel_try_recv_request(server, &data, &n, &ids[3]));
+    CHECK(n == 1 && data[0] == 'd');
+    long long t0 = now_ms();
+    EXPECT(weft_channel_reply_timeout(server, big[3], 1500, 100), WEFT_ERROR_TIMEOUT);
+    long long waited = now_ms() - t0;
+    CHECK(waited >= 100 && waited < 100 + 4000);
+    EXPECT(weft_channel_release(server), WEFT_ERROR_STATE);
+
+    /* Refused bytes release the request as well, with either form. */
+    OK(weft_channel_recv_request_timeout(server, 1000, &data, &n, &ids[4]));
+    CHECK(n == 1 && data[0] == 'e');
+    EXPECT(weft_channel_reply_timeout(server, NULL, 5, 10), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_channel_release(server), WEFT_ERROR_STATE);
+    EXPECT(weft_channel_try_recv_request(server, &data, &n, &ids[4]), WEFT_ERROR_EMPTY);
+
+    /* By id: FULL and TIMEOUT the same way. */
+    EXPECT(weft_channel_try_reply_to(server, ids[2], big[2], 1500), WEFT_ERROR_FULL);
+    t0 = now_ms();
+    EXPECT(weft_channel_reply_to_timeout(server, ids[3], big[3], 1500, 100), WEFT_ERROR_TIMEOUT);
+    waited = now_ms() - t0;
+    CHECK(waited >= 100 && waited < 100 + 4000);
+
+    /* The client reads (raw records: 8 bytes of id, little-endian, then the reply); the
+     * released requests are answered by id once there is room, and every reply arrives
+     * byte-exact. */
+    for (int i = 0; i < 4; i++) {
+        if (i == 2) OK(weft_channel_reply_to_timeout(server, ids[2], big[2], 1500, 1000));
+        if (i == 3) OK(weft_channel_try_reply_to(server, ids[3], big[3], 1500));
+        OK(weft_channel_recv_timeout(client, 1000, &data, &n));
+        CHECK(n == 8 + 1500);
+        uint64_t id = 0;
+        for (int b = 7; b >= 0; b--) id = id << 8 | data[b];
+        CHECK(id == ids[i]);
+        CHECK(matches(data + 8, 1500, 500 + i));
+        OK(weft_channel_release(client));
+    }
+    EXPECT(weft_channel_try_recv(client, &data, &n), WEFT_ERROR_EMPTY);
+    /* The request-lent rule holds for the new forms: reply_to refuses while lending. */
+    OK(weft_channel_send(server, (const uint8_t *)"r", 1));
+    OK(weft_channel_recv(client, &data, &n));
+    EXPECT(weft_channel_try_reply_to(client, 1, big[0], 1), WEFT_ERROR_STATE);
+    EXPECT(weft_channel_reply_to_timeout(client, 1, big[0], 1, 10), WEFT_ERROR_STATE);
+    EXPECT(weft_channel_try_reply(client, big[0], 1), WEFT_ERROR_STATE); /* a record */
+    OK(weft_channel_release(client));
+    OK(weft_channel_close(&server));
+    OK(weft_channel_close(&client));
+}
+
+/* A call that timed out forgets its request: the late reply is dropped by the next call on
+ * the channel, which gets its own reply; a raw receive, which knows nothing of calls,
+ * returns it like any record. */
+static void late_replies(void) {
+    weft_channel_t *server = NULL, *client = NULL;
+    pair("late", &server, &client);
+    const uint8_t *data = NULL;
+    size_t n = 0;
+    uint64_t id = 0;
+    EXPECT(weft_channel_call_timeout(client, (const uint8_t *)"one", 3, 0, &data, &n),
+           WEFT_ERROR_TIMEOUT);
+    OK(weft_channel_recv_request(server, &data, &n, &id));
+    OK(weft_channel_reply(server, (const uint8_t *)"late", 4));
+    struct serve_args args = {server, 1, false};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, serve, &args) == 0);
+    OK(weft_channel_call_timeout(client, (const uint8_t *)"two", 3, 5000, &data, &n));
+    CHECK(is_answer((const uint8_t *)"two", 3, data, n));
+    OK(weft_channel_release(client));
+    CHECK(pthread_join(t, NULL) == 0);
+
+    EXPECT(weft_channel_call_timeout(client, (const uint8_t *)"three", 5, 0, &data, &n),
+           WEFT_ERROR_TIMEOUT);
+    OK(weft_channel_recv_request(server, &data, &n, &id));
+    OK(weft_channel_reply(server, (const uint8_t *)"late3", 5));
+    OK(weft_channel_recv_timeout(client, 1000, &data, &n));
+    CHECK(n == 8 + 5 && memcmp(data + 8, "late3", 5) == 0);
+    OK(weft_channel_release(client));
+    OK(weft_channel_close(&server));
+    OK(weft_channel_close(&client));
+}
+
 struct client_args {
     char name[160];
     int index;
@@ -390,6 +518,14 @@ static void null_pointers(void) {
     EXPECT(weft_channel_reply(a, NULL, 1), WEFT_ERROR_INVALID_ARGUMENT);
     EXPECT(weft_channel_reply_to(NULL, 1, &x, 1), WEFT_ERROR_INVALID_ARGUMENT);
     EXPECT(weft_channel_reply_to(a, 1, NULL, 1), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_channel_try_reply(NULL, &x, 1), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_channel_try_reply(a, NULL, 1), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_channel_reply_timeout(NULL, &x, 1, 1), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_channel_reply_timeout(a, NULL, 1, 1), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_channel_try_reply_to(NULL, 1, &x, 1), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_channel_try_reply_to(a, 1, NULL, 1), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_channel_reply_to_timeout(NULL, 1, &x, 1, 1), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT(weft_channel_reply_to_timeout(a, 1, NULL, 1, 1), WEFT_ERROR_INVALID_ARGUMENT);
     EXPECT(weft_channel_close(NULL), WEFT_ERROR_INVALID_ARGUMENT);
     /* Nothing above sent anything. */
     EXPECT(weft_channel_try_recv(a, &data, &n), WEFT_ERROR_EMPTY);
@@ -402,6 +538,8 @@ int main(void) {
     RUN(calls);
     RUN(lending_rules);
     RUN(reply_from_the_request);
+    RUN(replies_to_a_client_that_does_not_read);
+    RUN(late_replies);
     RUN(server_with_clients);
     RUN(names_and_objects);
     RUN(null_pointers);

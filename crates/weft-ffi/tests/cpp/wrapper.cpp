@@ -358,6 +358,49 @@ static void channels() {
     listener->close();
     EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)connector.recv());
     EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, weft::server::connect(name("absent"), 10ms));
+
+    // Replies to a client that does not read them: the try_ and _for forms give false, and
+    // a request is released either way (its id still takes a later reply).
+    {
+        weft_channel_options opts{};
+        opts.capacity = 4096;  // two replies of 1500 bytes fill a stream
+        auto unread = name("unread");
+        std::optional<weft::channel> srv_end;
+        std::thread l([&] { srv_end.emplace(weft::channel::listen(unread, 5s, &opts)); });
+        auto cli = weft::channel::connect(unread, 5s, &opts);
+        l.join();
+        for (int i = 0; i < 4; i++) CHECK(!cli.call_for(std::string(1, char('a' + i)), 0ms));
+        std::vector<std::uint8_t> big(1500, 7);
+        srv_end->recv_request_for(1s)->reply(big);  // room for it
+        CHECK(srv_end->recv_request_for(1s)->try_reply(big));
+        auto third = *srv_end->recv_request_for(1s);
+        auto id3 = third.id();
+        CHECK(!third.try_reply(big));
+        EXPECT_ERROR(WEFT_ERROR_STATE, third.reply(big));  // consumed: released
+        auto fourth = *srv_end->try_recv_request();       // so the channel lends nothing
+        auto id4 = fourth.id();
+        auto t0 = std::chrono::steady_clock::now();
+        CHECK(!fourth.reply_for(big, 50ms));
+        auto waited = std::chrono::steady_clock::now() - t0;
+        CHECK(waited >= 50ms && waited < 4s);
+        EXPECT_ERROR(WEFT_ERROR_STATE, fourth.reply(big));
+        CHECK(!srv_end->try_reply_to(id3, big));
+        t0 = std::chrono::steady_clock::now();
+        CHECK(!srv_end->reply_to_for(id4, big, 50ms));
+        waited = std::chrono::steady_clock::now() - t0;
+        CHECK(waited >= 50ms && waited < 4s);
+        for (int i = 0; i < 2; i++) CHECK(cli.recv_for(1s)->size() == 8 + 1500);
+        CHECK(srv_end->reply_to_for(id3, big, 1s));
+        CHECK(cli.recv_for(1s)->size() == 8 + 1500);
+        CHECK(srv_end->try_reply_to(id4, big));
+        CHECK(cli.recv_for(1s)->size() == 8 + 1500);
+        CHECK(!cli.try_recv());
+    }
+
+    // Opening with a timeout throws, as opening does (only waits on an open handle give an
+    // empty optional).
+    EXPECT_ERROR(WEFT_ERROR_TIMEOUT, weft::subscriber::connect_for(name("absent"), 10ms));
+    EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, weft::stream_reader::open_for(name("absent"), 10ms));
 }
 
 int main() {

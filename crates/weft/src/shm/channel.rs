@@ -235,7 +235,8 @@ pub struct Channel {
     /// Replies read while waiting for another id, in arrival order.
     stash: VecDeque<(u64, Vec<u8>)>,
     /// Requests still in `outstanding` whose callers gave up on them
-    /// ([`Channel::call_timeout_forget`]): their replies are dropped as they arrive.
+    /// ([`Channel::call_timeout_forget`]): their replies are dropped by the reply wait that
+    /// reads them (a raw `recv` knows nothing of calls and returns them as records).
     forgotten: InFlight,
     next_id: u64,
     peer: Role,
@@ -588,7 +589,8 @@ impl Channel {
     }
 
     /// As [`Channel::call_timeout`], but a request that times out is forgotten: its reply is
-    /// dropped when it comes, instead of kept for [`Channel::wait_reply`] or
+    /// dropped by the later call or reply wait that reads it, instead of kept for
+    /// [`Channel::wait_reply`] or
     /// [`Channel::recv_reply`], and it no longer counts in [`Channel::in_flight`]. For callers
     /// that never collect a late reply (the C ABI's `weft_channel_call_timeout`), whose late
     /// replies would otherwise be kept for ever.
@@ -626,7 +628,8 @@ impl Channel {
     }
 
     /// Gives up on the reply to `id` (a request sent on this channel): a reply already read
-    /// and kept for it is dropped, one still to come is dropped on arrival, and `id` no longer
+    /// and kept for it is dropped, one still to come is dropped by the reply wait that reads
+    /// it (not by a raw [`Channel::recv`]), and `id` no longer
     /// counts in [`Channel::in_flight`]. For a caller that lost the id's wait (a timeout or
     /// an interrupt in a binding's `call`) and will never collect the reply.
     ///
