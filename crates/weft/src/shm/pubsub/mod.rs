@@ -1655,9 +1655,20 @@ impl Publisher {
         // Publishes that passed their check before the CAS finish (at most the claim
         // timeout); a dead publisher's claim is left to the subscribers' recovery.
         let deadline = Deadline::after(self.claim_timeout);
+        // A blocks publish checks that the topic is open before it claims its slot: one that
+        // passed the check may claim past every slot `in_flight` looks at. Its record names
+        // the topic until it has committed, so the close point is read only once no live
+        // participant's record does (the heavy half of the handshake whose light half the
+        // publish runs before its check: a publish either sees CLOSING or is seen here).
+        // Publishes that start later see CLOSING. An inline publish claims first and checks
+        // after, so its claim is always below the counter `in_flight` reads.
+        let mut quiet = topic.inline.is_some();
         let end = loop {
+            if !quiet {
+                quiet = !r.writers(t as u64 + 1, self.member.index, false)?;
+            }
             let (end, settled) = self.in_flight(topic)?;
-            if settled || deadline.expired() {
+            if (quiet && settled) || deadline.expired() {
                 break end;
             }
             crate::sync::yield_now();
@@ -1689,9 +1700,15 @@ impl Publisher {
                     "below 2^62",
                 ));
             }
-            // One lap of the ring (fewer slots than `s` for messages above a line).
+            // One lap of the ring (fewer slots than `s` for messages above a line). A sequence
+            // claimed by a publisher that then found the topic closed is abandoned, never
+            // written: it is voided here (as a dead claimant's is), so that the close point
+            // is not held back by it until the deadline and subscribers do not stop at it
+            // for good. A live claim that may still be written is left alone.
             let lap = ring.capacity();
-            let settled = (c.saturating_sub(lap)..c).all(|q| ring.stamp_of(q) >= raw::done(q));
+            let settled = (c.saturating_sub(lap)..c).all(|q| {
+                ring.stamp_of(q) >= raw::done(q) || r.unstick_inline(topic.index, ring, q)
+            });
             return Ok((c, settled));
         }
         let ring = r.ring(topic.index, topic.mode == TopicMode::Latest)?;
@@ -2090,6 +2107,9 @@ impl Publisher {
                 match claimed {
                     Claimed::Mine { seq } => return Ok(seq),
                     Claimed::Busy { holder, .. } => {
+                        // Nothing claimed yet: a topic closed meanwhile is given up at once
+                        // (its closer waits for our record to go).
+                        entry_open(topic_entry, generation)?;
                         // A live holder keeps its slot; a dead one's row is reclaimed, which
                         // commits or voids what it held.
                         if holder != me

@@ -504,7 +504,7 @@ impl Region {
     /// - A blocks or latest topic: a participant whose publish record names it (it wrote
     ///   `pub_topic` and may not have claimed yet; `Publisher::publish_block` checks before it
     ///   claims).
-    fn writers(&self, tag: u64, me: u32, inline_topic: bool) -> Result<bool> {
+    pub(crate) fn writers(&self, tag: u64, me: u32, inline_topic: bool) -> Result<bool> {
         if !self.machine_handshake(me)? {
             // A writer in another process may have skipped its fence, and no barrier made up
             // for it: its record may not be visible yet. Keep the ring.
