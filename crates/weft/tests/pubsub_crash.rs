@@ -495,6 +495,7 @@ fn subscribers_learn_that_their_publisher_died_and_a_slow_live_one_is_not_dead()
         assert_eq!(&*m, &i.to_le_bytes());
     }
     peer.expect("sent");
+    let dead = peer.child.id();
     // Killed while the subscriber is parked in a receive: the death is reported within the
     // liveness check period (50 ms), long before the receive's own timeout.
     let killer = std::thread::spawn(move || {
@@ -502,16 +503,26 @@ fn subscribers_learn_that_their_publisher_died_and_a_slow_live_one_is_not_dead()
         peer.kill9();
     });
     match sub.recv_timeout(Duration::from_millis(1500)) {
-        Err(weft::Error::PeerDead { role, .. }) => assert_eq!(role, weft::Role::Publisher),
+        Err(weft::Error::PeerDead { role, pid, .. }) => {
+            assert_eq!(role, weft::Role::Publisher);
+            assert_eq!(pid, dead);
+        }
         other => panic!("expected PeerDead, got {other:?}"),
     }
     killer.join().unwrap();
-    // Still dead after a survivor reclaimed the row.
+    // Still dead after a survivor reclaimed the row, and still the same process: the row
+    // now carries the reclaimer's identity (it was this process's pid that was reported).
     s.reclaim().unwrap();
-    assert_eq!(
-        sub.recv_timeout(Duration::from_secs(5)).unwrap_err().kind(),
-        weft::ErrorKind::PeerDead
-    );
+    match sub.recv_timeout(Duration::from_secs(5)) {
+        Err(weft::Error::PeerDead { pid, .. }) => assert_eq!(pid, dead, "the dead publisher"),
+        other => panic!("expected PeerDead, got {other:?}"),
+    }
+    // And after a new participant joined (and took) the dead publisher's row.
+    let _late = Subscriber::connect(&name).unwrap();
+    match sub.recv_timeout(Duration::from_secs(5)) {
+        Err(weft::Error::PeerDead { pid, .. }) => assert_eq!(pid, dead, "the dead publisher"),
+        other => panic!("expected PeerDead, got {other:?}"),
+    }
 }
 
 #[test]

@@ -1189,6 +1189,11 @@ impl Region {
         let Some(_level) = Nesting::enter() else {
             return Ok(None);
         };
+        // Who died: the claim below writes our own identity over the row's.
+        let dead = match self.row(i)?.status(self.liveness) {
+            PeerStatus::Dead { pid } => Some(pid),
+            _ => None,
+        };
         match Claim::take(
             &self.obj,
             self.row_offset(i),
@@ -1201,6 +1206,11 @@ impl Region {
                 // Relaxed: read by subscribers' liveness scans, which tolerate a stale value
                 // for one round.
                 if ext.role.load(Ordering::Relaxed) == ROLE_PUBLISHER {
+                    // The dead publisher's pid, on every topic it published (the row, which
+                    // keeps its bits in the publishers maps, names us from now on).
+                    if let Some(pid) = dead {
+                        self.remember_dead(i, pid)?;
+                    }
                     ext.role.store(ROLE_DEAD_PUBLISHER, Ordering::Relaxed);
                 }
                 drop(claim);
@@ -1568,28 +1578,44 @@ impl Region {
         Ok(())
     }
 
+    /// Stores `pid`, the dead publisher of row `i`, as the `died` of every topic whose
+    /// publishers map has the row's bit (which stays set: the row is a dead publisher's until
+    /// a new participant takes it).
+    fn remember_dead(&self, i: u32, pid: u32) -> Result<()> {
+        for t in 0..self.geo.topics as u32 {
+            let word = &self.pubmap(t)?[i as usize / 64];
+            // Relaxed: as in `forget_publisher`.
+            if word.load(Ordering::Relaxed) & (1u64 << (i % 64)) != 0 {
+                self.stats(t)?.died.store(pid as u64, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
     /// Topic `t`'s publishers, for a subscriber waiting on it: `Some(pid)` of a dead publisher
     /// when no publisher of the topic is alive and at least one died; `None` otherwise (one
     /// lives, or none ever came, or all left cleanly). Publishers of other topics do not count.
     pub(crate) fn topic_publishers_dead(&self, t: u32) -> Option<u32> {
         let map = self.pubmap(t).ok()?;
+        // Relaxed: a hint re-read every check. A reclaimed publisher's row names its
+        // reclaimer, so its pid is the one remembered here (`remember_dead`).
+        let remembered = self.stats(t).ok()?.died.load(Ordering::Relaxed);
+        let remembered = (remembered != 0).then_some(remembered as u32);
         let mut dead = None;
         for q in Self::members_of(map) {
-            let (Ok(row), Ok(ext)) = (self.row(q), self.ext(q)) else {
+            let Ok(row) = self.row(q) else {
                 continue;
             };
-            // Relaxed: see `reclaim_row`.
-            let role = ext.role.load(Ordering::Relaxed);
             match row.status(self.liveness) {
                 PeerStatus::Alive => return None,
                 PeerStatus::Dead { pid } => dead = Some(pid),
-                _ if role == ROLE_DEAD_PUBLISHER => dead = Some(row.pid()),
+                // Closed: left cleanly, or a dead publisher's row a survivor reclaimed (its
+                // pid remembered; one whose store is not visible yet is reported at a later
+                // check).
                 _ => {}
             }
         }
-        // Relaxed: a hint re-read every check.
-        let remembered = self.stats(t).ok()?.died.load(Ordering::Relaxed);
-        dead.or((remembered != 0).then_some(remembered as u32))
+        dead.or(remembered)
     }
 
     /// Whether any participant other than row `except` is alive.
@@ -1644,10 +1670,9 @@ impl Member {
             let dead_pid = match row.status(region.liveness) {
                 PeerStatus::Alive => continue,
                 PeerStatus::Dead { pid } => Some(pid),
-                // Relaxed: see `reclaim_row`.
-                _ if region.ext(i)?.role.load(Ordering::Relaxed) == ROLE_DEAD_PUBLISHER => {
-                    Some(row.pid())
-                }
+                // A dead publisher's row that a survivor reclaimed names the survivor: the
+                // dead pid was remembered then (`remember_dead`). Relaxed: see `reclaim_row`.
+                _ if region.ext(i)?.role.load(Ordering::Relaxed) == ROLE_DEAD_PUBLISHER => None,
                 _ => None,
             };
             let claim = match Claim::take(&region.obj, region.row_offset(i), role, region.liveness)
