@@ -50,6 +50,8 @@ fn main() {
         "stream-scribble" => stream_scribble(&args),
         "stream-trickle" => stream_trickle(&args),
         "stream-slow-writer" => stream_slow_writer(&args),
+        "shm-remove" => shm_remove(&args),
+        "stream-create" => stream_create(&args),
         c if c.starts_with("pubsub-") => pubsub::main(&args),
         "channel-server" => channel_server(&args),
         "channel-listen" => channel_listen(&args),
@@ -443,6 +445,33 @@ fn channel_listen_take(args: &[String]) -> i32 {
     say("got");
     drop(req);
     sleep_forever()
+}
+
+/// `shm-remove NAME`: `weft::shm::remove_abandoned(NAME)`, saying `removed`, `kept` or
+/// `error KIND` (run as another user, to see what the OS refusing the removal gives).
+fn shm_remove(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    match weft::shm::remove_abandoned(&name) {
+        Ok(true) => say("removed"),
+        Ok(false) => say("kept"),
+        Err(e) => say(&format!("error {:?}", e.kind())),
+    }
+    0
+}
+
+/// `stream-create NAME CAPACITY`: creates the stream, writes one record, and says `created`,
+/// or `error KIND` if the creation fails.
+fn stream_create(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let capacity: usize = arg(args, 2, "capacity");
+    match weft::stream::StreamWriter::create(&name, capacity) {
+        Ok(mut w) => {
+            w.write(b"one").expect("write");
+            say("created");
+        }
+        Err(e) => say(&format!("error {:?}", e.kind())),
+    }
+    0
 }
 
 /// A handshake step by its name in the arguments; `none` for no pause.

@@ -162,3 +162,45 @@ fn nobody_alive_is_abandoned_but_a_closed_writers_records_are_kept() {
     let mut reader = StreamReader::open(&s).unwrap();
     assert_eq!(&*reader.read().unwrap(), b"for later");
 }
+
+/// An abandoned object whose removal the OS refuses (another user's file in the sticky
+/// /dev/shm) is an error: the removal was reported done, and `weft clean` said "removed"
+/// while the file stayed. Needs root, to run the remover as another user.
+#[test]
+fn a_removal_the_os_refuses_is_an_error() {
+    use std::os::unix::fs::MetadataExt;
+    // /proc/self belongs to the process's effective user.
+    if std::fs::metadata("/proc/self").unwrap().uid() != 0 {
+        eprintln!("not run: needs root, to remove as another user");
+        return;
+    }
+    let r = unique("insp-refused");
+    let _c = Cleanup(r.clone());
+    let publisher = Publisher::create(&r, &Config::default()).unwrap();
+    // Abandoned: the one row let go (see `nobody_alive_is_abandoned_...`).
+    let bytes = std::fs::read(shm_path(&r)).unwrap();
+    let owner = u64::from_le_bytes(bytes[512..520].try_into().unwrap());
+    scribble(&r, 512, &(owner & !(1 << 31)).to_le_bytes());
+    scribble(&r, 512 + 8, &2u32.to_le_bytes());
+    assert!(weft::shm::object(&r).unwrap().is_abandoned());
+    // Readable and writable by all, as only the owner (root) may remove it.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(shm_path(&r), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_weft-test-peer"))
+        .args(["shm-remove", &r])
+        .output()
+        .expect("run setpriv");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(std::path::Path::new(&shm_path(&r)).exists());
+    assert_eq!(
+        said.trim(),
+        "error Io",
+        "{said} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Root may.
+    assert!(weft::shm::remove_abandoned(&r).unwrap());
+    drop(publisher);
+}

@@ -48,3 +48,50 @@ fn a_slow_writer_in_another_pid_namespace_is_alive_until_killed() {
         t.elapsed()
     );
 }
+
+/// A live writer in another pid namespace, stopped for longer than the liveness timeout, is
+/// taken for dead by a listing (its heartbeat is all this namespace can judge it by), but its
+/// stream is not removed as abandoned: `weft clean` removed it from under the stopped
+/// process, which went on writing into a name that was gone. Removal waits for a heartbeat
+/// 30 s old.
+#[test]
+fn a_stopped_writer_in_another_pid_namespace_keeps_its_stream() {
+    if !pid_namespaces_available() {
+        eprintln!("not run: this process cannot create a pid namespace");
+        return;
+    }
+    let name = unique("pidns-stop");
+    let _c = Cleanup(name.clone());
+    let mut peer = spawn_in_pid_namespace(&["stream-slow-writer", &name, "1500", "3"]);
+    peer.expect("ready");
+    // The writer is `unshare`'s child; its pid as this namespace sees it.
+    let unshare = peer.child.id();
+    let children =
+        std::fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children")).unwrap();
+    let writer = children
+        .split_whitespace()
+        .next()
+        .expect("the writer")
+        .to_string();
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &writer])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} {writer}");
+    };
+    signal("-STOP");
+    std::thread::sleep(Duration::from_millis(2500));
+    let listed = weft::shm::object(&name).unwrap();
+    let removed = weft::shm::remove_abandoned(&name);
+    let exists = std::path::Path::new(&common::shm_path(&name)).exists();
+    signal("-CONT");
+    peer.kill9();
+    assert!(
+        listed.is_abandoned(),
+        "a heartbeat 2.5 s old: dead to a listing"
+    );
+    assert!(!removed.unwrap(), "removed while its writer lived");
+    assert!(exists);
+}

@@ -23,6 +23,12 @@ const OPEN_TIMEOUT: Duration = Duration::from_millis(20);
 /// without a heartbeat before a tool reports it dead: the handles' default.
 pub(crate) const LIVENESS_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How long such a participant's heartbeat must have stopped before [`remove_abandoned`]
+/// takes it for dead: removing an object is for good, and a live process in another pid
+/// namespace that was stopped (SIGSTOP, a debugger, a frozen container) for a few seconds must
+/// not lose it. Processes this namespace can see are judged through /proc, at once.
+pub(crate) const REMOVAL_LIVENESS_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// What a participant row says about its holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -75,9 +81,15 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// Reads `row`.
-    pub(crate) fn read(index: u32, role: Option<Role>, row: &ParticipantRow) -> Peer {
-        let state = PeerState::from(row.status(LIVENESS_TIMEOUT));
+    /// Reads `row`; a holder in another pid namespace is dead once its heartbeat is older than
+    /// `liveness`.
+    pub(crate) fn read(
+        index: u32,
+        role: Option<Role>,
+        row: &ParticipantRow,
+        liveness: Duration,
+    ) -> Peer {
+        let state = PeerState::from(row.status(liveness));
         Peer {
             index,
             role,
@@ -205,12 +217,13 @@ pub fn remove_abandoned(name: &str) -> Result<bool> {
     match Object::open_any(name, OPEN_TIMEOUT) {
         Ok(obj) => {
             let obj = Arc::new(obj);
-            let info = describe_open(&obj);
+            let info = describe_open(&obj, REMOVAL_LIVENESS_TIMEOUT);
             if !info.is_abandoned() {
                 return Ok(false);
             }
-            obj.unlink_if_same();
-            Ok(true)
+            // The OS may refuse (another user's file in the sticky /dev/shm): an error, not a
+            // removal.
+            obj.remove_if_same()
         }
         Err(Error::NotReady { .. }) => Object::remove_leftover(name, false),
         Err(Error::NotFound { .. }) => Err(Error::NotFound { name: name.into() }),
@@ -221,7 +234,7 @@ pub fn remove_abandoned(name: &str) -> Result<bool> {
 /// Reads what can be read of `name`; never fails (the error goes into the report).
 fn describe(name: &str) -> ObjectInfo {
     match Object::open_any(name, OPEN_TIMEOUT) {
-        Ok(obj) => describe_open(&Arc::new(obj)),
+        Ok(obj) => describe_open(&Arc::new(obj), LIVENESS_TIMEOUT),
         Err(e) => {
             let size = ShmFile::open(name)
                 .and_then(|f| f.size())
@@ -249,7 +262,7 @@ fn describe(name: &str) -> ObjectInfo {
     }
 }
 
-fn describe_open(obj: &Arc<Object>) -> ObjectInfo {
+fn describe_open(obj: &Arc<Object>, liveness: Duration) -> ObjectInfo {
     let h = obj.header();
     // Relaxed: written by the creator before `ready`, which the open loaded with Acquire;
     // displayed only.
@@ -258,18 +271,18 @@ fn describe_open(obj: &Arc<Object>) -> ObjectInfo {
     let created_unix_ns = h.created_unix_ns.load(Ordering::Relaxed);
     let mut mailbox = false;
     let peers = match obj.kind() {
-        ObjectKind::Stream => super::stream::stream_info(obj).map(|s| {
+        ObjectKind::Stream => super::stream::stream_info(obj, liveness).map(|s| {
             mailbox = s.writer.state == PeerState::Closed
                 && s.reader.state == PeerState::Absent
                 && s.used > 0;
             vec![s.writer, s.reader]
         }),
-        ObjectKind::Server => super::server::server_info(obj).map(|s| {
+        ObjectKind::Server => super::server::server_info(obj, liveness).map(|s| {
             let mut v = vec![s.server];
             v.extend(s.clients);
             v
         }),
-        ObjectKind::Region => super::pubsub::inspect::region_peers(obj),
+        ObjectKind::Region => super::pubsub::inspect::region_peers(obj, liveness),
     };
     let (mut peers, error) = match peers {
         Ok(p) => (p, None),

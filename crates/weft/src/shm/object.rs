@@ -243,10 +243,19 @@ impl Object {
     /// Removes the object's name, but only if the name still refers to this object (and not to
     /// a newer object created under the same name since).
     pub(crate) fn unlink_if_same(&self) {
-        if let Ok(file) = ShmFile::open(&self.name)
-            && file.identity() == Some(self.identity)
-        {
-            let _ = ShmFile::unlink(&self.name);
+        let _ = self.remove_if_same();
+    }
+
+    /// As [`unlink_if_same`](Object::unlink_if_same), saying whether it removed the name.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the OS refuses the removal.
+    pub(crate) fn remove_if_same(&self) -> Result<bool> {
+        match ShmFile::open(&self.name) {
+            Ok(file) if file.identity() == Some(self.identity) => {
+                ShmFile::unlink(&self.name).map(|()| true)
+            }
+            _ => Ok(false),
         }
     }
 

@@ -203,12 +203,17 @@ pub struct ServerInfo {
 }
 
 /// [`Server::inspect`] of an opened rendezvous object.
-pub(crate) fn server_info(obj: &Object) -> Result<ServerInfo> {
+pub(crate) fn server_info(obj: &Object, liveness: Duration) -> Result<ServerInfo> {
     let slots = slot_count(obj)?;
-    let server = Peer::read(0, Some(Role::Server), row(obj, SERVER_ROW)?);
+    let server = Peer::read(0, Some(Role::Server), row(obj, SERVER_ROW)?, liveness);
     let mut clients = Vec::new();
     for i in 0..slots {
-        let p = Peer::read(i + 1, Some(Role::Client), row(obj, slot_row_offset(i))?);
+        let p = Peer::read(
+            i + 1,
+            Some(Role::Client),
+            row(obj, slot_row_offset(i))?,
+            liveness,
+        );
         if p.state != PeerState::Absent {
             clients.push(p);
         }
@@ -393,11 +398,10 @@ impl Server {
     /// ```
     pub fn inspect(name: &str) -> Result<ServerInfo> {
         sys::validate_name(name)?;
-        server_info(&Object::open(
-            name,
-            ObjectKind::Server,
-            Duration::from_millis(100),
-        )?)
+        server_info(
+            &Object::open(name, ObjectKind::Server, Duration::from_millis(100))?,
+            super::inspect::LIVENESS_TIMEOUT,
+        )
     }
 
     /// Removes the abandoned streams of a rendezvous whose server is gone. Its names carry its

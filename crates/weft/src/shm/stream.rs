@@ -315,18 +315,17 @@ pub struct StreamInfo {
 /// ```
 pub fn inspect(name: &str) -> Result<StreamInfo> {
     sys::validate_name(name)?;
-    stream_info(&Object::open(
-        name,
-        ObjectKind::Stream,
-        INSPECT_OPEN_TIMEOUT,
-    )?)
+    stream_info(
+        &Object::open(name, ObjectKind::Stream, INSPECT_OPEN_TIMEOUT)?,
+        super::inspect::LIVENESS_TIMEOUT,
+    )
 }
 
 /// How long [`inspect`] waits for a stream whose creator is still initialising it.
 const INSPECT_OPEN_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// [`inspect`] of an opened stream object.
-pub(crate) fn stream_info(obj: &Object) -> Result<StreamInfo> {
+pub(crate) fn stream_info(obj: &Object, liveness: Duration) -> Result<StreamInfo> {
     let (ctl, _, geo) = parts(obj)?;
     // SAFETY: `parts` checked the control block against the mapping, which `obj` keeps alive.
     let ctl = unsafe { ctl.as_ref() };
@@ -378,8 +377,8 @@ pub(crate) fn stream_info(obj: &Object) -> Result<StreamInfo> {
         align: geo.align,
         max_record_len: geo.max_payload(),
         used: used.min(cap),
-        writer: Peer::read(0, Some(Role::Writer), writer),
-        reader: Peer::read(1, Some(Role::Reader), reader),
+        writer: Peer::read(0, Some(Role::Writer), writer, liveness),
+        reader: Peer::read(1, Some(Role::Reader), reader, liveness),
     })
 }
 

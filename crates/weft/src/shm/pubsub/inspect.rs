@@ -10,11 +10,12 @@ use super::{
     Config, RegionInfo, TopicMode, TopicSpec, TopicStats, open_region, region_info, topic_stats,
 };
 use crate::error::{Error, Result, Role};
-use crate::shm::inspect::{LIVENESS_TIMEOUT, Peer, PeerState};
+use crate::shm::inspect::{Peer, PeerState};
 use crate::shm::object::Object;
 use crate::sync::{Arc, Ordering};
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::time::Duration;
 
 /// One topic of a region, as [`details`] reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,7 +180,7 @@ pub fn reclaim(region: &str) -> Result<u64> {
 fn participants(r: &Region) -> Result<Vec<Participant>> {
     let mut out = Vec::new();
     for i in 0..r.geo.participants as u32 {
-        let peer = Peer::read(i, None, r.row(i)?);
+        let peer = Peer::read(i, None, r.row(i)?, r.liveness);
         if peer.state == PeerState::Absent {
             continue;
         }
@@ -222,8 +223,8 @@ fn participants(r: &Region) -> Result<Vec<Participant>> {
 }
 
 /// The participants of an opened region object, for [`crate::shm::objects`].
-pub(crate) fn region_peers(obj: &Arc<Object>) -> Result<Vec<Peer>> {
+pub(crate) fn region_peers(obj: &Arc<Object>, liveness: Duration) -> Result<Vec<Peer>> {
     // `attach` validates the configuration and the topic table before anything is indexed.
-    let r = Region::attach(obj.clone(), LIVENESS_TIMEOUT)?;
+    let r = Region::attach(obj.clone(), liveness)?;
     Ok(participants(&r)?.into_iter().map(|p| p.peer).collect())
 }
