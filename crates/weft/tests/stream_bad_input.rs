@@ -324,3 +324,37 @@ fn symlinks_are_not_followed() {
     assert_eq!(std::fs::read(&target).unwrap(), b"precious");
     std::fs::remove_file(&target).unwrap();
 }
+
+/// An object larger than the room left in /dev/shm (a container's small tmpfs) fails at its
+/// creation with an I/O error (`ENOSPC`): with a sparse file the creation succeeded, and the
+/// first write into a page the file system could not back killed the writer with `SIGBUS`.
+/// The test peer runs in a mount namespace of its own, over a 1 MiB tmpfs; needs root.
+#[test]
+fn an_object_larger_than_the_room_left_fails_at_creation() {
+    let run = |capacity: &str| {
+        let script = format!(
+            "mount -t tmpfs -o size=1m tmpfs /dev/shm && exec {} stream-create full {capacity}",
+            env!("CARGO_BIN_EXE_weft-test-peer")
+        );
+        std::process::Command::new("unshare")
+            .args(["--mount", "sh", "-c", &script])
+            .output()
+    };
+    match run("4096") {
+        Ok(out) if out.status.success() => {
+            assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "created");
+        }
+        _ => {
+            eprintln!("not run: this process cannot make a mount namespace with its own tmpfs");
+            return;
+        }
+    }
+    let out = run("4194304").unwrap();
+    assert!(out.status.success(), "the peer died: {:?}", out.status);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "error Io",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

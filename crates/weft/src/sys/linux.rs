@@ -51,7 +51,8 @@ impl ShmFile {
         // use: remove it (the descriptor closes when `file` drops).
         let step = rustix::fs::fchmod(&file.fd, Mode::RUSR | Mode::WUSR)
             .map_err(|e| file.fail("chmod", e))
-            .and_then(|()| rustix::fs::ftruncate(&file.fd, size).map_err(|e| file.fail("size", e)));
+            .and_then(|()| rustix::fs::ftruncate(&file.fd, size).map_err(|e| file.fail("size", e)))
+            .and_then(|()| reserve(&file.fd, size).map_err(|e| file.fail("reserve", e)));
         if let Err(err) = step {
             let _ = ShmFile::unlink(name);
             return Err(err);
@@ -118,6 +119,23 @@ impl ShmFile {
 
     fn fail(&self, op: &'static str, e: Errno) -> Error {
         Error::io(op, &self.name, e)
+    }
+}
+
+/// Reserves the whole of a new object's `size` bytes in its file system (`fallocate`), so that
+/// a full /dev/shm (a container's 64 MiB, say) is `ENOSPC` here, at creation, and never a
+/// `SIGBUS` in whichever process first touches a page that cannot be backed. A file system
+/// that cannot reserve (`EOPNOTSUPP`) keeps the sparse file `ftruncate` made.
+fn reserve(fd: &OwnedFd, size: u64) -> core::result::Result<(), Errno> {
+    if size == 0 {
+        return Ok(());
+    }
+    loop {
+        match rustix::fs::fallocate(fd, rustix::fs::FallocateFlags::empty(), 0, size) {
+            Err(Errno::INTR) => continue,
+            Ok(()) | Err(Errno::OPNOTSUPP) => return Ok(()),
+            Err(e) => return Err(e),
+        }
     }
 }
 
