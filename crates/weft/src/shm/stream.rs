@@ -1482,12 +1482,26 @@ mod tests {
         }
     }
 
-    fn side(wait: WaitStrategy) -> Counting {
-        Counting {
+    /// Runs `block` with `wait` until `deadline` over attempts that succeed at the 40th:
+    /// its outcome, the attempts made and the peer checks.
+    fn run(wait: WaitStrategy, deadline: Deadline) -> (Result<()>, u32, u32) {
+        let mut s = Counting {
             wait,
             watch: Watch::new(),
             checks: 0,
-        }
+        };
+        let mut tries = 0u32;
+        let got = block(
+            &mut s,
+            Some(deadline),
+            || Error::Empty,
+            |_| {
+                tries += 1;
+                Ok((tries == 40).then_some(()))
+            },
+            |_, _| Ok(()),
+        );
+        (got, tries, s.checks)
     }
 
     /// A yield can take milliseconds on a busy core: a wait that yields looks at its peer and
@@ -1495,50 +1509,15 @@ mod tests {
     /// a 20 ms timeout return after a second beside three busy threads on its core.
     #[test]
     fn a_yielding_wait_checks_its_peer_and_its_deadline_after_every_yield() {
-        let mut s = side(WaitStrategy::YieldSpin);
-        let mut tries = 0u32;
-        let got = block(
-            &mut s,
-            Some(Deadline::never()),
-            || Error::Empty,
-            |_| {
-                tries += 1;
-                Ok((tries == 40).then_some(()))
-            },
-            |_, _| Ok(()),
-        );
+        let (got, _, checks) = run(WaitStrategy::YieldSpin, Deadline::never());
         assert!(got.is_ok());
-        assert_eq!(s.checks, 39, "one peer check after each of the 39 yields");
-
-        let mut s = side(WaitStrategy::YieldSpin);
-        let mut tries = 0u32;
-        let got = block(
-            &mut s,
-            Some(Deadline::after(Duration::ZERO)),
-            || Error::Empty,
-            |_| {
-                tries += 1;
-                Ok(None::<()>)
-            },
-            |_, _| Ok(()),
-        );
+        assert_eq!(checks, 39, "one peer check after each of the 39 yields");
+        let (got, tries, _) = run(WaitStrategy::YieldSpin, Deadline::after(Duration::ZERO));
         assert!(matches!(got, Err(Error::Timeout)));
         assert_eq!(tries, 1, "ended at the first yield");
-
         // Spinning rounds still look at the clock only every 256th time.
-        let mut s = side(WaitStrategy::BusySpin);
-        let mut tries = 0u32;
-        let got = block(
-            &mut s,
-            Some(Deadline::never()),
-            || Error::Empty,
-            |_| {
-                tries += 1;
-                Ok((tries == 40).then_some(()))
-            },
-            |_, _| Ok(()),
-        );
+        let (got, _, checks) = run(WaitStrategy::BusySpin, Deadline::never());
         assert!(got.is_ok());
-        assert_eq!(s.checks, 0);
+        assert_eq!(checks, 0);
     }
 }
