@@ -1,7 +1,8 @@
 //! `weft clean`: reclaims what dead processes held in regions that live on, and removes objects
 //! in which nobody is alive (`ObjectInfo::is_abandoned`). A live participant's object is never
 //! removed; a stream that keeps records for a reader yet to come is kept; an object that is not
-//! weft's, or that fails validation, is never touched.
+//! weft's, that fails validation, or that is not ready (its creator may be at work) is never
+//! touched, and reported as skipped.
 
 use crate::cli::CleanArgs;
 use crate::exit::{ERROR, Failure, Outcome, from_io};
@@ -132,7 +133,19 @@ fn clean_one(o: &ObjectInfo, dry: bool) -> Option<Action> {
     }
     match &o.error {
         None => {}
-        Some(Error::NotReady { .. }) => return None, // its creator is still making it
+        Some(e @ Error::NotReady { pid, .. }) => {
+            // Not abandoned: its creator is not known to be gone (alive, in another pid
+            // namespace, or not named at all).
+            let why = if *pid == 0 {
+                "not ready: its header names no creator (an empty or zero-filled file), so \
+                 whether one is still at work cannot be told; a creator of the same name \
+                 replaces it"
+                    .to_string()
+            } else {
+                format!("not ready: {e}; its creator may still be making it")
+            };
+            return Some(action(o, "skip", why));
+        }
         Some(e) => return Some(action(o, "skip", format!("left alone: {e}"))),
     }
     if o.kind == Some(ObjectKind::Region) && o.dead() > 0 {

@@ -1,6 +1,6 @@
 //! `weft info NAME`: one object in detail; `weft info REGION/TOPIC`: one topic.
 
-use crate::exit::{Failure, NOT_FOUND, Outcome, UNUSABLE, from_io};
+use crate::exit::{Failure, NOT_FOUND, Outcome, UNUSABLE, code_of, from_io};
 use crate::ls::{ObjectView, PeerView};
 use crate::out::{self, DIM, GOOD, NAME, Table, cell, state_style};
 use serde::Serialize;
@@ -229,12 +229,13 @@ pub fn run(args: &crate::cli::InfoArgs, json: bool) -> Outcome {
 }
 
 /// The object `name`, if its header is readable (an unusable one, or one still being made, is
-/// reported at once, not waited for).
+/// reported at once, not waited for), with the error's own status: 5 for an unusable object,
+/// 1 when the OS refused (the file may be fine).
 fn readable(name: &str) -> Result<ObjectInfo, Failure> {
     let obj = weft::shm::object(name)?;
     match &obj.error {
         Some(e) => Err(Failure::new(
-            UNUSABLE,
+            code_of(e),
             format!("'{}' cannot be read: {e}", obj.name),
         )),
         None => Ok(obj),
@@ -265,13 +266,20 @@ fn topic(target: &str, json: bool) -> Outcome {
     .map_err(from_io)
 }
 
-/// The failure for a topic a region does not have, listing the topics it has (`names`),
-/// with `hint` after them.
+/// How many of a region's topics a missing-topic error names.
+const TOPICS_NAMED: usize = 10;
+
+/// The failure for a topic a region does not have, listing the topics it has (`names`: the
+/// first [`TOPICS_NAMED`], and how many more), with `hint` after them.
 pub fn missing_topic(region: &str, topic: &str, names: &[&str], hint: &str) -> Failure {
-    let has = if names.is_empty() {
-        "it has no topics".to_string()
-    } else {
-        format!("it has {}", names.join(", "))
+    let has = match names.len() {
+        0 => "it has no topics".to_string(),
+        n if n <= TOPICS_NAMED => format!("it has {}", names.join(", ")),
+        n => format!(
+            "it has {} and {} more; `weft info {region}` lists them",
+            names[..TOPICS_NAMED].join(", "),
+            n - TOPICS_NAMED
+        ),
     };
     Failure::new(
         NOT_FOUND,

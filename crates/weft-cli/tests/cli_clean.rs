@@ -229,3 +229,34 @@ fn clean_never_removes_a_file_without_weft_magic() {
         "clean removed a file that is not weft's: {r:?}"
     );
 }
+
+/// An object never made ready (an empty file, or a header of zeros: no creator named) is
+/// left alone like any other file `clean` cannot judge, and said so: "nothing to clean" hid it.
+#[test]
+fn clean_reports_an_object_never_made_ready_as_skipped() {
+    let (empty, zeros) = (unique("clean-empty"), unique("clean-zeros"));
+    let _c = Cleanup(vec![empty.clone(), zeros.clone()]);
+    std::fs::write(shm_path(&empty), b"").unwrap();
+    std::fs::write(shm_path(&zeros), vec![0u8; 4096]).unwrap();
+    let doc = weft_json(&["clean", &empty, &zeros]);
+    let actions = doc["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), 2, "{doc}");
+    for (a, name) in actions.iter().zip([&empty, &zeros]) {
+        assert_eq!(a["name"], name.as_str());
+        assert_eq!(a["action"], "skip", "{a}");
+        let why = a["detail"].as_str().unwrap();
+        assert!(why.starts_with("not ready"), "{why}");
+        assert!(why.contains("names no creator"), "why: {why}");
+    }
+    let human = weft(&["clean", &empty, &zeros]);
+    assert_eq!(human.code, 0, "{human:?}");
+    for n in [&empty, &zeros] {
+        let line = human.stdout.lines().find(|l| l.contains(n.as_str()));
+        assert!(
+            line.is_some_and(|l| l.starts_with("skipped") && l.contains("not ready")),
+            "{}",
+            human.stdout
+        );
+        assert!(exists(n), "left alone");
+    }
+}

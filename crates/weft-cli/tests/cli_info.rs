@@ -239,3 +239,56 @@ fn missing_objects_and_bad_names_have_their_exit_statuses() {
     assert_eq!(e["error"]["code"], 3);
     assert!(e["error"]["message"].as_str().unwrap().contains(&gone));
 }
+
+/// Whether this process runs as root (the first field of /proc/self/status's `Uid:` line).
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|l| l.split_whitespace().next().map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// A file the OS does not let `weft` open is the OS refusing (status 1), not an unusable
+/// object (5): the file may be fine.
+#[test]
+fn info_on_a_file_the_os_refuses_exits_1() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let name = unique("info-denied");
+    let _c = Cleanup(vec![name.clone()]);
+    std::fs::write(shm_path(&name), vec![0u8; 4096]).unwrap();
+    std::fs::set_permissions(shm_path(&name), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let mut cmd = std::process::Command::new(WEFT);
+    cmd.args(["info", &name]);
+    if is_root() {
+        // Root opens any file: ask as nobody.
+        cmd.uid(65534).gid(65534);
+    }
+    let r: Run = cmd.output().expect("run weft").into();
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains(&name), "{}", r.stderr);
+}
+
+/// A missing topic's error names the region's topics, but not hundreds of them on one line.
+#[test]
+fn info_missing_topic_names_at_most_ten_topics() {
+    let region = unique("info-many");
+    let _c = Cleanup(vec![region.clone()]);
+    let _p = Proc::peer(&["topics", &region, "15"]);
+    let r = weft(&["info", &format!("{region}/nope")]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(r.stderr.contains("/t/00, /t/01"), "{}", r.stderr);
+    assert!(r.stderr.contains("/t/09"), "{}", r.stderr);
+    assert!(!r.stderr.contains("/t/10"), "{}", r.stderr);
+    assert!(r.stderr.contains("and 5 more"), "{}", r.stderr);
+    let few = weft(&["echo", &format!("{region}/nope"), "--timeout", "1"]);
+    assert!(
+        few.stderr.contains("and 5 more"),
+        "echo too: {}",
+        few.stderr
+    );
+}

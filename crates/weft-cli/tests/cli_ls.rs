@@ -194,3 +194,44 @@ fn foreign_truncated_and_corrupt_files_are_reported_and_left_alone() {
         assert!(exists(n), "{n} must never be removed");
     }
 }
+
+/// Many files that are not ready (each is waited for briefly, in case its creator is at work):
+/// every one is listed as not ready, in name order, and `clean` skips every one. (Each waited
+/// for one after another: 300 such files took `ls` 6 s; speed is not asserted here.)
+#[test]
+fn ls_and_clean_report_every_one_of_many_not_ready_files() {
+    let names: Vec<String> = (0..40).map(|_| unique("ls-many")).collect();
+    let _c = Cleanup(names.clone());
+    for n in &names {
+        std::fs::write(shm_path(n), vec![0u8; 4096]).unwrap();
+    }
+    let listed: Vec<serde_json::Value> = weft_json(&["ls"])["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| names.iter().any(|n| o["name"] == n.as_str()))
+        .cloned()
+        .collect();
+    assert_eq!(listed.len(), names.len());
+    let mut sorted = names.clone();
+    sorted.sort();
+    for (o, n) in listed.iter().zip(&sorted) {
+        assert_eq!(o["name"], n.as_str(), "in name order");
+        assert_eq!(o["status"], "not-ready", "{o}");
+    }
+    let mut args = vec!["clean", "--dry-run"];
+    args.extend(names.iter().map(String::as_str));
+    let doc = weft_json(&args);
+    let actions = doc["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), names.len(), "{doc}");
+    assert!(actions.iter().all(|a| a["action"] == "skip"), "{doc}");
+    let all = weft_json(&["clean", "--dry-run"]);
+    for n in &names {
+        let a = all["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == n.as_str());
+        assert_eq!(a.expect("reported")["action"], "skip", "{n}");
+    }
+}

@@ -5,7 +5,8 @@
 //! process, so no clock is shared between processes); throughput as messages one way, for a
 //! fixed time, counted by the receiver, without loss (pub/sub never holds a publisher back, so
 //! its subscriber acknowledges and the publisher keeps within half a ring of it). Cross-process cases start this binary again as the
-//! other side (`weft bench-child`, hidden).
+//! other side (`weft bench-child`, hidden), in a process group of its own: Ctrl-C on the
+//! terminal reaches only this process, which winds the measurement down and stops the child.
 
 mod pubsub;
 mod ring;
@@ -14,12 +15,13 @@ mod stream;
 use crate::cli::{BenchArgs, BenchCase, BenchChildArgs, BenchWait};
 use crate::exit::{ERROR, Failure, Outcome, PEER_GONE, from_io};
 use crate::interrupt;
-use crate::out::{self, DIM, NAME, Table, cell};
+use crate::out::{self, DIM, NAME, Table, WARN, cell};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -37,6 +39,22 @@ pub struct Setup {
 
 /// Round trips recorded in nanoseconds.
 pub type Hist = Histogram<u64>;
+
+/// What a latency run measured.
+#[derive(Debug)]
+pub struct RoundTrips {
+    /// Every round trip.
+    pub hist: Hist,
+    /// From the first round trip's start to the last one's end.
+    pub elapsed: Duration,
+}
+
+/// The largest `--size`: every case carries messages up to this size (the ring rounds its
+/// size to one of a few, 4096 bytes at most; the stream and pub/sub size their objects by it).
+const MAX_SIZE: usize = 1 << 20;
+
+/// The shortest `--duration`: a measurement needs time to measure anything.
+const MIN_DURATION: Duration = Duration::from_millis(1);
 
 /// A histogram for round trips of 1 ns to 60 s, three significant digits.
 pub fn histogram() -> Hist {
@@ -57,6 +75,8 @@ pub struct Latency {
     /// Message size in bytes.
     size: usize,
     round_trips: u64,
+    /// Time measured.
+    seconds: f64,
     mean_ns: f64,
     p50_ns: u64,
     p90_ns: u64,
@@ -66,12 +86,14 @@ pub struct Latency {
 }
 
 impl Latency {
-    fn new(case: &'static str, between: &'static str, size: usize, h: &Hist) -> Latency {
+    fn new(case: &'static str, between: &'static str, size: usize, r: &RoundTrips) -> Latency {
+        let h = &r.hist;
         Latency {
             case,
             between,
             size,
             round_trips: h.len(),
+            seconds: r.elapsed.as_secs_f64(),
             mean_ns: h.mean(),
             p50_ns: h.value_at_quantile(0.50),
             p90_ns: h.value_at_quantile(0.90),
@@ -131,7 +153,16 @@ impl Throughput {
 struct Report {
     machine: String,
     wait: &'static str,
+    /// The time asked for, per measurement.
     duration_s: f64,
+    /// Ctrl-C ended the run early: the rows are what was measured until then (a measurement
+    /// that had not started is left out).
+    interrupted: bool,
+    /// The time actually measured, all rows together.
+    measured_s: f64,
+    /// Why the run failed, when it did: the rows are the measurements that finished before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
     latency: Vec<Latency>,
     throughput: Vec<Throughput>,
 }
@@ -197,15 +228,27 @@ fn machine() -> String {
     )
 }
 
-/// Runs `weft bench`.
-pub fn run(args: &BenchArgs, json: bool) -> Outcome {
-    interrupt::install();
-    if args.size == 0 || args.size > 1 << 20 {
+/// The arguments' errors, found before anything starts.
+fn check(args: &BenchArgs) -> Outcome {
+    if args.size == 0 || args.size > MAX_SIZE {
         return Err(Failure::usage(format!(
-            "--size must be 1 to 1048576 bytes, not {}",
+            "--size must be 1 to {MAX_SIZE} bytes, not {}",
             args.size
         )));
     }
+    if args.duration < MIN_DURATION {
+        return Err(Failure::usage(format!(
+            "--duration must be 1ms to 10^9 s (per measurement), not {}",
+            out::duration(args.duration)
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `weft bench`.
+pub fn run(args: &BenchArgs, json: bool) -> Outcome {
+    interrupt::install();
+    check(args)?;
     let setup = Setup {
         duration: args.duration,
         size: args.size,
@@ -219,6 +262,9 @@ pub fn run(args: &BenchArgs, json: bool) -> Outcome {
         machine: machine(),
         wait: setup.wait.name(),
         duration_s: args.duration.as_secs_f64(),
+        interrupted: false,
+        measured_s: 0.0,
+        error: None,
         latency: Vec::new(),
         throughput: Vec::new(),
     };
@@ -234,7 +280,28 @@ pub fn run(args: &BenchArgs, json: bool) -> Outcome {
         )
         .map_err(from_io)?;
     }
-    for case in cases {
+    let failed = measure(&cases, setup, json, &mut report).err();
+    report.interrupted = interrupt::requested();
+    report.measured_s = report.latency.iter().map(|l| l.seconds).sum::<f64>()
+        + report.throughput.iter().map(|t| t.seconds).sum::<f64>();
+    report.error = failed.as_ref().map(|f| f.message.clone());
+    // A failure is reported after what finished before it; with nothing, on its own.
+    let nothing = report.latency.is_empty() && report.throughput.is_empty();
+    if failed.is_none() || !nothing {
+        let asked = 2.0 * cases.len() as f64 * args.duration.as_secs_f64();
+        if json {
+            out::json(&report)?;
+        } else {
+            print_human(&report, asked).map_err(from_io)?;
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+/// Runs each case's two measurements, adding their rows to `report`, until the end, Ctrl-C
+/// (a measurement it cut short is kept if it measured anything) or the first failure.
+fn measure(cases: &[BenchCase], setup: Setup, json: bool, report: &mut Report) -> Outcome {
+    for &case in cases {
         let (name, between) = match case {
             BenchCase::Ring => ("ring", "threads"),
             BenchCase::Stream => ("stream", "processes"),
@@ -244,7 +311,7 @@ pub fn run(args: &BenchArgs, json: bool) -> Outcome {
             break;
         }
         let p = Progress::start(format!("{name} latency"), setup.duration, json);
-        let h = match case {
+        let r = match case {
             BenchCase::Ring => ring::latency(setup),
             BenchCase::Stream => stream::latency(setup),
             _ => pubsub::latency(setup),
@@ -254,7 +321,10 @@ pub fn run(args: &BenchArgs, json: bool) -> Outcome {
             BenchCase::Ring => ring::message_size(setup.size),
             _ => setup.size,
         };
-        report.latency.push(Latency::new(name, between, size, &h?));
+        let r = r?;
+        if !r.hist.is_empty() || !interrupt::requested() {
+            report.latency.push(Latency::new(name, between, size, &r));
+        }
         if interrupt::requested() {
             break;
         }
@@ -265,72 +335,87 @@ pub fn run(args: &BenchArgs, json: bool) -> Outcome {
             _ => pubsub::throughput(setup),
         };
         p.finish();
-        report
-            .throughput
-            .push(Throughput::new(name, between, size, c?));
+        let c = c?;
+        if c.messages > 0 || !interrupt::requested() {
+            report
+                .throughput
+                .push(Throughput::new(name, between, size, c));
+        }
     }
-    if json {
-        return out::json(&report);
-    }
-    print_human(&report).map_err(from_io)
+    Ok(())
 }
 
-fn print_human(r: &Report) -> std::io::Result<()> {
+/// The tables (each only with rows: a failed or interrupted run may have none of one), and a
+/// note when Ctrl-C cut the run short (`asked`: the seconds the whole run would have
+/// measured).
+fn print_human(r: &Report, asked: f64) -> std::io::Result<()> {
     let mut w = out::stdout();
-    writeln!(
-        w,
-        "{NAME}round-trip latency{NAME:#} {DIM}(one message there and back){DIM:#}"
-    )?;
-    let mut t = Table::new(&[
-        "CASE",
-        "BETWEEN",
-        ">SIZE",
-        ">ROUND TRIPS",
-        ">p50",
-        ">p90",
-        ">p99",
-        ">p99.9",
-        ">max",
-    ]);
-    for l in &r.latency {
-        t.row(vec![
-            cell(l.case).styled(NAME),
-            cell(l.between),
-            cell(out::bytes(l.size as u64)),
-            cell(l.round_trips),
-            cell(out::nanos(l.p50_ns)),
-            cell(out::nanos(l.p90_ns)),
-            cell(out::nanos(l.p99_ns)),
-            cell(out::nanos(l.p999_ns)),
-            cell(out::nanos(l.max_ns)),
+    if !r.latency.is_empty() {
+        writeln!(
+            w,
+            "{NAME}round-trip latency{NAME:#} {DIM}(one message there and back){DIM:#}"
+        )?;
+        let mut t = Table::new(&[
+            "CASE",
+            "BETWEEN",
+            ">SIZE",
+            ">ROUND TRIPS",
+            ">p50",
+            ">p90",
+            ">p99",
+            ">p99.9",
+            ">max",
         ]);
+        for l in &r.latency {
+            t.row(vec![
+                cell(l.case).styled(NAME),
+                cell(l.between),
+                cell(out::bytes(l.size as u64)),
+                cell(l.round_trips),
+                cell(out::nanos(l.p50_ns)),
+                cell(out::nanos(l.p90_ns)),
+                cell(out::nanos(l.p99_ns)),
+                cell(out::nanos(l.p999_ns)),
+                cell(out::nanos(l.max_ns)),
+            ]);
+        }
+        t.print(&mut w)?;
     }
-    t.print(&mut w)?;
-    writeln!(
-        w,
-        "\n{NAME}throughput{NAME:#} {DIM}(one way, counted by the receiver){DIM:#}"
-    )?;
-    let mut t = Table::new(&[
-        "CASE",
-        "BETWEEN",
-        ">SIZE",
-        ">MESSAGES",
-        ">Mmsg/s",
-        ">MiB/s",
-        ">LOST",
-    ]);
-    for x in &r.throughput {
-        t.row(vec![
-            cell(x.case).styled(NAME),
-            cell(x.between),
-            cell(out::bytes(x.size as u64)),
-            cell(x.messages),
-            cell(format!("{:.2}", x.msgs_per_sec / 1e6)),
-            cell(format!("{:.0}", x.bytes_per_sec / (1 << 20) as f64)),
-            cell(x.lost),
+    if !r.throughput.is_empty() {
+        writeln!(
+            w,
+            "\n{NAME}throughput{NAME:#} {DIM}(one way, counted by the receiver){DIM:#}"
+        )?;
+        let mut t = Table::new(&[
+            "CASE",
+            "BETWEEN",
+            ">SIZE",
+            ">MESSAGES",
+            ">Mmsg/s",
+            ">MiB/s",
+            ">LOST",
         ]);
+        for x in &r.throughput {
+            t.row(vec![
+                cell(x.case).styled(NAME),
+                cell(x.between),
+                cell(out::bytes(x.size as u64)),
+                cell(x.messages),
+                cell(format!("{:.2}", x.msgs_per_sec / 1e6)),
+                cell(format!("{:.0}", x.bytes_per_sec / (1 << 20) as f64)),
+                cell(x.lost),
+            ]);
+        }
+        t.print(&mut w)?;
     }
-    t.print(&mut w)
+    if r.interrupted {
+        writeln!(
+            w,
+            "\n{WARN}interrupted{WARN:#}: {:.1} s measured of the {asked:.1} s asked for; the figures are partial",
+            r.measured_s
+        )?;
+    }
+    Ok(())
 }
 
 /// A unique object name for one measurement of this run.
@@ -338,26 +423,63 @@ pub fn object_name(what: &str) -> String {
     format!("weft-bench-{}-{what}", std::process::id())
 }
 
-/// The other process of a cross-process measurement: killed if the measurement fails.
+/// How long a child may take to exit by itself once its measurement has ended (closed its
+/// side, or told it to stop) before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    /// It exited (or was killed by someone else) with this status.
+    Exited(ExitStatus),
+    /// It did not exit within [`STOP_TIMEOUT`] and was killed.
+    Killed,
+}
+
+/// The other process of a cross-process measurement, in a process group of its own. Stopped
+/// when finished or dropped: waited for (it ends by itself once the measurement closes its
+/// side or tells it to stop), killed only if it does not exit within [`STOP_TIMEOUT`]; then
+/// whatever it was to make and remove (`leaves`) is removed if abandoned.
 #[derive(Debug)]
 pub struct Peer {
     child: Child,
     lines: BufReader<ChildStdout>,
+    /// Objects the child makes or joins, removed once it is gone if nobody is alive in them.
+    leaves: Vec<String>,
+    ended: Option<Ending>,
+    /// `check_running` reported the child's exit: `finish` does not report it again.
+    reported: bool,
 }
 
 impl Peer {
-    /// Starts `weft bench-child ROLE NAME` and waits for its `ready` line.
-    pub fn spawn(role: &str, name: &str, wait: BenchWait) -> Result<Peer, Failure> {
+    /// Starts `weft bench-child ROLE NAME` and waits for its `ready` line. `leaves`: the
+    /// objects to remove, if abandoned, once the child is gone.
+    pub fn spawn(
+        role: &str,
+        name: &str,
+        wait: BenchWait,
+        leaves: &[&str],
+    ) -> Result<Peer, Failure> {
         let exe = std::env::current_exe()
             .map_err(|e| Failure::new(ERROR, format!("cannot find the weft binary: {e}")))?;
         let mut child = Command::new(exe)
             .args(["bench-child", role, name, "--wait", wait.name()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
+            // Out of the terminal's foreground group: Ctrl-C reaches this process only (a
+            // child still starting up, before its handler, died of it), which then stops the
+            // child.
+            .process_group(0)
             .spawn()
             .map_err(|e| Failure::new(ERROR, format!("cannot start the benchmark's child: {e}")))?;
         let lines = BufReader::new(child.stdout.take().expect("piped"));
-        let mut peer = Peer { child, lines };
+        let mut peer = Peer {
+            child,
+            lines,
+            leaves: leaves.iter().map(|n| n.to_string()).collect(),
+            ended: None,
+            reported: false,
+        };
         let line = peer.line()?;
         if line != "ready" {
             return Err(Failure::new(
@@ -368,15 +490,21 @@ impl Peer {
         Ok(peer)
     }
 
-    /// The child's next line (an error if it ended without one).
+    /// The child's next line (an error, saying how the child ended, if it ended without one).
     pub fn line(&mut self) -> Result<String, Failure> {
         let mut s = String::new();
         match self.lines.read_line(&mut s) {
             Ok(n) if n > 0 => Ok(s.trim_end().to_string()),
-            _ => Err(Failure::new(
-                ERROR,
-                "the benchmark's child ended early (see its message above)",
-            )),
+            _ => {
+                let how = match self.stop() {
+                    Ending::Exited(st) => exit_text(st),
+                    Ending::Killed => "was killed".to_string(),
+                };
+                Err(Failure::new(
+                    ERROR,
+                    format!("the benchmark's child ended early: it {how}"),
+                ))
+            }
         }
     }
 
@@ -386,11 +514,19 @@ impl Peer {
     pub fn check_running(&mut self) -> Outcome {
         match self.child.try_wait() {
             Ok(None) => Ok(()),
-            status => Err(Failure::new(
-                PEER_GONE,
-                format!(
-                    "the benchmark's child exited in the middle of the measurement ({status:?})"
-                ),
+            Ok(Some(st)) => {
+                self.reported = true;
+                Err(Failure::new(
+                    PEER_GONE,
+                    format!(
+                        "the benchmark's child {} in the middle of the measurement",
+                        exit_text(st)
+                    ),
+                ))
+            }
+            Err(e) => Err(Failure::new(
+                ERROR,
+                format!("cannot check on the benchmark's child: {e}"),
             )),
         }
     }
@@ -403,29 +539,112 @@ impl Peer {
             (Some("done"), Some(a), Some(b)) => a.parse().ok().zip(b.parse().ok()),
             _ => None,
         };
-        let _ = self.child.wait();
-        parsed.ok_or_else(|| Failure::new(ERROR, format!("the benchmark's child said {line:?}")))
+        let counts = parsed
+            .ok_or_else(|| Failure::new(ERROR, format!("the benchmark's child said {line:?}")))?;
+        self.finish()?;
+        Ok(counts)
     }
 
-    /// Waits for the child to exit.
+    /// Waits for the child to exit (killing it after [`STOP_TIMEOUT`]): an error unless it
+    /// exited with success (or `check_running` reported its exit already).
     pub fn finish(mut self) -> Outcome {
-        match self.child.wait() {
-            Ok(s) if s.success() => Ok(()),
-            other => Err(Failure::new(
+        match self.stop() {
+            Ending::Exited(st) if st.success() || self.reported => Ok(()),
+            Ending::Exited(st) => Err(Failure::new(
                 ERROR,
-                format!("the benchmark's child failed: {other:?}"),
+                format!("the benchmark's child {}", exit_text(st)),
+            )),
+            Ending::Killed => Err(Failure::new(
+                ERROR,
+                format!(
+                    "the benchmark's child did not exit within {} of the measurement's end, and was killed",
+                    out::duration(STOP_TIMEOUT)
+                ),
             )),
         }
+    }
+
+    /// Waits up to [`STOP_TIMEOUT`] for the child to exit, then kills it; removes what it
+    /// left. Once: later calls give the same ending.
+    fn stop(&mut self) -> Ending {
+        if let Some(e) = self.ended {
+            return e;
+        }
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        let ending = loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) => break Ending::Exited(st),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break Ending::Killed;
+                }
+            }
+        };
+        // The names are this run's own (`object_name`), and only an object in which nobody
+        // is alive is removed: what a killed child could not remove itself.
+        for name in &self.leaves {
+            let _ = weft::shm::remove_abandoned(name);
+        }
+        self.ended = Some(ending);
+        ending
     }
 }
 
 impl Drop for Peer {
     fn drop(&mut self) {
-        // Already gone when `finish`/`done` waited for it; otherwise the measurement failed.
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        // A measurement that failed, or a child that said something other than `ready`.
+        self.stop();
+    }
+}
+
+/// How a child ended, as the end of a sentence: "exited with status 1 (see its message
+/// above)", "was killed by SIGKILL (signal 9)".
+fn exit_text(st: ExitStatus) -> String {
+    match (st.code(), st.signal()) {
+        (Some(0), _) => "exited".to_string(),
+        (Some(c), _) => format!("exited with status {c} (see its message above)"),
+        (None, Some(sig)) => match signal_name(sig) {
+            Some(n) => format!("was killed by {n} (signal {sig})"),
+            None => format!("was killed by signal {sig}"),
+        },
+        _ => format!("ended ({st})"),
+    }
+}
+
+/// The name of a common signal (Linux numbering).
+fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => return None,
+    })
+}
+
+/// A measurement's result once its child is finished (`child`): the measurement's failure
+/// first, with the child's when it failed too (a child that died makes the measurement fail
+/// with the library's words, and the child's ending says why).
+pub fn conclude<T>(measured: Result<T, Failure>, child: Outcome) -> Result<T, Failure> {
+    match (measured, child) {
+        (Ok(v), Ok(())) => Ok(v),
+        (Ok(_), Err(c)) => Err(c),
+        (Err(m), Ok(())) => Err(m),
+        (Err(m), Err(c)) => Err(Failure::new(
+            m.code,
+            format!("{} ({})", m.message, c.message),
+        )),
     }
 }
 
@@ -438,9 +657,10 @@ pub fn say(line: &str) {
 
 /// Runs `weft bench-child`.
 pub fn child(args: &BenchChildArgs) -> Outcome {
-    // Ctrl-C on a terminal reaches the whole process group: the child lets the parent wind
-    // the measurement down (the parent closes its side, and the child then leaves cleanly).
-    interrupt::install();
+    // No Ctrl-C handler: the child runs in a process group of its own, which the terminal's
+    // Ctrl-C does not reach; the parent winds the measurement down (it closes its side or
+    // says stop, and the child then leaves cleanly). A SIGINT or SIGTERM sent to the child
+    // itself ends it, and the parent says so.
     let w = args.wait.strategy();
     match args.role.as_str() {
         "stream-echo" => stream::echo(&args.name, w),

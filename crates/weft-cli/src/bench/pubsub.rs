@@ -3,25 +3,35 @@
 //! every few messages, so that the publisher never laps it. An empty message tells the child
 //! to stop.
 
-use super::{Counted, Hist, Peer, Setup, histogram, object_name, record, say};
+use super::{Counted, Peer, RoundTrips, Setup, conclude, histogram, object_name, record, say};
 use crate::exit::{ERROR, Failure, Outcome};
 use std::time::{Duration, Instant};
 use weft::pubsub::{Config, Publisher, Sample, Subscriber, Subscription};
 use weft::{Error, WaitStrategy};
 
-/// A region for `topics` topics of `ring_slots` each. Every ring slot keeps its block until it
-/// is overwritten, so the pool holds every ring's blocks and as many again for loans and
-/// samples in flight.
-fn config(setup: &Setup, topics: usize, ring_slots: usize) -> Config {
+/// The most memory a benchmark region's pool may take. Objects are reserved whole when they
+/// are made, so a pool sized by ring slots alone (4096 blocks of 1 MiB messages: 4 GiB) would
+/// take that much memory, or fail on a smaller /dev/shm.
+const POOL_BUDGET: usize = 256 << 20;
+
+/// A region for `topics` topics of up to `most` ring slots each: fewer (a power of two, at
+/// least 64) when that many blocks of the message size would pass [`POOL_BUDGET`]. Every
+/// ring slot keeps its block until it is overwritten, so the pool holds every ring's blocks
+/// and as many again for loans and samples in flight.
+fn config(setup: &Setup, topics: usize, most: usize) -> Config {
+    let block = setup.size.max(64).next_multiple_of(64);
+    let fit = (POOL_BUDGET / (2 * topics * block)).max(1);
+    // The largest power of two that fits, within 64 ..= most.
+    let ring_slots = (1usize << fit.ilog2()).clamp(64, most);
     Config::default()
         .wait(setup.wait.strategy())
-        .block_size(setup.size.max(64).next_multiple_of(64))
+        .block_size(block)
         .ring_slots(ring_slots)
         .blocks(2 * topics * ring_slots)
 }
 
 /// Round trips: this process publishes on `/ping`, the child echoes on `/pong`.
-pub fn latency(setup: Setup) -> Result<Hist, Failure> {
+pub fn latency(setup: Setup) -> Result<RoundTrips, Failure> {
     let region = object_name("pubsub");
     let cfg = config(&setup, 2, 256);
     let publisher = Publisher::create(&region, &cfg)?;
@@ -29,66 +39,88 @@ pub fn latency(setup: Setup) -> Result<Hist, Failure> {
     publisher.register("/pong")?;
     let subscriber = Subscriber::connect_with(&region, &cfg)?;
     let mut pong = subscriber.subscribe("/pong")?;
-    let mut peer = Peer::spawn("pubsub-echo", &region, setup.wait)?;
-    let msg = vec![0x5a; setup.size];
-    let mut h = histogram();
-    let end = Instant::now() + setup.duration;
-    while Instant::now() < end && !crate::interrupt::requested() {
-        let t0 = Instant::now();
-        publisher.publish(&ping, &msg)?;
-        let back = recv_from(&mut pong, &mut peer)??;
-        if back.len() != msg.len() {
-            return Err(Failure::new(
-                ERROR,
-                "pub/sub benchmark: the echo changed the message",
-            ));
+    let mut peer = Peer::spawn("pubsub-echo", &region, setup.wait, &[&region])?;
+    let measured = (|| -> Result<RoundTrips, Failure> {
+        let msg = vec![0x5a; setup.size];
+        let mut hist = histogram();
+        let start = Instant::now();
+        let end = start + setup.duration;
+        while Instant::now() < end && !crate::interrupt::requested() {
+            let t0 = Instant::now();
+            publisher.publish(&ping, &msg)?;
+            let back = recv_from(&mut pong, &mut peer)??;
+            if back.len() != msg.len() {
+                return Err(Failure::new(
+                    ERROR,
+                    "pub/sub benchmark: the echo changed the message",
+                ));
+            }
+            drop(back);
+            record(&mut hist, t0);
         }
-        drop(back);
-        record(&mut h, t0);
-    }
-    publisher.publish(&ping, &[])?;
-    peer.finish()?;
-    Ok(h)
+        Ok(RoundTrips {
+            hist,
+            elapsed: start.elapsed(),
+        })
+    })();
+    // An empty message ends the child (after a failure too).
+    let stopped = publisher.publish(&ping, &[]).map_err(Failure::from);
+    conclude(measured.and_then(|r| stopped.map(|_| r)), peer.finish())
 }
 
 /// Messages the publisher may be ahead of the subscriber's last acknowledgement: half the
 /// ring, so that a subscriber that keeps up is never lapped (pub/sub itself never waits for a
 /// slow subscriber; this measures what it sustains without loss).
-const WINDOW: u64 = RING_SLOTS as u64 / 2;
-/// The subscriber acknowledges every this many messages.
-const ACK_EVERY: u64 = 64;
-/// Ring slots of the throughput topics.
+fn window(ring_slots: u64) -> u64 {
+    ring_slots / 2
+}
+
+/// The subscriber acknowledges every this many messages: 64, fewer on a shorter ring (large
+/// messages), always at most a quarter of the window.
+fn ack_every(ring_slots: u64) -> u64 {
+    (ring_slots / 16).clamp(1, 64)
+}
+
+/// Ring slots of the throughput topics (fewer for large messages: [`config`]).
 const RING_SLOTS: usize = 1024;
 
 /// Messages one way for the measurement's duration, counted by the child, which acknowledges
-/// on `/ack` so that the publisher stays within [`WINDOW`] of it.
+/// on `/ack` so that the publisher stays within [`window`] of it.
 pub fn throughput(setup: Setup) -> Result<Counted, Failure> {
     let region = object_name("pubsub.data");
     let cfg = config(&setup, 2, RING_SLOTS);
     let publisher = Publisher::create(&region, &cfg)?;
+    let window = window(publisher.region_info().ring_slots);
     let data = publisher.register("/data")?;
     publisher.register("/ack")?;
     let subscriber = Subscriber::connect_with(&region, &cfg)?;
     let mut acks = subscriber.subscribe("/ack")?;
-    let mut peer = Peer::spawn("pubsub-sink", &region, setup.wait)?;
+    let mut peer = Peer::spawn("pubsub-sink", &region, setup.wait, &[&region])?;
     let msg = vec![0x5a; setup.size];
     let start = Instant::now();
-    let end = start + setup.duration;
-    let (mut sent, mut acked) = (0u64, 0u64);
-    while Instant::now() < end && !crate::interrupt::requested() {
-        for _ in 0..64 {
-            while sent - acked >= WINDOW {
-                match recv_from(&mut acks, &mut peer)? {
-                    Ok(a) => acked = count(&a).max(acked),
-                    Err(Error::Lagged { .. }) => {}
-                    Err(e) => return Err(e.into()),
+    let sent = (|| -> Result<(), Failure> {
+        let end = start + setup.duration;
+        let (mut sent, mut acked) = (0u64, 0u64);
+        while Instant::now() < end && !crate::interrupt::requested() {
+            for _ in 0..64 {
+                while sent - acked >= window {
+                    match recv_from(&mut acks, &mut peer)? {
+                        Ok(a) => acked = count(&a).max(acked),
+                        Err(Error::Lagged { .. }) => {}
+                        Err(e) => return Err(e.into()),
+                    }
                 }
+                publisher.publish(&data, &msg)?;
+                sent += 1;
             }
-            publisher.publish(&data, &msg)?;
-            sent += 1;
         }
+        Ok(())
+    })();
+    // An empty message ends the child (after a failure too), which then reports its counts.
+    let stopped = publisher.publish(&data, &[]).map_err(Failure::from);
+    if let Err(e) = sent.and(stopped) {
+        return conclude(Err(e), peer.finish());
     }
-    publisher.publish(&data, &[])?;
     let (got, lost) = peer.done()?;
     Ok(Counted {
         messages: got,
@@ -144,12 +176,13 @@ pub fn echo(region: &str, wait: WaitStrategy) -> Outcome {
 }
 
 /// Child: counts the messages of `/data` until an empty one, acknowledging on `/ack` every
-/// [`ACK_EVERY`]; reports `done RECEIVED LOST`.
+/// [`ack_every`] (of the region's ring slots); reports `done RECEIVED LOST`.
 pub fn sink(region: &str, wait: WaitStrategy) -> Outcome {
     let subscriber = join(region, wait)?;
     let mut data = subscriber.subscribe("/data")?;
     let publisher = Publisher::open(region)?;
     let ack = publisher.register("/ack")?;
+    let every = ack_every(subscriber.region_info().ring_slots);
     say("ready");
     let (mut n, mut lost) = (0u64, 0u64);
     loop {
@@ -159,7 +192,7 @@ pub fn sink(region: &str, wait: WaitStrategy) -> Outcome {
             Err(Error::Lagged { skipped }) => lost += skipped,
             Err(e) => return Err(e.into()),
         }
-        if (n + lost) % ACK_EVERY == 0 {
+        if (n + lost) % every == 0 {
             publisher.publish(&ack, &(n + lost).to_le_bytes())?;
         }
     }

@@ -2,7 +2,7 @@
 //! latency, a bounded (lossless) ring for throughput. Ring messages are `Pod` arrays, so the
 //! size is rounded up to the next of a few fixed sizes.
 
-use super::{Counted, Hist, Setup, histogram, record};
+use super::{Counted, RoundTrips, Setup, histogram, record};
 use crate::exit::{ERROR, Failure};
 use std::time::{Duration, Instant};
 use weft::ring::{self, RecvError};
@@ -34,7 +34,7 @@ macro_rules! by_size {
 }
 
 /// Round trips between two threads.
-pub fn latency(setup: Setup) -> Result<Hist, Failure> {
+pub fn latency(setup: Setup) -> Result<RoundTrips, Failure> {
     by_size!(latency_n, setup)
 }
 
@@ -47,7 +47,7 @@ fn failed(e: RecvError) -> Failure {
     Failure::new(ERROR, format!("ring benchmark: {e}"))
 }
 
-fn latency_n<const N: usize>(setup: Setup) -> Result<Hist, Failure> {
+fn latency_n<const N: usize>(setup: Setup) -> Result<RoundTrips, Failure> {
     let wait = setup.wait.strategy();
     let (mut ping_tx, ping) = ring::channel::<[u8; N]>(1024);
     let (mut pong_tx, pong) = ring::channel::<[u8; N]>(1024);
@@ -61,7 +61,8 @@ fn latency_n<const N: usize>(setup: Setup) -> Result<Hist, Failure> {
     });
     let mut h = histogram();
     let msg = [0x5a; N];
-    let end = Instant::now() + setup.duration;
+    let start = Instant::now();
+    let end = start + setup.duration;
     let mut res = Ok(());
     while Instant::now() < end && !crate::interrupt::requested() {
         let t0 = Instant::now();
@@ -72,9 +73,10 @@ fn latency_n<const N: usize>(setup: Setup) -> Result<Hist, Failure> {
         }
         record(&mut h, t0);
     }
+    let elapsed = start.elapsed();
     drop(ping_tx);
     let _ = echo.join();
-    res.map(|()| h)
+    res.map(|()| RoundTrips { hist: h, elapsed })
 }
 
 fn throughput_n<const N: usize>(setup: Setup) -> Result<Counted, Failure> {

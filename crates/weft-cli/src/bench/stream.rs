@@ -1,48 +1,67 @@
 //! The shared-memory byte stream between two processes: ping-pong over two streams for
 //! latency; one stream, writer here and reader in the child, for throughput.
 
-use super::{Counted, Hist, Peer, Setup, histogram, object_name, record, say};
+use super::{Counted, Peer, RoundTrips, Setup, conclude, histogram, object_name, record, say};
 use crate::exit::{ERROR, Failure, Outcome};
 use std::time::Instant;
 use weft::stream::{StreamOptions, StreamReader, StreamWriter};
 use weft::{Error, WaitStrategy};
 
-/// Capacity of the latency streams.
+/// Capacity of the latency streams, at least: messages up to half of it fit (a stream takes
+/// records of up to half its capacity less a record header).
 const PING_CAPACITY: usize = 1 << 20;
-/// Capacity of the throughput stream.
+/// Capacity of the throughput stream: 8 MiB, so records up to 4 MiB (above `--size`'s limit).
 const DATA_CAPACITY: usize = 8 << 20;
+
+/// The latency streams' capacity for messages of `size` bytes: [`PING_CAPACITY`], or room for
+/// two such records (each with its header, rounded up) when they are larger.
+fn ping_capacity(size: usize) -> usize {
+    (2 * (size + 64)).next_multiple_of(4096).max(PING_CAPACITY)
+}
 
 fn opts(capacity: usize, wait: WaitStrategy) -> StreamOptions {
     StreamOptions::new(capacity).wait(wait)
 }
 
-/// Round trips: this process writes on `NAME.ping`, the child echoes on `NAME.pong`.
-pub fn latency(setup: Setup) -> Result<Hist, Failure> {
+/// Round trips: this process writes on `NAME.ping`, the child echoes on `NAME.pong` (a stream
+/// of the same capacity).
+pub fn latency(setup: Setup) -> Result<RoundTrips, Failure> {
     let wait = setup.wait.strategy();
     let base = object_name("stream");
-    let mut ping = StreamWriter::create_with(&format!("{base}.ping"), &opts(PING_CAPACITY, wait))?;
-    let peer = Peer::spawn("stream-echo", &base, setup.wait)?;
-    let mut pong = StreamReader::open_with(&format!("{base}.pong"), &opts(0, wait))?;
-    let msg = vec![0x5a; setup.size];
-    let mut h = histogram();
-    let end = Instant::now() + setup.duration;
-    while Instant::now() < end && !crate::interrupt::requested() {
-        let t0 = Instant::now();
-        ping.write(&msg)?;
-        let back = pong.read()?;
-        if back.len() != msg.len() {
-            return Err(Failure::new(
-                ERROR,
-                "stream benchmark: the echo changed the record",
-            ));
+    let pong_name = format!("{base}.pong");
+    let mut ping = StreamWriter::create_with(
+        &format!("{base}.ping"),
+        &opts(ping_capacity(setup.size), wait),
+    )?;
+    let peer = Peer::spawn("stream-echo", &base, setup.wait, &[&pong_name])?;
+    let measured = (|| -> Result<RoundTrips, Failure> {
+        let mut pong = StreamReader::open_with(&pong_name, &opts(0, wait))?;
+        let msg = vec![0x5a; setup.size];
+        let mut hist = histogram();
+        let start = Instant::now();
+        let end = start + setup.duration;
+        while Instant::now() < end && !crate::interrupt::requested() {
+            let t0 = Instant::now();
+            ping.write(&msg)?;
+            let back = pong.read()?;
+            if back.len() != msg.len() {
+                return Err(Failure::new(
+                    ERROR,
+                    "stream benchmark: the echo changed the record",
+                ));
+            }
+            drop(back);
+            record(&mut hist, t0);
         }
-        drop(back);
-        record(&mut h, t0);
-    }
-    // Closing the ping stream ends the child, which closes the pong stream.
+        Ok(RoundTrips {
+            hist,
+            elapsed: start.elapsed(),
+        })
+    })();
+    // Closing the ping stream ends the child (after a failure too), which closes the pong
+    // stream.
     drop(ping);
-    peer.finish()?;
-    Ok(h)
+    conclude(measured, peer.finish())
 }
 
 /// Records one way for the measurement's duration, counted by the child.
@@ -50,18 +69,26 @@ pub fn throughput(setup: Setup) -> Result<Counted, Failure> {
     let wait = setup.wait.strategy();
     let name = object_name("stream.data");
     let mut w = StreamWriter::create_with(&name, &opts(DATA_CAPACITY, wait))?;
-    let peer = Peer::spawn("stream-sink", &name, setup.wait)?;
+    let peer = Peer::spawn("stream-sink", &name, setup.wait, &[&name])?;
     let msg = vec![0x5a; setup.size];
     let start = Instant::now();
-    let end = start + setup.duration;
-    let mut sent = 0u64;
-    while Instant::now() < end && !crate::interrupt::requested() {
-        for _ in 0..256 {
-            w.write(&msg)?;
+    let sent = (|| -> Result<u64, Failure> {
+        let end = start + setup.duration;
+        let mut sent = 0u64;
+        while Instant::now() < end && !crate::interrupt::requested() {
+            for _ in 0..256 {
+                w.write(&msg)?;
+            }
+            sent += 256;
         }
-        sent += 256;
-    }
+        Ok(sent)
+    })();
+    // Closing the stream ends the child, which then reports its count.
     drop(w);
+    let sent = match sent {
+        Ok(n) => n,
+        Err(e) => return conclude(Err(e), peer.finish()),
+    };
     let (got, _) = peer.done()?;
     let elapsed = start.elapsed();
     Ok(Counted {
@@ -71,11 +98,11 @@ pub fn throughput(setup: Setup) -> Result<Counted, Failure> {
     })
 }
 
-/// Child: reads `NAME.ping` and writes every record back on `NAME.pong` until the ping stream
-/// closes.
+/// Child: reads `NAME.ping` and writes every record back on `NAME.pong`, a stream of the same
+/// capacity, until the ping stream closes.
 pub fn echo(base: &str, wait: WaitStrategy) -> Outcome {
     let mut rx = StreamReader::open_with(&format!("{base}.ping"), &opts(0, wait))?;
-    let mut tx = StreamWriter::create_with(&format!("{base}.pong"), &opts(PING_CAPACITY, wait))?;
+    let mut tx = StreamWriter::create_with(&format!("{base}.pong"), &opts(rx.capacity(), wait))?;
     say("ready");
     loop {
         match rx.read() {
@@ -100,4 +127,23 @@ pub fn sink(name: &str, wait: WaitStrategy) -> Outcome {
     }
     say(&format!("done {n} 0"));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_latency_streams_take_every_size_bench_accepts() {
+        let name = format!("weft-cli-unit-ping-{}", std::process::id());
+        for size in [1, 524_280, 600_000, super::super::MAX_SIZE] {
+            let w =
+                StreamWriter::create_with(&name, &opts(ping_capacity(size), WaitStrategy::Park))
+                    .expect("create");
+            assert!(w.max_record_len() >= size, "{size}: {}", w.max_record_len());
+            drop(w);
+        }
+        let w = StreamWriter::create_with(&name, &opts(DATA_CAPACITY, WaitStrategy::Park)).unwrap();
+        assert!(w.max_record_len() >= super::super::MAX_SIZE);
+    }
 }

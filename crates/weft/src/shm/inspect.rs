@@ -214,7 +214,7 @@ pub fn object(name: &str) -> Result<ObjectInfo> {
 /// [`Error::InvalidName`], [`Error::NotFound`]; [`Error::Io`] if the OS refuses the removal.
 pub fn remove_abandoned(name: &str) -> Result<bool> {
     sys::validate_name(name)?;
-    match Object::open_any(name, OPEN_TIMEOUT) {
+    match open_for_inspection(name) {
         Ok(obj) => {
             let obj = Arc::new(obj);
             let info = describe_open(&obj, REMOVAL_LIVENESS_TIMEOUT);
@@ -231,9 +231,24 @@ pub fn remove_abandoned(name: &str) -> Result<bool> {
     }
 }
 
+/// Opens `name` for an inspection: at once, and again for up to [`OPEN_TIMEOUT`] only if it
+/// is not ready and its header names a creator that may still be at work. A file whose header
+/// names none (empty, or zero-filled) is reported at once: waiting for it cost a listing
+/// 20 ms per such file, 6 s for 300 of them.
+fn open_for_inspection(name: &str) -> Result<Object> {
+    match Object::open_any(name, Duration::ZERO) {
+        Err(Error::NotReady {
+            pid,
+            creator_gone: false,
+            ..
+        }) if pid != 0 => Object::open_any(name, OPEN_TIMEOUT),
+        other => other,
+    }
+}
+
 /// Reads what can be read of `name`; never fails (the error goes into the report).
 fn describe(name: &str) -> ObjectInfo {
-    match Object::open_any(name, OPEN_TIMEOUT) {
+    match open_for_inspection(name) {
         Ok(obj) => describe_open(&Arc::new(obj), LIVENESS_TIMEOUT),
         Err(e) => {
             let size = ShmFile::open(name)
