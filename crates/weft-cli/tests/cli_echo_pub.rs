@@ -313,13 +313,9 @@ fn timeouts_bound_the_wait_for_the_region_and_say_what_was_waited_for() {
         "--timeout",
         "1.5s",
     ]);
-    assert_eq!(r.code, 4, "{r:?}");
-    assert!(
-        r.stderr.contains(&format!(
-            "topic '/nope' did not appear in region '{live}' within 1.5 s"
-        )),
-        "{}",
-        r.stderr
+    r.fails_with(
+        4,
+        &format!("topic '/nope' did not appear in region '{live}' within 1.5 s"),
     );
 }
 
@@ -356,13 +352,9 @@ fn echo_names_a_topic_its_publisher_unregistered() {
     let _owner = Proc::peer(&["unregister", &region, "/t"]);
     let r = weft(&["echo", &target, "--timeout", "30"]);
     assert_eq!(r.stdout, "last\n", "{r:?}");
-    assert_eq!(r.code, 6, "{r:?}");
-    assert!(
-        r.stderr.contains(&format!(
-            "topic '/t' of region '{region}' was unregistered by its publisher"
-        )),
-        "{}",
-        r.stderr
+    r.fails_with(
+        6,
+        &format!("topic '/t' of region '{region}' was unregistered by its publisher"),
     );
 }
 
@@ -434,16 +426,10 @@ fn echo_and_pub_refuse_missing_and_bad_targets() {
     let region = unique("echo-bad");
     let _c = Cleanup(vec![region.clone()]);
     let r = weft(&["echo", &format!("{region}/t")]);
-    assert_eq!(r.code, 3, "{r:?}");
-    assert!(
-        r.stderr.contains(&format!("no region '{region}'")),
-        "{}",
-        r.stderr
-    );
+    r.fails_with(3, &format!("no region '{region}'"));
     let _owner = Proc::peer(&["region", &region, "/t", "0", "0"]);
     let r = weft(&["echo", &format!("{region}/nope")]);
-    assert_eq!(r.code, 3, "{r:?}");
-    assert!(r.stderr.contains("it has /t"), "{}", r.stderr);
+    r.fails_with(3, "it has /t");
     for bad in [region.as_str(), "r/has space", "/t", "r/t/"] {
         assert_eq!(weft(&["echo", bad]).code, 2, "{bad:?}");
         assert_eq!(weft(&["pub", bad, "x"]).code, 2, "{bad:?}");
@@ -485,6 +471,5 @@ fn echo_reports_a_dead_publisher() {
     assert!(echo.line().starts_with("tick-"), "echo is receiving");
     owner.kill9();
     let run = echo.finish(Duration::from_secs(30));
-    assert_eq!(run.code, 6, "{run:?}");
-    assert!(run.stderr.contains("died"), "{}", run.stderr);
+    run.fails_with(6, "died");
 }

@@ -60,6 +60,19 @@ pub struct Run {
     pub stderr: String,
 }
 
+impl Run {
+    /// Asserts that the run exited with `code` and said `text` on stderr.
+    #[track_caller]
+    pub fn fails_with(&self, code: i32, text: &str) {
+        assert_eq!(self.code, code, "{self:?}");
+        assert!(
+            self.stderr.contains(text),
+            "{text:?} not in {}",
+            self.stderr
+        );
+    }
+}
+
 impl From<Output> for Run {
     fn from(o: Output) -> Run {
         Run {
