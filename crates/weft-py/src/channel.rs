@@ -47,7 +47,7 @@ impl Reply {
 
 grant_methods!(
     Reply,
-    |slf, _failed| {
+    |slf| {
         slf.view.release()?;
     },
     {
@@ -91,7 +91,7 @@ impl Request {
 
 grant_methods!(
     Request,
-    |slf, _failed| {
+    |slf| {
         slf.view.release()?;
     },
     {
@@ -432,10 +432,22 @@ impl Channel {
         slf
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.close()?;
+    /// Closes it. When the block raised, it raises nothing itself: while a grant taken from
+    /// it is held (or another thread's call runs) the handle stays open, and closes when that
+    /// ends.
+    #[pyo3(signature = (*args))]
+    fn __exit__(&self, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        if crate::raising(args) {
+            self.inner.close_when_free();
+        } else {
+            self.close()?;
+        }
         Ok(false)
+    }
+
+    /// Refuses: a handle cannot cross to another process (open the object by name there).
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::not_picklable())
     }
 
     fn __repr__(&self) -> String {
@@ -539,10 +551,22 @@ impl Server {
         slf
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.close()?;
+    /// Closes it. When the block raised, it raises nothing itself: while a grant taken from
+    /// it is held (or another thread's call runs) the handle stays open, and closes when that
+    /// ends.
+    #[pyo3(signature = (*args))]
+    fn __exit__(&self, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        if crate::raising(args) {
+            self.inner.close_when_free();
+        } else {
+            self.close()?;
+        }
         Ok(false)
+    }
+
+    /// Refuses: a handle cannot cross to another process (open the object by name there).
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::not_picklable())
     }
 
     fn __repr__(&self) -> String {

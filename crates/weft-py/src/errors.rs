@@ -5,11 +5,17 @@
 //! which turns the codes into a `weft.ErrorKind` enum); the message is the Rust error's
 //! `Display`. A few kinds carry their details as attributes too: `LaggedError.skipped`,
 //! `PeerDeadError.pid` and `InUseError.pid`.
+//!
+//! Two also subclass the built-in exception they stand for, so that code written for the
+//! standard library catches them: `weft.TimeoutError` is a `TimeoutError`, `weft.IoError` an
+//! `OSError`. With two bases they cannot be static PyO3 exception types: every kind's class
+//! is made at import, by `type(name, bases, namespace)`.
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
 use weft::ErrorKind;
 
 create_exception!(
@@ -19,32 +25,94 @@ create_exception!(
     "The base class of every error weft raises. `kind` tells which (a `weft.ErrorKind`)."
 );
 
-/// Declares the exception classes, their table (name, kind code, class) and the mapping from
-/// kind to class, from one list so that the three cannot drift apart.
+/// One exception class: its name, kind, docstring, and the built-in exception it subclasses
+/// too (besides `weft.Error`), if any.
+struct Kind {
+    class: &'static str,
+    /// The kind's name in `weft.ErrorKind`.
+    name: &'static str,
+    kind: ErrorKind,
+    doc: &'static str,
+    builtin: Option<&'static str>,
+}
+
+/// Declares the exception classes (`KINDS`), from one list, from which the classes, their
+/// table (name, kind code, class) and the mapping from kind to class are all made, so that
+/// they cannot drift apart.
 macro_rules! kinds {
-    ($($class:ident = $kind:ident: $doc:literal,)*) => {
-        $(create_exception!(weft, $class, Error, $doc);)*
-
-        /// The class for `kind` (the base class for a kind this build does not know).
-        fn class_of(py: Python<'_>, kind: ErrorKind) -> Bound<'_, PyType> {
-            match kind {
-                $(ErrorKind::$kind => py.get_type::<$class>(),)*
-                _ => py.get_type::<Error>(),
-            }
-        }
-
-        /// Every (kind name, code, class), for the module's `_ERROR_KINDS`.
-        pub(crate) fn table(py: Python<'_>) -> Vec<(&'static str, i32, Bound<'_, PyType>)> {
-            vec![$((stringify!($kind), ErrorKind::$kind as i32, py.get_type::<$class>()),)*]
-        }
-
-        /// Adds the classes to the module.
-        pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-            m.add("Error", m.py().get_type::<Error>())?;
-            $(m.add(stringify!($class), m.py().get_type::<$class>())?;)*
-            Ok(())
-        }
+    ($($class:ident = $kind:ident $(+ $builtin:ident)?: $doc:literal,)*) => {
+        const KINDS: &[Kind] = &[$(Kind {
+            class: stringify!($class),
+            name: stringify!($kind),
+            kind: ErrorKind::$kind,
+            doc: $doc,
+            builtin: kinds!(@builtin $($builtin)?),
+        },)*];
     };
+    (@builtin) => { None };
+    (@builtin $builtin:ident) => { Some(stringify!($builtin)) };
+}
+
+/// The classes, in the order of `KINDS`; made by `register`, at import.
+static CLASSES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
+
+/// Makes the class of `kind`: `type(name, (weft.Error[, builtin]), {...})`.
+fn make(py: Python<'_>, kind: &Kind) -> PyResult<Py<PyType>> {
+    let mut bases = vec![py.get_type::<Error>().into_any()];
+    if let Some(builtin) = kind.builtin {
+        bases.push(py.import("builtins")?.getattr(builtin)?);
+    }
+    let namespace = PyDict::new(py);
+    namespace.set_item("__module__", "weft")?;
+    namespace.set_item("__doc__", kind.doc)?;
+    namespace.set_item("__qualname__", kind.class)?;
+    let class = py
+        .get_type::<PyType>()
+        .call1((kind.class, PyTuple::new(py, bases)?, namespace))?;
+    Ok(class.cast_into::<PyType>()?.unbind())
+}
+
+/// The classes, made on first use.
+fn classes(py: Python<'_>) -> PyResult<&Vec<Py<PyType>>> {
+    CLASSES.get_or_try_init(py, || KINDS.iter().map(|k| make(py, k)).collect())
+}
+
+/// The class for `kind` (the base class for a kind this build does not know, or if the
+/// classes could not be made).
+fn class_of(py: Python<'_>, kind: ErrorKind) -> Bound<'_, PyType> {
+    let found = classes(py).ok().and_then(|classes| {
+        KINDS
+            .iter()
+            .zip(classes)
+            .find(|(k, _)| k.kind == kind)
+            .map(|(_, class)| class.bind(py).clone())
+    });
+    found.unwrap_or_else(|| py.get_type::<Error>())
+}
+
+/// Every (kind name, code, class), for the module's `_ERROR_KINDS`.
+///
+/// # Errors
+/// If the classes cannot be made.
+pub(crate) fn table(py: Python<'_>) -> PyResult<Vec<(&'static str, i32, Bound<'_, PyType>)>> {
+    Ok(KINDS
+        .iter()
+        .zip(classes(py)?)
+        .map(|(k, class)| (k.name, k.kind as i32, class.bind(py).clone()))
+        .collect())
+}
+
+/// Makes the classes and adds them, with `weft.Error`, to the module.
+///
+/// # Errors
+/// If a class cannot be made or added.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("Error", py.get_type::<Error>())?;
+    for (k, class) in KINDS.iter().zip(classes(py)?) {
+        m.add(k.class, class.bind(py))?;
+    }
+    Ok(())
 }
 
 kinds! {
@@ -60,14 +128,14 @@ kinds! {
     NotReadyError = NotReady: "The object's creator never finished making it (and is gone, or the timeout passed).",
     CorruptError = Corrupt: "A value in shared memory failed validation (a peer wrote nonsense).",
     TooLargeError = TooLarge: "A message or reservation is larger than the object can ever hold.",
-    TimeoutError = Timeout: "A bounded wait ran out of time.",
+    TimeoutError = Timeout + TimeoutError: "A bounded wait ran out of time (also a built-in `TimeoutError`).",
     FullError = Full: "A non-blocking call found no room (backpressure).",
     EmptyError = Empty: "A non-blocking call found nothing to receive.",
     ClosedError = Closed: "The peer closed its end and everything it sent has been received.",
     PeerDeadError = PeerDead: "The peer process (`pid`) died; all it sent was received.",
     LaggedError = Lagged: "The subscriber fell behind: `skipped` messages were overwritten unread.",
     TypeMismatchError = TypeMismatch: "A topic holds values of another type.",
-    IoError = Io: "A call to the operating system failed.",
+    IoError = Io + OSError: "A call to the operating system failed (also a built-in `OSError`).",
 }
 
 /// The Python exception for a weft error.

@@ -6,7 +6,8 @@
 //! their handle in Rust (`StreamReader::read(&mut self) -> ReadGrant<'_>`): here the handle is
 //! held at a stable address behind a run-time "busy" state and the grant beside it with its
 //! lifetime erased (`owned`). Blocking calls run without the interpreter, in slices with signal
-//! checks between them (`blocking`).
+//! checks between them (`blocking`). Everything that owns weft state belongs to the process
+//! that made it: a fork's child can neither use nor drop what it inherited (`process`).
 #![deny(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -15,6 +16,7 @@ mod channel;
 mod errors;
 mod input;
 mod owned;
+mod process;
 mod pubsub;
 mod stream;
 mod view;
@@ -42,13 +44,28 @@ pub(crate) fn wait_strategy(name: &str) -> PyResult<WaitStrategy> {
     })
 }
 
+/// The `TypeError` of every handle's `__reduce__`: a handle stands for this process's
+/// mappings and rows in shared memory, which no byte string can carry.
+pub(crate) fn not_picklable() -> PyErr {
+    pyo3::exceptions::PyTypeError::new_err(
+        "weft handles cannot be pickled; open the object by name in the other process",
+    )
+}
+
+/// Whether the arguments of a `__exit__(*args)` say that an exception is propagating out of
+/// the `with` block (its type is not None).
+pub(crate) fn raising(args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+    args.get_item(0).is_ok_and(|t| !t.is_none())
+}
+
 /// The native module. It relies on the GIL (`gil_used`): bytes of a caller's buffer are read
 /// while attached, when no other Python code can change them (see `input`).
 #[pymodule(gil_used = true)]
 #[pyo3(name = "_weft")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    process::init(m)?;
     errors::register(m)?;
-    m.add("_ERROR_KINDS", errors::table(m.py()))?;
+    m.add("_ERROR_KINDS", errors::table(m.py())?)?;
     m.add_class::<stream::StreamWriter>()?;
     m.add_class::<stream::StreamReader>()?;
     m.add_class::<stream::WriteGrant>()?;

@@ -6,8 +6,13 @@
 //! returns an [`Access`] guard, the only way to reach the handle; a second caller (another
 //! thread, or the same code while a grant is still held) is refused instead of waiting. A
 //! grant keeps its `Access` in a [`Lent`] next to it, so the handle stays `BUSY` (and alive,
-//! through the guard's `Arc`) until the grant is dropped.
+//! through the guard's `Arc`) until the grant is dropped. A close asked for while it is busy
+//! from a `with` block that raised ([`Owned::close_when_free`]) is made when that guard drops.
+//!
+//! The handle belongs to the process that opened it (`process::Local`): in a fork's child it is
+//! neither used nor dropped.
 
+use crate::process::Local;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::cell::UnsafeCell;
@@ -17,15 +22,19 @@ use std::sync::atomic::{AtomicU8, Ordering};
 const FREE: u8 = 0;
 const BUSY: u8 = 1;
 const CLOSED: u8 = 2;
+/// Busy, and closed when the `Access` that makes it busy drops.
+const CLOSING: u8 = 3;
 
 /// A handle shared by its Python object and the grants taken from it.
 pub(crate) struct Owned<T> {
-    /// `FREE`, `BUSY` (one `Access` exists) or `CLOSED` (the handle was dropped; for good).
-    /// Written by `acquire` (FREE -> BUSY), by `Access::drop` (BUSY -> FREE) and by
-    /// `Access::close` (BUSY -> CLOSED).
+    /// `FREE`, `BUSY` (one `Access` exists), `CLOSING` (one `Access` exists, and closes the
+    /// handle as it drops) or `CLOSED` (the handle was dropped; for good). Written by `acquire`
+    /// (FREE -> BUSY), by `Access::drop` (BUSY -> FREE, CLOSING -> CLOSED), by `Access::close`
+    /// (BUSY -> CLOSED) and by `close_when_free` (BUSY -> CLOSING).
     state: AtomicU8,
-    /// `Some` in every state but `CLOSED`. Reached only through an `Access`.
-    value: UnsafeCell<Option<T>>,
+    /// `Some` in every state but `CLOSED`. Reached only through an `Access`; in the process
+    /// that opened it only.
+    value: Local<UnsafeCell<Option<T>>>,
     /// The Python class name, for messages.
     what: &'static str,
 }
@@ -41,6 +50,7 @@ impl<T> std::fmt::Debug for Owned<T> {
         let state = match self.state.load(Ordering::Relaxed) {
             FREE => "free",
             BUSY => "busy",
+            CLOSING => "closing",
             _ => "closed",
         };
         write!(f, "{}({state})", self.what)
@@ -52,7 +62,7 @@ impl<T> Owned<T> {
     pub(crate) fn new(value: T, what: &'static str) -> Arc<Owned<T>> {
         Arc::new(Owned {
             state: AtomicU8::new(FREE),
-            value: UnsafeCell::new(Some(value)),
+            value: Local::new(UnsafeCell::new(Some(value))),
             what,
         })
     }
@@ -60,11 +70,13 @@ impl<T> Owned<T> {
     /// Exclusive use of the handle until the guard drops.
     ///
     /// # Errors
-    /// `RuntimeError` while a grant taken from it is held or another thread uses it;
-    /// `ValueError` once it is closed.
+    /// `RuntimeError` while a grant taken from it is held or another thread uses it, and in a
+    /// process other than the one that opened it (a fork's child); `ValueError` once it is
+    /// closed (or closing).
     pub(crate) fn acquire(self: &Arc<Self>) -> PyResult<Access<T>> {
-        // Acquire: pairs with the Release store in `Access::drop`/`close`: the previous
-        // user's writes to the value happen before ours.
+        self.value.get(self.what)?;
+        // Acquire: pairs with the Release stores and compare-exchanges in `Access::drop` and
+        // `Access::close`: the previous user's writes to the value happen before ours.
         match self
             .state
             .compare_exchange(FREE, BUSY, Ordering::Acquire, Ordering::Relaxed)
@@ -81,7 +93,8 @@ impl<T> Owned<T> {
         }
     }
 
-    /// Drops the handle (its peers see it leave). Closing twice is allowed.
+    /// Drops the handle (its peers see it leave). Closing twice is allowed. In a process
+    /// other than the one that opened it, it does nothing (the handle is left to the opener).
     ///
     /// # Errors
     /// `RuntimeError` while it is busy.
@@ -93,10 +106,38 @@ impl<T> Owned<T> {
         Ok(())
     }
 
-    /// Whether the handle is closed.
+    /// Closes the handle now, or, while it is busy, as soon as it is free again (when the
+    /// grant taken from it is released, or the other thread's call ends): for a `with` block
+    /// that raised, which must not raise another exception. Does nothing in a process other
+    /// than the one that opened it.
+    pub(crate) fn close_when_free(self: &Arc<Self>) {
+        loop {
+            if self.is_closed() {
+                return;
+            }
+            if let Ok(access) = self.acquire() {
+                access.close();
+                return;
+            }
+            // Busy (or closed meanwhile: the loop sees it). Relaxed on success: CLOSING hands
+            // nothing over; the guard's holder reads it in `Access::drop` with a
+            // compare-exchange, which sees this write or fails our own. Relaxed on failure:
+            // the state is looked at again from the top.
+            if self
+                .state
+                .compare_exchange(BUSY, CLOSING, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    /// Whether the handle is closed or closing, or belongs to another process (a fork's
+    /// parent): whether this process can no longer use it.
     pub(crate) fn is_closed(&self) -> bool {
-        // Acquire: pairs with the Release store in `Access::close`.
-        self.state.load(Ordering::Acquire) == CLOSED
+        // Acquire: pairs with the Release stores in `Access::close` and `Access::drop`.
+        !self.value.is_here() || matches!(self.state.load(Ordering::Acquire), CLOSED | CLOSING)
     }
 }
 
@@ -119,11 +160,13 @@ impl<T> std::fmt::Debug for Access<T> {
 impl<T> Access<T> {
     /// The handle.
     pub(crate) fn get(&mut self) -> &mut T {
-        // SAFETY: this guard exists only while the state is BUSY (set by our compare-exchange
-        // in `acquire`, left only by our own drop or close), so no other reference to the value
-        // exists; the value is Some, since CLOSED is the only state without it and acquire never
-        // succeeds from CLOSED. The Arc keeps the allocation alive.
-        unsafe { &mut *self.owner.value.get() }
+        // SAFETY: this guard exists only while the state is BUSY or CLOSING (set by our
+        // compare-exchange in `acquire`, and by `close_when_free`, left only by our own drop or
+        // close), so no other reference to the value exists; the value is Some, since CLOSED is
+        // the only state without it and acquire never succeeds from CLOSED. The Arc keeps the
+        // allocation alive. Unchecked: the guard was made by `acquire`, which checked the
+        // process, and a fork's child leaks the grants that hold guards without using them.
+        unsafe { &mut *self.owner.value.get_unchecked().get() }
             .as_mut()
             .expect("an open handle holds its value")
     }
@@ -138,22 +181,41 @@ impl<T> Access<T> {
     fn close(self) {
         // Not dropped: its drop would mark the handle FREE again.
         let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: as in `get`: the guard gives exclusive access.
-        let value = unsafe { &mut *this.owner.value.get() }.take();
-        drop(value);
-        // Release: pairs with the Acquire loads in `acquire` and `is_closed`.
-        this.owner.state.store(CLOSED, Ordering::Release);
+        this.drop_value();
         // SAFETY: the Arc is moved out once, and `this` is never used or dropped again, so
         // its count is released exactly once (forgetting the guard leaked it).
         drop(unsafe { std::ptr::read(&this.owner) });
+    }
+
+    /// Drops the handle and stores CLOSED; the guard is not used afterwards.
+    fn drop_value(&self) {
+        // SAFETY: as in `get`: the guard gives exclusive access.
+        let value = unsafe { &mut *self.owner.value.get_unchecked().get() }.take();
+        drop(value);
+        // Release: pairs with the Acquire loads in `acquire` and `is_closed`.
+        self.owner.state.store(CLOSED, Ordering::Release);
     }
 }
 
 impl<T> Drop for Access<T> {
     fn drop(&mut self) {
-        // Release: pairs with the Acquire compare-exchange in `acquire`: what we did to the
-        // value happens before the next user's access.
-        self.owner.state.store(FREE, Ordering::Release);
+        if !self.owner.value.is_here() {
+            // Inherited through a fork (a guard in a grant the child leaks, should one be
+            // dropped): the handle is the parent's.
+            return;
+        }
+        // Release on success: pairs with the Acquire compare-exchange in `acquire`: what we
+        // did to the value happens before the next user's access. Relaxed on failure: the
+        // state is CLOSING (only this guard's holder leaves BUSY or CLOSING, and
+        // `close_when_free` is the only other writer), and we close, as it asked.
+        if self
+            .owner
+            .state
+            .compare_exchange(BUSY, FREE, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            self.drop_value();
+        }
     }
 }
 

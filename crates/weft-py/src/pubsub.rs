@@ -6,6 +6,7 @@ use crate::blocking::{Until, not_there_yet, sliced, sliced_retry};
 use crate::errors::IntoPy;
 use crate::input::Input;
 use crate::owned::{Owned, closed};
+use crate::process::Local;
 use crate::view::{View, grant_methods};
 use crate::wait_strategy;
 use pyo3::prelude::*;
@@ -31,6 +32,20 @@ pub(crate) enum TopicMode {
     /// no pool, no reference counts.
     #[pyo3(name = "INLINE")]
     Inline,
+}
+
+#[pymethods]
+impl TopicMode {
+    /// Pickles as `getattr(TopicMode, "BLOCKS")`, so that it loads as the same member.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyTuple>> {
+        let name = match self {
+            TopicMode::Blocks => "BLOCKS",
+            TopicMode::Latest => "LATEST",
+            TopicMode::Inline => "INLINE",
+        };
+        let getattr = py.import("builtins")?.getattr("getattr")?;
+        (getattr, (py.get_type::<TopicMode>(), name)).into_pyobject(py)
+    }
 }
 
 impl From<TopicMode> for RsMode {
@@ -210,6 +225,11 @@ impl Topic {
         self.topic.message_size()
     }
 
+    /// Refuses: a topic belongs to its publisher (register it again in the other process).
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::not_picklable())
+    }
+
     fn __repr__(&self) -> String {
         format!("<weft.Topic {:?}>", self.topic.name())
     }
@@ -226,7 +246,8 @@ fn poll_pause(e: &weft::Error, slice: std::time::Duration) {
 /// Publishes on the topics of one region (`weft.Publisher.create` or `.open`).
 #[pyclass(frozen, module = "weft")]
 pub(crate) struct Publisher {
-    shared: Mutex<Option<Arc<Shared>>>,
+    /// `None` once closed; left to its process in a fork's child.
+    shared: Local<Mutex<Option<Arc<Shared>>>>,
     region: String,
     max_len: usize,
 }
@@ -236,15 +257,16 @@ impl Publisher {
         Publisher {
             region: p.region_name().into(),
             max_len: p.max_len(),
-            shared: Mutex::new(Some(Arc::new(Shared {
+            shared: Local::new(Mutex::new(Some(Arc::new(Shared {
                 lock: Mutex::new(()),
                 publisher: p,
-            }))),
+            })))),
         }
     }
 
     fn shared(&self) -> PyResult<Arc<Shared>> {
         self.shared
+            .get("Publisher")?
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
@@ -306,13 +328,12 @@ impl Publisher {
         self.max_len
     }
 
-    /// Whether it is closed.
+    /// Whether it is closed (or, in a fork's child, inherited: unusable here).
     #[getter]
     fn closed(&self) -> bool {
-        self.shared
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        self.shared.get("Publisher").map_or(true, |s| {
+            s.lock().unwrap_or_else(|p| p.into_inner()).is_none()
+        })
     }
 
     /// Registers `topic` (a path such as "/prices/AAPL") with `mode`, or returns the topic
@@ -446,9 +467,13 @@ impl Publisher {
         Ok(d)
     }
 
-    /// Leaves the region (once the loans taken from it are gone too).
+    /// Leaves the region (once the loans taken from it are gone too). In a fork's child it
+    /// does nothing: the region is the parent's.
     fn close(&self, py: Python<'_>) {
-        let shared = self.shared.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let Ok(shared) = self.shared.get("Publisher") else {
+            return;
+        };
+        let shared = shared.lock().unwrap_or_else(|p| p.into_inner()).take();
         // Detached: leaving may wait (a loan's publish on another thread holds the lock; the
         // last handle out settles what the participant held).
         py.detach(move || drop(shared));
@@ -462,6 +487,11 @@ impl Publisher {
     fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
         self.close(py);
         false
+    }
+
+    /// Refuses: a handle cannot cross to another process (open the object by name there).
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::not_picklable())
     }
 
     fn __repr__(&self) -> String {
@@ -487,13 +517,9 @@ impl Loan {
 
 grant_methods!(
     Loan,
-    |slf, failed| {
-        if !slf.view.is_released() {
-            if failed {
-                slf.view.release()?;
-            } else {
-                Python::attach(|py| slf.publish_inner(py))?;
-            }
+    |slf| {
+        if slf.view.is_open()? {
+            Python::attach(|py| slf.publish_inner(py))?;
         }
     },
     {
@@ -558,7 +584,7 @@ impl Sample {
 
 grant_methods!(
     Sample,
-    |slf, _failed| {
+    |slf| {
         slf.view.release()?;
     },
     {
@@ -580,13 +606,15 @@ grant_methods!(
 /// Receives from the topics of one region (`weft.Subscriber.connect`).
 #[pyclass(frozen, module = "weft")]
 pub(crate) struct Subscriber {
-    inner: Mutex<Option<Arc<RsSubscriber>>>,
+    /// `None` once closed; left to its process in a fork's child.
+    inner: Local<Mutex<Option<Arc<RsSubscriber>>>>,
     region: String,
 }
 
 impl Subscriber {
     fn get(&self) -> PyResult<Arc<RsSubscriber>> {
         self.inner
+            .get("Subscriber")?
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
@@ -613,7 +641,7 @@ impl Subscriber {
             RsSubscriber::connect_with(region, &config).inspect_err(|e| poll_pause(e, slice))
         })?;
         Ok(Subscriber {
-            inner: Mutex::new(Some(Arc::new(s))),
+            inner: Local::new(Mutex::new(Some(Arc::new(s)))),
             region: region.into(),
         })
     }
@@ -658,18 +686,21 @@ impl Subscriber {
             .collect())
     }
 
-    /// Whether it is closed.
+    /// Whether it is closed (or, in a fork's child, inherited: unusable here).
     #[getter]
     fn closed(&self) -> bool {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        self.inner.get("Subscriber").map_or(true, |s| {
+            s.lock().unwrap_or_else(|p| p.into_inner()).is_none()
+        })
     }
 
-    /// Leaves the region (once the subscriptions made from it are closed too).
+    /// Leaves the region (once the subscriptions made from it are closed too). In a fork's
+    /// child it does nothing: the region is the parent's.
     fn close(&self, py: Python<'_>) {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let Ok(inner) = self.inner.get("Subscriber") else {
+            return;
+        };
+        let inner = inner.lock().unwrap_or_else(|p| p.into_inner()).take();
         // Detached: the last handle out settles what the participant held, which may wait.
         py.detach(move || drop(inner));
     }
@@ -682,6 +713,11 @@ impl Subscriber {
     fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
         self.close(py);
         false
+    }
+
+    /// Refuses: a handle cannot cross to another process (open the object by name there).
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::not_picklable())
     }
 
     fn __repr__(&self) -> String {
@@ -751,10 +787,23 @@ impl Subscription {
         slf
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
+    /// Ends the subscription. When the block raised, it raises nothing itself: if another
+    /// thread is receiving, the subscription ends when that receive does.
+    #[pyo3(signature = (*args))]
+    fn __exit__(&self, py: Python<'_>, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        if crate::raising(args) {
+            // Detached, as `close`.
+            let inner = &self.inner;
+            py.detach(|| inner.close_when_free());
+        } else {
+            self.close(py)?;
+        }
         Ok(false)
+    }
+
+    /// Refuses: a handle cannot cross to another process (open the object by name there).
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::not_picklable())
     }
 
     fn __repr__(&self) -> String {

@@ -28,8 +28,9 @@ impl<T: Send> Commit for Lent<T, weft::stream::WriteGrant<'static>> {
 /// protocol, writable), then `commit()`.
 ///
 /// As a context manager it commits everything reserved when the block ends normally and
-/// abandons the reservation when it raises. Exported buffers (memoryview, numpy arrays) must
-/// be gone before the commit.
+/// abandons the reservation when it raises (once the buffers exported from it are gone, if
+/// some are alive then). Exported buffers (memoryview, numpy arrays) must be gone before the
+/// commit.
 #[pyclass(frozen, module = "weft")]
 pub(crate) struct WriteGrant {
     pub(crate) view: View<Box<dyn Commit>>,
@@ -80,13 +81,9 @@ impl WriteGrant {
 
 grant_methods!(
     WriteGrant,
-    |slf, failed| {
-        if !slf.view.is_released() {
-            if failed {
-                slf.view.release()?;
-            } else {
-                slf.commit_inner(None)?;
-            }
+    |slf| {
+        if slf.view.is_open()? {
+            slf.commit_inner(None)?;
         }
     },
     {
@@ -159,7 +156,7 @@ impl ReadGrant {
 
 grant_methods!(
     ReadGrant,
-    |slf, _failed| {
+    |slf| {
         slf.view.release()?;
     },
     {
@@ -402,10 +399,22 @@ impl StreamWriter {
         slf
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.close()?;
+    /// Closes it. When the block raised, it raises nothing itself: while a grant taken from
+    /// it is held (or another thread's call runs) the handle stays open, and closes when that
+    /// ends.
+    #[pyo3(signature = (*args))]
+    fn __exit__(&self, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        if crate::raising(args) {
+            self.inner.close_when_free();
+        } else {
+            self.close()?;
+        }
         Ok(false)
+    }
+
+    /// Refuses: a handle cannot cross to another process (open the object by name there).
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::not_picklable())
     }
 
     fn __repr__(&self) -> String {
@@ -509,10 +518,22 @@ impl StreamReader {
         slf
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        self.close()?;
+    /// Closes it. When the block raised, it raises nothing itself: while a grant taken from
+    /// it is held (or another thread's call runs) the handle stays open, and closes when that
+    /// ends.
+    #[pyo3(signature = (*args))]
+    fn __exit__(&self, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        if crate::raising(args) {
+            self.inner.close_when_free();
+        } else {
+            self.close()?;
+        }
         Ok(false)
+    }
+
+    /// Refuses: a handle cannot cross to another process (open the object by name there).
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::not_picklable())
     }
 
     fn __repr__(&self) -> String {

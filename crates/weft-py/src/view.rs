@@ -6,8 +6,16 @@
 //! - an export (`__getbuffer__`) is refused once the view is released (`ValueError`);
 //! - a release (`release()`, a commit, a publish) is refused while exports are alive
 //!   (`BufferError`), so no memoryview or numpy array ever reads memory given back;
-//! - after a release every access raises `ValueError`.
+//! - after a release every access raises `ValueError`;
+//! - a release asked for by a `with` block that raised ([`View::release_eventually`]) never
+//!   raises: with buffers exported it ends every access at once and gives the memory back when
+//!   the last of them is released (or the object is garbage collected).
+//!
+//! The holder belongs to the process that made the view (`process::Local`): in a fork's child
+//! every access raises `RuntimeError`, a release does nothing, and the holder is leaked, not
+//! dropped (it stands for the parent's state).
 
+use crate::process::Local;
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -16,7 +24,7 @@ use std::sync::{Mutex, MutexGuard};
 
 /// The state behind one Python grant object.
 pub(crate) struct View<G> {
-    inner: Mutex<Inner<G>>,
+    inner: Local<Mutex<Inner<G>>>,
     /// Whether buffers exported from it may be written (loans and write grants).
     writable: bool,
     /// The Python class name, for messages.
@@ -35,6 +43,16 @@ struct Inner<G> {
     cap: usize,
     /// Buffers exported and not yet released by their consumers.
     exports: usize,
+    /// A release was asked for while buffers were exported (`release_eventually`): the view
+    /// counts as released, and the last `release_buffer` drops the holder.
+    releasing: bool,
+}
+
+impl<G> Inner<G> {
+    /// Whether the holder is there and no release was asked for.
+    fn live(&self) -> bool {
+        self.holder.is_some() && !self.releasing
+    }
 }
 
 // SAFETY: `ptr` points into memory that `holder` keeps valid (a mapping it holds through an
@@ -65,21 +83,31 @@ impl<G> View<G> {
         what: &'static str,
     ) -> View<G> {
         View {
-            inner: Mutex::new(Inner {
+            inner: Local::new(Mutex::new(Inner {
                 holder: Some(holder),
                 ptr,
                 len,
                 cap,
                 exports: 0,
-            }),
+                releasing: false,
+            })),
             writable,
             what,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner<G>> {
+    /// The state, in the process that made the view.
+    ///
+    /// # Errors
+    /// `RuntimeError` in another process (a fork's child), before the lock is taken (a thread
+    /// of the parent may have held it at the fork).
+    fn lock(&self) -> PyResult<MutexGuard<'_, Inner<G>>> {
         // A panic cannot leave the counters half-updated: recover the guard.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        Ok(self
+            .inner
+            .get(self.what)?
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()))
     }
 
     fn released(&self) -> PyErr {
@@ -106,8 +134,8 @@ impl<G> View<G> {
                 self.what
             )));
         }
-        let mut inner = self.lock();
-        if inner.holder.is_none() {
+        let mut inner = self.lock()?;
+        if !inner.live() {
             return Err(self.released());
         }
         // SAFETY: `view` is valid (CPython's, checked non-null); the range is valid while the
@@ -132,10 +160,21 @@ impl<G> View<G> {
         Ok(())
     }
 
-    /// An export ended (the `__releasebuffer__` slot).
+    /// An export ended (the `__releasebuffer__` slot). The last one drops the holder if a
+    /// release was asked for meanwhile (`release_eventually`).
     pub(crate) fn release_buffer(&self) {
-        let mut inner = self.lock();
+        // In a fork's child (an export inherited from the parent) there is nothing to count:
+        // the holder is leaked.
+        let Ok(mut inner) = self.lock() else { return };
         inner.exports = inner.exports.saturating_sub(1);
+        let holder = if inner.exports == 0 && inner.releasing {
+            inner.holder.take()
+        } else {
+            None
+        };
+        drop(inner);
+        // Dropped after the lock: a holder's drop may wait (a loan's, for its publisher).
+        drop(holder);
     }
 
     /// Takes the holder out (it is dropped or consumed by the caller) once no buffer is
@@ -153,7 +192,10 @@ impl<G> View<G> {
     /// # Errors
     /// As [`View::take`].
     pub(crate) fn take_with_len(&self) -> PyResult<(G, usize)> {
-        let mut inner = self.lock();
+        let mut inner = self.lock()?;
+        if !inner.live() {
+            return Err(self.released());
+        }
         if inner.exports > 0 {
             return Err(PyBufferError::new_err(format!(
                 "this {} still has {} exported buffer(s) (memoryview, numpy array): release \
@@ -162,11 +204,12 @@ impl<G> View<G> {
             )));
         }
         let len = inner.len;
-        let holder = inner.holder.take().ok_or_else(|| self.released())?;
+        let holder = inner.holder.take().expect("a live view has its holder");
         Ok((holder, len))
     }
 
-    /// Releases the holder; releasing twice is allowed.
+    /// Releases the holder; releasing twice is allowed. In a fork's child it does nothing
+    /// (the holder is the parent's).
     ///
     /// # Errors
     /// `BufferError` while buffers are exported.
@@ -178,9 +221,35 @@ impl<G> View<G> {
         Ok(())
     }
 
-    /// Whether the holder has been released.
+    /// Releases the holder now, or, while buffers are exported, when the last of them is
+    /// released: for a `with` block that raised, which must not raise another exception. The
+    /// view counts as released from now on. Does nothing in a fork's child.
+    pub(crate) fn release_eventually(&self) {
+        let Ok(mut inner) = self.lock() else { return };
+        let holder = if inner.exports == 0 {
+            inner.holder.take()
+        } else {
+            inner.releasing = true;
+            None
+        };
+        drop(inner);
+        // Dropped after the lock, as in `release_buffer`.
+        drop(holder);
+    }
+
+    /// Whether the holder is still there, not released, for a commit or publish at the end of
+    /// a `with` block.
+    ///
+    /// # Errors
+    /// `RuntimeError` in a fork's child (the holder is the parent's).
+    pub(crate) fn is_open(&self) -> PyResult<bool> {
+        Ok(self.lock()?.live())
+    }
+
+    /// Whether the holder has been released (or will be, once its exports are gone), or
+    /// belongs to another process (a fork's parent).
     pub(crate) fn is_released(&self) -> bool {
-        self.lock().holder.is_none()
+        self.lock().map_or(true, |inner| !inner.live())
     }
 
     /// Bytes in the view.
@@ -188,10 +257,11 @@ impl<G> View<G> {
     /// # Errors
     /// `ValueError` once released.
     pub(crate) fn len(&self) -> PyResult<usize> {
-        let inner = self.lock();
-        match inner.holder {
-            Some(_) => Ok(inner.len),
-            None => Err(self.released()),
+        let inner = self.lock()?;
+        if inner.live() {
+            Ok(inner.len)
+        } else {
+            Err(self.released())
         }
     }
 
@@ -201,8 +271,8 @@ impl<G> View<G> {
     /// `BufferError` while buffers are exported (their length would be wrong); `ValueError`
     /// beyond the capacity or once released.
     pub(crate) fn set_len(&self, len: usize) -> PyResult<()> {
-        let mut inner = self.lock();
-        if inner.holder.is_none() {
+        let mut inner = self.lock()?;
+        if !inner.live() {
             return Err(self.released());
         }
         if inner.exports > 0 {
@@ -236,8 +306,8 @@ impl<G> View<G> {
                 self.what
             )));
         }
-        let inner = self.lock();
-        if inner.holder.is_none() {
+        let inner = self.lock()?;
+        if !inner.live() {
             return Err(self.released());
         }
         if offset.checked_add(len).is_none_or(|end| end > inner.len) {
@@ -262,20 +332,23 @@ impl<G> View<G> {
     /// # Errors
     /// `ValueError` once released.
     pub(crate) fn address(&self) -> PyResult<usize> {
-        let inner = self.lock();
-        match inner.holder {
-            Some(_) => Ok(inner.ptr as usize),
-            None => Err(self.released()),
+        let inner = self.lock()?;
+        if inner.live() {
+            Ok(inner.ptr as usize)
+        } else {
+            Err(self.released())
         }
     }
 }
 
 /// The methods every grant class shares: the buffer protocol, `len()`, `release()`,
-/// `released`, the context manager and `repr()`. The class holds its `View` in the field
-/// `view`. `$exit` is the body of `__exit__` given `slf` and whether an exception is
-/// propagating (release, or commit/publish for a write).
+/// `released`, the context manager and the refusal to be pickled. The class holds its `View`
+/// in the field `view`. `$exit` is the body of `__exit__` given `slf` when the block ended
+/// without an exception (release, or commit/publish for a write); when it raised, the grant
+/// is released as soon as it can be and `__exit__` raises nothing (`View::release_eventually`),
+/// so the block's own exception is the one that propagates.
 macro_rules! grant_methods {
-    ($class:ident, |$slf:ident, $failed:ident| $exit:block, { $($extra:tt)* }) => {
+    ($class:ident, |$slf:ident| $exit:block, { $($extra:tt)* }) => {
         // PyO3's generated trampolines call the `unsafe fn __getbuffer__`/`__releasebuffer__`
         // below without an unsafe block of their own, under our spans: the lint is allowed for
         // what this block generates only. Our own unsafe operations keep their explicit,
@@ -336,9 +409,17 @@ macro_rules! grant_methods {
                 _traceback: Option<Bound<'_, PyAny>>,
             ) -> PyResult<bool> {
                 let $slf = slf.get();
-                let $failed = exc_type.is_some();
-                let () = $exit;
+                if exc_type.is_some() {
+                    $slf.view.release_eventually();
+                } else {
+                    let () = $exit;
+                }
                 Ok(false)
+            }
+
+            /// Refuses: what it holds lives in this process's mapping.
+            fn __reduce__(&self) -> PyResult<()> {
+                Err(crate::not_picklable())
             }
 
             $($extra)*

@@ -2,12 +2,15 @@
 runtime, docstrings."""
 
 import ast
+import copy
 import inspect
+import pickle
 from pathlib import Path
 
 import pytest
 
 import weft
+from conftest import Checked
 from weft import _weft
 
 STUB = Path(weft.__file__).with_name("_weft.pyi")
@@ -90,3 +93,71 @@ def test_every_public_method_has_a_docstring():
 
 def test_package_is_typed():
     assert STUB.with_name("py.typed").exists()
+
+
+def test_timeout_and_io_errors_are_built_in_ones_too(name):
+    assert issubclass(weft.TimeoutError, TimeoutError)
+    assert issubclass(weft.IoError, OSError)
+    assert issubclass(weft.TimeoutError, weft.Error) and issubclass(weft.IoError, weft.Error)
+    w = weft.StreamWriter.create(name, 4096)
+    r = weft.StreamReader.open(name)
+    try:
+        r.read(timeout=0.01)
+    except TimeoutError as e:  # the built-in name
+        caught = e
+    assert isinstance(caught, weft.TimeoutError)
+    assert caught.kind is weft.ErrorKind.Timeout
+    assert str(caught) == "timed out"
+    assert str(weft.IoError("no such device")) == "no such device"
+    r.close()
+    w.close()
+
+
+def every_handle(name):
+    """One object of each class that holds weft state, by class name."""
+    w = weft.StreamWriter.create(name + "-s", 4096)
+    r = weft.StreamReader.open(name + "-s")
+    w.write(b"x")
+    pub = weft.Publisher.create(name + "-r")
+    topic = pub.register("/t")
+    sub = weft.Subscriber.connect(name + "-r")
+    s = sub.subscribe("/t")
+    pub.publish(topic, b"m")
+    server = weft.Server.bind(name + "-srv")
+    res = {}
+    t = Checked(target=lambda: res.setdefault("c", weft.Server.connect(name + "-srv", 10)))
+    t.start()
+    ch = server.accept(timeout=10)
+    t.join()
+    client = res["c"]
+    first = client.send_request(b"q")
+    client.send_request(b"q")
+    ch.recv_request(timeout=10).reply(b"a")
+    objs = [w, r, pub, topic, sub, s, server, ch, client.wait_reply(first, 10)]
+    objs += [r.read(timeout=5), w.reserve(4), pub.loan(topic), s.recv(timeout=5)]
+    objs.append(ch.recv_request(timeout=10))
+    return {type(o).__name__: o for o in objs}
+
+
+def test_handles_refuse_to_be_pickled_or_copied(name):
+    objs = every_handle(name)
+    assert len(objs) == 14
+    for what, obj in objs.items():
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            with pytest.raises(TypeError, match="weft handles cannot be pickled"):
+                pickle.dumps(obj, protocol=protocol)
+        with pytest.raises(TypeError, match="weft handles cannot be pickled"):
+            copy.copy(obj)
+
+
+def test_topic_mode_pickles(name):
+    pub = weft.Publisher.create(name)
+    modes = list(weft.TopicMode.__dict__[m] for m in ("BLOCKS", "LATEST", "INLINE"))
+    modes.append(pub.register("/t", weft.TopicMode.LATEST).mode)  # a fresh instance
+    for mode in modes:
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            back = pickle.loads(pickle.dumps(mode, protocol=protocol))
+            assert back == mode and type(back) is weft.TopicMode
+        assert copy.deepcopy(mode) == mode
+    assert pickle.loads(pickle.dumps(weft.ErrorKind.Timeout)) is weft.ErrorKind.Timeout
+    pub.close()

@@ -190,3 +190,26 @@ def test_channel_errors(name):
         weft.Server.connect(name + "-absent", 0.1)
     with pytest.raises(weft.InvalidNameError):
         weft.Server.bind("bad/name")
+
+
+def test_with_blocks_that_raise_on_a_channel(name):
+    res = {}
+    t = Checked(target=lambda: res.setdefault("c", weft.Channel.connect(name, 10)))
+    t.start()
+    ch = weft.Channel.listen(name, 10)
+    t.join()
+    client = res["c"]
+    client.send_request(b"req")
+    with pytest.raises(KeyError):
+        with ch:
+            with ch.recv_request(timeout=10) as req:
+                a = np.frombuffer(req, dtype=np.uint8)
+                raise KeyError("user")
+    assert ch.closed and req.released
+    assert a.tobytes() == b"req"
+    with pytest.raises(weft.TimeoutError):
+        client.recv(timeout=0.05)  # the listening end stays while the request is held
+    del a
+    with pytest.raises(weft.ClosedError):
+        client.recv(timeout=5)
+    client.close()

@@ -350,3 +350,51 @@ def test_every_handle_says_whether_it_is_closed(region, name):
     for h in handles:
         h.close()
     assert [h.closed for h in handles] == [True] * 4
+
+
+def test_loan_and_sample_with_blocks_that_raise_keep_their_exception(name):
+    pub = weft.Publisher.create(name, blocks=4, block_size=64, ring_slots=2)
+    sub = weft.Subscriber.connect(name)
+    topic = pub.register("/t")
+    s = sub.subscribe("/t")
+
+    def free_blocks():
+        loans = []
+        while True:
+            try:
+                loans.append(pub.loan(topic))
+            except weft.FullError:
+                break
+        for loan in loans:
+            loan.abandon()
+        return len(loans)
+
+    assert free_blocks() == 4
+    with pytest.raises(KeyError):
+        with pub.loan(topic) as loan:
+            a = np.frombuffer(loan, dtype=np.uint8)
+            raise KeyError("user")
+    assert loan.released
+    with pytest.raises(ValueError):
+        loan.publish()
+    assert free_blocks() == 3, "the block stays while the array does"
+    del a
+    assert free_blocks() == 4, "then goes back to the pool"
+
+    pub.publish(topic, b"s" * 64)
+    with pytest.raises(KeyError):
+        with s.recv(timeout=5) as m:
+            a = np.frombuffer(m, dtype=np.uint8)
+            raise KeyError("user")
+    assert m.released
+    pub.publish(topic, b"1")
+    pub.publish(topic, b"2")  # the ring holds these two
+    assert a.tobytes() == b"s" * 64, "the sample's block is not reused while the array lives"
+    assert free_blocks() == 1
+    del a
+    assert free_blocks() == 2, "the sample's block went back with the array"
+
+    with pytest.raises(KeyError):
+        with s:
+            raise KeyError("user")
+    assert s.closed

@@ -415,3 +415,83 @@ def test_hot_window_keeps_a_reader_that_keeps_up_inside_it(name):
     for tiny in (0, 4095, True):
         with pytest.raises(weft.InvalidArgumentError):
             weft.StreamWriter.create(name + "f", 1 << 20, hot_window=tiny)
+
+
+def test_a_write_grant_with_block_that_raises_keeps_its_exception(pair):
+    w, r = pair
+    with pytest.raises(KeyError):
+        with w.reserve(8) as g:
+            a = np.frombuffer(g, dtype=np.uint8)
+            a[:] = 7
+            raise KeyError("user")
+    assert g.released, "nothing new is taken from it once the block ended"
+    with pytest.raises(ValueError):
+        memoryview(g)
+    assert (a == 7).all(), "an array made before stays valid"
+    with pytest.raises(RuntimeError, match="busy"):
+        w.write(b"x")  # the reservation goes with the array
+    del a
+    w.write(b"after")
+    assert bytes(r.read(timeout=5)) == b"after", "the reservation was abandoned"
+    with pytest.raises(KeyError):
+        with w.reserve(8):
+            raise KeyError("user")  # no export: abandoned at once
+    w.write(b"again")
+    assert bytes(r.read(timeout=5)) == b"again"
+
+
+def test_a_read_grant_with_block_that_raises_keeps_its_exception(pair):
+    w, r = pair
+    w.write(b"one")
+    w.write(b"two")
+    with pytest.raises(KeyError):
+        with r.read(timeout=5) as g:
+            a = np.frombuffer(g, dtype=np.uint8)
+            raise KeyError("user")
+    assert g.released
+    assert a.tobytes() == b"one"
+    with pytest.raises(RuntimeError, match="busy"):
+        r.read(timeout=5)
+    del a
+    assert bytes(r.read(timeout=5)) == b"two", "the record was released with the array"
+
+
+def test_a_handle_with_block_that_raises_closes_once_its_grant_is_released(name):
+    w = weft.StreamWriter.create(name, 4096)
+    w.write(b"rec")
+    with pytest.raises(KeyError):
+        with weft.StreamReader.open(name) as r:
+            rec = r.read(timeout=1.0)
+            raise KeyError("user")
+    assert r.closed
+    with pytest.raises(ValueError, match="closed"):
+        r.try_read()
+    assert w.reader_alive(), "the reader stays while its grant is held"
+    assert bytes(rec) == b"rec"
+    rec.release()
+    assert not w.reader_alive(), "and closes when it is released"
+
+    # The writer: its reservation goes at the end of the block, and the writer with it.
+    r = weft.StreamReader.open(name)
+    with pytest.raises(KeyError):
+        with w:
+            room = w.reserve(8)
+            kept = memoryview(room)
+            raise KeyError("user")
+    assert w.closed
+    with pytest.raises(weft.TimeoutError):
+        r.read(timeout=0.05)  # still open: no ClosedError yet
+    kept.release()
+    room.abandon()
+    with pytest.raises(weft.ClosedError):
+        r.read(timeout=5)
+
+    # Without an exception, the exit still raises while a grant is held.
+    w2 = weft.StreamWriter.create(name + "-2", 4096)
+    w2.write(b"x")
+    with pytest.raises(RuntimeError, match="busy"):
+        with weft.StreamReader.open(name + "-2") as r2:
+            held = r2.read(timeout=5)
+    assert not r2.closed
+    held.release()
+    r2.close()

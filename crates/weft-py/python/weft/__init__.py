@@ -12,7 +12,9 @@ exposes the buffer protocol over shared memory, so ``memoryview(x)`` and
 (``release()`` raises ``BufferError`` while a memoryview or array made from it is alive).
 
 Blocking calls release the GIL and answer Ctrl-C. Errors are ``weft.Error`` subclasses, one
-per ``weft.ErrorKind``.
+per ``weft.ErrorKind`` (``weft.TimeoutError`` is also a ``TimeoutError``, ``weft.IoError`` an
+``OSError``). Objects stay with the process that made them: a fork's child can neither use nor
+release what it inherited, and nothing can be pickled.
 """
 
 from enum import IntEnum
