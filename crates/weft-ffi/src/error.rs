@@ -445,9 +445,9 @@ pub(crate) unsafe fn c_name<'a>(p: *const c_char, what: &str) -> Res<&'a str> {
     std::str::from_utf8(bytes).map_err(|e| Failure::name(format!("`{what}` is not UTF-8 ({e})")))
 }
 
-/// A byte buffer from C: `(data, len)`; `data` may be NULL only when `len` is 0. A `len` no
-/// buffer can have is [`WEFT_ERROR_TOO_LARGE`], as a message too large for its object is,
-/// and is refused before `data` is looked at.
+/// A byte buffer from C: `(data, len)`; `data` may be NULL only when `len` is 0 (a NULL with
+/// any other length is `WEFT_ERROR_INVALID_ARGUMENT`, as every NULL argument is). A `len` no
+/// buffer can have is [`WEFT_ERROR_TOO_LARGE`], as a message too large for its object is.
 ///
 /// # Safety
 /// `data` is NULL or valid for reading `len` bytes, unchanged during `'a`.
@@ -455,12 +455,12 @@ pub(crate) unsafe fn c_bytes<'a>(data: *const u8, len: usize, what: &str) -> Res
     if len == 0 {
         return Ok(&[]);
     }
+    let p = non_null(data, what)?;
     if len > isize::MAX as usize {
         return Err(Failure::too_large(format!(
             "`{what}` length {len} is larger than any buffer can be"
         )));
     }
-    let p = non_null(data, what)?;
     // SAFETY: non-NULL, len <= isize::MAX (checked above), readable and unchanged for 'a by
     // the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), len) })

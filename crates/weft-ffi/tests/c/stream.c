@@ -303,9 +303,11 @@ static void full_empty_timeout_too_large(void) {
     EXPECT(weft_stream_writer_reserve(w, max + 1, &room), WEFT_ERROR_TOO_LARGE);
     EXPECT(weft_stream_writer_reserve(w, SIZE_MAX, &room), WEFT_ERROR_TOO_LARGE);
     CHECK(room == NULL);
-    /* A length no buffer can have is too large, refused before anything reads the data. */
+    /* A length no buffer can have is too large, refused before anything reads the data; NULL
+     * data with any length but 0 is a NULL argument first, whatever the length. */
     EXPECT(weft_stream_writer_write(w, buf, SIZE_MAX), WEFT_ERROR_TOO_LARGE);
     EXPECT(weft_stream_writer_try_write_deferred(w, buf, SIZE_MAX), WEFT_ERROR_TOO_LARGE);
+    EXPECT(weft_stream_writer_write(w, NULL, SIZE_MAX), WEFT_ERROR_INVALID_ARGUMENT);
     int written = 0;
     while (weft_stream_writer_try_write(w, buf, 500) == WEFT_OK) written++;
     CHECK(written >= 4);
