@@ -437,12 +437,7 @@ impl Channel {
     /// ends.
     #[pyo3(signature = (*args))]
     fn __exit__(&self, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        if crate::raising(args) {
-            self.inner.close_when_free();
-        } else {
-            self.close()?;
-        }
-        Ok(false)
+        self.inner.exit(args, || self.close())
     }
 
     /// Refuses: a handle cannot cross to another process (open the object by name there).
@@ -556,12 +551,7 @@ impl Server {
     /// ends.
     #[pyo3(signature = (*args))]
     fn __exit__(&self, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        if crate::raising(args) {
-            self.inner.close_when_free();
-        } else {
-            self.close()?;
-        }
-        Ok(false)
+        self.inner.exit(args, || self.close())
     }
 
     /// Refuses: a handle cannot cross to another process (open the object by name there).

@@ -106,6 +106,22 @@ impl<T> Owned<T> {
         Ok(())
     }
 
+    /// The body of a handle's `__exit__(*args)`: `close()` when the block ended normally;
+    /// when it raised, [`close_when_free`](Self::close_when_free), which raises nothing of
+    /// its own over the block's exception. Never suppresses the exception.
+    pub(crate) fn exit(
+        self: &Arc<Self>,
+        args: &Bound<'_, pyo3::types::PyTuple>,
+        close: impl FnOnce() -> PyResult<()>,
+    ) -> PyResult<bool> {
+        if crate::raising(args) {
+            self.close_when_free();
+        } else {
+            close()?;
+        }
+        Ok(false)
+    }
+
     /// Closes the handle now, or, while it is busy, as soon as it is free again (when the
     /// grant taken from it is released, or the other thread's call ends): for a `with` block
     /// that raised, which must not raise another exception. Does nothing in a process other

@@ -404,12 +404,7 @@ impl StreamWriter {
     /// ends.
     #[pyo3(signature = (*args))]
     fn __exit__(&self, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        if crate::raising(args) {
-            self.inner.close_when_free();
-        } else {
-            self.close()?;
-        }
-        Ok(false)
+        self.inner.exit(args, || self.close())
     }
 
     /// Refuses: a handle cannot cross to another process (open the object by name there).
@@ -523,12 +518,7 @@ impl StreamReader {
     /// ends.
     #[pyo3(signature = (*args))]
     fn __exit__(&self, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        if crate::raising(args) {
-            self.inner.close_when_free();
-        } else {
-            self.close()?;
-        }
-        Ok(false)
+        self.inner.exit(args, || self.close())
     }
 
     /// Refuses: a handle cannot cross to another process (open the object by name there).

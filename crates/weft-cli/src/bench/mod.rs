@@ -49,6 +49,34 @@ pub struct RoundTrips {
     pub elapsed: Duration,
 }
 
+/// Round trips of `setup`'s message for its duration (or until Ctrl-C): `trip(msg)` sends
+/// `msg` and returns the length of the echo it got back, which must be `msg`'s; `what` names
+/// the case in the error an altered echo gives.
+pub fn round_trips(
+    setup: &Setup,
+    what: &str,
+    mut trip: impl FnMut(&[u8]) -> Result<usize, Failure>,
+) -> Result<RoundTrips, Failure> {
+    let msg = vec![0x5a; setup.size];
+    let mut hist = histogram();
+    let start = std::time::Instant::now();
+    let end = start + setup.duration;
+    while std::time::Instant::now() < end && !interrupt::requested() {
+        let t0 = std::time::Instant::now();
+        if trip(&msg)? != msg.len() {
+            return Err(Failure::new(
+                ERROR,
+                format!("{what} benchmark: the echo changed the message"),
+            ));
+        }
+        record(&mut hist, t0);
+    }
+    Ok(RoundTrips {
+        hist,
+        elapsed: start.elapsed(),
+    })
+}
+
 /// The largest `--size`: every case carries messages up to this size (the ring rounds its
 /// size to one of a few, 4096 bytes at most; the stream and pub/sub size their objects by it).
 const MAX_SIZE: usize = 1 << 20;

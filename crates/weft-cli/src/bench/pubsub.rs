@@ -3,8 +3,8 @@
 //! every few messages, so that the publisher never laps it. An empty message tells the child
 //! to stop.
 
-use super::{Counted, Peer, RoundTrips, Setup, conclude, histogram, object_name, record, say};
-use crate::exit::{ERROR, Failure, Outcome};
+use super::{Counted, Peer, RoundTrips, Setup, conclude, object_name, round_trips, say};
+use crate::exit::{Failure, Outcome};
 use std::time::{Duration, Instant};
 use weft::pubsub::{Config, Publisher, Sample, Subscriber, Subscription};
 use weft::{Error, WaitStrategy};
@@ -40,29 +40,10 @@ pub fn latency(setup: Setup) -> Result<RoundTrips, Failure> {
     let subscriber = Subscriber::connect_with(&region, &cfg)?;
     let mut pong = subscriber.subscribe("/pong")?;
     let mut peer = Peer::spawn("pubsub-echo", &region, setup.wait, &[&region])?;
-    let measured = (|| -> Result<RoundTrips, Failure> {
-        let msg = vec![0x5a; setup.size];
-        let mut hist = histogram();
-        let start = Instant::now();
-        let end = start + setup.duration;
-        while Instant::now() < end && !crate::interrupt::requested() {
-            let t0 = Instant::now();
-            publisher.publish(&ping, &msg)?;
-            let back = recv_from(&mut pong, &mut peer)??;
-            if back.len() != msg.len() {
-                return Err(Failure::new(
-                    ERROR,
-                    "pub/sub benchmark: the echo changed the message",
-                ));
-            }
-            drop(back);
-            record(&mut hist, t0);
-        }
-        Ok(RoundTrips {
-            hist,
-            elapsed: start.elapsed(),
-        })
-    })();
+    let measured = round_trips(&setup, "pub/sub", |msg| {
+        publisher.publish(&ping, msg)?;
+        Ok(recv_from(&mut pong, &mut peer)??.len())
+    });
     // An empty message ends the child (after a failure too).
     let stopped = publisher.publish(&ping, &[]).map_err(Failure::from);
     conclude(measured.and_then(|r| stopped.map(|_| r)), peer.finish())

@@ -1,8 +1,8 @@
 //! The shared-memory byte stream between two processes: ping-pong over two streams for
 //! latency; one stream, writer here and reader in the child, for throughput.
 
-use super::{Counted, Peer, RoundTrips, Setup, conclude, histogram, object_name, record, say};
-use crate::exit::{ERROR, Failure, Outcome};
+use super::{Counted, Peer, RoundTrips, Setup, conclude, object_name, round_trips, say};
+use crate::exit::{Failure, Outcome};
 use std::time::Instant;
 use weft::stream::{StreamOptions, StreamReader, StreamWriter};
 use weft::{Error, WaitStrategy};
@@ -34,30 +34,14 @@ pub fn latency(setup: Setup) -> Result<RoundTrips, Failure> {
         &opts(ping_capacity(setup.size), wait),
     )?;
     let peer = Peer::spawn("stream-echo", &base, setup.wait, &[&pong_name])?;
-    let measured = (|| -> Result<RoundTrips, Failure> {
-        let mut pong = StreamReader::open_with(&pong_name, &opts(0, wait))?;
-        let msg = vec![0x5a; setup.size];
-        let mut hist = histogram();
-        let start = Instant::now();
-        let end = start + setup.duration;
-        while Instant::now() < end && !crate::interrupt::requested() {
-            let t0 = Instant::now();
-            ping.write(&msg)?;
-            let back = pong.read()?;
-            if back.len() != msg.len() {
-                return Err(Failure::new(
-                    ERROR,
-                    "stream benchmark: the echo changed the record",
-                ));
-            }
-            drop(back);
-            record(&mut hist, t0);
-        }
-        Ok(RoundTrips {
-            hist,
-            elapsed: start.elapsed(),
-        })
-    })();
+    let measured = StreamReader::open_with(&pong_name, &opts(0, wait))
+        .map_err(Failure::from)
+        .and_then(|mut pong| {
+            round_trips(&setup, "stream", |msg| {
+                ping.write(msg)?;
+                Ok(pong.read()?.len())
+            })
+        });
     // Closing the ping stream ends the child (after a failure too), which closes the pong
     // stream.
     drop(ping);
