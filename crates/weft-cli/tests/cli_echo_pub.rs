@@ -246,12 +246,9 @@ fn echo_history_and_timeouts() {
         "--timeout",
         "200ms",
     ]);
-    assert_eq!(r.code, 4, "{r:?}");
-    assert!(
-        r.stderr
-            .contains(&format!("'{target}' has 0 of 1 subscribers after 200 ms")),
-        "{}",
-        r.stderr
+    r.fails_with(
+        4,
+        &format!("'{target}' has 0 of 1 subscribers after 200 ms"),
     );
 }
 
@@ -296,12 +293,9 @@ fn timeouts_bound_the_wait_for_the_region_and_say_what_was_waited_for() {
         "--timeout",
         "300ms",
     ]);
-    assert_eq!(r.code, 4, "{r:?}");
-    assert!(
-        r.stderr
-            .contains(&format!("region '{missing}' did not appear within 300 ms")),
-        "{}",
-        r.stderr
+    r.fails_with(
+        4,
+        &format!("region '{missing}' did not appear within 300 ms"),
     );
     let live = unique("no-topic");
     let _c2 = Cleanup(vec![live.clone()]);
