@@ -42,6 +42,8 @@ fn run_example(lang: Lang, fence: &str, ext: &str, object: &str, link: Link) -> 
         Vec::<String>::new(),
         "objects left behind"
     );
+    drop(exe);
+    let _ = std::fs::remove_file(&source);
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 

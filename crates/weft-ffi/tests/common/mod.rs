@@ -77,9 +77,34 @@ pub fn have(compiler: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// A built test program. Its file (about 9 MB when linked statically) is removed when the
+/// guard drops, unless the test is failing: then it stays, to be run again by hand.
+pub struct Program(PathBuf);
+
+impl std::ops::Deref for Program {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for Program {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
 /// Compiles `sources` (relative to the crate) into the program `name`, with sanitizers,
 /// warnings as errors, and the crate's `include/` on the include path.
-pub fn build(name: &str, sources: &[&str], lang: Lang, link: Link) -> PathBuf {
+pub fn build(name: &str, sources: &[&str], lang: Lang, link: Link) -> Program {
     let (compiler, std) = match lang {
         Lang::C => ("gcc", "-std=c11"),
         Lang::Cxx => ("g++", "-std=c++17"),
@@ -143,7 +168,7 @@ pub fn build(name: &str, sources: &[&str], lang: Lang, link: Link) -> PathBuf {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    exe
+    Program(exe)
 }
 
 /// A prefix for the object names of one program run; what is left under it is removed when
