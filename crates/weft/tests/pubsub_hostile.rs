@@ -300,6 +300,8 @@ fn a_damaged_inline_ring_or_entry_is_refused() {
         (8, 57, true),      // value size: not the topic's
         (16, 9, true),      // payload words
         (24, 4096, true),   // stride
+        (32, 1, true),      // gates: an inline ring has none
+        (48, 5, true),      // watermark: an inline ring has none
         (40, 0, true),      // flags: not an MPMC ring
         (112, 99, false),   // inline area beyond the areas
         (116, 0, false),    // message size

@@ -737,6 +737,12 @@ impl RawRing {
         self.header().geometry.0.flags.load(Ordering::Relaxed)
     }
 
+    /// The ring's watermark, as written in its geometry.
+    pub(crate) fn watermark(&self) -> u64 {
+        // Relaxed: written before the ring was shared; callers only compare it.
+        self.header().geometry.0.watermark.load(Ordering::Relaxed)
+    }
+
     /// Attaches to memory that another party initialised, validating the geometry against
     /// the length of the block and the value size and flags the caller expects (each field
     /// read once: the stride is computed from the value size that was checked, so a typed

@@ -613,6 +613,24 @@ impl Region {
                 "ring_slots slots (fewer for messages above 56 bytes)",
             ));
         }
+        // An inline ring has no gates and no watermark (its publishers never wait for a
+        // subscriber): a peer that wrote either has damaged the area.
+        if ring.gate_count() != 0 {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "inline ring gate count",
+                ring.gate_count() as u64,
+                "0",
+            ));
+        }
+        if ring.watermark() != 0 {
+            return Err(Error::corrupt(
+                self.obj.name(),
+                "inline ring watermark",
+                ring.watermark(),
+                "0",
+            ));
+        }
         Ok(InlineRing {
             ring,
             area,
