@@ -365,20 +365,32 @@ impl<'a> Pool<'a> {
     /// said `TAKING`, so its take may or may not have happened): clears the participant's
     /// mark if it is there, and says whether the record holds a reference. The caller holds
     /// the dead participant's row, so nothing else acts for `who`.
-    pub(crate) fn settle(&self, b: u32, who: Who, taking: bool) -> Result<Settled, Corrupt> {
+    ///
+    /// When the mark is there, `record` is called with the outcome *before* the mark is
+    /// cleared, to store it in the record (`b + 1` for a take that happened, done for a drop
+    /// that did), as the owner itself does: a reclaimer killed between the two stores then
+    /// leaves a record that the next one settles the same way, where one that cleared the
+    /// mark first left a record that still said `TAKING` (its reference leaked) or held (its
+    /// reference was released a second time).
+    pub(crate) fn settle(
+        &self,
+        b: u32,
+        who: Who,
+        taking: bool,
+        record: impl FnOnce(Settled),
+    ) -> Result<Settled, Corrupt> {
         let (_, mark) = self.state(b)?;
-        Ok(match mark {
-            Mark::Take(w) if w == who => {
-                self.unmark(b, who);
-                Settled::Holds
-            }
-            Mark::Drop(w) if w == who => {
-                self.unmark(b, who);
-                Settled::Nothing
-            }
-            _ if taking => Settled::Nothing,
-            _ => Settled::Holds,
-        })
+        let settled = match mark {
+            Mark::Take(w) if w == who => Settled::Holds,
+            Mark::Drop(w) if w == who => Settled::Nothing,
+            _ if taking => return Ok(Settled::Nothing),
+            _ => return Ok(Settled::Holds),
+        };
+        record(settled);
+        crash::point();
+        self.unmark(b, who);
+        crash::point();
+        Ok(settled)
     }
 
     /// Blocks free now (count 0, unmarked), counted by walking the words: a snapshot for
@@ -459,14 +471,23 @@ pub(crate) fn settle_entry(
         Entry::Held(b) => (b, false),
         Entry::Done(b) => {
             if pool.state(b).is_ok() {
-                pool.settle(b, who, false)?;
+                // The record says done already: nothing to store before the unmark.
+                pool.settle(b, who, false, |_| {})?;
             }
             // Release: as above.
             h.store(0, Ordering::Release);
             return Ok(None);
         }
     };
-    match pool.settle(b, who, taking)? {
+    let record = |settled| {
+        let v = match settled {
+            Settled::Holds => b + 1,
+            Settled::Nothing => DONE | (b + 1),
+        };
+        // Release: as above.
+        h.store(v, Ordering::Release);
+    };
+    match pool.settle(b, who, taking, record)? {
         Settled::Holds => {
             // Release: as above.
             h.store(b + 1, Ordering::Release);
@@ -675,18 +696,54 @@ pub(crate) fn settle_old(pool: &Pool<'_>, rec: &AtomicU64, p: u32) -> Result<Opt
         // reference: cleared, as in `settle_entry`, so that the owner's next publish and
         // every reclaim do not fail on it for ever.
         if pool.state(b).is_ok() {
-            pool.settle(b, who, false)?;
+            // Dropped: the record says so already. Past the pool: `state` failed.
+            pool.settle(b, who, false, |_| {})?;
         }
         // Release: as above.
         rec.store(0, Ordering::Release);
         return Ok(None);
     }
-    match pool.settle(b, who, false)? {
+    let record = |settled| {
+        if settled == Settled::Nothing {
+            // Release: pairs with the Acquire load above, for a later reclaimer.
+            rec.store(DONE_OLD | u64::from(link), Ordering::Release);
+        }
+    };
+    match pool.settle(b, who, false, record)? {
         Settled::Holds => Ok(Some(b)),
         Settled::Nothing => {
             // Release: as above.
             rec.store(0, Ordering::Release);
             Ok(None)
         }
+    }
+}
+
+/// Where a test kills a reclaimer: between the stores of [`Pool::settle`], a panic at the
+/// `n`th point a thread passes after [`crash::arm`]`(n)` (a no-op outside the unit tests).
+pub(crate) mod crash {
+    #[cfg(all(test, not(loom)))]
+    std::thread_local! {
+        static LEFT: core::cell::Cell<Option<u32>> = const { core::cell::Cell::new(None) };
+    }
+
+    /// Panics at the `n`th [`point`] this thread passes from now on (0: the next one).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn arm(n: Option<u32>) {
+        LEFT.with(|l| l.set(n));
+    }
+
+    /// A point between two stores.
+    #[inline(always)]
+    pub(crate) fn point() {
+        #[cfg(all(test, not(loom)))]
+        LEFT.with(|l| match l.get() {
+            Some(0) => {
+                l.set(None);
+                panic!("killed between two stores");
+            }
+            Some(n) => l.set(Some(n - 1)),
+            None => {}
+        });
     }
 }

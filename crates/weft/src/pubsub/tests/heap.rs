@@ -390,6 +390,76 @@ fn a_displaced_reference_killed_at_any_step_is_settled_exactly() {
     }
 }
 
+/// The owner (participant 1) was killed right after the CAS of a take, of a drop, or of the
+/// drop of a displaced reference (its mark on the block, its record not updated yet); then the
+/// reclaimer is killed too, after `n` of its own stores, and a second reclaim finishes. The
+/// block ends with exactly the references it should have: the first reclaimer's death may
+/// neither leak the take nor release the drop a second time.
+#[test]
+fn a_reclaim_killed_between_its_stores_settles_exactly_once() {
+    use super::super::pool::{PUB_OLD, crash};
+    for case in ["take", "drop", "displaced"] {
+        for n in 0..2 {
+            let m = Mem::new(2, 1);
+            let mut cursor = 0;
+            m.publish(0, 5, &mut cursor).unwrap();
+            let (p, b) = (1, 0);
+            let record = if case == "displaced" { PUB_OLD } else { 0 };
+            let who = Who {
+                participant: p,
+                record,
+            };
+            let h = m.entry(p, 0);
+            match case {
+                "take" => {
+                    h.store(TAKING | (b + 1), Ordering::Release);
+                    assert_eq!(m.pool().take(b, who).unwrap(), Take::Taken);
+                }
+                "drop" => {
+                    h.store(TAKING | (b + 1), Ordering::Release);
+                    assert_eq!(m.pool().take(b, who).unwrap(), Take::Taken);
+                    h.store(b + 1, Ordering::Release);
+                    m.pool().unmark(b, who);
+                    assert!(matches!(
+                        m.pool().drop_ref(b, who).unwrap(),
+                        Dropped::Done { freed: false }
+                    ));
+                }
+                _ => {
+                    // The slot's reference moved to participant 1's publish record, which
+                    // dropped it (the last one: the block is free once unmarked).
+                    m.ring().set_desc(0, 0);
+                    m.pub_old(p).store(b as u64 + 1, Ordering::Release);
+                    assert!(matches!(
+                        m.pool().drop_ref(b, who).unwrap(),
+                        Dropped::Done { freed: true }
+                    ));
+                }
+            }
+            crash::arm(Some(n));
+            let killed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| m.reclaim(p)));
+            crash::arm(None);
+            assert!(
+                killed.is_err(),
+                "{case}, store {n}: the reclaimer was not killed"
+            );
+            let released = m.reclaim(p);
+            let (want_count, want_released) = match case {
+                // The take happened: the reclaim releases it, leaving the ring's reference.
+                "take" => (1, 1),
+                // The drop happened: nothing more to release.
+                "drop" => (1, 0),
+                _ => (0, 0),
+            };
+            assert_eq!(released, want_released, "{case}, killed after store {n}");
+            assert_eq!(m.count(b), want_count, "{case}, killed after store {n}");
+            assert_eq!(m.reclaim(p), 0, "{case}: a third reclaim changes nothing");
+            assert_eq!(entry(h.load(Ordering::Relaxed)), Entry::Empty);
+            assert_eq!(m.pub_old(p).load(Ordering::Relaxed), 0);
+        }
+    }
+}
+
 /// A dead participant's mark blocks a live taker until the reclaim clears it.
 #[test]
 fn a_dead_mark_is_waited_for_and_then_cleared() {
