@@ -43,6 +43,42 @@ fn a_killed_subscriber_holding_200_samples_is_reclaimed() {
     assert_eq!(&*sub.try_recv().unwrap(), b"after");
 }
 
+/// A SIGKILLed subscriber's row carries a publish record naming topic "/x", whose entry a
+/// peer then scribbled (its mode). The reclaim cannot find that claim's ring; it used to fail
+/// with `Corrupt` there, before it released the row's samples, at every reclaim, so the
+/// samples never came back. It clears the record and releases them.
+#[test]
+fn a_record_on_a_scribbled_topic_does_not_keep_a_dead_rows_samples() {
+    let name = unique("pc-scribbled-mode");
+    let _c = Cleanup(name.clone());
+    let cfg = Config::default().blocks(64).ring_slots(16);
+    let p = Publisher::create(&name, &cfg).unwrap();
+    let t = p.register("/held").unwrap();
+    p.register("/x").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/held", "5"]);
+    peer.expect("ready");
+    for i in 0..5u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    peer.expect("holding 5");
+    // Overwrite the ring: the five blocks the subscriber holds stay out of the pool.
+    for i in 0..16u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    assert_eq!(p.region_info().free_blocks, 64 - 16 - 5);
+    peer.kill9();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    // The dead row's publish record: a publish in flight on topic 1 ("/x") at sequence 0.
+    put64(&f, l.ext(1) + 8, 2);
+    put64(&f, l.ext(1) + 16, 0);
+    // "/x"'s mode: none of the three.
+    put32(&f, l.entry(1) + 4, 9);
+    assert_eq!(p.reclaim().unwrap(), 5);
+    assert_eq!(p.region_info().free_blocks, 64 - 16);
+    assert_eq!(get64(&f, l.ext(1) + 8), 0, "the record was cleared");
+}
+
 #[test]
 fn a_killed_subscribers_subscriptions_stop_counting_when_someone_joins() {
     let name = unique("pc-subcount");

@@ -1304,47 +1304,53 @@ impl Region {
             let t = u32::try_from(topic - 1).unwrap_or(u32::MAX);
             // The entry cannot be freed while the dead publisher's claim is in it (`free_topic`
             // settles it first), so this is the claim's registration; a scribbled mode only
-            // names the wrong slot, whose stamp then does not match below.
-            let latest = self.entry_mode(t)? == Some(MODE_LATEST);
-            let ring = self.ring(t, latest)?;
-            let seq = ext.pub_seq.load(Ordering::Acquire);
-            let slot = ring.slot(seq);
-            // A sequence at 2^62 or more (a scribbling peer's value) has no claim: no stamp
-            // can name it, and the record is cleared below like any other.
-            // Acquire: pairs with the AcqRel claim of the dead publisher.
-            if seq < crate::pubsub::ring::SEQ_LIMIT
-                && slot.stamp.load(Ordering::Acquire) == writing(i, seq)
-            {
-                let new = ext.pub_new.load(Ordering::Acquire);
-                let d = ring.held_desc(seq);
-                if d == new && new != 0 {
-                    // The descriptor was stored: the slot owns the block's reference; drop
-                    // it from the holdings without releasing it, and commit.
-                    if let Some((b, _)) = undesc(new) {
-                        for h in hs {
-                            // Acquire: pairs with the owner's Release stores.
-                            if pool::entry(h.load(Ordering::Acquire)) == Entry::Held(b) {
-                                // Release: pairs with the Acquire load in `settle_entry`.
-                                h.store(0, Ordering::Release);
+            // names the wrong slot, whose stamp then does not match below. An entry that does
+            // not validate at all (a scribbling peer's) names no ring this reclaim can settle:
+            // the record is cleared below, as for a topic past the table, and the reclaim goes
+            // on; an error here would fail every reclaim of the row, and every join, for ever.
+            let ring = self
+                .entry_mode(t)
+                .and_then(|mode| self.ring(t, mode == Some(MODE_LATEST)));
+            if let Ok(ring) = ring {
+                let seq = ext.pub_seq.load(Ordering::Acquire);
+                let slot = ring.slot(seq);
+                // A sequence at 2^62 or more (a scribbling peer's value) has no claim: no stamp
+                // can name it, and the record is cleared below like any other.
+                // Acquire: pairs with the AcqRel claim of the dead publisher.
+                if seq < crate::pubsub::ring::SEQ_LIMIT
+                    && slot.stamp.load(Ordering::Acquire) == writing(i, seq)
+                {
+                    let new = ext.pub_new.load(Ordering::Acquire);
+                    let d = ring.held_desc(seq);
+                    if d == new && new != 0 {
+                        // The descriptor was stored: the slot owns the block's reference; drop
+                        // it from the holdings without releasing it, and commit.
+                        if let Some((b, _)) = undesc(new) {
+                            for h in hs {
+                                // Acquire: pairs with the owner's Release stores.
+                                if pool::entry(h.load(Ordering::Acquire)) == Entry::Held(b) {
+                                    // Release: pairs with the Acquire load in `settle_entry`.
+                                    h.store(0, Ordering::Release);
+                                }
                             }
                         }
+                    } else {
+                        // Not stored: the slot still holds the previous lap's reference. The
+                        // publish record takes it over (released below), and the sequence is
+                        // voided with an empty descriptor. An empty descriptor holds nothing: a
+                        // reclaimer killed after voiding left the reference in the record
+                        // already, and this one must not overwrite it.
+                        if d & 0xffff_ffff != 0 {
+                            // Release: pairs with the Acquire load in `settle_old`.
+                            ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
+                        }
+                        ring.set_desc(seq, 0);
                     }
-                } else {
-                    // Not stored: the slot still holds the previous lap's reference. The
-                    // publish record takes it over (released below), and the sequence is
-                    // voided with an empty descriptor. An empty descriptor holds nothing: a
-                    // reclaimer killed after voiding left the reference in the record
-                    // already, and this one must not overwrite it.
-                    if d & 0xffff_ffff != 0 {
-                        // Release: pairs with the Acquire load in `settle_old`.
-                        ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
-                    }
-                    ring.set_desc(seq, 0);
+                    ring.commit(seq);
+                    crate::ring::wake::wake_always(&self.hot(t)?.notify);
+                    // Relaxed: a statistic.
+                    self.stats(t)?.recovered.fetch_add(1, Ordering::Relaxed);
                 }
-                ring.commit(seq);
-                crate::ring::wake::wake_always(&self.hot(t)?.notify);
-                // Relaxed: a statistic.
-                self.stats(t)?.recovered.fetch_add(1, Ordering::Relaxed);
             }
             // Release: pairs with the Acquire load above, for a later reclaimer.
             ext.pub_topic.store(0, Ordering::Release);
