@@ -81,7 +81,8 @@ pub(crate) fn held(topic: u64, seq: u64, tag: u64) -> Option<u64> {
 
 /// Claims the next sequence as the publisher whose record is `rec`, on the inline topic tagged
 /// `tag`: records the claim in flight, claims, records the sequence. `Err(seq)` for a claimed
-/// sequence at or above 2^62 (a counter a peer scribbled on), which is abandoned at once.
+/// sequence at or above `2^62 - 1` (a counter a peer scribbled on; `seq + 1` must stay below
+/// bit 62), which is abandoned at once.
 /// Then, once the slot is free ([`RawRing::slot_free`]), write it and call [`finish`] (or
 /// [`finish`] without writing, to abandon it).
 #[inline(always)]
@@ -139,7 +140,7 @@ pub(crate) fn finish(rec: Record<'_>, seq: u64) {
 /// Why [`publish_exclusive`] did not publish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Exclusive {
-    /// The claim counter is at or above 2^62 (a peer scribbled on it).
+    /// The claim counter is at or above `2^62 - 1` (a peer scribbled on it).
     Counter(u64),
     /// The lease word holds this value, not the caller's: the topic was taken over.
     Lease(u64),
@@ -183,7 +184,7 @@ pub(crate) fn publish_exclusive(
 /// waits a little, may unstick `prev`, and returns `Err` to give up: the claimed sequence is
 /// then abandoned, and voided later by whoever finds it stuck); `wait` is made by `waiter()`
 /// only then, so that a publish that does not wait never builds its state. A claimed sequence
-/// at or above 2^62 is abandoned and `corrupt(seq)` returned.
+/// at or above `2^62 - 1` is abandoned and `corrupt(seq)` returned.
 ///
 /// The handles publish through this function, and the loom models check it.
 ///

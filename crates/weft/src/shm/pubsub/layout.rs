@@ -178,7 +178,7 @@ pub(crate) struct TopicHot {
 #[repr(C, align(64))]
 pub(crate) struct TopicStatsLine {
     /// Unused (zero): the number of subscriptions is counted from the holdings, where every
-    /// subscription is recorded (`region::SUB_TAG`).
+    /// subscription is recorded (`pubsub::pool::SUB_TAG`).
     _subscribers: AtomicU64,
     /// Messages subscribers reported lost (sum of every `Lagged { skipped }`).
     pub(crate) lagged: AtomicU64,
@@ -186,7 +186,8 @@ pub(crate) struct TopicStatsLine {
     pub(crate) recovered: AtomicU64,
     /// The pid of a publisher of the topic that died and whose row was then taken by another
     /// participant (so its bit in the publishers map is gone), 0 none; cleared when a
-    /// publisher registers the topic. Written by joiners and registrars.
+    /// publisher registers the topic, and when the topic is freed. Written by joiners,
+    /// reclaimers and registrars, and by the freer.
     pub(crate) died: AtomicU64,
     /// The first sequence of this registration (the tail, or the inline claim counter, when
     /// it was registered): history never reaches below it. Written by the registrar.
