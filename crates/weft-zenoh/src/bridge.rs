@@ -33,8 +33,8 @@ pub(crate) fn fnv1a(s: &str) -> u64 {
     h
 }
 
-/// The sequence numbers this bridge published into one topic of its region, oldest first,
-/// for the outbound forwarder of the same topic to skip (the loop guard).
+/// The loop guard of one topic of the region: the sequence numbers this bridge published into
+/// it since the topic's current forwarder subscribed, oldest first, for that forwarder to skip.
 ///
 /// Why sequences: a sample in the region does not say who published it, so the forwarder
 /// cannot skip the bridge's own samples by publisher; but `Loan::publish` returns the
@@ -42,32 +42,114 @@ pub(crate) fn fnv1a(s: &str) -> u64 {
 /// holds this lock from before its publish until it has pushed the sequence, and the
 /// forwarder takes it after receiving a sample, so a sample the forwarder sees is either in
 /// the queue already or not the bridge's own: no window in which an own sample slips out.
+///
+/// Why per forwarder: sequences count within one registration of a topic, and a topic
+/// unregistered and registered again may take another entry of the topic table, whose
+/// sequences start lower (or higher) than the old registration's. A queue kept by topic name
+/// across registrations could hold the old registration's sequences in front of the new
+/// one's, and an own sample of the new registration then went back out. So the queue belongs
+/// to one forwarder: [`OwnSeqs::attach`] subscribes under the lock and empties the queue, and
+/// from then on it holds only what was published after that subscription. That is the
+/// forwarder's registration's, or (once that registration is closed and the forwarder drains
+/// it) a later registration's, pushed behind all of its own and never received by it. While
+/// no forwarder is attached nothing is recorded: the next forwarder subscribes after such a
+/// publish and never receives it. What is left: while a forwarder drains a closed
+/// registration, a sequence the bridge published into the next one can equal a sequence of a
+/// local sample still to be drained, which is then skipped as if it were the bridge's (one
+/// sample not forwarded, counted `looped`; never one sent back out). The public API gives no
+/// registration identity to tell the two apart.
 #[derive(Debug)]
 pub(crate) struct OwnSeqs {
-    pub q: Mutex<VecDeque<u64>>,
+    q: Mutex<OwnQueue>,
     /// Bound on the queue: sequences older than a ring lap can no longer be received, and a
     /// lagged forwarder drops them, so the bound is only a guard against a forwarder that
     /// never runs.
-    pub cap: usize,
+    cap: usize,
+}
+
+/// The state behind [`OwnSeqs`]'s lock.
+#[derive(Debug, Default)]
+pub(crate) struct OwnQueue {
+    /// The attached forwarder's number, 0 while none is. Written by `attach` (the next
+    /// number) and by the forwarder's [`Attached`] when it is dropped (back to 0).
+    forwarder: u64,
+    /// The last number `attach` gave out.
+    attached: u64,
+    /// The bridge's own sequences for the attached forwarder, ascending.
+    seqs: VecDeque<u64>,
 }
 
 impl OwnSeqs {
-    /// Records `seq` (the caller holds the guard across its publish).
-    pub fn push(&self, q: &mut VecDeque<u64>, seq: u64) {
-        q.push_back(seq);
-        while q.len() > self.cap {
-            q.pop_front();
+    pub fn new(cap: usize) -> OwnSeqs {
+        OwnSeqs {
+            q: Mutex::new(OwnQueue::default()),
+            cap,
         }
+    }
+
+    /// The queue, for a publish: the caller holds the guard from before its publish until it
+    /// has recorded the sequence with [`OwnSeqs::push`].
+    pub fn lock(&self) -> MutexGuard<'_, OwnQueue> {
+        lock(&self.q)
+    }
+
+    /// Records `seq` for the attached forwarder, if there is one.
+    pub fn push(&self, q: &mut OwnQueue, seq: u64) {
+        if q.forwarder == 0 {
+            return;
+        }
+        q.seqs.push_back(seq);
+        while q.seqs.len() > self.cap {
+            q.seqs.pop_front();
+        }
+    }
+
+    /// Runs `subscribe` (a forwarder's subscription to the topic) under the lock, and makes
+    /// the queue that forwarder's, empty. The forwarder keeps the [`Attached`] for as long as
+    /// it runs (also when `subscribe` failed: dropping it detaches).
+    pub fn attach<T>(self: &Arc<Self>, subscribe: impl FnOnce() -> T) -> (T, Attached) {
+        let mut q = self.lock();
+        let subscribed = subscribe();
+        q.attached += 1;
+        q.forwarder = q.attached;
+        q.seqs.clear();
+        let id = q.forwarder;
+        drop(q);
+        let attached = Attached {
+            own: self.clone(),
+            id,
+        };
+        (subscribed, attached)
+    }
+}
+
+/// A forwarder's hold on its topic's [`OwnSeqs`] (see [`OwnSeqs::attach`]); dropping it
+/// detaches the forwarder and forgets its sequences.
+#[derive(Debug)]
+pub(crate) struct Attached {
+    own: Arc<OwnSeqs>,
+    id: u64,
+}
+
+impl Attached {
+    /// The queue, locked, if it is still this forwarder's. Discovery runs one forwarder per
+    /// topic at a time, and the next attaches only after this one is dropped: always `Some`
+    /// while the forwarder runs.
+    fn queue(&self) -> Option<MutexGuard<'_, OwnQueue>> {
+        let q = self.own.lock();
+        (q.forwarder == self.id).then_some(q)
     }
 
     /// Whether `seq` is the bridge's own; forgets everything up to it.
     pub fn take(&self, seq: u64) -> bool {
-        let mut q = lock(&self.q);
-        while q.front().is_some_and(|&s| s < seq) {
-            q.pop_front();
+        let Some(mut q) = self.queue() else {
+            return false;
+        };
+        while q.seqs.front().is_some_and(|&s| s < seq) {
+            q.seqs.pop_front();
         }
-        if q.front() == Some(&seq) {
-            q.pop_front();
+        if q.seqs.front() == Some(&seq) {
+            q.seqs.pop_front();
             true
         } else {
             false
@@ -77,13 +159,25 @@ impl OwnSeqs {
     /// Forgets every sequence below `next` and returns how many there were (the own samples
     /// among those a lagging forwarder skipped).
     pub fn drop_below(&self, next: u64) -> u64 {
-        let mut q = lock(&self.q);
+        let Some(mut q) = self.queue() else {
+            return 0;
+        };
         let mut n = 0;
-        while q.front().is_some_and(|&s| s < next) {
-            q.pop_front();
+        while q.seqs.front().is_some_and(|&s| s < next) {
+            q.seqs.pop_front();
             n += 1;
         }
         n
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let mut q = self.own.lock();
+        if q.forwarder == self.id {
+            q.forwarder = 0;
+            q.seqs.clear();
+        }
     }
 }
 
@@ -100,7 +194,8 @@ pub(crate) struct Shared {
     pub session: zenoh::Session,
     pub stop: AtomicBool,
     pub stats: Registry,
-    /// Loop guard queues, by topic: only for topics both inbound and outbound.
+    /// Loop guards, by topic: only for topics both inbound and outbound, while an inbound
+    /// topic or a forwarder holds one (see `forget_own`).
     pub own: Mutex<HashMap<String, Arc<OwnSeqs>>>,
     /// The inbound side's region handles and topics; `None` without inbound patterns.
     pub inbound: Option<Mutex<Inbound>>,
@@ -126,14 +221,20 @@ impl Shared {
         both.then(|| {
             lock(&self.own)
                 .entry(topic.into())
-                .or_insert_with(|| {
-                    Arc::new(OwnSeqs {
-                        q: Mutex::new(VecDeque::new()),
-                        cap,
-                    })
-                })
+                .or_insert_with(|| Arc::new(OwnSeqs::new(cap)))
                 .clone()
         })
+    }
+
+    /// Forgets the loop guard of `topic` if nothing holds it any more (its forwarder ended and
+    /// the inbound side has no handle of the topic), so that topics that come and go leave
+    /// nothing behind. Clones are made under the map's lock (`own_for`), so a count of one
+    /// read under it stays one.
+    pub fn forget_own(&self, topic: &str) {
+        let mut own = lock(&self.own);
+        if own.get(topic).is_some_and(|o| Arc::strong_count(o) == 1) {
+            own.remove(topic);
+        }
     }
 
     pub fn error(&self, e: impl core::fmt::Display) {
@@ -241,8 +342,8 @@ impl BridgeBuilder {
 /// subscribed (found within `discovery_interval_ms` of its registration) and each sample is
 /// put to `<key_prefix><topic>`, handed to Zenoh without a copy (the block is released when
 /// Zenoh has serialised it). A topic unregistered in the region stops being forwarded once
-/// its last sample is out, and is found again if it is registered again (also one refused
-/// for its type: it is looked at again every round). Inbound (`BridgeConfig::inbound`):
+/// its last sample is out (its entry in [`Bridge::stats`] goes with it), and is found again if
+/// it is registered again (also one refused for its type: it is looked at again every round). Inbound (`BridgeConfig::inbound`):
 /// every Zenoh sample under `<key_prefix><pattern>` is published into the region as a weft
 /// publisher, registering the topic on first use, and again after it was unregistered in
 /// the region; a sample whose topic several patterns match is published once.
@@ -427,23 +528,46 @@ mod tests {
 
     #[test]
     fn own_sequences_are_taken_once_and_in_order() {
-        let own = OwnSeqs {
-            q: Mutex::new(VecDeque::new()),
-            cap: 4,
-        };
+        let own = Arc::new(OwnSeqs::new(4));
+        let ((), fwd) = own.attach(|| ());
         {
-            let mut q = lock(&own.q);
+            let mut q = own.lock();
             for s in [3, 5, 6, 9, 10] {
                 own.push(&mut q, s);
             }
         }
         // The cap dropped 3.
-        assert!(!own.take(3));
-        assert!(!own.take(4));
-        assert!(own.take(5));
-        assert!(!own.take(5));
-        assert_eq!(own.drop_below(10), 2); // 6 and 9
-        assert!(own.take(10));
-        assert!(lock(&own.q).is_empty());
+        assert!(!fwd.take(3));
+        assert!(!fwd.take(4));
+        assert!(fwd.take(5));
+        assert!(!fwd.take(5));
+        assert_eq!(fwd.drop_below(10), 2); // 6 and 9
+        assert!(fwd.take(10));
+        assert!(own.lock().seqs.is_empty());
+    }
+
+    #[test]
+    fn own_sequences_belong_to_one_forwarder() {
+        let own = Arc::new(OwnSeqs::new(16));
+        // No forwarder: nothing to record (the next one subscribes after this publish).
+        own.push(&mut own.lock(), 7);
+        assert!(own.lock().seqs.is_empty());
+        // A forwarder of the old registration, which never received sequence 100 (it
+        // subscribed after it): gone with the forwarder.
+        let ((), old) = own.attach(|| ());
+        own.push(&mut own.lock(), 100);
+        drop(old);
+        assert!(own.lock().seqs.is_empty());
+        // The new registration's sequences start at 0, and are the bridge's own.
+        let ((), new) = own.attach(|| ());
+        own.push(&mut own.lock(), 0);
+        own.push(&mut own.lock(), 1);
+        assert!(new.take(0));
+        // A handle that is no longer attached takes nothing, and its drop detaches nothing.
+        let ((), newer) = own.attach(|| ());
+        own.push(&mut own.lock(), 2);
+        assert!(!new.take(2));
+        drop(new);
+        assert!(newer.take(2));
     }
 }

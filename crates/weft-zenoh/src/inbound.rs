@@ -346,8 +346,9 @@ fn publish(
         ));
         return Ok(());
     }
-    // The loop guard: hold the topic's queue from before the publish until its sequence is in.
-    let mut own = t.own.as_ref().map(|o| (o, lock(&o.q)));
+    // The loop guard: hold the topic's queue from before the publish until its sequence is in
+    // (for the forwarder attached now: see `OwnSeqs`).
+    let mut own = t.own.as_ref().map(|o| (o, o.lock()));
     let seq = if t.topic.message_size().is_some() {
         // An inline topic: the message is copied into the ring's slot.
         publisher.publish(&t.topic, &payload.to_bytes())

@@ -19,7 +19,8 @@
 //!   file with [`BridgeConfig::from_file`].
 //! - [`BridgeStats`]: per topic and direction, samples and bytes bridged, samples lost on
 //!   the way (`lagged`: counted from sequence numbers the far side carries), refused (type
-//!   mismatches) and dropped.
+//!   mismatches) and dropped. An outbound topic unregistered in the region leaves them once
+//!   its last sample is out.
 //!
 //! ## For the `weft bridge` command
 //! The command builds a [`BridgeConfig`] from its flags (`--out PATTERN`, `--in PATTERN`,

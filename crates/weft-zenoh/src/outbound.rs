@@ -1,7 +1,7 @@
 //! Region to Zenoh: a discovery thread finds the region's topics that match the outbound
 //! patterns, and one thread per topic receives its samples and puts them to Zenoh.
 
-use crate::bridge::{OwnSeqs, Shared, lock};
+use crate::bridge::{Attached, Shared, lock};
 use crate::config::Congestion;
 use crate::error::{Error, Result};
 use crate::stats::{Counters, Dir};
@@ -104,18 +104,40 @@ enum Started {
     Refused(weft::Error),
 }
 
-/// Subscribes to `topic` and starts its forwarder, unless its type is refused.
-fn start(shared: &Arc<Shared>, sub: &Arc<Subscriber>, topic: &str) -> Result<Started> {
-    let (subscription, meta) = match shared.rule(topic) {
+/// A topic's subscription and the type its samples carry; `Err`: why its type is refused.
+type Subscribed = core::result::Result<(Subscription, Option<TypeMeta>), weft::Error>;
+
+/// Subscribes to `topic`, with the bridge's type for it if it has one.
+fn subscribe(shared: &Shared, sub: &Subscriber, topic: &str) -> Result<Subscribed> {
+    Ok(match shared.rule(topic) {
         Some(rule) => match (rule.subscribe)(sub, topic) {
-            Ok(s) => (s, Some(rule.meta.clone())),
-            Err(e @ weft::Error::TypeMismatch { .. }) => return Ok(Started::Refused(e)),
+            Ok(s) => Ok((s, Some(rule.meta.clone()))),
+            Err(e @ weft::Error::TypeMismatch { .. }) => Err(e),
             Err(e) => return Err(e.into()),
         },
         None => {
             let meta = probe(sub, topic)?;
-            (sub.subscribe(topic)?, meta)
+            Ok((sub.subscribe(topic)?, meta))
         }
+    })
+}
+
+/// Subscribes to `topic` and starts its forwarder, unless its type is refused.
+fn start(shared: &Arc<Shared>, sub: &Arc<Subscriber>, topic: &str) -> Result<Started> {
+    let cap = (sub.region_info().ring_slots as usize * 2).max(4096);
+    // A topic bridged both ways: the loop guard's queue is this forwarder's from its
+    // subscription on (see `OwnSeqs`); dropping `own` (when this returns an error, or the
+    // forwarder ends) gives it up.
+    let (subscribed, own) = match shared.own_for(topic, cap) {
+        Some(o) => {
+            let (s, attached) = o.attach(|| subscribe(shared, sub, topic));
+            (s, Some(attached))
+        }
+        None => (subscribe(shared, sub, topic), None),
+    };
+    let (subscription, meta) = match subscribed? {
+        Ok(s) => s,
+        Err(why) => return Ok(Started::Refused(why)),
     };
     let counters = shared.stats.get(Dir::Out, topic);
     *lock(&counters.ty) = meta.clone();
@@ -142,11 +164,10 @@ fn start(shared: &Arc<Shared>, sub: &Arc<Subscriber>, topic: &str) -> Result<Sta
         .background()
         .wait()
         .map_err(|e| Error::zenoh(format!("watching subscribers of {key}"), e))?;
-    let own = shared.own_for(topic, (sub.region_info().ring_slots as usize * 2).max(4096));
     let s = shared.clone();
     let h = std::thread::Builder::new()
         .name(format!("weft-zenoh-out:{topic}"))
-        .spawn(move || forward(&s, subscription, publisher, meta, &counters, own))
+        .spawn(move || forward(&s, subscription, publisher, meta, counters, own))
         .map_err(Error::Thread)?;
     Ok(Started::Running(h))
 }
@@ -158,8 +179,8 @@ fn forward(
     mut sub: Subscription,
     publisher: zenoh::pubsub::Publisher<'static>,
     ty: Option<TypeMeta>,
-    counters: &Counters,
-    own: Option<Arc<OwnSeqs>>,
+    counters: Arc<Counters>,
+    own: Option<Attached>,
 ) {
     // Sequences skipped on purpose since the last sample put: the far side does not count
     // them as lost.
@@ -213,12 +234,14 @@ fn forward(
             Err(weft::Error::PeerDead { .. }) => std::thread::sleep(POLL),
             // Unregistered, and drained: the subscription is dropped (so that the region can
             // reuse the topic's entry), and discovery starts a forwarder for the topic if it
-            // is registered again.
+            // is registered again. Nothing of the topic is kept: its statistics entry goes
+            // (a new forwarder makes a new one), and so does its loop guard unless the
+            // inbound side holds it.
             Err(weft::Error::Closed) => {
                 drop(publisher);
-                // Relaxed: a statistic (see `start`); the publisher's matching listener is
-                // gone with it, and a new forwarder's sets it again.
-                counters.matched.store(false, Ordering::Relaxed);
+                shared.stats.remove(Dir::Out, sub.topic(), &counters);
+                drop(own);
+                shared.forget_own(sub.topic());
                 return;
             }
             Err(e) => {

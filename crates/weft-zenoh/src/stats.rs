@@ -48,6 +48,10 @@ pub struct BridgedTopic {
 /// table, a malformed header): the keys are the far side's to choose, so those beyond the
 /// bound are counted together under the topic [`BridgeStats::OTHER_KEYS`], whose
 /// `last_error` names the key.
+///
+/// An outbound topic unregistered in the region loses its entry once its forwarder has sent
+/// what was published before (registered again, it gets a new entry, counting from zero): a
+/// bridge over topics that come and go shows the live ones only.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct BridgeStats {
     /// Region to Zenoh, by topic.
@@ -203,6 +207,17 @@ impl Registry {
         };
         let c = e.map.entry((dir, name.into())).or_default().clone();
         (c, other)
+    }
+
+    /// Removes the entry of `topic` if it is still `c` (an outbound topic whose forwarder
+    /// ended because the topic was unregistered: a bridge over topics that come and go keeps
+    /// only the live ones).
+    pub fn remove(&self, dir: Dir, topic: &str, c: &Arc<Counters>) {
+        let mut e = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (dir, topic.to_owned());
+        if e.map.get(&key).is_some_and(|now| Arc::ptr_eq(now, c)) {
+            e.map.remove(&key);
+        }
     }
 
     pub fn snapshot(&self, key_for: impl Fn(&str) -> String) -> BridgeStats {

@@ -1,13 +1,17 @@
 //! Two regions bridged both ways on the same pattern: every sample arrives exactly once in
-//! each region, none comes back to where it was published.
+//! each region, none comes back to where it was published; also after a topic was unregistered
+//! and registered again elsewhere in the topic table.
 
 mod common;
 
-use common::{Cleanup, config, free_port, unique};
+use common::{Cleanup, config, eventually, free_port, put, raw_session, unique, wait_subscribed};
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use weft::pubsub::{Config, Publisher, Subscriber, Subscription};
-use weft_zenoh::Bridge;
+use weft_zenoh::wire::SampleHeader;
+use weft_zenoh::{Bridge, TypeMeta};
+use zenoh::Wait;
 
 const TOPICS: [&str; 3] = ["/chat/a", "/chat/b", "/chat/both"];
 const N: usize = 200;
@@ -121,4 +125,122 @@ fn both_directions_on_one_pattern_deliver_each_sample_once() {
             assert_eq!((t.lagged, t.refused, t.dropped), (0, 0, 0), "{stats}");
         }
     }
+}
+
+/// The loop guard belongs to one registration of a topic. Here the bridge publishes into `/r/x`
+/// (sequence 10 of its first registration) before its forwarder subscribes; the topic is then
+/// unregistered and, while a subscription still drains the old entry, registered again in the
+/// other entry, whose sequences start at 0. What the bridge publishes into the new
+/// registration must not go back out, whatever the old registration left in its guard.
+///
+/// Deterministic: the bridge's discovery cannot join the region (every participant row is
+/// taken) until the test frees a row, so its forwarder comes only after the first sample.
+#[test]
+fn a_topic_registered_again_in_another_entry_echoes_nothing() {
+    let b = unique("loop-again");
+    let _clean = Cleanup(vec![b.clone()]);
+    let prefix = unique("loop-again");
+    let port = free_port();
+    let key = format!("{prefix}/r/x");
+    // Rows: this publisher, the subscriber that keeps the old entry, the bridge's publisher,
+    // and the gate (its row is the discovery's once dropped). Typed topics: the bridge then
+    // needs no reader handle of its own.
+    let shape = Config::default().topics(2).participants(4);
+    let local = Publisher::create(&b, &shape).unwrap();
+    let first = local.register_typed::<u64>("/r/x").unwrap();
+    for i in 0..10u64 {
+        local.publish_typed(&first, &i).unwrap();
+    }
+    let holder = Subscriber::connect(&b).unwrap();
+    let draining = holder.subscribe("/r/x").unwrap();
+    let gate = Subscriber::connect(&b).unwrap();
+    let bridge = Bridge::builder(
+        config(&b, &prefix)
+            .outbound("/r/**")
+            .unwrap()
+            .inbound("/r/**")
+            .unwrap()
+            .listen(&format!("tcp/127.0.0.1:{port}")),
+    )
+    .typed::<u64>("/r/**")
+    .unwrap()
+    .start()
+    .unwrap();
+    eventually(Duration::from_secs(20), "discovery kept out", || {
+        bridge.last_error().is_some()
+    });
+
+    // The far side: puts typed samples, and records what comes back from other sessions.
+    let z = raw_session(port);
+    let got: Arc<Mutex<Vec<u64>>> = Arc::default();
+    let into = got.clone();
+    let _listener = z
+        .declare_subscriber(format!("{prefix}/r/**"))
+        .allowed_origin(zenoh::sample::Locality::Remote)
+        .callback(move |s| {
+            let bytes = s.payload().to_bytes();
+            let v = u64::from_le_bytes(bytes.as_ref().try_into().expect("a u64"));
+            into.lock().unwrap().push(v);
+        })
+        .wait()
+        .unwrap();
+    wait_subscribed(&z, &key);
+    let send = |seq: u64, value: u64| {
+        let h = SampleHeader {
+            instance: 1,
+            origin: 2,
+            seq,
+            excluded: 0,
+            ty: Some(TypeMeta::of::<u64>()),
+        };
+        put(&z, &key, &value.to_le_bytes(), Some(&h));
+    };
+    let inbound = |n: u64| {
+        eventually(Duration::from_secs(20), "the far sample published", || {
+            bridge
+                .stats()
+                .inbound("/r/x")
+                .is_some_and(|t| t.samples == n)
+        })
+    };
+
+    // Published into the first registration (sequence 10), with no forwarder yet.
+    send(0, 1000);
+    inbound(1);
+    assert!(
+        bridge.stats().outbound("/r/x").is_none(),
+        "{}",
+        bridge.stats()
+    );
+    // The forwarder subscribes (after sequence 10), and sees the topic unregistered.
+    drop(gate);
+    assert!(bridge.wait_matched("/r/x", Duration::from_secs(20)));
+    local.unregister(&first).unwrap();
+    eventually(Duration::from_secs(20), "the forwarder gone", || {
+        bridge.stats().outbound("/r/x").is_none_or(|t| !t.matched)
+    });
+    // Registered again: the old entry is still subscribed, so the new topic takes the other
+    // one, at sequence 0.
+    let second = local.register_typed::<u64>("/r/x").unwrap();
+    assert!(bridge.wait_matched("/r/x", Duration::from_secs(20)));
+
+    // The bridge publishes the next far sample into the new registration: skipped on the way
+    // out. A local sample after it goes out.
+    send(1, 1001);
+    inbound(2);
+    local.publish_typed(&second, &7u64).unwrap();
+    eventually(
+        Duration::from_secs(20),
+        "the local sample forwarded",
+        || got.lock().unwrap().contains(&7),
+    );
+    let stats = bridge.stats();
+    let out = stats.outbound("/r/x").unwrap();
+    assert_eq!(
+        *got.lock().unwrap(),
+        [7],
+        "a sample the bridge published came back out: {stats}"
+    );
+    assert_eq!((out.samples, out.looped), (1, 1), "{stats}");
+    drop(draining);
 }

@@ -1,10 +1,13 @@
 //! A topic unregistered in the region and registered again is bridged again, in both
 //! directions: the outbound forwarder subscribes to the new registration (also when the old
-//! one had been refused for its type), and the inbound side publishes into the new one.
+//! one had been refused for its type), and the inbound side publishes into the new one. An
+//! unregistered outbound topic leaves the statistics once its forwarder is done with it.
 
 mod common;
 
-use common::{Cleanup, config, eventually, free_port, put, raw_session, unique, wait_subscribed};
+use common::{
+    Cleanup, config, eventually, free_port, put, raw_session, sending, unique, wait_subscribed,
+};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use weft::pubsub::{Config, Publisher, Subscriber, Topic};
@@ -174,4 +177,60 @@ fn an_inbound_topic_registered_again_receives_again() {
     let stats = bridge.stats();
     let t = common::inbound_of(&stats, "/u/x");
     assert_eq!((t.refused, t.dropped), (0, 0), "{stats}");
+}
+
+/// A bridge over topics that come and go does not keep them: an outbound topic unregistered in
+/// the region loses its statistics entry once its forwarder has sent what was published
+/// before, and gets a fresh one if it is registered again.
+#[test]
+fn unregistered_outbound_topics_leave_the_statistics() {
+    const N: usize = 20;
+    let a = unique("gone-out");
+    let _clean = Cleanup(vec![a.clone()]);
+    let prefix = unique("gone-out");
+    let port = free_port();
+    let local = Publisher::create(&a, &Config::default()).unwrap();
+    let names: Vec<String> = (0..N).map(|i| format!("/g/t{i}")).collect();
+    let topics: Vec<Topic> = names.iter().map(|n| local.register(n).unwrap()).collect();
+    let kept = local.register("/g/kept").unwrap();
+    let bridge = Bridge::start(sending(&a, &prefix, "/g/**", port)).unwrap();
+    let z = raw_session(port);
+    let (_sub, got) = listen(&z, format!("{prefix}/g/**"));
+    for n in names.iter().map(String::as_str).chain(["/g/kept"]) {
+        assert!(bridge.wait_matched(n, Duration::from_secs(20)), "{n}");
+    }
+
+    // One last sample on each, then unregistered: the sample still goes out.
+    for (t, n) in topics.iter().zip(&names) {
+        local.publish(t, n.as_bytes()).unwrap();
+        local.unregister(t).unwrap();
+    }
+    eventually(Duration::from_secs(20), "every last sample", || {
+        got.lock().unwrap().len() == N
+    });
+    eventually(Duration::from_secs(20), "every forwarder done", || {
+        let s = bridge.stats();
+        s.outbound
+            .iter()
+            .all(|t| t.topic == "/g/kept" || !t.matched)
+    });
+    let stats = bridge.stats();
+    let left: Vec<&str> = stats.outbound.iter().map(|t| t.topic.as_str()).collect();
+    assert_eq!(left, ["/g/kept"], "{stats}");
+
+    // Registered again: a new entry, counting the new registration only.
+    let again = local.register("/g/t0").unwrap();
+    publish_until_received(&local, &again, "again", &got);
+    eventually(
+        Duration::from_secs(20),
+        "counts of the new registration",
+        || {
+            let arrived = got.lock().unwrap().iter().filter(|s| *s == "again").count();
+            bridge
+                .stats()
+                .outbound("/g/t0")
+                .is_some_and(|t| t.samples == arrived as u64)
+        },
+    );
+    drop(kept);
 }
