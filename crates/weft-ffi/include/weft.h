@@ -27,7 +27,10 @@
  *   pointers a grant gives are valid until then.
  * - A loan (pub/sub) keeps its publisher alive: closing the publisher while loans are out is
  *   allowed, and the loans stay valid until published or released.
- * - No panic crosses the boundary: it becomes WEFT_ERROR_PANIC.
+ * - No panic crosses the boundary: it becomes WEFT_ERROR_PANIC, and every handle given to the
+ *   call that panicked is poisoned: later calls on it fail with WEFT_ERROR_POISONED (the
+ *   message names the call that panicked), except the one that frees it through the address
+ *   of your variable, which still frees it and what it lends.
  * - Timeouts are in milliseconds.
  *
  * Thread-safety of the handles:
@@ -273,14 +276,26 @@ typedef struct {
 // A call to the operating system failed.
 #define WEFT_ERROR_IO 20
 
-// A panic inside the library was caught at the boundary. The handle the call was given
-// should be closed; nothing unwound into the caller.
+// A panic inside the library was caught at the boundary; nothing unwound into the caller.
+// Every handle the call was given is poisoned by it: the panic may have left it
+// half-updated, so from then on every call on it but its release fails with
+// `WEFT_ERROR_POISONED`. Close it.
 #define WEFT_ERROR_PANIC 100
 
 // The call does not fit the handle's state: the handle is lending a grant (a read grant, a
 // reservation, a reply or a request) and must get it back first; nothing is lent that
 // could be released or committed; or a handle was released already (`*handle` is NULL).
 #define WEFT_ERROR_STATE 101
+
+// The handle was given to an earlier call that panicked (`WEFT_ERROR_PANIC`), which may have
+// left it half-updated; the message names that call. Every call on it fails with this code at
+// once, from any thread, except the call that frees the handle through the address of your
+// variable (`*_close`, `*_free`, `weft_loan_release`, `weft_sample_release`), which still frees
+// it and whatever it holds or lends. So a grant lent by a poisoned handle is released by
+// closing the handle (`weft_stream_reader_release` and the like are refused).
+// `weft_loan_publish` on a poisoned loan releases it unpublished. Handles that were not given
+// to the panicking call stay usable.
+#define WEFT_ERROR_POISONED 102
 
 #ifdef __cplusplus
 extern "C" {
@@ -695,7 +710,8 @@ weft_status weft_loan_set_len(weft_loan_t *loan, size_t len);
 // returns to the pool). `seq` may be NULL; otherwise it receives the message's sequence.
 //
 // Errors: `WEFT_ERROR_STATE` if `*loan` is NULL (published or released already);
-// `WEFT_ERROR_TIMEOUT` when a stalled live publisher holds the slot; `WEFT_ERROR_CORRUPT`.
+// `WEFT_ERROR_TIMEOUT` when a stalled live publisher holds the slot; `WEFT_ERROR_CORRUPT`;
+// `WEFT_ERROR_POISONED` if an earlier call on the loan panicked: it is released unpublished.
 //
 // # Safety
 // `loan` is NULL or points to NULL or to a live loan handle; `seq` is NULL or writable.

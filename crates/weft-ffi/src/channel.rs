@@ -4,11 +4,11 @@
 //! request), kept in the handle ([`Lent`]) until released or replied to.
 
 use crate::error::{
-    Failure, Out, Res, WeftStatus, c_bytes, c_name, free_handle, guard, handle_mut, into_handle,
-    millis, options, wait_strategy,
+    Failure, Out, Poison, Res, WeftStatus, c_bytes, c_name, free_handle, guard, guard_handles,
+    handles, into_handle, millis, options, wait_strategy,
 };
 use crate::lend::Lent;
-use std::ffi::c_char;
+use std::ffi::{CStr, c_char};
 use weft::channel::{Channel, ChannelOptions, Reply, Request, RequestId, Server};
 use weft::stream::ReadGrant;
 
@@ -80,6 +80,7 @@ impl Held {
 #[derive(Debug)]
 pub struct WeftChannel {
     cell: Lent<Channel, Held>,
+    poison: Poison,
 }
 
 /// A server that hands one channel to each client that connects.
@@ -89,10 +90,16 @@ pub struct WeftChannel {
 #[derive(Debug)]
 pub struct WeftServer {
     server: Server,
+    poison: Poison,
 }
 
+handles!(WeftChannel, WeftServer);
+
 fn channel_handle(c: Channel) -> *mut WeftChannel {
-    into_handle(WeftChannel { cell: Lent::new(c) })
+    into_handle(WeftChannel {
+        cell: Lent::new(c),
+        poison: Poison::default(),
+    })
 }
 
 /// # Safety
@@ -203,10 +210,10 @@ pub unsafe extern "C" fn weft_channel_max_message_len(
     channel: *mut WeftChannel,
     len: *mut usize,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_channel_max_message_len", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let (c, out) = unsafe { (handle_mut(channel, "channel")?, Out::new(len, "len")?) };
+        let (c, out) = unsafe { (cx.handle_mut(channel, "channel")?, Out::new(len, "len")?) };
         out.set(c.cell.owner("max_message_len")?.max_message_len());
         Ok(())
     })
@@ -222,11 +229,22 @@ enum Wait {
 
 /// # Safety
 /// `channel` is NULL or a live channel handle; `data` is NULL or readable for `len` bytes.
-unsafe fn send(channel: *mut WeftChannel, data: *const u8, len: usize, how: Wait) -> WeftStatus {
-    guard(|| {
+unsafe fn send(
+    entry: &'static CStr,
+    channel: *mut WeftChannel,
+    data: *const u8,
+    len: usize,
+    how: Wait,
+) -> WeftStatus {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
-        let (c, data) = unsafe { (handle_mut(channel, "channel")?, c_bytes(data, len, "data")?) };
+        let (c, data) = unsafe {
+            (
+                cx.handle_mut(channel, "channel")?,
+                c_bytes(data, len, "data")?,
+            )
+        };
         let c = c.cell.owner("send")?;
         match how {
             Wait::Forever => c.send(data)?,
@@ -252,7 +270,7 @@ pub unsafe extern "C" fn weft_channel_send(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { send(channel, data, len, Wait::Forever) }
+    unsafe { send(c"weft_channel_send", channel, data, len, Wait::Forever) }
 }
 
 /// As `weft_channel_send`, but `WEFT_ERROR_FULL` instead of waiting.
@@ -267,7 +285,7 @@ pub unsafe extern "C" fn weft_channel_try_send(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { send(channel, data, len, Wait::Never) }
+    unsafe { send(c"weft_channel_try_send", channel, data, len, Wait::Never) }
 }
 
 /// As `weft_channel_send`, waiting at most `timeout_ms`.
@@ -283,7 +301,15 @@ pub unsafe extern "C" fn weft_channel_send_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { send(channel, data, len, Wait::Ms(timeout_ms)) }
+    unsafe {
+        send(
+            c"weft_channel_send_timeout",
+            channel,
+            data,
+            len,
+            Wait::Ms(timeout_ms),
+        )
+    }
 }
 
 /// Lends a message made by `make` and writes out its bytes.
@@ -309,17 +335,18 @@ unsafe fn lend_bytes(
 /// # Safety
 /// `channel` is NULL or a live channel handle; `data` and `len` are valid for writing.
 unsafe fn recv(
+    entry: &'static CStr,
     channel: *mut WeftChannel,
     data: *mut *const u8,
     len: *mut usize,
     how: Wait,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
         let (c, data, len) = unsafe {
             (
-                handle_mut(channel, "channel")?,
+                cx.handle_mut(channel, "channel")?,
                 Out::new(data, "data")?,
                 Out::new(len, "len")?,
             )
@@ -353,7 +380,7 @@ pub unsafe extern "C" fn weft_channel_recv(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv(channel, data, len, Wait::Forever) }
+    unsafe { recv(c"weft_channel_recv", channel, data, len, Wait::Forever) }
 }
 
 /// As `weft_channel_recv`, but `WEFT_ERROR_EMPTY` instead of waiting.
@@ -368,7 +395,7 @@ pub unsafe extern "C" fn weft_channel_try_recv(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv(channel, data, len, Wait::Never) }
+    unsafe { recv(c"weft_channel_try_recv", channel, data, len, Wait::Never) }
 }
 
 /// As `weft_channel_recv`, waiting at most `timeout_ms`.
@@ -384,7 +411,15 @@ pub unsafe extern "C" fn weft_channel_recv_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv(channel, data, len, Wait::Ms(timeout_ms)) }
+    unsafe {
+        recv(
+            c"weft_channel_recv_timeout",
+            channel,
+            data,
+            len,
+            Wait::Ms(timeout_ms),
+        )
+    }
 }
 
 /// Releases the lent message (a record, a reply, or a request left unanswered).
@@ -395,10 +430,10 @@ pub unsafe extern "C" fn weft_channel_recv_timeout(
 /// `channel` is NULL or a live channel handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_channel_release(channel: *mut WeftChannel) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_channel_release", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let c = unsafe { handle_mut(channel, "channel")? };
+        let c = unsafe { cx.handle_mut(channel, "channel")? };
         if c.cell.release() {
             Ok(())
         } else {
@@ -411,6 +446,7 @@ pub unsafe extern "C" fn weft_channel_release(channel: *mut WeftChannel) -> Weft
 /// `channel` is NULL or a live channel handle; `request` is NULL or readable for
 /// `request_len` bytes; `data` and `len` are valid for writing.
 unsafe fn call(
+    entry: &'static CStr,
     channel: *mut WeftChannel,
     request: *const u8,
     request_len: usize,
@@ -418,12 +454,12 @@ unsafe fn call(
     data: *mut *const u8,
     len: *mut usize,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
         let (c, request, data, len) = unsafe {
             (
-                handle_mut(channel, "channel")?,
+                cx.handle_mut(channel, "channel")?,
                 c_bytes(request, request_len, "request")?,
                 Out::new(data, "data")?,
                 Out::new(len, "len")?,
@@ -461,7 +497,17 @@ pub unsafe extern "C" fn weft_channel_call(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { call(channel, request, request_len, None, data, len) }
+    unsafe {
+        call(
+            c"weft_channel_call",
+            channel,
+            request,
+            request_len,
+            None,
+            data,
+            len,
+        )
+    }
 }
 
 /// As `weft_channel_call`, giving up after `timeout_ms` in all (`WEFT_ERROR_TIMEOUT`). The
@@ -484,24 +530,35 @@ pub unsafe extern "C" fn weft_channel_call_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { call(channel, request, request_len, Some(timeout_ms), data, len) }
+    unsafe {
+        call(
+            c"weft_channel_call_timeout",
+            channel,
+            request,
+            request_len,
+            Some(timeout_ms),
+            data,
+            len,
+        )
+    }
 }
 
 /// # Safety
 /// `channel` is NULL or a live channel handle; `data`, `len` and `id` are valid for writing.
 unsafe fn recv_request(
+    entry: &'static CStr,
     channel: *mut WeftChannel,
     data: *mut *const u8,
     len: *mut usize,
     id: *mut u64,
     how: Wait,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
         let (c, data, len, id) = unsafe {
             (
-                handle_mut(channel, "channel")?,
+                cx.handle_mut(channel, "channel")?,
                 Out::new(data, "data")?,
                 Out::new(len, "len")?,
                 Out::new(id, "id")?,
@@ -542,7 +599,16 @@ pub unsafe extern "C" fn weft_channel_recv_request(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv_request(channel, data, len, id, Wait::Forever) }
+    unsafe {
+        recv_request(
+            c"weft_channel_recv_request",
+            channel,
+            data,
+            len,
+            id,
+            Wait::Forever,
+        )
+    }
 }
 
 /// As `weft_channel_recv_request`, but `WEFT_ERROR_EMPTY` instead of waiting.
@@ -558,7 +624,16 @@ pub unsafe extern "C" fn weft_channel_try_recv_request(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv_request(channel, data, len, id, Wait::Never) }
+    unsafe {
+        recv_request(
+            c"weft_channel_try_recv_request",
+            channel,
+            data,
+            len,
+            id,
+            Wait::Never,
+        )
+    }
 }
 
 /// As `weft_channel_recv_request`, waiting at most `timeout_ms`.
@@ -575,17 +650,32 @@ pub unsafe extern "C" fn weft_channel_recv_request_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv_request(channel, data, len, id, Wait::Ms(timeout_ms)) }
+    unsafe {
+        recv_request(
+            c"weft_channel_recv_request_timeout",
+            channel,
+            data,
+            len,
+            id,
+            Wait::Ms(timeout_ms),
+        )
+    }
 }
 
 /// # Safety
 /// `channel` is NULL or a live channel handle; `data` is NULL or readable for `len` bytes.
-unsafe fn reply(channel: *mut WeftChannel, data: *const u8, len: usize, how: Wait) -> WeftStatus {
-    guard(|| {
+unsafe fn reply(
+    entry: &'static CStr,
+    channel: *mut WeftChannel,
+    data: *const u8,
+    len: usize,
+    how: Wait,
+) -> WeftStatus {
+    guard_handles(entry, |cx| {
         // SAFETY: every pointer is NULL or as the entry point's `# Safety` requires; the
         // NULL and misaligned ones are refused. `data` may alias the request's bytes in
         // shared memory: both are only read until the reply is written, into other memory.
-        let c = unsafe { handle_mut(channel, "channel")? };
+        let c = unsafe { cx.handle_mut(channel, "channel")? };
         let lent = matches!(c.cell.held(), Some(Held::Request(_)));
         // SAFETY: as above.
         let data = match unsafe { c_bytes(data, len, "data") } {
@@ -634,7 +724,7 @@ pub unsafe extern "C" fn weft_channel_reply(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { reply(channel, data, len, Wait::Forever) }
+    unsafe { reply(c"weft_channel_reply", channel, data, len, Wait::Forever) }
 }
 
 /// As `weft_channel_reply`, but `WEFT_ERROR_FULL` instead of waiting. The request is
@@ -650,7 +740,7 @@ pub unsafe extern "C" fn weft_channel_try_reply(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { reply(channel, data, len, Wait::Never) }
+    unsafe { reply(c"weft_channel_try_reply", channel, data, len, Wait::Never) }
 }
 
 /// As `weft_channel_reply`, waiting at most `timeout_ms` for room (`WEFT_ERROR_TIMEOUT`).
@@ -668,22 +758,36 @@ pub unsafe extern "C" fn weft_channel_reply_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { reply(channel, data, len, Wait::Ms(timeout_ms)) }
+    unsafe {
+        reply(
+            c"weft_channel_reply_timeout",
+            channel,
+            data,
+            len,
+            Wait::Ms(timeout_ms),
+        )
+    }
 }
 
 /// # Safety
 /// `channel` is NULL or a live channel handle; `data` is NULL or readable for `len` bytes.
 unsafe fn reply_to(
+    entry: &'static CStr,
     channel: *mut WeftChannel,
     id: u64,
     data: *const u8,
     len: usize,
     how: Wait,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
-        let (c, data) = unsafe { (handle_mut(channel, "channel")?, c_bytes(data, len, "data")?) };
+        let (c, data) = unsafe {
+            (
+                cx.handle_mut(channel, "channel")?,
+                c_bytes(data, len, "data")?,
+            )
+        };
         let c = c.cell.owner("reply_to")?;
         let id = RequestId(id);
         match how {
@@ -711,7 +815,16 @@ pub unsafe extern "C" fn weft_channel_reply_to(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { reply_to(channel, id, data, len, Wait::Forever) }
+    unsafe {
+        reply_to(
+            c"weft_channel_reply_to",
+            channel,
+            id,
+            data,
+            len,
+            Wait::Forever,
+        )
+    }
 }
 
 /// As `weft_channel_reply_to`, but `WEFT_ERROR_FULL` instead of waiting.
@@ -727,7 +840,16 @@ pub unsafe extern "C" fn weft_channel_try_reply_to(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { reply_to(channel, id, data, len, Wait::Never) }
+    unsafe {
+        reply_to(
+            c"weft_channel_try_reply_to",
+            channel,
+            id,
+            data,
+            len,
+            Wait::Never,
+        )
+    }
 }
 
 /// As `weft_channel_reply_to`, waiting at most `timeout_ms` for room (`WEFT_ERROR_TIMEOUT`).
@@ -744,7 +866,16 @@ pub unsafe extern "C" fn weft_channel_reply_to_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { reply_to(channel, id, data, len, Wait::Ms(timeout_ms)) }
+    unsafe {
+        reply_to(
+            c"weft_channel_reply_to_timeout",
+            channel,
+            id,
+            data,
+            len,
+            Wait::Ms(timeout_ms),
+        )
+    }
 }
 
 /// Binds the server `name` (`opts` may be NULL). The rendezvous of a dead server under the
@@ -774,7 +905,10 @@ pub unsafe extern "C" fn weft_server_bind(
             )
         };
         let s = Server::bind_with(name, &opts)?;
-        out.set(into_handle(WeftServer { server: s }));
+        out.set(into_handle(WeftServer {
+            server: s,
+            poison: Poison::default(),
+        }));
         Ok(())
     })
 }
@@ -791,11 +925,21 @@ pub unsafe extern "C" fn weft_server_close(server: *mut *mut WeftServer) -> Weft
 
 /// # Safety
 /// `server` is NULL or a live server handle; `channel` is valid for writing a pointer.
-unsafe fn accept(server: *mut WeftServer, channel: *mut *mut WeftChannel, how: Wait) -> WeftStatus {
-    guard(|| {
+unsafe fn accept(
+    entry: &'static CStr,
+    server: *mut WeftServer,
+    channel: *mut *mut WeftChannel,
+    how: Wait,
+) -> WeftStatus {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
-        let (s, out) = unsafe { (handle_mut(server, "server")?, Out::new(channel, "channel")?) };
+        let (s, out) = unsafe {
+            (
+                cx.handle_mut(server, "server")?,
+                Out::new(channel, "channel")?,
+            )
+        };
         let c = match how {
             Wait::Forever => s.server.accept()?,
             Wait::Never => s.server.try_accept()?,
@@ -819,7 +963,7 @@ pub unsafe extern "C" fn weft_server_accept(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { accept(server, channel, Wait::Forever) }
+    unsafe { accept(c"weft_server_accept", server, channel, Wait::Forever) }
 }
 
 /// As `weft_server_accept`, but `WEFT_ERROR_EMPTY` if no client is waiting.
@@ -833,7 +977,7 @@ pub unsafe extern "C" fn weft_server_try_accept(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { accept(server, channel, Wait::Never) }
+    unsafe { accept(c"weft_server_try_accept", server, channel, Wait::Never) }
 }
 
 /// As `weft_server_accept`, waiting at most `timeout_ms` (`WEFT_ERROR_TIMEOUT`).
@@ -848,5 +992,12 @@ pub unsafe extern "C" fn weft_server_accept_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { accept(server, channel, Wait::Ms(timeout_ms)) }
+    unsafe {
+        accept(
+            c"weft_server_accept_timeout",
+            server,
+            channel,
+            Wait::Ms(timeout_ms),
+        )
+    }
 }

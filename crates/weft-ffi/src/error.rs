@@ -1,14 +1,17 @@
-//! Status codes, the thread-local last error, the guard every entry point runs in, and the
-//! checks every argument from C goes through.
+//! Status codes, the thread-local last error, the guard every entry point runs in, the
+//! poisoning of the handles a panicking call was given, and the checks every argument from C
+//! goes through.
 //!
 //! Codes 1 to 20 are weft's [`ErrorKind`]s, one for one (`ErrorKind` is `repr(i32)`; a code is
 //! `kind as i32`, so a kind added later passes through with its own number). Codes from 100
-//! exist only at the C boundary: a caught panic and a call made in the wrong handle state.
+//! exist only at the C boundary: a caught panic, a call made in the wrong handle state, and a
+//! call on a handle poisoned by an earlier panic.
 
 use std::cell::RefCell;
-use std::ffi::{CString, c_char};
+use std::ffi::{CStr, CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::Duration;
 use weft::{ErrorKind, WaitStrategy};
 
@@ -60,13 +63,24 @@ pub const WEFT_ERROR_LAGGED: WeftStatus = 18;
 pub const WEFT_ERROR_TYPE_MISMATCH: WeftStatus = 19;
 /// A call to the operating system failed.
 pub const WEFT_ERROR_IO: WeftStatus = 20;
-/// A panic inside the library was caught at the boundary. The handle the call was given
-/// should be closed; nothing unwound into the caller.
+/// A panic inside the library was caught at the boundary; nothing unwound into the caller.
+/// Every handle the call was given is poisoned by it: the panic may have left it
+/// half-updated, so from then on every call on it but its release fails with
+/// `WEFT_ERROR_POISONED`. Close it.
 pub const WEFT_ERROR_PANIC: WeftStatus = 100;
 /// The call does not fit the handle's state: the handle is lending a grant (a read grant, a
 /// reservation, a reply or a request) and must get it back first; nothing is lent that
 /// could be released or committed; or a handle was released already (`*handle` is NULL).
 pub const WEFT_ERROR_STATE: WeftStatus = 101;
+/// The handle was given to an earlier call that panicked (`WEFT_ERROR_PANIC`), which may have
+/// left it half-updated; the message names that call. Every call on it fails with this code at
+/// once, from any thread, except the call that frees the handle through the address of your
+/// variable (`*_close`, `*_free`, `weft_loan_release`, `weft_sample_release`), which still frees
+/// it and whatever it holds or lends. So a grant lent by a poisoned handle is released by
+/// closing the handle (`weft_stream_reader_release` and the like are refused).
+/// `weft_loan_publish` on a poisoned loan releases it unpublished. Handles that were not given
+/// to the panicking call stay usable.
+pub const WEFT_ERROR_POISONED: WeftStatus = 102;
 
 /// Wait strategy: the default, which is `WEFT_WAIT_ADAPTIVE` (in options as in the
 /// `*_set_wait` calls, where it sets adaptive whatever the handle was created with).
@@ -148,6 +162,22 @@ impl Failure {
         }
     }
 
+    /// A call on the handle `what`, poisoned by a panic in the entry point `by`. Out of line:
+    /// the borrow of every handle checks for it, and it is never the common case.
+    #[cold]
+    #[inline(never)]
+    fn poisoned(what: &str, by: &CStr) -> Failure {
+        Failure {
+            code: WEFT_ERROR_POISONED,
+            message: format!(
+                "the `{what}` handle was poisoned by an earlier panic in {}: it may be \
+                 half-updated, and closing it is the only call it still accepts",
+                by.to_string_lossy()
+            ),
+            skipped: 0,
+        }
+    }
+
     fn panic(payload: Box<dyn std::any::Any + Send>) -> Failure {
         let what = payload
             .downcast_ref::<&str>()
@@ -207,17 +237,265 @@ thread_local! {
     });
 }
 
-/// Runs the body of an entry point: an error becomes its code and the thread's last error, a
-/// panic becomes [`WEFT_ERROR_PANIC`] instead of unwinding into C.
+/// Runs the body of an entry point that is given no handle to use (it makes one, releases
+/// one, or needs none): an error becomes its code and the thread's last error, a panic becomes
+/// [`WEFT_ERROR_PANIC`] instead of unwinding into C.
 ///
-/// `AssertUnwindSafe`: after a panic the handle the body used may hold a half-done
-/// operation; the code tells the caller so and asks it to close the handle, which is safe
-/// (every handle's drop only releases what it owns).
+/// `AssertUnwindSafe`: such a body touches no state of the caller's but the handle it
+/// releases, which it owns from the start (its release cleared the caller's variable), and
+/// the out-parameters it has not written yet.
 pub(crate) fn guard(body: impl FnOnce() -> Res) -> WeftStatus {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => WEFT_OK,
         Ok(Err(failure)) => failure.record(),
         Err(payload) => Failure::panic(payload).record(),
+    }
+}
+
+/// Runs the body of the entry point `entry`, which uses handles: as [`guard`], and the body
+/// borrows every handle through the [`Call`] it is given, which refuses a poisoned one. If the
+/// body panics, every handle it borrowed is poisoned in the name of `entry`.
+///
+/// `AssertUnwindSafe`: after a panic the handles the body used may hold a half-done
+/// operation. Poisoning them keeps every later call away from that state, and releasing them
+/// stays allowed (every handle's drop only releases what it owns).
+pub(crate) fn guard_handles(
+    entry: &'static CStr,
+    body: impl FnOnce(&mut Call) -> Res,
+) -> WeftStatus {
+    let mut call = Call {
+        borrowed: [std::ptr::null(); Call::MOST],
+        len: 0,
+    };
+    match catch_unwind(AssertUnwindSafe(|| body(&mut call))) {
+        Ok(Ok(())) => WEFT_OK,
+        Ok(Err(failure)) => failure.record(),
+        Err(payload) => {
+            call.poison(entry);
+            Failure::panic(payload).record()
+        }
+    }
+}
+
+// ---- poisoning ---------------------------------------------------------------------------
+
+/// A handle's poison flag: NULL while the handle is sound; once a call that was given the
+/// handle panicked, the name of that entry point, a NUL-terminated string literal. A poisoned
+/// handle is refused by every call but its release ([`Call`] checks the flag at each borrow).
+///
+/// Written (once, NULL to a name) by [`guard_handles`] on the thread that caught the panic;
+/// read at the start of every call on the handle, from whichever thread makes it.
+///
+/// Cost on the hot paths: one `Relaxed` load of this word (a plain load on x86-64 and AArch64)
+/// and a branch not taken while the handle is sound; recording the borrow in [`Call`] stays in
+/// registers once inlined. The word is in the handle's own heap block, which the call reads
+/// anyway. A block is 24 to 192 bytes and only 16-byte aligned, and its field order is the
+/// compiler's (`repr(C)` would make cbindgen publish the fields), so in a block that crosses a
+/// line the flag may sit on the line next to the field the call reads first. The word is
+/// never written while the handle is sound, so that line stays in every user's cache.
+#[derive(Debug, Default)]
+pub(crate) struct Poison(AtomicPtr<c_char>);
+
+impl Poison {
+    /// The entry point whose panic poisoned the handle, if one did.
+    #[inline]
+    fn by(&self) -> Option<&'static CStr> {
+        // Relaxed: the flag guards no other data. The value it carries is the address of a
+        // string literal, readable and unchanging for the life of the process, so reading the
+        // name needs no ordering with the store that published it. A handle moves between
+        // threads only with the caller's synchronization, which makes the store visible to
+        // the next thread; on a handle shared by threads, a call that starts while another
+        // thread's call is panicking may still miss it, as it would if it had started earlier.
+        let p = self.0.load(Ordering::Relaxed);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: a non-NULL value is stored only by `poison` below, from a `&'static CStr`:
+        // NUL-terminated and valid for ever.
+        Some(unsafe { CStr::from_ptr(p) })
+    }
+
+    /// Poisons the handle in the name of `entry`; the first panic's name stays.
+    fn poison(&self, entry: &'static CStr) {
+        // Relaxed, both halves: the read-modify-write only keeps a first name from being
+        // overwritten by a second panic (two threads' calls on a shared handle); the value
+        // published needs no ordering (see `by`).
+        let _ = self.0.compare_exchange(
+            std::ptr::null_mut(),
+            entry.as_ptr().cast_mut(),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// A type of handle given to C, with a [`Poison`] flag. Implemented by [`handles!`].
+///
+/// # Safety
+/// `POISON` is the byte offset in `Self` of a field of type [`Poison`].
+pub(crate) unsafe trait Handle {
+    /// The offset of the handle's [`Poison`] field.
+    const POISON: usize;
+}
+
+/// Implements [`Handle`] for structs that have a field `poison: Poison`.
+macro_rules! handles {
+    ($($t:ident),+ $(,)?) => {$(
+        // SAFETY: the offset is that of the field `poison`, whose type the closure checks.
+        unsafe impl $crate::error::Handle for $t {
+            const POISON: usize = {
+                let _is_a_poison: fn(&$t) -> &$crate::error::Poison = |h| &h.poison;
+                ::std::mem::offset_of!($t, poison)
+            };
+        }
+    )+};
+}
+pub(crate) use handles;
+
+/// The poison flag of the handle at `p`, with the provenance of `p` itself (not of a
+/// reference the call makes from it), so that it stays usable after the call's references are
+/// gone.
+fn poison_of<T: Handle>(p: *const T) -> *const Poison {
+    p.cast::<u8>().wrapping_add(T::POISON).cast::<Poison>()
+}
+
+/// The handles one entry point borrowed, so that a panic in it poisons them. Only
+/// [`guard_handles`] makes one; its methods are the only way to a handle's contents for any
+/// call but a release, so every call checks the flag and no handle escapes being recorded.
+///
+/// Recording a borrow writes this struct, which lives in the frame of [`guard_handles`]: no
+/// shared line, no thread-local, no atomic.
+#[derive(Debug)]
+pub(crate) struct Call {
+    /// The flags of the handles borrowed so far, in `borrowed[..len]`. Each points into a
+    /// handle that outlives the call: the call cannot release a handle it borrowed, and the
+    /// caller may not release one while a call uses it.
+    borrowed: [*const Poison; Call::MOST],
+    /// In range `0 ..= MOST`.
+    len: usize,
+}
+
+impl Call {
+    /// The most handles one call borrows: a publisher and a topic.
+    const MOST: usize = 2;
+
+    /// Refuses the handle at `p` if it is poisoned, and records it otherwise.
+    ///
+    /// # Safety
+    /// `p` is a live handle of type `T` (not NULL, aligned) that this library returned; it is
+    /// not released while this call runs.
+    #[inline]
+    unsafe fn enter<T: Handle>(&mut self, p: NonNull<T>, what: &str) -> Res {
+        let flag = poison_of(p.as_ptr());
+        // SAFETY: `flag` points to the `Poison` field of the live handle at `p` (the contract
+        // of `Handle` and of this function); it is only read through shared references.
+        if let Some(by) = unsafe { (*flag).by() } {
+            return Err(Failure::poisoned(what, by));
+        }
+        debug_assert!(
+            self.len < Call::MOST,
+            "a call borrows more than {} handles",
+            Call::MOST
+        );
+        if let Some(slot) = self.borrowed.get_mut(self.len) {
+            *slot = flag;
+            self.len += 1;
+        }
+        #[cfg(test)]
+        hook::at_borrow();
+        Ok(())
+    }
+
+    /// A handle argument, for shared use; refused if poisoned.
+    ///
+    /// # Safety
+    /// `p` is NULL or a handle of type `T` that this library returned and that was not
+    /// released; nothing else mutates it during `'a` (except through its poison flag).
+    #[inline]
+    pub(crate) unsafe fn handle_ref<'a, T: Handle>(
+        &mut self,
+        p: *const T,
+        what: &str,
+    ) -> Res<&'a T> {
+        let nn = non_null(p, what)?;
+        // SAFETY: not NULL and aligned (checked above), live (this function's contract).
+        unsafe { self.enter(nn, what)? };
+        // SAFETY: not NULL and aligned (checked above); a live handle of type T by the caller's
+        // contract, only read during 'a.
+        Ok(unsafe { nn.as_ref() })
+    }
+
+    /// A handle argument, for exclusive use; refused if poisoned.
+    ///
+    /// # Safety
+    /// `p` is NULL or a handle of type `T` that this library returned and that was not
+    /// released; nothing else uses it during `'a` (the header documents that no handle of a
+    /// mutable kind may be used from two threads at once).
+    #[inline]
+    pub(crate) unsafe fn handle_mut<'a, T: Handle>(
+        &mut self,
+        p: *mut T,
+        what: &str,
+    ) -> Res<&'a mut T> {
+        let mut nn = non_null(p, what)?;
+        // SAFETY: not NULL and aligned (checked above), live (this function's contract).
+        unsafe { self.enter(nn, what)? };
+        // SAFETY: not NULL and aligned (checked above); a live handle of type T used by this
+        // call alone, by the caller's contract.
+        Ok(unsafe { nn.as_mut() })
+    }
+
+    /// Takes back a handle for a call that consumes it without being its release
+    /// (`weft_loan_publish`): as [`take_handle`], but a poisoned handle is refused, and
+    /// released all the same, as its release would, since `*pp` is NULL already.
+    ///
+    /// # Safety
+    /// As [`take_handle`].
+    pub(crate) unsafe fn take_handle<T: Handle>(
+        &mut self,
+        pp: *mut *mut T,
+        what: &str,
+    ) -> Res<Box<T>> {
+        // SAFETY: this function's contract is `take_handle`'s.
+        let handle = unsafe { take_handle(pp, what)? };
+        // SAFETY: the flag is a field of the handle this call now owns (`Handle`'s contract).
+        if let Some(by) = unsafe { (*poison_of(&*handle)).by() } {
+            let mut refused = Failure::poisoned(what, by);
+            refused.message.push_str("; it was released");
+            return Err(refused);
+        }
+        Ok(handle)
+    }
+
+    /// Poisons every handle this call borrowed, in the name of `entry`.
+    fn poison(&self, entry: &'static CStr) {
+        for &flag in &self.borrowed[..self.len] {
+            // SAFETY: each flag points into a handle borrowed by this call, which is still
+            // live (see `borrowed`); the flag is only used through shared references.
+            unsafe { (*flag).poison(entry) };
+        }
+    }
+}
+
+/// A panic on demand inside an entry point, for the tests of poisoning.
+#[cfg(test)]
+pub(crate) mod hook {
+    use std::cell::Cell;
+
+    thread_local! {
+        static ARMED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// The next handle borrowed on this thread makes its call panic, once it is recorded.
+    pub(crate) fn panic_at_next_borrow() {
+        ARMED.set(true);
+    }
+
+    /// Panics if armed (and disarms).
+    pub(crate) fn at_borrow() {
+        if ARMED.replace(false) {
+            panic!("a test panic after a handle was borrowed");
+        }
     }
 }
 
@@ -255,6 +533,7 @@ pub(crate) fn describe(code: WeftStatus) -> &'static std::ffi::CStr {
         WEFT_ERROR_IO => c"operating system error",
         WEFT_ERROR_PANIC => c"panic caught at the C boundary",
         WEFT_ERROR_STATE => c"call not valid in the handle's state",
+        WEFT_ERROR_POISONED => c"handle poisoned by an earlier panic",
         _ => c"unknown status code",
     }
 }
@@ -313,7 +592,8 @@ pub(crate) unsafe fn options<T: Copy + Default>(p: *const T, what: &str) -> Res<
 }
 
 /// The body of every `weft_*_close`, `_free` and `_release` of a handle: frees `*pp` and sets
-/// it to NULL (dropping the handle releases whatever it owns or lends).
+/// it to NULL (dropping the handle releases whatever it owns or lends). A poisoned handle is
+/// freed like any other: its flag is not read.
 ///
 /// # Safety
 /// As [`take_handle`].
@@ -326,33 +606,9 @@ pub(crate) unsafe fn free_handle<T>(pp: *mut *mut T, what: &str) -> WeftStatus {
     })
 }
 
-/// A handle argument, for shared use.
-///
-/// # Safety
-/// `p` is NULL or a handle of type `T` that this library returned and that was not
-/// released; nothing else mutates it during `'a`.
-pub(crate) unsafe fn handle_ref<'a, T>(p: *const T, what: &str) -> Res<&'a T> {
-    let nn = non_null(p, what)?;
-    // SAFETY: not NULL and aligned (checked above); a live handle of type T by the caller's
-    // contract, only read during 'a.
-    Ok(unsafe { nn.as_ref() })
-}
-
-/// A handle argument, for exclusive use.
-///
-/// # Safety
-/// `p` is NULL or a handle of type `T` that this library returned and that was not
-/// released; nothing else uses it during `'a` (the header documents that no handle of a
-/// mutable kind may be used from two threads at once).
-pub(crate) unsafe fn handle_mut<'a, T>(p: *mut T, what: &str) -> Res<&'a mut T> {
-    let mut nn = non_null(p, what)?;
-    // SAFETY: not NULL and aligned (checked above); a live handle of type T used by this call
-    // alone, by the caller's contract.
-    Ok(unsafe { nn.as_mut() })
-}
-
 /// Takes back a handle for release: `*pp` is read, set to NULL, and returned boxed, so that
 /// a second release through the same variable is [`WEFT_ERROR_STATE`], not a double free.
+/// Poisoned or not: see [`Call::take_handle`] for a consuming call that is not a release.
 ///
 /// # Safety
 /// `pp` is NULL or points to a writable `*mut T` that is NULL or a live handle of type `T`
@@ -552,7 +808,12 @@ mod tests {
             assert_eq!(code, code_of(kind), "{kind:?}");
             assert_ne!(describe(code), c"unknown status code", "{kind:?}");
         }
-        for code in [WEFT_OK, WEFT_ERROR_PANIC, WEFT_ERROR_STATE] {
+        for code in [
+            WEFT_OK,
+            WEFT_ERROR_PANIC,
+            WEFT_ERROR_STATE,
+            WEFT_ERROR_POISONED,
+        ] {
             assert_ne!(describe(code), c"unknown status code");
         }
         assert_eq!(describe(-1), c"unknown status code");

@@ -12,11 +12,11 @@
 //! given again, its topics carry it, and a loan or a publish compares the two first.
 
 use crate::error::{
-    Failure, Out, Res, WeftStatus, c_bytes, c_name, free_handle, guard, handle_mut, handle_ref,
-    into_handle, millis, optional_out, options, take_handle, wait_strategy,
+    Failure, Out, Poison, Res, WeftStatus, c_bytes, c_name, free_handle, guard, guard_handles,
+    handles, into_handle, millis, optional_out, options, wait_strategy,
 };
 use crate::lend::Lent;
-use std::ffi::{CString, c_char};
+use std::ffi::{CStr, CString, c_char};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use weft::pubsub::{
@@ -116,6 +116,7 @@ pub struct WeftPublisher {
     publisher: Rc<Publisher>,
     /// This handle's number, from [`NEXT_PUBLISHER`]: the topics registered through it carry it.
     id: u64,
+    poison: Poison,
 }
 
 /// The number of the next publisher handle; never reused in a process.
@@ -127,6 +128,7 @@ fn publisher_handle(p: Publisher) -> *mut WeftPublisher {
     into_handle(WeftPublisher {
         publisher: Rc::new(p),
         id,
+        poison: Poison::default(),
     })
 }
 
@@ -139,6 +141,7 @@ pub struct WeftTopic {
     name: CString,
     /// The number of the publisher handle it was registered through.
     publisher: u64,
+    poison: Poison,
 }
 
 impl WeftTopic {
@@ -163,6 +166,7 @@ pub struct WeftLoan {
     loan: Loan<'static>,
     /// Keeps the publisher alive, at its address, as long as the loan.
     _publisher: Rc<Publisher>,
+    poison: Poison,
 }
 
 /// A subscriber of one region.
@@ -172,6 +176,7 @@ pub struct WeftLoan {
 #[derive(Debug)]
 pub struct WeftSubscriber {
     subscriber: Subscriber,
+    poison: Poison,
 }
 
 /// One topic's messages for one subscriber, and the message it lends, if any
@@ -181,6 +186,7 @@ pub struct WeftSubscriber {
 #[derive(Debug)]
 pub struct WeftSubscription {
     cell: Lent<Subscription, SampleRef<'static>>,
+    poison: Poison,
 }
 
 /// A received message, borrowed in place in shared memory; holds its block until released.
@@ -189,6 +195,7 @@ pub struct WeftSubscription {
 #[derive(Debug)]
 pub struct WeftSample {
     sample: Sample,
+    poison: Poison,
 }
 
 /// A list of names (regions, topics), owned by the caller until `weft_name_list_free`.
@@ -197,7 +204,18 @@ pub struct WeftSample {
 #[derive(Debug)]
 pub struct WeftNameList {
     names: Vec<CString>,
+    poison: Poison,
 }
+
+handles!(
+    WeftPublisher,
+    WeftTopic,
+    WeftLoan,
+    WeftSubscriber,
+    WeftSubscription,
+    WeftSample,
+    WeftNameList,
+);
 
 /// Creates the region `region` (with `config`, NULL for defaults) and joins it as a
 /// publisher. A region of that name whose participants are all dead is replaced.
@@ -292,7 +310,15 @@ pub unsafe extern "C" fn weft_publisher_register(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { weft_publisher_register_with(publisher, topic, WEFT_TOPIC_BLOCKS, out) }
+    unsafe {
+        register_mode(
+            c"weft_publisher_register",
+            publisher,
+            topic,
+            WEFT_TOPIC_BLOCKS,
+            out,
+        )
+    }
 }
 
 /// Registers `topic` with `mode` (`WEFT_TOPIC_BLOCKS` or `WEFT_TOPIC_LATEST`), or finds it if
@@ -312,12 +338,28 @@ pub unsafe extern "C" fn weft_publisher_register_with(
     mode: i32,
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
-    guard(|| {
+    // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
+    // NULL and misaligned pointers are refused before any use.
+    unsafe { register_mode(c"weft_publisher_register_with", publisher, topic, mode, out) }
+}
+
+/// The body of `weft_publisher_register` and `weft_publisher_register_with`, for `entry`.
+///
+/// # Safety
+/// As `weft_publisher_register`.
+unsafe fn register_mode(
+    entry: &'static CStr,
+    publisher: *mut WeftPublisher,
+    topic: *const c_char,
+    mode: i32,
+    out: *mut *mut WeftTopic,
+) -> WeftStatus {
+    guard_handles(entry, |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
         let (p, name, out) = unsafe {
             (
-                handle_mut(publisher, "publisher")?,
+                cx.handle_mut(publisher, "publisher")?,
                 c_name(topic, "topic")?,
                 Out::new(out, "out")?,
             )
@@ -352,7 +394,15 @@ pub unsafe extern "C" fn weft_publisher_register_inline(
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
     // SAFETY: this function's `# Safety` is `register_spec`'s.
-    unsafe { register_spec(publisher, topic, Ok(TopicSpec::inline(size)), out) }
+    unsafe {
+        register_spec(
+            c"weft_publisher_register_inline",
+            publisher,
+            topic,
+            Ok(TopicSpec::inline(size)),
+            out,
+        )
+    }
 }
 
 /// Registers `topic` as `spec` says and hands out its handle (`spec` an error: reported after
@@ -361,17 +411,18 @@ pub unsafe extern "C" fn weft_publisher_register_inline(
 /// # Safety
 /// As `weft_publisher_register`.
 unsafe fn register_spec(
+    entry: &'static CStr,
     publisher: *mut WeftPublisher,
     topic: *const c_char,
     spec: Res<TopicSpec>,
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(entry, |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
         let (p, name, out) = unsafe {
             (
-                handle_mut(publisher, "publisher")?,
+                cx.handle_mut(publisher, "publisher")?,
                 c_name(topic, "topic")?,
                 Out::new(out, "out")?,
             )
@@ -401,7 +452,15 @@ pub unsafe extern "C" fn weft_publisher_register_inline_latest(
     out: *mut *mut WeftTopic,
 ) -> WeftStatus {
     // SAFETY: this function's `# Safety` is `register_spec`'s.
-    unsafe { register_spec(publisher, topic, Ok(TopicSpec::inline(size).latest()), out) }
+    unsafe {
+        register_spec(
+            c"weft_publisher_register_inline_latest",
+            publisher,
+            topic,
+            Ok(TopicSpec::inline(size).latest()),
+            out,
+        )
+    }
 }
 
 /// Registers `topic` as a single-publisher topic of `mode` (`size`: an inline topic's message
@@ -434,7 +493,15 @@ pub unsafe extern "C" fn weft_publisher_register_single(
         ))),
     });
     // SAFETY: this function's `# Safety` is `register_spec`'s.
-    unsafe { register_spec(publisher, topic, spec.map(TopicSpec::single_publisher), out) }
+    unsafe {
+        register_spec(
+            c"weft_publisher_register_single",
+            publisher,
+            topic,
+            spec.map(TopicSpec::single_publisher),
+            out,
+        )
+    }
 }
 
 /// The mode a `WEFT_TOPIC_*` code names.
@@ -456,6 +523,7 @@ fn topic_handle(p: &WeftPublisher, topic: Topic) -> Res<*mut WeftTopic> {
         topic,
         name,
         publisher: p.id,
+        poison: Poison::default(),
     }))
 }
 
@@ -478,10 +546,10 @@ pub unsafe extern "C" fn weft_topic_name(
     topic: *const WeftTopic,
     name: *mut *const c_char,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_topic_name", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let (t, out) = unsafe { (handle_ref(topic, "topic")?, Out::new(name, "name")?) };
+        let (t, out) = unsafe { (cx.handle_ref(topic, "topic")?, Out::new(name, "name")?) };
         out.set(t.name.as_ptr());
         Ok(())
     })
@@ -496,10 +564,15 @@ pub unsafe extern "C" fn weft_publisher_max_len(
     publisher: *mut WeftPublisher,
     len: *mut usize,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_publisher_max_len", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let (p, out) = unsafe { (handle_mut(publisher, "publisher")?, Out::new(len, "len")?) };
+        let (p, out) = unsafe {
+            (
+                cx.handle_mut(publisher, "publisher")?,
+                Out::new(len, "len")?,
+            )
+        };
         out.set(p.publisher.max_len());
         Ok(())
     })
@@ -525,13 +598,13 @@ pub unsafe extern "C" fn weft_publisher_loan(
     data: *mut *mut u8,
     capacity: *mut usize,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_publisher_loan", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
         let (p, t, out, data, capacity) = unsafe {
             (
-                handle_mut(publisher, "publisher")?,
-                handle_ref(topic, "topic")?,
+                cx.handle_mut(publisher, "publisher")?,
+                cx.handle_ref(topic, "topic")?,
                 Out::new(loan, "loan")?,
                 Out::new(data, "data")?,
                 Out::new(capacity, "capacity")?,
@@ -550,6 +623,7 @@ pub unsafe extern "C" fn weft_publisher_loan(
         out.set(into_handle(WeftLoan {
             loan: l,
             _publisher: owner,
+            poison: Poison::default(),
         }));
         Ok(())
     })
@@ -563,10 +637,10 @@ pub unsafe extern "C" fn weft_publisher_loan(
 /// `loan` is NULL or a live loan handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_loan_set_len(loan: *mut WeftLoan, len: usize) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_loan_set_len", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let l = unsafe { handle_mut(loan, "loan")? };
+        let l = unsafe { cx.handle_mut(loan, "loan")? };
         l.loan.set_len(len)?;
         Ok(())
     })
@@ -577,20 +651,23 @@ pub unsafe extern "C" fn weft_loan_set_len(loan: *mut WeftLoan, len: usize) -> W
 /// returns to the pool). `seq` may be NULL; otherwise it receives the message's sequence.
 ///
 /// Errors: `WEFT_ERROR_STATE` if `*loan` is NULL (published or released already);
-/// `WEFT_ERROR_TIMEOUT` when a stalled live publisher holds the slot; `WEFT_ERROR_CORRUPT`.
+/// `WEFT_ERROR_TIMEOUT` when a stalled live publisher holds the slot; `WEFT_ERROR_CORRUPT`;
+/// `WEFT_ERROR_POISONED` if an earlier call on the loan panicked: it is released unpublished.
 ///
 /// # Safety
 /// `loan` is NULL or points to NULL or to a live loan handle; `seq` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_loan_publish(loan: *mut *mut WeftLoan, seq: *mut u64) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_loan_publish", |cx| {
         // SAFETY: `seq` is NULL or writable (this function's `# Safety`). It is checked
         // first: a bad out-pointer must not consume the loan.
         let seq = unsafe { optional_out(seq, "seq")? };
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let l = unsafe { take_handle(loan, "loan")? };
-        let WeftLoan { loan, _publisher } = *l;
+        let l = unsafe { cx.take_handle(loan, "loan")? };
+        let WeftLoan {
+            loan, _publisher, ..
+        } = *l;
         let s = loan.publish()?;
         if let Some(out) = seq {
             out.set(s);
@@ -627,13 +704,13 @@ pub unsafe extern "C" fn weft_publisher_publish(
     len: usize,
     seq: *mut u64,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_publisher_publish", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
         let (p, t, data, seq) = unsafe {
             (
-                handle_mut(publisher, "publisher")?,
-                handle_ref(topic, "topic")?,
+                cx.handle_mut(publisher, "publisher")?,
+                cx.handle_ref(topic, "topic")?,
                 c_bytes(data, len, "data")?,
                 optional_out(seq, "seq")?,
             )
@@ -672,7 +749,10 @@ pub unsafe extern "C" fn weft_subscriber_connect(
             )
         };
         let s = Subscriber::connect_with(region, &config)?;
-        out.set(into_handle(WeftSubscriber { subscriber: s }));
+        out.set(into_handle(WeftSubscriber {
+            subscriber: s,
+            poison: Poison::default(),
+        }));
         Ok(())
     })
 }
@@ -698,7 +778,10 @@ pub unsafe extern "C" fn weft_subscriber_connect_timeout(
             )
         };
         let s = Subscriber::connect_timeout(region, millis(timeout_ms))?;
-        out.set(into_handle(WeftSubscriber { subscriber: s }));
+        out.set(into_handle(WeftSubscriber {
+            subscriber: s,
+            poison: Poison::default(),
+        }));
         Ok(())
     })
 }
@@ -725,17 +808,18 @@ enum Start {
 /// `subscriber` is NULL or a live subscriber handle; `topic` is a NUL-terminated string;
 /// `out` is valid for writing a pointer.
 unsafe fn subscribe(
+    entry: &'static CStr,
     subscriber: *const WeftSubscriber,
     topic: *const c_char,
     start: Start,
     out: *mut *mut WeftSubscription,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
         let (s, topic, out) = unsafe {
             (
-                handle_ref(subscriber, "subscriber")?,
+                cx.handle_ref(subscriber, "subscriber")?,
                 c_name(topic, "topic")?,
                 Out::new(out, "subscription")?,
             )
@@ -748,6 +832,7 @@ unsafe fn subscribe(
         };
         out.set(into_handle(WeftSubscription {
             cell: Lent::new(subscription),
+            poison: Poison::default(),
         }));
         Ok(())
     })
@@ -770,7 +855,15 @@ pub unsafe extern "C" fn weft_subscriber_subscribe(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { subscribe(subscriber, topic, Start::Now, subscription) }
+    unsafe {
+        subscribe(
+            c"weft_subscriber_subscribe",
+            subscriber,
+            topic,
+            Start::Now,
+            subscription,
+        )
+    }
 }
 
 /// As `weft_subscriber_subscribe`, starting with up to the last `history` messages still in
@@ -787,7 +880,15 @@ pub unsafe extern "C" fn weft_subscriber_subscribe_with_history(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { subscribe(subscriber, topic, Start::History(history), subscription) }
+    unsafe {
+        subscribe(
+            c"weft_subscriber_subscribe_with_history",
+            subscriber,
+            topic,
+            Start::History(history),
+            subscription,
+        )
+    }
 }
 
 /// As `weft_subscriber_subscribe`, waiting up to `timeout_ms` for a publisher to register
@@ -804,7 +905,15 @@ pub unsafe extern "C" fn weft_subscriber_subscribe_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { subscribe(subscriber, topic, Start::Wait(timeout_ms), subscription) }
+    unsafe {
+        subscribe(
+            c"weft_subscriber_subscribe_timeout",
+            subscriber,
+            topic,
+            Start::Wait(timeout_ms),
+            subscription,
+        )
+    }
 }
 
 /// Closes the subscription and sets `*subscription` to NULL. Samples received from it stay
@@ -830,16 +939,17 @@ enum Recv {
 /// # Safety
 /// `subscription` is NULL or a live subscription handle; `sample` is valid for writing.
 unsafe fn recv(
+    entry: &'static CStr,
     subscription: *mut WeftSubscription,
     sample: *mut *mut WeftSample,
     how: Recv,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
         let (s, out) = unsafe {
             (
-                handle_mut(subscription, "subscription")?,
+                cx.handle_mut(subscription, "subscription")?,
                 Out::new(sample, "sample")?,
             )
         };
@@ -849,7 +959,10 @@ unsafe fn recv(
             Recv::Forever => sub.recv()?,
             Recv::Ms(ms) => sub.recv_timeout(millis(ms))?,
         };
-        out.set(into_handle(WeftSample { sample: got }));
+        out.set(into_handle(WeftSample {
+            sample: got,
+            poison: Poison::default(),
+        }));
         Ok(())
     })
 }
@@ -858,18 +971,19 @@ unsafe fn recv(
 /// `subscription` is NULL or a live subscription handle; `data`, `len` and `seq` are valid
 /// for writing (`seq` may be NULL).
 unsafe fn recv_borrowed(
+    entry: &'static CStr,
     subscription: *mut WeftSubscription,
     data: *mut *const u8,
     len: *mut usize,
     seq: *mut u64,
     how: Recv,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
         let (s, data, len, seq) = unsafe {
             (
-                handle_mut(subscription, "subscription")?,
+                cx.handle_mut(subscription, "subscription")?,
                 Out::new(data, "data")?,
                 Out::new(len, "len")?,
                 optional_out(seq, "seq")?,
@@ -915,7 +1029,16 @@ pub unsafe extern "C" fn weft_subscription_try_recv_borrowed(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv_borrowed(subscription, data, len, seq, Recv::Try) }
+    unsafe {
+        recv_borrowed(
+            c"weft_subscription_try_recv_borrowed",
+            subscription,
+            data,
+            len,
+            seq,
+            Recv::Try,
+        )
+    }
 }
 
 /// As `weft_subscription_try_recv_borrowed`, waiting at most `timeout_ms`
@@ -933,7 +1056,16 @@ pub unsafe extern "C" fn weft_subscription_recv_borrowed_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv_borrowed(subscription, data, len, seq, Recv::Ms(timeout_ms)) }
+    unsafe {
+        recv_borrowed(
+            c"weft_subscription_recv_borrowed_timeout",
+            subscription,
+            data,
+            len,
+            seq,
+            Recv::Ms(timeout_ms),
+        )
+    }
 }
 
 /// As `weft_subscription_recv_borrowed_timeout` without a time limit.
@@ -949,7 +1081,16 @@ pub unsafe extern "C" fn weft_subscription_recv_borrowed(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv_borrowed(subscription, data, len, seq, Recv::Forever) }
+    unsafe {
+        recv_borrowed(
+            c"weft_subscription_recv_borrowed",
+            subscription,
+            data,
+            len,
+            seq,
+            Recv::Forever,
+        )
+    }
 }
 
 /// Releases the message the subscription lends (its block goes back to the pool once no one
@@ -963,10 +1104,10 @@ pub unsafe extern "C" fn weft_subscription_recv_borrowed(
 pub unsafe extern "C" fn weft_subscription_release(
     subscription: *mut WeftSubscription,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_subscription_release", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let s = unsafe { handle_mut(subscription, "subscription")? };
+        let s = unsafe { cx.handle_mut(subscription, "subscription")? };
         if s.cell.release() {
             Ok(())
         } else {
@@ -997,7 +1138,14 @@ pub unsafe extern "C" fn weft_subscription_try_recv(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv(subscription, sample, Recv::Try) }
+    unsafe {
+        recv(
+            c"weft_subscription_try_recv",
+            subscription,
+            sample,
+            Recv::Try,
+        )
+    }
 }
 
 /// As `weft_subscription_try_recv`, waiting at most `timeout_ms` (`WEFT_ERROR_TIMEOUT`).
@@ -1014,7 +1162,14 @@ pub unsafe extern "C" fn weft_subscription_recv_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv(subscription, sample, Recv::Ms(timeout_ms)) }
+    unsafe {
+        recv(
+            c"weft_subscription_recv_timeout",
+            subscription,
+            sample,
+            Recv::Ms(timeout_ms),
+        )
+    }
 }
 
 /// As `weft_subscription_recv_timeout` without a time limit (a dead publisher still ends
@@ -1029,7 +1184,14 @@ pub unsafe extern "C" fn weft_subscription_recv(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { recv(subscription, sample, Recv::Forever) }
+    unsafe {
+        recv(
+            c"weft_subscription_recv",
+            subscription,
+            sample,
+            Recv::Forever,
+        )
+    }
 }
 
 /// The sample's payload in shared memory: `*data` and `*len`, valid until the sample is
@@ -1043,12 +1205,12 @@ pub unsafe extern "C" fn weft_sample_data(
     data: *mut *const u8,
     len: *mut usize,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_sample_data", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
         let (s, data, len) = unsafe {
             (
-                handle_ref(sample, "sample")?,
+                cx.handle_ref(sample, "sample")?,
                 Out::new(data, "data")?,
                 Out::new(len, "len")?,
             )
@@ -1065,10 +1227,10 @@ pub unsafe extern "C" fn weft_sample_data(
 /// `sample` is NULL or a live sample handle; `seq` is valid for writing.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_sample_seq(sample: *const WeftSample, seq: *mut u64) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_sample_seq", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let (s, out) = unsafe { (handle_ref(sample, "sample")?, Out::new(seq, "seq")?) };
+        let (s, out) = unsafe { (cx.handle_ref(sample, "sample")?, Out::new(seq, "seq")?) };
         out.set(s.sample.seq());
         Ok(())
     })
@@ -1086,12 +1248,16 @@ pub unsafe extern "C" fn weft_sample_release(sample: *mut *mut WeftSample) -> We
     unsafe { free_handle(sample, "sample") }
 }
 
-fn name_list(names: impl IntoIterator<Item = String>) -> Res<*mut WeftNameList> {
+/// A list handle holding `names`.
+pub(crate) fn name_list(names: impl IntoIterator<Item = String>) -> Res<*mut WeftNameList> {
     let names = names
         .into_iter()
         .map(|n| CString::new(n).map_err(|_| Failure::name("a listed name holds NUL")))
         .collect::<Res<Vec<_>>>()?;
-    Ok(into_handle(WeftNameList { names }))
+    Ok(into_handle(WeftNameList {
+        names,
+        poison: Poison::default(),
+    }))
 }
 
 /// The names of every pub/sub region on this machine (a region created or removed at the
@@ -1140,10 +1306,10 @@ pub unsafe extern "C" fn weft_name_list_len(
     list: *const WeftNameList,
     len: *mut usize,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_name_list_len", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let (l, out) = unsafe { (handle_ref(list, "list")?, Out::new(len, "len")?) };
+        let (l, out) = unsafe { (cx.handle_ref(list, "list")?, Out::new(len, "len")?) };
         out.set(l.names.len());
         Ok(())
     })
@@ -1161,10 +1327,10 @@ pub unsafe extern "C" fn weft_name_list_get(
     index: usize,
     name: *mut *const c_char,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_name_list_get", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let (l, out) = unsafe { (handle_ref(list, "list")?, Out::new(name, "name")?) };
+        let (l, out) = unsafe { (cx.handle_ref(list, "list")?, Out::new(name, "name")?) };
         let Some(n) = l.names.get(index) else {
             return Err(Failure::arg(format!(
                 "index {index} is past the end of a list of {}",

@@ -4,11 +4,11 @@
 //! the handle ([`Lent`]) until committed, abandoned or released.
 
 use crate::error::{
-    Failure, Out, Res, WeftStatus, c_bytes, c_name, free_handle, guard, handle_mut, into_handle,
-    millis, options, wait_strategy,
+    Failure, Out, Poison, Res, WeftStatus, c_bytes, c_name, free_handle, guard, guard_handles,
+    handles, into_handle, millis, options, wait_strategy,
 };
 use crate::lend::Lent;
-use std::ffi::c_char;
+use std::ffi::{CStr, c_char};
 use weft::stream::{ReadGrant, StreamOptions, StreamReader, StreamWriter, WriteGrant};
 
 /// Options of a new stream. Zero in any field means the default.
@@ -62,6 +62,7 @@ impl WeftStreamOptions {
 #[derive(Debug)]
 pub struct WeftStreamWriter {
     cell: Lent<StreamWriter, WriteGrant<'static>>,
+    poison: Poison,
 }
 
 /// The reading end of a stream, with the read grant it may be lending.
@@ -71,6 +72,27 @@ pub struct WeftStreamWriter {
 #[derive(Debug)]
 pub struct WeftStreamReader {
     cell: Lent<StreamReader, ReadGrant<'static>>,
+    poison: Poison,
+}
+
+handles!(WeftStreamWriter, WeftStreamReader);
+
+impl WeftStreamWriter {
+    fn new(w: StreamWriter) -> *mut WeftStreamWriter {
+        into_handle(WeftStreamWriter {
+            cell: Lent::new(w),
+            poison: Poison::default(),
+        })
+    }
+}
+
+impl WeftStreamReader {
+    fn new(r: StreamReader) -> *mut WeftStreamReader {
+        into_handle(WeftStreamReader {
+            cell: Lent::new(r),
+            poison: Poison::default(),
+        })
+    }
 }
 
 /// Creates the stream `name` with `capacity` data bytes and becomes its writer.
@@ -99,7 +121,7 @@ pub unsafe extern "C" fn weft_stream_writer_create(
         // SAFETY: opts is NULL or readable (contract); the struct holds only integers.
         let opts = unsafe { options(opts, "opts")? };
         let w = StreamWriter::create_with(name, &opts.apply(capacity)?)?;
-        out.set(into_handle(WeftStreamWriter { cell: Lent::new(w) }));
+        out.set(WeftStreamWriter::new(w));
         Ok(())
     })
 }
@@ -129,10 +151,10 @@ pub unsafe extern "C" fn weft_stream_writer_max_record_len(
     writer: *mut WeftStreamWriter,
     len: *mut usize,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_stream_writer_max_record_len", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let (w, out) = unsafe { (handle_mut(writer, "writer")?, Out::new(len, "len")?) };
+        let (w, out) = unsafe { (cx.handle_mut(writer, "writer")?, Out::new(len, "len")?) };
         out.set(w.cell.owner("max_record_len")?.max_record_len());
         Ok(())
     })
@@ -148,10 +170,10 @@ pub unsafe extern "C" fn weft_stream_writer_set_wait(
     writer: *mut WeftStreamWriter,
     wait: i32,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_stream_writer_set_wait", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let w = unsafe { handle_mut(writer, "writer")? };
+        let w = unsafe { cx.handle_mut(writer, "writer")? };
         let strategy = wait_strategy(wait)?.unwrap_or_default();
         w.cell.owner("set_wait")?.set_wait_strategy(strategy);
         Ok(())
@@ -183,7 +205,16 @@ pub unsafe extern "C" fn weft_stream_writer_write(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { write(writer, data, len, Wait::Forever, false) }
+    unsafe {
+        write(
+            c"weft_stream_writer_write",
+            writer,
+            data,
+            len,
+            Wait::Forever,
+            false,
+        )
+    }
 }
 
 /// As `weft_stream_writer_write`, but `WEFT_ERROR_FULL` instead of waiting.
@@ -198,7 +229,16 @@ pub unsafe extern "C" fn weft_stream_writer_try_write(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { write(writer, data, len, Wait::Never, false) }
+    unsafe {
+        write(
+            c"weft_stream_writer_try_write",
+            writer,
+            data,
+            len,
+            Wait::Never,
+            false,
+        )
+    }
 }
 
 /// As `weft_stream_writer_write`, waiting at most `timeout_ms` (`WEFT_ERROR_TIMEOUT`).
@@ -214,7 +254,16 @@ pub unsafe extern "C" fn weft_stream_writer_write_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { write(writer, data, len, Wait::Ms(timeout_ms), false) }
+    unsafe {
+        write(
+            c"weft_stream_writer_write_timeout",
+            writer,
+            data,
+            len,
+            Wait::Ms(timeout_ms),
+            false,
+        )
+    }
 }
 
 /// Copies `len` bytes at `data` into the stream as one record, but publishes it later, as a
@@ -234,7 +283,16 @@ pub unsafe extern "C" fn weft_stream_writer_write_deferred(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { write(writer, data, len, Wait::Forever, true) }
+    unsafe {
+        write(
+            c"weft_stream_writer_write_deferred",
+            writer,
+            data,
+            len,
+            Wait::Forever,
+            true,
+        )
+    }
 }
 
 /// As `weft_stream_writer_write_deferred`, but `WEFT_ERROR_FULL` instead of waiting (what
@@ -250,7 +308,16 @@ pub unsafe extern "C" fn weft_stream_writer_try_write_deferred(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { write(writer, data, len, Wait::Never, true) }
+    unsafe {
+        write(
+            c"weft_stream_writer_try_write_deferred",
+            writer,
+            data,
+            len,
+            Wait::Never,
+            true,
+        )
+    }
 }
 
 /// As `weft_stream_writer_write_deferred`, waiting at most `timeout_ms` for room
@@ -267,7 +334,16 @@ pub unsafe extern "C" fn weft_stream_writer_write_deferred_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { write(writer, data, len, Wait::Ms(timeout_ms), true) }
+    unsafe {
+        write(
+            c"weft_stream_writer_write_deferred_timeout",
+            writer,
+            data,
+            len,
+            Wait::Ms(timeout_ms),
+            true,
+        )
+    }
 }
 
 /// Publishes every record written with `weft_stream_writer_write_deferred` and not yet
@@ -279,10 +355,10 @@ pub unsafe extern "C" fn weft_stream_writer_write_deferred_timeout(
 /// `writer` is NULL or a live writer handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_stream_writer_flush(writer: *mut WeftStreamWriter) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_stream_writer_flush", |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
-        let w = unsafe { handle_mut(writer, "writer")? };
+        let w = unsafe { cx.handle_mut(writer, "writer")? };
         w.cell.owner("flush")?.flush();
         Ok(())
     })
@@ -293,16 +369,22 @@ pub unsafe extern "C" fn weft_stream_writer_flush(writer: *mut WeftStreamWriter)
 /// # Safety
 /// As `weft_stream_writer_write`.
 unsafe fn write(
+    entry: &'static CStr,
     writer: *mut WeftStreamWriter,
     data: *const u8,
     len: usize,
     how: Wait,
     deferred: bool,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
-        let (w, data) = unsafe { (handle_mut(writer, "writer")?, c_bytes(data, len, "data")?) };
+        let (w, data) = unsafe {
+            (
+                cx.handle_mut(writer, "writer")?,
+                c_bytes(data, len, "data")?,
+            )
+        };
         let w = w.cell.owner("write")?;
         match (how, deferred) {
             (Wait::Forever, false) => w.write(data)?,
@@ -333,7 +415,15 @@ pub unsafe extern "C" fn weft_stream_writer_reserve(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { reserve(writer, len, data, Wait::Forever) }
+    unsafe {
+        reserve(
+            c"weft_stream_writer_reserve",
+            writer,
+            len,
+            data,
+            Wait::Forever,
+        )
+    }
 }
 
 /// As `weft_stream_writer_reserve`, but `WEFT_ERROR_FULL` instead of waiting.
@@ -348,7 +438,15 @@ pub unsafe extern "C" fn weft_stream_writer_try_reserve(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { reserve(writer, len, data, Wait::Never) }
+    unsafe {
+        reserve(
+            c"weft_stream_writer_try_reserve",
+            writer,
+            len,
+            data,
+            Wait::Never,
+        )
+    }
 }
 
 /// As `weft_stream_writer_reserve`, waiting at most `timeout_ms`.
@@ -364,21 +462,30 @@ pub unsafe extern "C" fn weft_stream_writer_reserve_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { reserve(writer, len, data, Wait::Ms(timeout_ms)) }
+    unsafe {
+        reserve(
+            c"weft_stream_writer_reserve_timeout",
+            writer,
+            len,
+            data,
+            Wait::Ms(timeout_ms),
+        )
+    }
 }
 
 /// # Safety
 /// As `weft_stream_writer_reserve`.
 unsafe fn reserve(
+    entry: &'static CStr,
     writer: *mut WeftStreamWriter,
     len: usize,
     data: *mut *mut u8,
     how: Wait,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
-        let (w, out) = unsafe { (handle_mut(writer, "writer")?, Out::new(data, "data")?) };
+        let (w, out) = unsafe { (cx.handle_mut(writer, "writer")?, Out::new(data, "data")?) };
         // SAFETY: the closure only builds the grant from the writer.
         let grant = unsafe {
             w.cell.lend("reserve", |w| {
@@ -406,10 +513,10 @@ pub unsafe extern "C" fn weft_stream_writer_commit(
     writer: *mut WeftStreamWriter,
     len: usize,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_stream_writer_commit", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let w = unsafe { handle_mut(writer, "writer")? };
+        let w = unsafe { cx.handle_mut(writer, "writer")? };
         let Some(grant) = w.cell.held() else {
             return Err(Failure::state("commit: nothing is reserved"));
         };
@@ -435,10 +542,10 @@ pub unsafe extern "C" fn weft_stream_writer_commit(
 /// `writer` is NULL or a live writer handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_stream_writer_abandon(writer: *mut WeftStreamWriter) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_stream_writer_abandon", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let w = unsafe { handle_mut(writer, "writer")? };
+        let w = unsafe { cx.handle_mut(writer, "writer")? };
         if w.cell.release() {
             Ok(())
         } else {
@@ -466,7 +573,7 @@ pub unsafe extern "C" fn weft_stream_reader_open(
         // NULL and misaligned ones are refused before any use.
         let (name, out) = unsafe { (c_name(name, "name")?, Out::new(reader, "reader")?) };
         let r = StreamReader::open(name)?;
-        out.set(into_handle(WeftStreamReader { cell: Lent::new(r) }));
+        out.set(WeftStreamReader::new(r));
         Ok(())
     })
 }
@@ -488,7 +595,7 @@ pub unsafe extern "C" fn weft_stream_reader_open_timeout(
         // NULL and misaligned ones are refused before any use.
         let (name, out) = unsafe { (c_name(name, "name")?, Out::new(reader, "reader")?) };
         let r = StreamReader::open_timeout(name, millis(timeout_ms))?;
-        out.set(into_handle(WeftStreamReader { cell: Lent::new(r) }));
+        out.set(WeftStreamReader::new(r));
         Ok(())
     })
 }
@@ -518,10 +625,10 @@ pub unsafe extern "C" fn weft_stream_reader_set_wait(
     reader: *mut WeftStreamReader,
     wait: i32,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_stream_reader_set_wait", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let r = unsafe { handle_mut(reader, "reader")? };
+        let r = unsafe { cx.handle_mut(reader, "reader")? };
         let strategy = wait_strategy(wait)?.unwrap_or_default();
         r.cell.owner("set_wait")?.set_wait_strategy(strategy);
         Ok(())
@@ -546,7 +653,7 @@ pub unsafe extern "C" fn weft_stream_reader_read(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { read(reader, data, len, Wait::Forever) }
+    unsafe { read(c"weft_stream_reader_read", reader, data, len, Wait::Forever) }
 }
 
 /// As `weft_stream_reader_read`, but `WEFT_ERROR_EMPTY` instead of waiting.
@@ -561,7 +668,15 @@ pub unsafe extern "C" fn weft_stream_reader_try_read(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { read(reader, data, len, Wait::Never) }
+    unsafe {
+        read(
+            c"weft_stream_reader_try_read",
+            reader,
+            data,
+            len,
+            Wait::Never,
+        )
+    }
 }
 
 /// As `weft_stream_reader_read`, waiting at most `timeout_ms` (`WEFT_ERROR_TIMEOUT`).
@@ -577,23 +692,32 @@ pub unsafe extern "C" fn weft_stream_reader_read_timeout(
 ) -> WeftStatus {
     // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
     // NULL and misaligned pointers are refused before any use.
-    unsafe { read(reader, data, len, Wait::Ms(timeout_ms)) }
+    unsafe {
+        read(
+            c"weft_stream_reader_read_timeout",
+            reader,
+            data,
+            len,
+            Wait::Ms(timeout_ms),
+        )
+    }
 }
 
 /// # Safety
 /// As `weft_stream_reader_read`.
 unsafe fn read(
+    entry: &'static CStr,
     reader: *mut WeftStreamReader,
     data: *mut *const u8,
     len: *mut usize,
     how: Wait,
 ) -> WeftStatus {
-    guard(|| {
+    guard_handles(entry, |cx| {
         // SAFETY: the caller's contract, forwarded from the entry point's `# Safety`;
         // NULL and misaligned pointers are refused before any use.
         let (r, data, len) = unsafe {
             (
-                handle_mut(reader, "reader")?,
+                cx.handle_mut(reader, "reader")?,
                 Out::new(data, "data")?,
                 Out::new(len, "len")?,
             )
@@ -622,10 +746,10 @@ unsafe fn read(
 /// `reader` is NULL or a live reader handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn weft_stream_reader_release(reader: *mut WeftStreamReader) -> WeftStatus {
-    guard(|| {
+    guard_handles(c"weft_stream_reader_release", |cx| {
         // SAFETY: every pointer is NULL or as this function's `# Safety` requires; the
         // NULL and misaligned ones are refused before any use.
-        let r = unsafe { handle_mut(reader, "reader")? };
+        let r = unsafe { cx.handle_mut(reader, "reader")? };
         if r.cell.release() {
             Ok(())
         } else {

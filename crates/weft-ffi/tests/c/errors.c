@@ -29,6 +29,7 @@ static void every_code_has_a_string(void) {
         WEFT_ERROR_IO,
         WEFT_ERROR_PANIC,
         WEFT_ERROR_STATE,
+        WEFT_ERROR_POISONED,
     };
     const size_t n = sizeof codes / sizeof codes[0];
     /* The codes of weft's ErrorKind are 1 to 20 in order. */
