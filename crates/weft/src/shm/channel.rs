@@ -19,6 +19,8 @@ use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Bytes of the correlation id in front of every request and reply.
 pub(crate) const ID_LEN: usize = 8;
@@ -61,6 +63,8 @@ pub struct ChannelOptions {
     pub(crate) wait: WaitStrategy,
     pub(crate) liveness_timeout: Duration,
     pub(crate) slots: u32,
+    /// Set by the caller to end a `listen` or `connect` early ([`ChannelOptions::cancelled_by`]).
+    pub(crate) cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for ChannelOptions {
@@ -78,6 +82,7 @@ impl ChannelOptions {
             wait: WaitStrategy::Adaptive,
             liveness_timeout: Duration::from_secs(1),
             slots: 64,
+            cancel: None,
         }
     }
 
@@ -110,6 +115,49 @@ impl ChannelOptions {
     /// Used by [`Server::bind_with`](crate::channel::Server::bind_with) only.
     pub fn slots(mut self, slots: u32) -> ChannelOptions {
         self.slots = slots;
+        self
+    }
+
+    /// A flag that ends the wait of [`Channel::listen_with`], [`Channel::connect_with`] and
+    /// [`Server::connect_with`](crate::channel::Server::connect_with) early: once another thread
+    /// sets it, the call gives up at its next look (about every millisecond) just as if its timeout
+    /// had passed there: with the error a timeout gives there ([`Error::Timeout`] while it waits
+    /// for its peer), and it removes what it made, so that the name is free at once for the next
+    /// `listen` (or the server slot for the next client). A call that does not have to wait (its
+    /// peer is already there) is not stopped by it, as a zero timeout would not stop it. Not used
+    /// by a [`Server`](crate::channel::Server)'s own calls. The flag is not reset: clear it before
+    /// reusing the options.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::time::{Duration, Instant};
+    /// use weft::channel::{Channel, ChannelOptions};
+    /// use weft::Error;
+    /// # let name = format!("doc-cancelled-by-{}", std::process::id());
+    /// let stop = Arc::new(AtomicBool::new(false));
+    /// let opts = ChannelOptions::new().cancelled_by(stop.clone());
+    /// let n = name.clone();
+    /// let minute = Duration::from_secs(60);
+    /// let listener = std::thread::spawn(move || Channel::listen_with(&n, minute, &opts));
+    /// std::thread::sleep(Duration::from_millis(50));
+    /// let asked = Instant::now();
+    /// stop.store(true, Ordering::Relaxed);
+    /// assert!(matches!(listener.join().unwrap(), Err(Error::Timeout)));
+    /// assert!(asked.elapsed() < Duration::from_secs(1));
+    /// // Nothing is left under the name: a new listen takes it at once.
+    /// let t = Duration::from_secs(5);
+    /// let n = name.clone();
+    /// let listener = std::thread::spawn(move || Channel::listen(&n, t));
+    /// let mut client = Channel::connect(&name, t)?;
+    /// client.send(b"hello")?;
+    /// let mut server = listener.join().unwrap()?;
+    /// assert_eq!(&*server.recv()?, b"hello");
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn cancelled_by(mut self, flag: Arc<AtomicBool>) -> ChannelOptions {
+        self.cancel = Some(flag);
         self
     }
 
@@ -244,6 +292,49 @@ pub struct Channel {
     _slot: Option<alloc::boxed::Box<dyn Slot>>,
 }
 
+/// When a wait of a one-to-one `listen` or `connect` gives up: at its deadline, or once the
+/// caller's cancel flag is set ([`ChannelOptions::cancelled_by`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GiveUp<'a> {
+    deadline: Deadline,
+    cancel: Option<&'a AtomicBool>,
+}
+
+/// How long one look at a stream still being made waits for its creator when the wait can be
+/// cancelled: the flag is looked at again at least this often.
+const CANCEL_LOOK: Duration = Duration::from_millis(20);
+
+impl<'a> GiveUp<'a> {
+    pub(crate) fn new(deadline: Deadline, cancel: Option<&'a Arc<AtomicBool>>) -> GiveUp<'a> {
+        GiveUp {
+            deadline,
+            cancel: cancel.map(|c| &**c),
+        }
+    }
+
+    /// The deadline alone.
+    pub(crate) fn deadline(&self) -> Deadline {
+        self.deadline
+    }
+
+    /// Whether to give up now.
+    pub(crate) fn now(&self) -> bool {
+        // Relaxed: the flag publishes nothing; a load that misses a fresh store only makes the
+        // call wait one more round (about a millisecond) before it sees it.
+        self.deadline.expired() || self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
+    /// `opts` with an open that waits no longer than this wait may (and, when it can be
+    /// cancelled, at most [`CANCEL_LOOK`]) for a stream's creator to finish it.
+    fn open_opts(&self, opts: &StreamOptions) -> StreamOptions {
+        let within = opts.clone().open_within(self.deadline);
+        match self.cancel {
+            Some(_) => within.open_within(Deadline::after(CANCEL_LOOK)),
+            None => within,
+        }
+    }
+}
+
 /// Opens the reader of `name`, waiting until `deadline` for it to exist and for its writer.
 ///
 /// `peer` None: the name is used again by later connections (a one-to-one channel's), so a
@@ -261,8 +352,18 @@ pub(crate) fn open_live_reader(
     deadline: Deadline,
     peer: Option<Role>,
 ) -> Result<StreamReader> {
+    wait_live_reader(name, opts, GiveUp::new(deadline, None), peer)
+}
+
+/// As [`open_live_reader`], giving up as `until` says ([`Error::Timeout`]).
+pub(crate) fn wait_live_reader(
+    name: &str,
+    opts: &StreamOptions,
+    until: GiveUp<'_>,
+    peer: Option<Role>,
+) -> Result<StreamReader> {
     loop {
-        let within = opts.clone().open_within(deadline);
+        let within = until.open_opts(opts);
         let opened = match peer {
             None => StreamReader::open_unread(name, &within),
             Some(_) => StreamReader::open_with(name, &within).map(Some),
@@ -286,28 +387,28 @@ pub(crate) fn open_live_reader(
             Err(Error::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
-        if deadline.expired() {
+        if until.now() {
             return Err(Error::Timeout);
         }
         std::thread::sleep(Duration::from_micros(500));
     }
 }
 
-/// Creates the stream `name` that this side of a one-to-one channel writes, waiting until
-/// `deadline` while the live peer of an earlier connection under the name still reads it (it
-/// lets go once it notices that its own peer is gone, or closes its channel). A stream is
-/// never taken over from that reader: that would join the new connection to the old one.
+/// Creates the stream `name` that this side of a one-to-one channel writes, waiting (until
+/// `until` gives up) while the live peer of an earlier connection under the name still reads
+/// it (it lets go once it notices that its own peer is gone, or closes its channel). A stream
+/// is never taken over from that reader: that would join the new connection to the old one.
 ///
 /// # Errors
 /// [`Error::InUse`] with [`Role::Writer`] at once if a live process writes the stream, with
-/// [`Role::Reader`] if the earlier connection's reader still holds it at the deadline; the
-/// errors of [`StreamWriter::create_with`].
-fn create_own_stream(name: &str, opts: &StreamOptions, deadline: Deadline) -> Result<StreamWriter> {
+/// [`Role::Reader`] if the earlier connection's reader still holds it when `until` gives up;
+/// the errors of [`StreamWriter::create_with`].
+fn create_own_stream(name: &str, opts: &StreamOptions, until: GiveUp<'_>) -> Result<StreamWriter> {
     loop {
         match StreamWriter::create_with(name, opts) {
             Err(Error::InUse {
                 role: Role::Reader, ..
-            }) if !deadline.expired() => std::thread::sleep(Duration::from_millis(1)),
+            }) if !until.now() => std::thread::sleep(Duration::from_millis(1)),
             other => return other,
         }
     }
@@ -351,13 +452,14 @@ impl Channel {
     /// As [`Channel::listen`], with `opts`.
     ///
     /// # Errors
-    /// As [`Channel::listen`].
+    /// As [`Channel::listen`]; a wait that `opts`' cancel flag ended
+    /// ([`ChannelOptions::cancelled_by`]) ends with the error of a timeout at that point.
     pub fn listen_with(name: &str, timeout: Duration, opts: &ChannelOptions) -> Result<Channel> {
         validate_base_name(name)?;
-        let deadline = Deadline::after(timeout);
+        let until = GiveUp::new(Deadline::after(timeout), opts.cancel.as_ref());
         let sopts = opts.stream();
-        let tx = create_own_stream(&format!("{name}.s2c"), &sopts, deadline)?;
-        let rx = open_live_reader(&format!("{name}.c2s"), &sopts, deadline, None)?;
+        let tx = create_own_stream(&format!("{name}.s2c"), &sopts, until)?;
+        let rx = wait_live_reader(&format!("{name}.c2s"), &sopts, until, None)?;
         Ok(Channel::from_parts(tx, rx, Role::Client, None))
     }
 
@@ -373,13 +475,13 @@ impl Channel {
     /// As [`Channel::connect`], with `opts`.
     ///
     /// # Errors
-    /// As [`Channel::listen`].
+    /// As [`Channel::listen_with`].
     pub fn connect_with(name: &str, timeout: Duration, opts: &ChannelOptions) -> Result<Channel> {
         validate_base_name(name)?;
-        let deadline = Deadline::after(timeout);
+        let until = GiveUp::new(Deadline::after(timeout), opts.cancel.as_ref());
         let sopts = opts.stream();
-        let tx = create_own_stream(&format!("{name}.c2s"), &sopts, deadline)?;
-        let rx = open_live_reader(&format!("{name}.s2c"), &sopts, deadline, None)?;
+        let tx = create_own_stream(&format!("{name}.c2s"), &sopts, until)?;
+        let rx = wait_live_reader(&format!("{name}.s2c"), &sopts, until, None)?;
         Ok(Channel::from_parts(tx, rx, Role::Server, None))
     }
 

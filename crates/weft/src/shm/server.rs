@@ -6,7 +6,9 @@
 //! doorbell (a futex word); the server opens that stream, creates the server-to-client one and
 //! answers in the slot. Layout byte by byte in docs/protocol.md ("Server rendezvous").
 
-use super::channel::{Channel, ChannelOptions, Slot, open_live_reader, validate_base_name};
+use super::channel::{
+    Channel, ChannelOptions, GiveUp, Slot, open_live_reader, validate_base_name, wait_live_reader,
+};
 use super::inspect::{Peer, PeerState};
 use super::liveness::{Claim, ParticipantRow, PeerStatus};
 use super::object::{HEADER_SIZE, Object, ObjectKind};
@@ -615,22 +617,23 @@ impl Server {
     }
 
     /// As [`Server::connect`], with `opts` (the capacity of the stream this side writes, the
-    /// wait strategy, the liveness timeout).
+    /// wait strategy, the liveness timeout, a cancel flag).
     ///
     /// # Errors
-    /// As [`Server::connect`].
+    /// As [`Server::connect`]; a wait that `opts`' cancel flag ended
+    /// ([`ChannelOptions::cancelled_by`]) ends with the error of a timeout at that point.
     pub fn connect_with(name: &str, timeout: Duration, opts: &ChannelOptions) -> Result<Channel> {
         validate_base_name(name)?;
-        let deadline = Deadline::after(timeout);
+        let until = GiveUp::new(Deadline::after(timeout), opts.cancel.as_ref());
         loop {
-            match connect_once(name, opts, deadline) {
+            match connect_once(name, opts, until) {
                 Err(
                     Error::NotFound { .. }
                     | Error::Full
                     | Error::PeerDead {
                         role: Role::Server, ..
                     },
-                ) if !deadline.expired() => {
+                ) if !until.now() => {
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 other => return other,
@@ -639,7 +642,8 @@ impl Server {
     }
 }
 
-fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result<Channel> {
+fn connect_once(name: &str, opts: &ChannelOptions, until: GiveUp<'_>) -> Result<Channel> {
+    let deadline = until.deadline();
     let liveness = opts.liveness_timeout;
     // A server still initialising the rendezvous is waited for, within the caller's deadline.
     let ready_wait = deadline
@@ -739,11 +743,11 @@ fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result
             }
             PeerStatus::Closed | PeerStatus::Absent => return Err(Error::Closed),
         }
-        let slice = match deadline.remaining() {
-            Some(Duration::ZERO) => return Err(Error::Timeout),
-            Some(left) => left.min(PARK_SLICE),
-            None => PARK_SLICE,
-        };
+        if until.now() {
+            return Err(Error::Timeout);
+        }
+        // A cancel flag is looked at after every slice.
+        let slice = deadline.remaining().unwrap_or(PARK_SLICE).min(PARK_SLICE);
         sys::futex_wait(&line.ack, seen, Some(slice));
     }
     reached(HandshakeStep::ClientAnswered);
@@ -756,7 +760,8 @@ fn connect_once(name: &str, opts: &ChannelOptions, deadline: Deadline) -> Result
     );
     // The name carries our generation: a closed server stream is still ours to read, and a
     // dead server's is its death, not a stale stream to wait past.
-    let rx = open_live_reader(&s2c, &sopts, grace, Some(Role::Server))?;
+    let grace = GiveUp::new(grace, opts.cancel.as_ref());
+    let rx = wait_live_reader(&s2c, &sopts, grace, Some(Role::Server))?;
     Ok(Channel::from_parts(
         tx,
         rx,
