@@ -5,10 +5,15 @@
 //! `_timeout` form without the interpreter, and between slices the thread re-attaches and runs
 //! the signal handlers (`PyErr_CheckSignals`). Only calls whose `_timeout` form can be repeated
 //! without side effects are sliced; the others run on a thread of their own ([`off_thread`])
-//! while this one waits in slices for their answer.
+//! while this one waits in slices for their answer, and are cancelled when it is interrupted.
+//!
+//! Every timeout argument is a [`Timeout`], read from Python in one place.
 
 use crate::errors::to_py;
+use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The longest time a blocking call spends without looking at signals.
@@ -19,18 +24,14 @@ pub(crate) const SLICE: Duration = Duration::from_millis(50);
 pub(crate) struct Until(Option<Instant>);
 
 impl Until {
-    /// From a Python timeout in seconds (`None`, infinity, or more than a `Duration` or an
-    /// `Instant` holds: forever).
-    ///
-    /// # Errors
-    /// `ValueError` for a negative timeout or NaN.
-    pub(crate) fn from_secs(timeout: Option<f64>) -> PyResult<Until> {
-        let Some(secs) = timeout else {
-            return Ok(Until(None));
-        };
-        Ok(Until(
-            finite(secs)?.and_then(|d| Instant::now().checked_add(d)),
-        ))
+    /// From a timeout argument: `None`, a [`Timeout`] of "as long as it takes", and one of
+    /// more than an `Instant` holds wait forever.
+    pub(crate) fn new(timeout: Option<Timeout>) -> Until {
+        Until(
+            timeout
+                .and_then(|t| t.0)
+                .and_then(|d| Instant::now().checked_add(d)),
+        )
     }
 
     /// The next slice: at most [`SLICE`], at most what is left (zero once passed).
@@ -105,15 +106,22 @@ pub(crate) fn sliced_retry<T: Send>(
 
 /// Runs `call` on a thread of its own and waits for its result in slices, checking signals
 /// between them: for blocking calls that cannot be cut into repeatable slices
-/// (`Channel.listen` creates its stream, then waits for the peer). On an interrupt the call
-/// keeps running on its thread until it ends by itself (its own timeout), and its result is
-/// dropped.
+/// (`Channel.listen` creates its stream, then waits for the peer).
+///
+/// On an interrupt (a signal handler raised), `cancel` is set, if the call takes one, and this
+/// thread waits (detached) for the call to end: a call that gives up on its cancel flag ends
+/// within milliseconds and removes what it made, so that what it was after (the name of a
+/// channel, say) is free once the exception is raised. What it returned is dropped, even a
+/// success that came at the same moment (a channel made just then is closed: its peer sees
+/// it leave). A call without a cancel flag keeps running on its thread until it ends by itself
+/// (its own timeout), and its result is dropped then.
 ///
 /// # Errors
 /// The call's error, or the exception a signal handler raised.
 pub(crate) fn off_thread<T: Send + 'static>(
     py: Python<'_>,
     name: &str,
+    cancel: Option<Arc<AtomicBool>>,
     call: impl FnOnce() -> weft::Result<T> + Send + 'static,
 ) -> PyResult<T> {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
@@ -131,7 +139,20 @@ pub(crate) fn off_thread<T: Send + 'static>(
         rx = back;
         match got {
             Ok(result) => return result.map_err(to_py),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(interrupt) = py.check_signals() {
+                    if let Some(cancel) = cancel {
+                        // Relaxed: the flag publishes nothing; what the call did before it
+                        // ended is seen through the channel below (its send happens before
+                        // our receive).
+                        cancel.store(true, Ordering::Relaxed);
+                        // The call ends promptly once it sees the flag; the bound only keeps
+                        // a call that does not from holding Ctrl-C back for good.
+                        py.detach(move || drop(rx.recv_timeout(CANCEL_WAIT)));
+                    }
+                    return Err(interrupt);
+                }
+            }
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
                     "the {name} call panicked"
@@ -141,30 +162,60 @@ pub(crate) fn off_thread<T: Send + 'static>(
     }
 }
 
-/// A Rust `Duration` from a Python timeout in seconds, for a call that takes its timeout
-/// whole: infinity, or more than a `Duration` holds, is `Duration::MAX`, which weft's
-/// deadlines take as no deadline at all (`Deadline::after` saturates), as [`Until`] does.
-///
-/// # Errors
-/// `ValueError` for a negative timeout or NaN.
-pub(crate) fn duration(secs: f64) -> PyResult<Duration> {
-    Ok(finite(secs)?.unwrap_or(Duration::MAX))
+/// How long an interrupted [`off_thread`] call is waited for after its cancel flag is set.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+
+/// A timeout argument in seconds, checked as it is read from Python: a float or an int (or
+/// anything `float()` takes), never negative or NaN. Infinity, and any timeout too large for a
+/// `Duration` (more than 2^64 seconds: 1e300, or `10**400`, an int too large for a float),
+/// mean "as long as it takes", as `None` does where it is allowed (`Option<Timeout>`). Every
+/// call that takes a timeout takes it as this type, so that they all read it alike.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timeout(Option<Duration>);
+
+impl Timeout {
+    /// Zero: look once, do not wait (the default of the calls that wait only when told to).
+    pub(crate) const ZERO: Timeout = Timeout(Some(Duration::ZERO));
+
+    /// As a Rust `Duration`, for a call that takes its timeout whole: "as long as it takes"
+    /// is `Duration::MAX`, which weft's deadlines take as no deadline at all
+    /// (`Deadline::after` saturates), as [`Until`] does.
+    pub(crate) fn duration(self) -> Duration {
+        self.0.unwrap_or(Duration::MAX)
+    }
 }
 
-/// A Python timeout in seconds as a `Duration`; `None` for infinity and for any timeout too
-/// large for a `Duration` (more than 2^64 seconds): both mean "as long as it takes", so that
-/// 1e300 waits as `float('inf')` does instead of failing.
-///
-/// # Errors
-/// `ValueError` for a negative timeout or NaN (whatever their size).
-fn finite(secs: f64) -> PyResult<Option<Duration>> {
-    // -0.0 passes (zero: do not wait).
-    if secs.is_nan() || secs < 0.0 {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "timeout must be a non-negative number of seconds (None or inf: as long as it \
-             takes), not {secs:?}"
-        )));
+impl<'py> FromPyObject<'_, 'py> for Timeout {
+    type Error = PyErr;
+
+    /// # Errors
+    /// `ValueError` for a negative timeout or NaN (whatever their size); `TypeError` for what
+    /// is not a number.
+    fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<Timeout> {
+        let secs = match ob.extract::<f64>() {
+            Ok(secs) => secs,
+            // A number too large for a float (an int beyond 1.8e308): as far from zero as a
+            // float goes, on its side of zero.
+            Err(e) if e.is_instance_of::<PyOverflowError>(ob.py()) => match ob.lt(0) {
+                Ok(true) => return Err(refused("a negative number too large for a float")),
+                Ok(false) => f64::INFINITY,
+                Err(_) => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
+        // -0.0 passes (zero: do not wait).
+        if secs.is_nan() || secs < 0.0 {
+            return Err(refused(&format!("{secs:?}")));
+        }
+        // Non-negative and not NaN: the only error left is a value too large (infinity
+        // included).
+        Ok(Timeout(Duration::try_from_secs_f64(secs).ok()))
     }
-    // Non-negative and not NaN: the only error left is a value too large (infinity included).
-    Ok(Duration::try_from_secs_f64(secs).ok())
+}
+
+fn refused(what: &str) -> PyErr {
+    PyValueError::new_err(format!(
+        "timeout must be a non-negative number of seconds (None or inf: as long as it takes), \
+         not {what}"
+    ))
 }

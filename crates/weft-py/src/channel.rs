@@ -2,7 +2,7 @@
 //! client) and what a channel hands out: `weft.Reply` and `weft.Request` (both read in place),
 //! plus the stream's `ReadGrant` and `WriteGrant` for raw records.
 
-use crate::blocking::{Until, duration, off_thread, sliced};
+use crate::blocking::{Timeout, Until, off_thread, sliced};
 use crate::errors::IntoPy;
 use crate::input::Input;
 use crate::owned::{Access, Lent, Owned};
@@ -11,6 +11,7 @@ use crate::view::{View, grant_methods};
 use crate::wait_strategy;
 use pyo3::prelude::*;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use weft::channel::{
     Channel as RsChannel, ChannelOptions, Reply as RsReply, Request as RsRequest, RequestId,
     Server as RsServer,
@@ -108,9 +109,9 @@ grant_methods!(
             &self,
             py: Python<'_>,
             data: &Bound<'_, PyAny>,
-            timeout: Option<f64>,
+            timeout: Option<Timeout>,
         ) -> PyResult<()> {
-            let until = Until::from_secs(timeout)?;
+            let until = Until::new(timeout);
             // A buffer holds an export of its object, which may be this very request
             // (`req.reply(req)`, an echo) and would make its release below fail:
             // such input is copied and its export let go first (`detached` copies it anyway).
@@ -252,23 +253,24 @@ impl Channel {
     /// The listening end of the one-to-one channel `name`: waits up to `timeout` seconds for
     /// the other end to `connect`. `capacity` is the size of the stream this end writes.
     ///
-    /// Ctrl-C interrupts the wait at once; the listen itself goes on in the background until
-    /// `timeout` has passed (the name stays taken until then).
+    /// Ctrl-C ends the wait at once, and the listen with it: nothing is left under the name,
+    /// which the next `listen` takes straight away.
     #[staticmethod]
     #[pyo3(signature = (name, timeout, *, capacity = 65536, wait = "adaptive"))]
     fn listen(
         py: Python<'_>,
         name: &str,
-        timeout: f64,
+        timeout: Timeout,
         capacity: usize,
         wait: &str,
     ) -> PyResult<Channel> {
-        let (opts, t, n) = (
-            options(capacity, wait)?,
-            duration(timeout)?,
-            name.to_owned(),
-        );
-        off_thread(py, "listen", move || RsChannel::listen_with(&n, t, &opts)).map(Channel::new)
+        let cancel = Arc::new(AtomicBool::new(false));
+        let opts = options(capacity, wait)?.cancelled_by(cancel.clone());
+        let (t, n) = (timeout.duration(), name.to_owned());
+        off_thread(py, "listen", Some(cancel), move || {
+            RsChannel::listen_with(&n, t, &opts)
+        })
+        .map(Channel::new)
     }
 
     /// The connecting end of the one-to-one channel `name`: waits up to `timeout` seconds for
@@ -278,16 +280,17 @@ impl Channel {
     fn connect(
         py: Python<'_>,
         name: &str,
-        timeout: f64,
+        timeout: Timeout,
         capacity: usize,
         wait: &str,
     ) -> PyResult<Channel> {
-        let (opts, t, n) = (
-            options(capacity, wait)?,
-            duration(timeout)?,
-            name.to_owned(),
-        );
-        off_thread(py, "connect", move || RsChannel::connect_with(&n, t, &opts)).map(Channel::new)
+        let cancel = Arc::new(AtomicBool::new(false));
+        let opts = options(capacity, wait)?.cancelled_by(cancel.clone());
+        let (t, n) = (timeout.duration(), name.to_owned());
+        off_thread(py, "connect", Some(cancel), move || {
+            RsChannel::connect_with(&n, t, &opts)
+        })
+        .map(Channel::new)
     }
 
     /// The name of the stream this end writes.
@@ -317,8 +320,13 @@ impl Channel {
     /// Sends `data` (any contiguous bytes-like object) as one raw record, waiting for room at
     /// most `timeout` seconds.
     #[pyo3(signature = (data, timeout = None))]
-    fn send(&self, py: Python<'_>, data: &Bound<'_, PyAny>, timeout: Option<f64>) -> PyResult<()> {
-        self.send_inner(py, data, Some(Until::from_secs(timeout)?))
+    fn send(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        timeout: Option<Timeout>,
+    ) -> PyResult<()> {
+        self.send_inner(py, data, Some(Until::new(timeout)))
     }
 
     /// As `send`, but raises `weft.FullError` instead of waiting.
@@ -328,8 +336,13 @@ impl Channel {
 
     /// Reserves `length` bytes of the outgoing stream to write in place (a `WriteGrant`).
     #[pyo3(signature = (length, timeout = None))]
-    fn reserve(&self, py: Python<'_>, length: usize, timeout: Option<f64>) -> PyResult<WriteGrant> {
-        let until = Until::from_secs(timeout)?;
+    fn reserve(
+        &self,
+        py: Python<'_>,
+        length: usize,
+        timeout: Option<Timeout>,
+    ) -> PyResult<WriteGrant> {
+        let until = Until::new(timeout);
         let mut access = self.inner.acquire()?;
         let ptr = access.ptr();
         let grant = sliced(py, until, move |slice| {
@@ -344,8 +357,8 @@ impl Channel {
     /// The next raw record, borrowed in place (a `ReadGrant`), waiting at most `timeout`
     /// seconds.
     #[pyo3(signature = (timeout = None))]
-    fn recv(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<ReadGrant> {
-        self.recv_inner(py, Some(Until::from_secs(timeout)?))
+    fn recv(&self, py: Python<'_>, timeout: Option<Timeout>) -> PyResult<ReadGrant> {
+        self.recv_inner(py, Some(Until::new(timeout)))
     }
 
     /// As `recv`, but raises `weft.EmptyError` instead of waiting.
@@ -362,9 +375,9 @@ impl Channel {
         &self,
         py: Python<'_>,
         request: &Bound<'_, PyAny>,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
     ) -> PyResult<Reply> {
-        let until = Until::from_secs(timeout)?;
+        let until = Until::new(timeout);
         let id = self.send_request_inner(py, request, until)?;
         self.wait_inner(py, id, until).inspect_err(|_| {
             // The caller never sees `id`: nothing could collect its reply. Already answered
@@ -382,21 +395,21 @@ impl Channel {
         &self,
         py: Python<'_>,
         request: &Bound<'_, PyAny>,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
     ) -> PyResult<u64> {
-        self.send_request_inner(py, request, Until::from_secs(timeout)?)
+        self.send_request_inner(py, request, Until::new(timeout))
     }
 
     /// Waits at most `timeout` seconds for the reply to request `id`.
     #[pyo3(signature = (id, timeout = None))]
-    fn wait_reply(&self, py: Python<'_>, id: u64, timeout: Option<f64>) -> PyResult<Reply> {
-        self.wait_inner(py, id, Until::from_secs(timeout)?)
+    fn wait_reply(&self, py: Python<'_>, id: u64, timeout: Option<Timeout>) -> PyResult<Reply> {
+        self.wait_inner(py, id, Until::new(timeout))
     }
 
     /// The next request (a `Request`, read in place), waiting at most `timeout` seconds.
     #[pyo3(signature = (timeout = None))]
-    fn recv_request(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Request> {
-        self.request_inner(py, Some(Until::from_secs(timeout)?))
+    fn recv_request(&self, py: Python<'_>, timeout: Option<Timeout>) -> PyResult<Request> {
+        self.request_inner(py, Some(Until::new(timeout)))
     }
 
     /// As `recv_request`, but raises `weft.EmptyError` instead of waiting.
@@ -411,9 +424,9 @@ impl Channel {
         py: Python<'_>,
         id: u64,
         data: &Bound<'_, PyAny>,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
     ) -> PyResult<()> {
-        let until = Until::from_secs(timeout)?;
+        let until = Until::new(timeout);
         let input = Input::new(data)?;
         let body = input.detached();
         let mut access = self.inner.acquire()?;
@@ -494,23 +507,24 @@ impl Server {
 
     /// Connects to the server `name` as a client, waiting up to `timeout` seconds for the
     /// server, a free slot and the accept. Returns the client's `Channel` (use `call`).
-    /// Ctrl-C interrupts the wait at once; the connect goes on in the background until it
-    /// ends by itself.
+    /// Ctrl-C ends the wait at once, and the connect with it: its slot is free again, and the
+    /// server never accepts it.
     #[staticmethod]
     #[pyo3(signature = (name, timeout, *, capacity = 65536, wait = "adaptive"))]
     fn connect(
         py: Python<'_>,
         name: &str,
-        timeout: f64,
+        timeout: Timeout,
         capacity: usize,
         wait: &str,
     ) -> PyResult<Channel> {
-        let (opts, t, n) = (
-            options(capacity, wait)?,
-            duration(timeout)?,
-            name.to_owned(),
-        );
-        off_thread(py, "connect", move || RsServer::connect_with(&n, t, &opts)).map(Channel::new)
+        let cancel = Arc::new(AtomicBool::new(false));
+        let opts = options(capacity, wait)?.cancelled_by(cancel.clone());
+        let (t, n) = (timeout.duration(), name.to_owned());
+        off_thread(py, "connect", Some(cancel), move || {
+            RsServer::connect_with(&n, t, &opts)
+        })
+        .map(Channel::new)
     }
 
     /// The server's name.
@@ -522,8 +536,8 @@ impl Server {
     /// Waits at most `timeout` seconds (None: as long as it takes) for the next client and
     /// returns the channel to it.
     #[pyo3(signature = (timeout = None))]
-    fn accept(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Channel> {
-        self.accept_inner(py, Some(Until::from_secs(timeout)?))
+    fn accept(&self, py: Python<'_>, timeout: Option<Timeout>) -> PyResult<Channel> {
+        self.accept_inner(py, Some(Until::new(timeout)))
     }
 
     /// As `accept`, but raises `weft.EmptyError` if no client is waiting.

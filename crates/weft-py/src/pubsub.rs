@@ -2,7 +2,7 @@
 //! `weft.Topic`, `weft.Loan` (a block of the region's pool, written in place) and
 //! `weft.Sample` (a received message, read in place).
 
-use crate::blocking::{Until, not_there_yet, sliced, sliced_retry};
+use crate::blocking::{Timeout, Until, not_there_yet, sliced, sliced_retry};
 use crate::errors::IntoPy;
 use crate::input::Input;
 use crate::owned::{Owned, closed};
@@ -483,8 +483,11 @@ impl Publisher {
         slf
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+    /// Closes it, whether the block raised or not (never suppresses the exception).
+    #[pyo3(signature = (*args))]
+    fn __exit__(&self, py: Python<'_>, args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        // `*args`, as the stubs say (the Rust name is the Python name): not needed here.
+        let _ = args;
         self.close(py);
         false
     }
@@ -628,15 +631,19 @@ impl Subscriber {
     /// not at all; None: as long as it takes). `wait` is how `recv` waits ("adaptive",
     /// "park", "busy_spin", "yield_spin", "backoff_spin").
     #[staticmethod]
-    #[pyo3(signature = (region, timeout = 0.0, *, wait = "adaptive"))]
+    // The text signature is written out: PyO3 shows a default that is not a literal as `...`.
+    #[pyo3(
+        signature = (region, timeout = Timeout::ZERO, *, wait = "adaptive"),
+        text_signature = "(region, timeout=0.0, *, wait='adaptive')"
+    )]
     fn connect(
         py: Python<'_>,
         region: &str,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
         wait: &str,
     ) -> PyResult<Subscriber> {
         let config = Config::default().wait(wait_strategy(wait)?);
-        let until = Until::from_secs(timeout)?;
+        let until = Until::new(timeout);
         let s = sliced_retry(py, until, not_there_yet, |slice| {
             RsSubscriber::connect_with(region, &config).inspect_err(|e| poll_pause(e, slice))
         })?;
@@ -655,16 +662,20 @@ impl Subscriber {
     /// Subscribes to `topic`, waiting up to `timeout` seconds for a publisher to register it
     /// (0: not at all, `weft.NotFoundError`; None: as long as it takes). With `history`, the
     /// first receives return up to that many of the newest messages already published.
-    #[pyo3(signature = (topic, timeout = 0.0, *, history = 0))]
+    // The text signature is written out: PyO3 shows a default that is not a literal as `...`.
+    #[pyo3(
+        signature = (topic, timeout = Timeout::ZERO, *, history = 0),
+        text_signature = "($self, topic, timeout=0.0, *, history=0)"
+    )]
     fn subscribe(
         &self,
         py: Python<'_>,
         topic: &str,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
         history: usize,
     ) -> PyResult<Subscription> {
         let s = self.get()?;
-        let until = Until::from_secs(timeout)?;
+        let until = Until::new(timeout);
         let sub = sliced_retry(py, until, not_there_yet, |slice| {
             s.subscribe_with_history(topic, history)
                 .inspect_err(|e| poll_pause(e, slice))
@@ -709,8 +720,11 @@ impl Subscriber {
         slf
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+    /// Closes it, whether the block raised or not (never suppresses the exception).
+    #[pyo3(signature = (*args))]
+    fn __exit__(&self, py: Python<'_>, args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        // `*args`, as the stubs say (the Rust name is the Python name): not needed here.
+        let _ = args;
         self.close(py);
         false
     }
@@ -761,8 +775,8 @@ impl Subscription {
     /// raises `weft.TimeoutError`. Raises `weft.PeerDeadError` once every publisher of the
     /// region is gone and one died, and everything was received.
     #[pyo3(signature = (timeout = None))]
-    fn recv(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Sample> {
-        let until = Until::from_secs(timeout)?;
+    fn recv(&self, py: Python<'_>, timeout: Option<Timeout>) -> PyResult<Sample> {
+        let until = Until::new(timeout);
         let mut access = self.inner.acquire()?;
         let sub = access.get();
         let s = sliced(py, until, |slice| sub.recv_timeout(slice))?;

@@ -1,7 +1,7 @@
 //! `weft.StreamWriter`, `weft.StreamReader` and their grants: `weft.WriteGrant` (room reserved
 //! in the stream, written in place) and `weft.ReadGrant` (a record borrowed in place).
 
-use crate::blocking::{Until, not_there_yet, sliced, sliced_retry};
+use crate::blocking::{Timeout, Until, not_there_yet, sliced, sliced_retry};
 use crate::errors::IntoPy;
 use crate::input::Input;
 use crate::owned::{Access, Lent, Owned};
@@ -336,8 +336,13 @@ impl StreamWriter {
     /// the stream as one record, waiting for room at most `timeout` seconds (None: as long as
     /// it takes).
     #[pyo3(signature = (data, timeout = None))]
-    fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>, timeout: Option<f64>) -> PyResult<()> {
-        self.write_inner(py, data, Some(Until::from_secs(timeout)?))
+    fn write(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        timeout: Option<Timeout>,
+    ) -> PyResult<()> {
+        self.write_inner(py, data, Some(Until::new(timeout)))
     }
 
     /// As `write`, but raises `weft.FullError` instead of waiting.
@@ -355,9 +360,9 @@ impl StreamWriter {
         &self,
         py: Python<'_>,
         data: &Bound<'_, PyAny>,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
     ) -> PyResult<()> {
-        self.write_deferred_inner(py, data, Some(Until::from_secs(timeout)?))
+        self.write_deferred_inner(py, data, Some(Until::new(timeout)))
     }
 
     /// As `write_deferred`, but raises `weft.FullError` instead of waiting (what was deferred
@@ -375,8 +380,13 @@ impl StreamWriter {
     /// Reserves `length` contiguous bytes to write in place, waiting for room at most
     /// `timeout` seconds. Use it as a context manager, or `commit()` it.
     #[pyo3(signature = (length, timeout = None))]
-    fn reserve(&self, py: Python<'_>, length: usize, timeout: Option<f64>) -> PyResult<WriteGrant> {
-        self.reserve_inner(py, length, Some(Until::from_secs(timeout)?))
+    fn reserve(
+        &self,
+        py: Python<'_>,
+        length: usize,
+        timeout: Option<Timeout>,
+    ) -> PyResult<WriteGrant> {
+        self.reserve_inner(py, length, Some(Until::new(timeout)))
     }
 
     /// As `reserve`, but raises `weft.FullError` instead of waiting.
@@ -451,15 +461,19 @@ impl StreamReader {
     /// Opens the stream `name` as its reader, waiting up to `timeout` seconds for it to be
     /// created (0: not at all; None: as long as it takes); then `weft.NotFoundError`.
     #[staticmethod]
-    #[pyo3(signature = (name, timeout = 0.0, *, wait = "adaptive"))]
+    // The text signature is written out: PyO3 shows a default that is not a literal as `...`.
+    #[pyo3(
+        signature = (name, timeout = Timeout::ZERO, *, wait = "adaptive"),
+        text_signature = "(name, timeout=0.0, *, wait='adaptive')"
+    )]
     fn open(
         py: Python<'_>,
         name: &str,
-        timeout: Option<f64>,
+        timeout: Option<Timeout>,
         wait: &str,
     ) -> PyResult<StreamReader> {
         let wait = wait_strategy(wait)?;
-        let until = Until::from_secs(timeout)?;
+        let until = Until::new(timeout);
         let mut r = sliced_retry(py, until, not_there_yet, |slice| {
             RsReader::open_timeout(name, slice)
         })?;
@@ -495,8 +509,8 @@ impl StreamReader {
     /// Raises `weft.ClosedError` once the writer closed and everything was read,
     /// `weft.PeerDeadError` once it died and everything it committed was read.
     #[pyo3(signature = (timeout = None))]
-    fn read(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<ReadGrant> {
-        self.read_inner(py, Some(Until::from_secs(timeout)?))
+    fn read(&self, py: Python<'_>, timeout: Option<Timeout>) -> PyResult<ReadGrant> {
+        self.read_inner(py, Some(Until::new(timeout)))
     }
 
     /// As `read`, but raises `weft.EmptyError` instead of waiting.

@@ -401,13 +401,17 @@ macro_rules! grant_methods {
                 slf
             }
 
-            #[pyo3(signature = (exc_type, _exc_value, _traceback))]
+            // The parameters' names are the ones of the stubs (and of Python's own context
+            // managers): the Rust names are the Python names.
+            #[pyo3(signature = (exc_type, exc_value, traceback))]
             fn __exit__(
                 slf: Bound<'_, Self>,
                 exc_type: Option<Bound<'_, PyAny>>,
-                _exc_value: Option<Bound<'_, PyAny>>,
-                _traceback: Option<Bound<'_, PyAny>>,
+                exc_value: Option<Bound<'_, PyAny>>,
+                traceback: Option<Bound<'_, PyAny>>,
             ) -> PyResult<bool> {
+                // Only whether the block raised matters, not what it raised.
+                let _ = (exc_value, traceback);
                 let $slf = slf.get();
                 if exc_type.is_some() {
                     $slf.view.release_eventually();

@@ -80,6 +80,79 @@ def test_stubs_list_each_class_methods():
         assert _public(stubbed) - runtime == set(), f"{node.name}: in the stubs only"
 
 
+def _stub_params(fn):
+    """A stub function's parameters after `self`/`cls`, as (name, kind, default source)."""
+    a = fn.args
+    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
+    positional = [(x, inspect.Parameter.POSITIONAL_ONLY) for x in a.posonlyargs]
+    positional += [(x, inspect.Parameter.POSITIONAL_OR_KEYWORD) for x in a.args]
+    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    params = [(x.arg, kind, d) for (x, kind), d in zip(positional, defaults)]
+    if not static:
+        params = params[1:]
+    if a.vararg:
+        params.append((a.vararg.arg, inspect.Parameter.VAR_POSITIONAL, None))
+    params += [
+        (x.arg, inspect.Parameter.KEYWORD_ONLY, d) for x, d in zip(a.kwonlyargs, a.kw_defaults)
+    ]
+    if a.kwarg:
+        params.append((a.kwarg.arg, inspect.Parameter.VAR_KEYWORD, None))
+    return params
+
+
+def _runtime_params(fn, static):
+    """The same for a native function or method, from its text signature; None if it has
+    none (a slot such as `__len__`)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = list(sig.parameters.values())
+    if not static:
+        params = params[1:]
+    # `self` is positional-only at run time (`self, /`): the other parameters are as written.
+    return params
+
+
+def test_stub_signatures_match_the_runtime():
+    # A stubtest in miniature: for every function the stubs declare, the names and kinds of
+    # its parameters, and its literal defaults, as the native module has them.
+    checked, wrong = 0, []
+    classes = {n.name: n for n in _stub_tree().body if isinstance(n, ast.ClassDef)}
+    for node in classes.values():
+        if not hasattr(_weft, node.name):
+            continue
+        cls = getattr(_weft, node.name)
+        # With what the stubs' own base classes (`_Held`) give it, unless it says otherwise.
+        own = [b for b in node.bases if isinstance(b, ast.Name) and b.id in classes]
+        fns = {}
+        for body in [classes[b.id].body for b in own] + [node.body]:
+            fns.update((f.name, f) for f in body if isinstance(f, ast.FunctionDef))
+        for fn in fns.values():
+            if fn.name not in vars(cls):
+                continue
+            static = isinstance(vars(cls)[fn.name], staticmethod)
+            runtime = _runtime_params(getattr(cls, fn.name), static)
+            if runtime is None:
+                continue
+            where = f"{node.name}.{fn.name}"
+            stub = _stub_params(fn)
+            names = [(n, k.name) for n, k, _ in stub]
+            if names != [(p.name, p.kind.name) for p in runtime]:
+                wrong.append((where, names, [(p.name, p.kind.name) for p in runtime]))
+                continue
+            for (n, _, default), p in zip(stub, runtime):
+                if (default is None) != (p.default is inspect.Parameter.empty) or (
+                    default is not None
+                    and p.default is not ...
+                    and ast.literal_eval(default) != p.default
+                ):
+                    wrong.append((where, n, default and ast.unparse(default), p.default))
+            checked += 1
+    assert wrong == []
+    assert checked > 50, checked
+
+
 def test_every_public_method_has_a_docstring():
     for name in weft.__all__:
         obj = getattr(weft, name)

@@ -3,6 +3,7 @@ child process blocked in each kind of call gets SIGINT and raises KeyboardInterr
 None, infinity and anything too large for a Rust `Duration` wait as long as it takes; a
 negative or NaN timeout is a ValueError."""
 
+import inspect
 import math
 import os
 import random
@@ -87,6 +88,71 @@ def test_ctrl_c_interrupts_a_blocking_call(call, name, python_child):
     # (the slices are 50 ms; the report prints the latency seen).
     assert latency < 5.0
     print(f"{call}: KeyboardInterrupt {latency * 1000:.0f} ms after SIGINT")
+
+
+def interrupted_in(call, after=0.3):
+    """Runs `call()` in this (the main) thread with a real SIGINT sent to the process `after`
+    seconds in, as Ctrl-C would; asserts that it raised KeyboardInterrupt and returns how long
+    after the signal it did."""
+    # A process started in the background by a non-interactive shell inherits SIGINT ignored
+    # (see CHILD): install the handler that raises KeyboardInterrupt for the call.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sent = []
+    timer = threading.Timer(after, lambda: (sent.append(time.monotonic()),
+                                            os.kill(os.getpid(), signal.SIGINT)))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+        return time.monotonic() - sent[0]
+    finally:
+        timer.cancel()
+        timer.join()
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("side", ["listen", "connect"])
+def test_ctrl_c_ends_a_channel_wait_and_frees_its_name(side, name):
+    latency = interrupted_in(lambda: getattr(weft.Channel, side)(name, timeout=30))
+    assert latency < 5.0  # answered at once, not at the end of the 30 s
+    # The call on its thread ended with the interrupt and took what it made with it.
+    left = sorted(f.name for f in SHM.glob(f"weft.{name}*"))
+    assert left == [], left
+    # The name is free at once: a listen and a connect under it pair up straight away.
+    started = time.monotonic()
+    out = {}
+    listener = Checked(target=lambda: out.setdefault("ch", weft.Channel.listen(name, timeout=5)))
+    listener.start()
+    with weft.Channel.connect(name, timeout=5) as client:
+        listener.join()
+        assert time.monotonic() - started < 1.0
+        with out["ch"] as served:
+            client.send(b"after Ctrl-C")
+            assert bytes(served.recv(timeout=5)) == b"after Ctrl-C"
+    left = sorted(f.name for f in SHM.glob(f"weft.{name}*"))
+    assert left == [], left
+
+
+def test_ctrl_c_ends_a_server_connect_and_frees_its_slot(name):
+    with weft.Server.bind(name, slots=1) as srv:
+        # The server does not accept: the connect waits for its answer.
+        latency = interrupted_in(lambda: weft.Server.connect(name, timeout=30))
+        assert latency < 5.0
+        # The interrupted client left: nothing to accept, and the one slot takes the next.
+        with pytest.raises(weft.EmptyError):
+            srv.try_accept()
+        started = time.monotonic()
+        out = {}
+        client = Checked(target=lambda: out.setdefault("c", weft.Server.connect(name, 5)))
+        client.start()
+        with srv.accept(timeout=5) as served:
+            client.join()
+            assert time.monotonic() - started < 1.0
+            with out["c"] as c:
+                c.send(b"after Ctrl-C")
+                assert bytes(served.recv(timeout=5)) == b"after Ctrl-C"
+    left = sorted(f.name for f in SHM.glob(f"weft.{name}*"))
+    assert left == [], left
 
 
 def test_other_threads_run_while_one_blocks(name):
@@ -332,7 +398,9 @@ def test_a_call_waiting_for_its_publisher_lets_other_threads_run(call, name):
 
 
 @pytest.mark.parametrize(
-    "timeout", [1e300, math.inf, 2.0**64, 1e19], ids=["1e300", "inf", "2^64", "1e19"]
+    "timeout",
+    [1e300, math.inf, 2.0**64, 1e19, 10**400],
+    ids=["1e300", "inf", "2^64", "1e19", "10^400"],
 )
 def test_a_timeout_too_large_for_a_duration_waits_as_long_as_it_takes(timeout, name):
     # The calls that wait on a thread take the huge timeout; their peers a finite one, so
@@ -381,7 +449,9 @@ def test_a_timeout_too_large_for_a_duration_waits_as_long_as_it_takes(timeout, n
 
 
 @pytest.mark.parametrize(
-    "timeout", [-1.0, -1e300, -math.inf, math.nan], ids=["-1", "-1e300", "-inf", "nan"]
+    "timeout",
+    [-1.0, -1e300, -math.inf, math.nan, -(10**400)],
+    ids=["-1", "-1e300", "-inf", "nan", "-10^400"],
 )
 def test_a_negative_or_nan_timeout_is_a_value_error(timeout, name):
     w = weft.StreamWriter.create(name, 4096)
@@ -407,3 +477,82 @@ def test_a_negative_or_nan_timeout_is_a_value_error(timeout, name):
         else:
             pytest.fail(f"{what} accepted timeout={timeout}")
     assert bytes(r.read(timeout=0)) == b"there"
+
+
+def timeout_calls(name):
+    """Every call that takes a timeout, by qualified name, made where it ends at once whatever
+    the timeout (a closed handle, a released request, an invalid name; `weft.subscribe`
+    succeeds at once), so that only the conversion of the timeout itself is looked at."""
+    w = weft.StreamWriter.create(name, 4096)
+    r = weft.StreamReader.open(name)
+    pub = weft.Publisher.create(name + "-ps")
+    sub = weft.Subscriber.connect(name + "-ps")
+    pub.register("/t")
+    s = sub.subscribe("/t")
+    srv = weft.Server.bind(name + "-srv")
+    out = {}
+    client = Checked(target=lambda: out.setdefault("c", weft.Server.connect(name + "-srv", 10)))
+    client.start()
+    ch = srv.accept(timeout=10)
+    client.join()
+    out["c"].send_request(b"q")
+    req = ch.recv_request(timeout=10)
+    req.release()
+    for handle in (w, r, s, sub, srv, ch, out["c"], pub):
+        handle.close()
+    # `weft.subscribe` checks its URI first: it is given one it can subscribe to at once.
+    live = weft.Publisher.create(name + "-live")
+    live.register("/t")
+    bad = "bad/name"
+    return {
+        "StreamReader.open": lambda t: weft.StreamReader.open(bad, timeout=t),
+        "StreamReader.read": lambda t: r.read(timeout=t),
+        "StreamWriter.write": lambda t: w.write(b"x", timeout=t),
+        "StreamWriter.write_deferred": lambda t: w.write_deferred(b"x", timeout=t),
+        "StreamWriter.reserve": lambda t: w.reserve(1, timeout=t),
+        "Subscriber.connect": lambda t: weft.Subscriber.connect(bad, timeout=t),
+        "Subscriber.subscribe": lambda t: sub.subscribe("/t", timeout=t),
+        "Subscription.recv": lambda t: s.recv(timeout=t),
+        "Channel.listen": lambda t: weft.Channel.listen(bad, t),
+        "Channel.connect": lambda t: weft.Channel.connect(bad, t),
+        "Channel.send": lambda t: ch.send(b"x", timeout=t),
+        "Channel.reserve": lambda t: ch.reserve(1, timeout=t),
+        "Channel.recv": lambda t: ch.recv(timeout=t),
+        "Channel.call": lambda t: ch.call(b"x", timeout=t),
+        "Channel.send_request": lambda t: ch.send_request(b"x", timeout=t),
+        "Channel.wait_reply": lambda t: ch.wait_reply(1, timeout=t),
+        "Channel.recv_request": lambda t: ch.recv_request(timeout=t),
+        "Channel.reply": lambda t: ch.reply(1, b"x", timeout=t),
+        "Request.reply": lambda t: req.reply(b"x", timeout=t),
+        "Server.connect": lambda t: weft.Server.connect(bad, t),
+        "Server.accept": lambda t: srv.accept(timeout=t),
+        # (The publisher is held by the call, or its region would go with this function.)
+        "subscribe": lambda t: weft.subscribe(f"{live.region}/t", timeout=t).close(),
+    }
+
+
+def test_every_timeout_takes_any_int(name):
+    # An int too large for a float is a timeout like any other: as long as it takes when
+    # positive (not OverflowError), refused when negative, by every call that takes one.
+    calls = timeout_calls(name)
+    taking = set()
+    for attr in weft.__all__:
+        obj = getattr(weft, attr)
+        members = vars(obj).items() if inspect.isclass(obj) else [(None, obj)]
+        for member, fn in members:
+            try:
+                params = inspect.signature(getattr(obj, member) if member else fn).parameters
+            except (TypeError, ValueError):
+                continue
+            if "timeout" in params:
+                taking.add(f"{attr}.{member}" if member else attr)
+    assert taking == set(calls), "a call takes a timeout that this test does not try"
+    for what, call in calls.items():
+        for timeout in (10**400, 2**64, 0, -(10**400), -1):
+            try:
+                call(timeout)
+            except (ValueError, weft.Error) as e:
+                refused = "timeout must be a non-negative number" in str(e)
+                assert refused == (timeout < 0), (what, timeout, e)
+            else:
+                assert timeout >= 0 and what == "subscribe", (what, timeout)
