@@ -79,6 +79,82 @@ fn a_record_on_a_scribbled_topic_does_not_keep_a_dead_rows_samples() {
     assert_eq!(get64(&f, l.ext(1) + 8), 0, "the record was cleared");
 }
 
+/// The row of the participant whose process is `pid`.
+fn row_of(f: &std::fs::File, l: &Layout, pid: u32) -> u64 {
+    (0..l.participants)
+        .find(|&r| get64(f, 512 + 64 * r) & ((1 << 22) - 1) == u64::from(pid))
+        .expect("the process holds a row")
+}
+
+/// Publisher A of "/t" dies; publisher R registers "/t" too and is killed inside its
+/// `mark_publisher`, which sets R's bit first and then forgets the dead A: whatever point R
+/// was killed at, the map still names a dead publisher (here R alone, A forgotten), and the
+/// subscriber is told its publishers are dead. (Forgetting first, as before, a kill before
+/// R's bit left the map empty and `died` 0: the subscriber waited for ever.)
+#[test]
+fn a_registrar_killed_while_it_marks_itself_leaves_the_death_to_be_seen() {
+    let name = unique("pc-mark");
+    let _c = Cleanup(name.clone());
+    let cfg = Config::default().participants(4);
+    let p = Publisher::create(&name, &cfg).unwrap();
+    let mut a = Peer::spawn(&["pubsub-loan", &name, "/t", "0"]);
+    a.expect("ready 0");
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/t").unwrap();
+    let mut r = Peer::spawn(&["pubsub-loan", &name, "/r", "0"]);
+    r.expect("ready 0");
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    let rrow = row_of(&f, &l, r.child.id());
+    a.kill9();
+    r.kill9();
+    // "/t" is topic 0; its publishers map: R's bit, A's already forgotten, `died` 0.
+    put64(&f, l.pubmap, 1 << rrow);
+    put64(&f, l.stats + 24, 0);
+    p.reclaim().unwrap();
+    let got = sub.recv_timeout(Duration::from_secs(2));
+    assert!(
+        matches!(got, Err(weft::Error::PeerDead { .. })),
+        "both publishers of /t are dead: {got:?}"
+    );
+}
+
+/// Publisher A of "/t" dies; a joiner J takes A's row and is killed inside its
+/// `forget_publisher`, which remembers A's death (`died`) before it clears A's bit: a kill
+/// in between leaves both, and the subscriber is told. (Clearing first, as before, a kill
+/// before the store lost the death.)
+#[test]
+fn a_joiner_killed_while_it_forgets_a_dead_publisher_leaves_the_death_to_be_seen() {
+    let name = unique("pc-forget");
+    let _c = Cleanup(name.clone());
+    let cfg = Config::default().participants(4);
+    let p = Publisher::create(&name, &cfg).unwrap();
+    let mut a = Peer::spawn(&["pubsub-loan", &name, "/t", "0"]);
+    a.expect("ready 0");
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/t").unwrap();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    let arow = row_of(&f, &l, a.child.id());
+    let apid = u64::from(a.child.id());
+    a.kill9();
+    // J joins: it takes the first row that is not alive, A's.
+    let mut j = Peer::spawn(&["pubsub-hold", &name, "/t", "0"]);
+    j.expect("ready");
+    assert_eq!(row_of(&f, &l, j.child.id()), arow, "J took A's row");
+    j.kill9();
+    // J was killed after remembering A's death, before clearing A's bit and storing its role.
+    put64(&f, l.stats + 24, apid);
+    put64(&f, l.pubmap, get64(&f, l.pubmap) | 1 << arow);
+    put32(&f, l.ext(arow), 1);
+    p.reclaim().unwrap();
+    let got = sub.recv_timeout(Duration::from_secs(2));
+    assert!(
+        matches!(got, Err(weft::Error::PeerDead { .. })),
+        "/t's only publisher died: {got:?}"
+    );
+}
+
 #[test]
 fn a_killed_subscribers_subscriptions_stop_counting_when_someone_joins() {
     let name = unique("pc-subcount");

@@ -1543,11 +1543,17 @@ impl Region {
         })
     }
 
-    /// Participant `p` publishes topic `t` (it registered it): the topic's publishers that are
-    /// no longer alive are forgotten, and so is a remembered death (a new publisher took the
-    /// topic over), then `p`'s bit is set.
+    /// Participant `p` publishes topic `t` (it registered it): `p`'s bit is set, then the
+    /// topic's publishers that are no longer alive are forgotten, and so is a remembered death
+    /// (a new publisher took the topic over). In that order: killed at any point, `p` leaves a
+    /// map that still names a dead publisher, so a subscriber of a topic whose every publisher
+    /// is dead is told so (clearing first, a kill before the bit left the map empty and
+    /// `died` 0: a subscriber that waited for ever).
     pub(crate) fn mark_publisher(&self, t: u32, p: u32) -> Result<Marked> {
         let map = self.pubmap(t)?;
+        let bit = 1u64 << (p % 64);
+        // SYNC POINT: Release pairs with the Acquire load in `members_of`.
+        let was = map[p as usize / 64].fetch_or(bit, Ordering::Release) & bit != 0;
         for q in Self::members_of(map) {
             let alive = self
                 .row(q)
@@ -1562,9 +1568,6 @@ impl Region {
         }
         // Relaxed: as above.
         let died = self.stats(t)?.died.swap(0, Ordering::Relaxed);
-        let bit = 1u64 << (p % 64);
-        // SYNC POINT: Release pairs with the Acquire load in `members_of`.
-        let was = map[p as usize / 64].fetch_or(bit, Ordering::Release) & bit != 0;
         Ok(Marked { new: !was, died })
     }
 
@@ -1584,20 +1587,26 @@ impl Region {
         Ok(())
     }
 
-    /// Row `i` was just taken by a new participant: its previous owner's bits go from every
-    /// topic's publishers map, and if that owner was a publisher that died (`dead_pid`), each
-    /// of its topics remembers the death.
+    /// Row `i` was just taken by a new participant: if its previous owner was a publisher that
+    /// died (`dead_pid`), each of its topics remembers the death, then the owner's bits go from
+    /// every topic's publishers map. In that order: a joiner killed in between leaves the death
+    /// remembered or the bit still there (clearing first, a kill before the store lost the
+    /// death, and a subscriber waited for ever).
     pub(crate) fn forget_publisher(&self, i: u32, dead_pid: Option<u32>) -> Result<()> {
         for t in 0..self.geo.topics as u32 {
             let word = &self.pubmap(t)?[i as usize / 64];
             let bit = 1u64 << (i % 64);
-            // Relaxed: our own row's bit; subscribers re-read the map every check.
-            if word.fetch_and(!bit, Ordering::Relaxed) & bit != 0
-                && let Some(pid) = dead_pid
-            {
+            // Relaxed: our own row's bit (others only clear it); subscribers re-read the map
+            // every check.
+            if word.load(Ordering::Relaxed) & bit == 0 {
+                continue;
+            }
+            if let Some(pid) = dead_pid {
                 // Relaxed: as above.
                 self.stats(t)?.died.store(pid as u64, Ordering::Relaxed);
             }
+            // Relaxed: as above.
+            word.fetch_and(!bit, Ordering::Relaxed);
         }
         Ok(())
     }
