@@ -155,6 +155,59 @@ fn a_joiner_killed_while_it_forgets_a_dead_publisher_leaves_the_death_to_be_seen
     );
 }
 
+/// A dead publisher's record names the topic being unregistered, and its reclaim (inside the
+/// unregisterer's look for publishes in flight) cannot finish: one of its blocks carries a live
+/// participant's mark past the liveness timeout. The unregister used to return that `Timeout`
+/// after it had moved the topic to closing, and the topic stayed closing (a second unregister
+/// did nothing): its subscribers never saw `Closed`. It now closes at its deadline.
+#[test]
+fn an_unregister_whose_look_at_a_dead_writer_fails_still_closes() {
+    let name = unique("pc-unreg-look");
+    let _c = Cleanup(name.clone());
+    let cfg = Config::default()
+        .participants(4)
+        .max_held(8)
+        .topics(2)
+        .ring_slots(4)
+        .blocks(16)
+        .block_size(64)
+        .liveness_timeout(Duration::from_millis(300));
+    let p = Publisher::create(&name, &cfg).unwrap();
+    let t = p.register("/t").unwrap();
+    p.publish(&t, b"before").unwrap();
+    let mut d = Peer::spawn(&["pubsub-loan", &name, "/t", "1"]);
+    d.expect("ready 1");
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_with_history("/t", 4).unwrap();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    let drow = row_of(&f, &l, d.child.id());
+    let me = row_of(&f, &l, std::process::id());
+    d.kill9();
+    // D's loan: its block, in a holdings entry of its row.
+    let b = (0..l.held)
+        .map(|e| get32(&f, l.holding(drow, e)))
+        .find(|&v| is_block(v))
+        .map(|v| u64::from(v - 1))
+        .expect("D holds its loan's block");
+    // D was publishing it on "/t" (topic 0) when it died: `pub_new` names the block,
+    // `pub_topic` the topic, no slot claimed.
+    put64(&f, l.ext(drow) + 24, (6 << 32) | (b + 1));
+    put64(&f, l.ext(drow) + 8, 1);
+    // A take of ours in flight on D's block: a live mark no reclaim may clear.
+    let w = get64(&f, l.block_word(b));
+    put64(&f, l.block_word(b), w | 1 << 63 | me << 49 | 9 << 32);
+    let first = p.unregister(&t);
+    put64(&f, l.block_word(b), w);
+    assert!(first.is_ok(), "{first:?}");
+    assert_eq!(
+        &*sub.recv_timeout(Duration::from_secs(1)).unwrap(),
+        b"before"
+    );
+    let got = sub.recv_timeout(Duration::from_secs(2));
+    assert!(matches!(got, Err(weft::Error::Closed)), "{got:?}");
+}
+
 #[test]
 fn a_killed_subscribers_subscriptions_stop_counting_when_someone_joins() {
     let name = unique("pc-subcount");

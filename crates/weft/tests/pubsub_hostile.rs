@@ -807,12 +807,22 @@ fn unregistering_an_inline_topic_with_a_scribbled_counter_is_corrupt() {
     let _c = Cleanup(name.clone());
     let p = Publisher::create(&name, &cfg()).unwrap();
     let t = p.register_spec("/i", &TopicSpec::inline(8)).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/i").unwrap();
     p.publish(&t, &[1; 8]).unwrap();
     // The ring's claim counter: the cursor, at 64 in the inline area's header.
-    write_u64(&name, layout(&name).1.inline_area(0) + 64, 1 << 62);
+    let counter = layout(&name).1.inline_area(0) + 64;
+    write_u64(&name, counter, 1 << 62);
     let err = p.unregister(&t).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     assert!(format!("{err}").contains("inline claim counter"), "{err}");
+    // The topic is left closing, ours to finish: once the counter is whole again, the next
+    // unregister goes on with the close (it used to return at once, leaving the topic closing
+    // for as long as this publisher lived, and its subscribers never saw `Closed`).
+    write_u64(&name, counter, 1);
+    p.unregister(&t).unwrap();
+    assert_eq!(&*sub.try_recv().unwrap(), &[1; 8]);
+    assert!(matches!(sub.try_recv(), Err(weft::Error::Closed)));
 }
 
 /// The records of a participant that left (holdings, publish record, publish in flight)

@@ -1627,29 +1627,41 @@ impl Publisher {
             if r.topic_generation(t)? != topic.generation {
                 return Ok(());
             }
-            if r.topic_state(t)? != TOPIC_READY {
-                return Ok(());
-            }
-            // Who closes: if we die before CLOSED, a subscriber finishes the close for us
-            // (`finish_dead_close`). Relaxed: published by the CAS below (Release).
             let st = r.stats(t)?;
-            st.closer
-                .store(self.member.index as u64 + 1, Ordering::Relaxed);
-            st.closer_id
-                .store(r.row(self.member.index)?.owner_id(), Ordering::Relaxed);
-            // SYNC POINT: AcqRel CAS: from here every publish through any handle is refused
-            // (`entry_open` loads `state` with Acquire). Only one unregistering publisher
-            // wins.
-            if e.state
-                .compare_exchange(
-                    TOPIC_READY,
-                    TOPIC_CLOSING,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .is_err()
-            {
-                return Ok(());
+            let me = self.member.index as u64 + 1;
+            let my_id = r.row(self.member.index)?.owner_id();
+            let state = r.topic_state(t)?;
+            match state {
+                TOPIC_READY => {}
+                // Our own close, which an earlier call of ours began and left with an error
+                // (a corrupt counter, say): this call goes on with it, or the topic would stay
+                // closing, refusing publishes and never closing for its subscribers, for as
+                // long as we live (a closer's death hands the close to its subscribers).
+                // Relaxed: our own stores.
+                TOPIC_CLOSING
+                    if st.closer.load(Ordering::Relaxed) == me
+                        && st.closer_id.load(Ordering::Relaxed) == my_id => {}
+                _ => return Ok(()),
+            }
+            if state == TOPIC_READY {
+                // Who closes: if we die before CLOSED, a subscriber finishes the close for us
+                // (`finish_dead_close`). Relaxed: published by the CAS below (Release).
+                st.closer.store(me, Ordering::Relaxed);
+                st.closer_id.store(my_id, Ordering::Relaxed);
+                // SYNC POINT: AcqRel CAS: from here every publish through any handle is
+                // refused (`entry_open` loads `state` with Acquire). Only one unregistering
+                // publisher wins.
+                if e.state
+                    .compare_exchange(
+                        TOPIC_READY,
+                        TOPIC_CLOSING,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
+                    .is_err()
+                {
+                    return Ok(());
+                }
             }
         }
         // Publishes that passed their check before the CAS finish (at most the claim
@@ -1665,7 +1677,11 @@ impl Publisher {
         let mut quiet = topic.inline.is_some();
         let end = loop {
             if !quiet {
-                quiet = !r.writers(t as u64 + 1, self.member.index, false)?;
+                // A look that fails (the reclaim of a dead writer's row waited past its
+                // timeout on a mark, say) counts as not quiet: looked at again until the
+                // deadline, then the close goes ahead as for a live writer that did not finish.
+                // Returning here left the topic closing for good.
+                quiet = matches!(r.writers(t as u64 + 1, self.member.index, false), Ok(false));
             }
             let (end, settled) = self.in_flight(topic)?;
             if (quiet && settled) || deadline.expired() {
