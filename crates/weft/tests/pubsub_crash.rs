@@ -208,6 +208,60 @@ fn an_unregister_whose_look_at_a_dead_writer_fails_still_closes() {
     assert!(matches!(got, Err(weft::Error::Closed)), "{got:?}");
 }
 
+/// A reclaim of a SIGKILLed subscriber's row ends in `Timeout`: one of its samples' blocks
+/// carries a live participant's mark past the liveness timeout. The row is let go with its
+/// records; once the mark is gone, the next `reclaim` finishes the job (it used to skip the
+/// row, closed and not dead, so the samples came back only if a joiner took that very row).
+#[test]
+fn a_reclaim_that_timed_out_is_finished_by_the_next() {
+    let name = unique("pc-reclaim-again");
+    let _c = Cleanup(name.clone());
+    let cfg = Config::default()
+        .participants(4)
+        .max_held(8)
+        .topics(2)
+        .ring_slots(4)
+        .blocks(16)
+        .block_size(64)
+        .liveness_timeout(Duration::from_millis(300));
+    let p = Publisher::create(&name, &cfg).unwrap();
+    let t = p.register("/held").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/held", "2"]);
+    peer.expect("ready");
+    p.publish(&t, b"one").unwrap();
+    p.publish(&t, b"two").unwrap();
+    peer.expect("holding 2");
+    // Overwrite the ring: the two blocks the subscriber holds stay out of the pool.
+    for i in 0..4u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let before = p.region_info().free_blocks;
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    let row = row_of(&f, &l, peer.child.id());
+    let me = row_of(&f, &l, std::process::id());
+    peer.kill9();
+    let b = (0..l.held)
+        .map(|e| get32(&f, l.holding(row, e)))
+        .find(|&v| is_block(v))
+        .map(|v| u64::from(v - 1))
+        .expect("the subscriber holds a sample");
+    // A take of ours in flight on one of its blocks: a live mark no reclaim may clear.
+    let w = get64(&f, l.block_word(b));
+    put64(&f, l.block_word(b), w | 1 << 63 | me << 49 | 9 << 32);
+    let first = p.reclaim();
+    assert!(matches!(first, Err(weft::Error::Timeout)), "{first:?}");
+    // Our take finishes.
+    put64(&f, l.block_word(b), w);
+    p.reclaim().unwrap();
+    assert_eq!(
+        p.region_info().free_blocks,
+        before + 2,
+        "the dead subscriber's two samples came back"
+    );
+    assert_eq!(p.reclaim().unwrap(), 0);
+}
+
 #[test]
 fn a_killed_subscribers_subscriptions_stop_counting_when_someone_joins() {
     let name = unique("pc-subcount");

@@ -1180,11 +1180,37 @@ impl Region {
     pub(crate) fn reclaim_dead(&self) -> Result<u64> {
         let mut released = 0;
         for i in 0..self.geo.participants as u32 {
-            if let PeerStatus::Dead { .. } = self.row(i)?.status(self.liveness) {
-                released += self.reclaim_row(i)?;
+            match self.row(i)?.status(self.liveness) {
+                PeerStatus::Dead { .. } => released += self.reclaim_row(i)?,
+                // A row let go with records left in it: a reclaim (or a leave) that stopped
+                // with an error (a wait on a mark that ended in `Timeout`) before it released
+                // everything. Its row is closed, not dead, and would otherwise be reclaimed
+                // only by a joiner that happens to take it.
+                PeerStatus::Closed if self.has_records(i)? => released += self.reclaim_row(i)?,
+                _ => {}
             }
         }
         Ok(released)
+    }
+
+    /// Whether row `i` has anything in its records: a holdings entry, a publish or its
+    /// displaced reference, an inline claim. A participant that leaves, and a reclaim that
+    /// finishes, leaves them all empty.
+    fn has_records(&self, i: u32) -> Result<bool> {
+        // Acquire, all of them: pairs with the Release stores of the records' writers (the
+        // reclaim that follows reads them again under its claim of the row).
+        if self
+            .holdings(i)?
+            .iter()
+            .any(|h| h.load(Ordering::Acquire) != 0)
+        {
+            return Ok(true);
+        }
+        let ext = self.ext(i)?;
+        let (inline_topic, _) = self.inline_record(i)?.load();
+        Ok(ext.pub_topic.load(Ordering::Acquire) != 0
+            || ext.pub_old.load(Ordering::Acquire) & 0xffff_ffff != 0
+            || inline_topic != 0)
     }
 
     /// Takes row `i` from its dead (or departed) owner, reclaims it, and leaves it closed.
