@@ -262,6 +262,34 @@ fn a_reclaim_that_timed_out_is_finished_by_the_next() {
     assert_eq!(p.reclaim().unwrap(), 0);
 }
 
+/// A freer killed after it stored FREE leaves the old registration's publishers map: here our
+/// own bit, a live publisher of "/a". "/b" is then registered in that entry by Q; when Q dies,
+/// the subscriber of "/b" is told, because the registration clears the map (it used to keep our
+/// bit, and the subscriber took us for a live publisher of "/b": `Timeout` for ever).
+#[test]
+fn a_registration_does_not_inherit_a_killed_freers_publishers() {
+    let name = unique("pc-stale-map");
+    let _c = Cleanup(name.clone());
+    let cfg = Config::default().participants(4).topics(2);
+    let p = Publisher::create(&name, &cfg).unwrap();
+    let a = p.register("/a").unwrap();
+    p.unregister(&a).unwrap();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    assert_eq!(get32(&f, l.entry(0)), 0, "/a's entry is free");
+    put64(&f, l.pubmap, 1 << row_of(&f, &l, std::process::id()));
+    let mut q = Peer::spawn(&["pubsub-loan", &name, "/b", "0"]);
+    q.expect("ready 0");
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/b").unwrap();
+    q.kill9();
+    let got = sub.recv_timeout(Duration::from_secs(2));
+    assert!(
+        matches!(got, Err(weft::Error::PeerDead { .. })),
+        "/b's only publisher died: {got:?}"
+    );
+}
+
 #[test]
 fn a_killed_subscribers_subscriptions_stop_counting_when_someone_joins() {
     let name = unique("pc-subcount");

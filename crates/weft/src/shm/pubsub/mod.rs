@@ -1370,6 +1370,17 @@ impl Publisher {
                 // in a ring of as many slots as this mode's.
                 r.restamp(i, raw_mode == MODE_LATEST)?
             };
+            // A free leaves the publishers map and the statistics cleared, but a freer killed
+            // after its store of FREE left the old registration's: bits of its publishers
+            // (one alive would keep this registration's subscribers from ever hearing that
+            // its own publishers died) and its counts. Relaxed: published by the Release
+            // store of READY below; nobody publishes on a free entry.
+            for w in r.pubmap(i)? {
+                w.store(0, Ordering::Relaxed);
+            }
+            st.died.store(0, Ordering::Relaxed);
+            st.lagged.store(0, Ordering::Relaxed);
+            st.recovered.store(0, Ordering::Relaxed);
             // Relaxed: published by the Release store of READY below.
             st.start_seq.store(start, Ordering::Relaxed);
             st.close_seq.store(u64::MAX, Ordering::Relaxed);
