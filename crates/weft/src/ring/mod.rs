@@ -136,8 +136,11 @@ pub(crate) mod shared;
 mod subscriber;
 pub(crate) mod wake;
 
-#[cfg(all(test, loom))]
+#[cfg(test)]
 mod tests {
+    #[cfg(not(loom))]
+    mod latest;
+    #[cfg(loom)]
     mod loom_ring;
 }
 

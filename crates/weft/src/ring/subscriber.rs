@@ -13,6 +13,52 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::marker::PhantomData;
 
+/// Looks [`Subscriber::latest`] takes at the ring before it gives up on the newest message.
+/// A look fails only when the slot it read was rewritten by a later lap and the message that
+/// rewrote it was rewritten in turn before it was copied; the next look starts past both. Eight
+/// failures in a row take a publisher that rewrites the ring faster than one value is copied.
+const LATEST_LOOKS: u32 = 8;
+
+/// What one look of [`Subscriber::latest`] found.
+enum Newest<T> {
+    /// The newest complete sequence at or after the position, and its value.
+    Found(u64, T),
+    /// Nothing newer than the position is complete.
+    Nothing,
+    /// A slot was rewritten by a later lap during the look: look again, from at least this
+    /// far (see [`stamp_reach`]).
+    Overwritten(u64),
+}
+
+/// How far a slot's `stamp` shows its writer got: one past the sequence it names complete
+/// (`2 seq + 2`), or the sequence it names in writing (`2 seq + 1`; a single publisher wrote
+/// every one below it). Only a bound for the next look of `latest`, whose walk indexes slots
+/// by `seq & mask` alone: a wrong stamp costs at most a walk over one lap.
+fn stamp_reach(stamp: u64) -> u64 {
+    stamp / 2
+}
+
+/// The sequence whose complete stamp (`2 seq + 2`) `stamp` is, if it is one and belongs to the
+/// slot of `seq` in a ring of `capacity` slots. In memory another process may write, a stamp
+/// is a number to check: one that names a sequence of another slot names nothing.
+fn named_sequence(stamp: u64, seq: u64, capacity: u64) -> Option<u64> {
+    let named = (stamp / 2).checked_sub(1)?;
+    (stamp.is_multiple_of(2) && (named ^ seq) & (capacity - 1) == 0).then_some(named)
+}
+
+/// The most bytes of values [`Subscriber::drain`] copies in one run (one stamp check before
+/// and one after): a few pages, so that a run of large values zero-fills no more than that
+/// ahead of the copy.
+const DRAIN_RUN_BYTES: usize = 4096;
+
+/// Values per run of [`Subscriber::drain`]: `DRAIN_RUN_BYTES` of them, at least 1, and at most
+/// 64, the run small values always had (a drain that finds one `u64` zero-fills 512 bytes,
+/// not 4 KiB).
+#[inline(always)]
+fn drain_run<T>() -> usize {
+    (DRAIN_RUN_BYTES / size_of::<T>().max(1)).clamp(1, 64)
+}
+
 /// The subscribable side of a ring: clone it freely, and call [`subscribe`](Ring::subscribe)
 /// (or one of its variants) for every reader.
 ///
@@ -597,6 +643,22 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     /// than what this subscriber already read exists. Skipped messages are not counted as
     /// lagged (skipping was asked for).
     ///
+    /// Racy, as every look at a ring others write: a newer message may complete as it returns.
+    /// `None` means that no slot it looked at held a complete message newer than those read;
+    /// after a message, [`try_recv`](Subscriber::try_recv) goes on with the one after it. A
+    /// message that a single publisher's batch wrote before it moved the cursor counts as
+    /// published, as it does for `try_recv`: a subscriber that read part of such a batch may
+    /// get one of its messages that is not its last. On an MPMC ring, claims still being
+    /// written are passed over, even a whole lap of them (producers waiting for room on a
+    /// bounded ring after their claims, or one producer's batch): the newest complete message
+    /// below them is found (below a whole lap of them, by a pass over every slot's stamp).
+    ///
+    /// Against a publisher that rewrites the whole ring while one value is copied, look after
+    /// look, it gives up after a few looks and does what `try_recv` would, without waiting: it
+    /// returns the next message in order or, that one overwritten, jumps as a lapped `try_recv`
+    /// does (counted as skipped, not lagged) and returns the message there if it is still
+    /// whole, else `None`.
+    ///
     /// # Examples
     /// ```
     /// let (mut tx, ring) = weft::ring::channel::<u64>(8);
@@ -606,22 +668,129 @@ impl<T: bytemuck::Pod> Subscriber<T> {
     /// assert_eq!(rx.latest(), None);
     /// ```
     pub fn latest(&mut self) -> Option<T> {
+        // Each look starts at the cursor, or further when the previous look found a slot
+        // rewritten by a later lap (the stamp says how far the publisher got, which the
+        // cursor may not say yet).
+        let mut past = 0;
+        for _ in 0..LATEST_LOOKS {
+            match self.newest(past) {
+                Newest::Found(seq, v) => {
+                    self.skipped += seq - self.pos;
+                    self.pos = seq + 1;
+                    self.advance_gate();
+                    return Some(v);
+                }
+                Newest::Nothing => return None,
+                Newest::Overwritten(p) => past = past.max(p),
+            }
+        }
+        self.latest_given_up()
+    }
+
+    /// One look of [`latest`](Subscriber::latest): the newest complete sequence at or after
+    /// the position, by a walk down from the cursor (or from `past`, one past the newest
+    /// sequence a rewritten slot showed, when that is further).
+    fn newest(&self, past: u64) -> Newest<T> {
+        let (raw, pos) = (self.raw, self.pos);
         // Acquire pairs with the Release cursor store in `Publisher::commit` (single
         // publisher). On an MPMC ring, with nothing (the claim in `MpPublisher::cas_claim` is
         // Relaxed): the walk below takes only the bounds from it; each slot's stamp orders its
-        // payload, and claims still in flight read as not yet written.
-        let head = self.raw.cursor().load(Ordering::Acquire);
-        let floor = self.pos.max(head.saturating_sub(self.raw.capacity()));
+        // payload, and claims still in flight read as not yet written. The cursor may come
+        // from another process: it only bounds the walk, which indexes by `seq & mask`.
+        let cursor = raw.cursor().load(Ordering::Acquire);
+        // At least the position itself: a single publisher's batch writes its messages before
+        // it moves the cursor, and `try_recv` may have read some of them already.
+        let head = cursor.max(past).max(pos.saturating_add(1));
+        let floor = pos.max(head.saturating_sub(raw.capacity()));
         let mut seq = head;
-        // MPMC: the newest claims may still be in flight; walk back to a complete one.
         while seq > floor {
             seq -= 1;
-            if let Read::Value(v) = self.raw.read::<T>(seq) {
-                self.skipped += seq - self.pos;
-                self.pos = seq + 1;
-                self.advance_gate();
-                return Some(v);
+            match raw.read::<T>(seq) {
+                Read::Value(v) => return Newest::Found(seq, v),
+                // A later lap rewrote the slot since the cursor was loaded (a single
+                // publisher: every slot below it too). The message that rewrote it, if
+                // complete, is newer than any below the cursor loaded: read it now, while its
+                // line is at hand. Without this, against a publisher of 64-slot laps on two
+                // cores, `latest` gave up after four looks on 1 to 4 calls in 100: each new
+                // look loaded the cursor and another slot, which had been rewritten again by
+                // the time its line arrived. Otherwise look again from as far as the stamp
+                // shows.
+                Read::Overrun => {
+                    // Acquire in `stamp_of` (pairs with the writers' Release stamp stores);
+                    // only compared, and the read checks it again around its copy.
+                    let stamp = raw.stamp_of(seq);
+                    if let Some(later) = named_sequence(stamp, seq, raw.capacity())
+                        && let Read::Value(v) = raw.read::<T>(later)
+                    {
+                        return Newest::Found(later, v);
+                    }
+                    return Newest::Overwritten(stamp_reach(stamp));
+                }
+                // MPMC: a claim still in flight (or voided); an older sequence may be
+                // complete.
+                Read::NotYet | Read::Void => {}
             }
+        }
+        if floor == pos {
+            return Newest::Nothing;
+        }
+        // A whole lap below `head` is claimed and not yet written (MPMC), so the walk never
+        // reached the messages still in the slots, from the lap before.
+        self.newest_by_stamps()
+    }
+
+    /// The newest complete sequence at or after the position that any slot's stamp names
+    /// (a complete stamp `2 seq + 2` names its sequence), read: one pass over the stamps.
+    #[cold]
+    fn newest_by_stamps(&self) -> Newest<T> {
+        let (raw, pos) = (self.raw, self.pos);
+        let mut best = None;
+        for slot in 0..raw.capacity() {
+            // Acquire in `stamp_of` (pairs with the writers' Release stamp stores); only
+            // compared here, and the read below checks the stamp again around its copy.
+            if let Some(seq) = named_sequence(raw.stamp_of(slot), slot, raw.capacity())
+                && seq >= pos
+            {
+                best = best.max(Some(seq));
+            }
+        }
+        let Some(seq) = best else {
+            return Newest::Nothing;
+        };
+        match raw.read::<T>(seq) {
+            Read::Value(v) => Newest::Found(seq, v),
+            // Rewritten since its stamp was loaded: look again (the stamp, Acquire as above,
+            // only bounds the next look).
+            _ => Newest::Overwritten(stamp_reach(raw.stamp_of(seq))),
+        }
+    }
+
+    /// [`latest`](Subscriber::latest) when every look found what it read rewritten by a later
+    /// lap: a publisher writes the whole ring while one value is copied, each time. Another
+    /// look would fare no better; this does what [`try_recv`](Subscriber::try_recv) would,
+    /// without waiting (see `latest`).
+    #[cold]
+    fn latest_given_up(&mut self) -> Option<T> {
+        for _ in 0..2 {
+            let pos = self.pos;
+            match self.raw.read::<T>(pos) {
+                Read::Value(v) => return Some(self.took(pos, v)),
+                Read::NotYet => return None,
+                Read::Void => {
+                    self.pos += 1;
+                    self.skipped += 1;
+                }
+                Read::Overrun => {
+                    // Where `lag` goes on (one past the oldest message in the ring), counted
+                    // as skipped. Acquire: as in `lag`.
+                    let head = self.raw.cursor().load(Ordering::Acquire);
+                    let oldest = head.saturating_sub(self.raw.capacity()).saturating_add(1);
+                    let to = oldest.max(pos + 1);
+                    self.skipped += to - pos;
+                    self.pos = to;
+                }
+            }
+            self.advance_gate();
         }
         None
     }
@@ -674,15 +843,24 @@ impl<T: bytemuck::Pod> Subscriber<T> {
         let (raw, start) = (self.raw, self.pos);
         let mut n = 0usize;
         if self.single_publisher {
-            // Runs of up to 64 at once, copied into the vector's new tail.
-            const RUN: usize = 64;
+            // Runs copied into the vector's new tail, which is zero-filled first: grown only
+            // once the run's first sequence is complete, so that an empty drain costs one
+            // stamp load and leaves the vector as it was, and by `DRAIN_RUN_BYTES` at most (a
+            // run of 64 values of 64 KiB zero-filled 4 MiB per drain, found message or not).
+            let run = drain_run::<T>();
             loop {
+                let seq = start + n as u64;
+                // Acquire in `stamp_of` (pairs with the Release stamp store in `write`); only
+                // compared here, and `read_run` checks the stamps again.
+                if raw.stamp_of(seq) != raw::done(seq) {
+                    break;
+                }
                 let have = out.len();
-                out.resize(have + RUN, T::zeroed());
-                let k = raw.read_run(start + n as u64, &mut out[have..]);
+                out.resize(have + run, T::zeroed());
+                let k = raw.read_run(seq, &mut out[have..]);
                 out.truncate(have + k.unwrap_or(0));
                 n += k.unwrap_or(0);
-                if k != Some(RUN) {
+                if k != Some(run) {
                     break;
                 }
             }
