@@ -61,6 +61,7 @@ fn main() {
         "channel-listen-take" => channel_listen_take(&args),
         "channel-stop-client" => channel_stop_client(&args),
         "channel-stop-server" => channel_stop_server(&args),
+        "channel-hold-server" => channel_hold_server(&args),
         _ => {
             eprintln!("weft-test-peer: unknown command {args:?}");
             2
@@ -559,6 +560,30 @@ fn channel_stop_server(args: &[String]) -> i32 {
         Err(e) => {
             say(&format!("accept error {e}"));
             1
+        }
+    }
+}
+
+/// `channel-hold-server NAME SLOTS`: binds the server, says "ready", and accepts until killed,
+/// saying "accepted" for each connection and keeping every channel without reading it (a
+/// server that has not yet noticed that a client died).
+fn channel_hold_server(args: &[String]) -> i32 {
+    let name: String = arg(args, 1, "name");
+    let slots: u32 = arg(args, 2, "slots");
+    let opts = weft::channel::ChannelOptions::new().slots(slots);
+    let mut server = weft::channel::Server::bind_with(&name, &opts).expect("bind");
+    say("ready");
+    let mut held = Vec::new();
+    loop {
+        match server.accept_timeout(Duration::from_secs(60)) {
+            Ok(ch) => {
+                held.push(ch);
+                say("accepted");
+            }
+            Err(e) => {
+                say(&format!("accept error {e}"));
+                return 1;
+            }
         }
     }
 }

@@ -563,6 +563,41 @@ fn a_stream_never_made_ready_is_waited_on_within_the_timeout() {
     }
 }
 
+/// A reader that opened the listener's stream and let go (as a connector that connected and
+/// closed at once does, before the listener looked at the connector's stream): nobody will read
+/// the listener's stream again. The next connector could not open it and timed out, while the
+/// listener took that connector's stream and returned a channel nobody read. The listener
+/// makes its stream anew and pairs with the next connector.
+#[test]
+fn a_listener_whose_reader_left_pairs_with_the_next_connector() {
+    use weft::stream::StreamReader;
+    let name = unique("ch-rv-left");
+    let _c = Sweep(name.clone());
+    let n = name.clone();
+    let listener = std::thread::spawn(move || Channel::listen(&n, Duration::from_secs(4)));
+    let s2c = format!("{name}.s2c");
+    let t = Instant::now();
+    let reader = loop {
+        match StreamReader::open(&s2c) {
+            Ok(r) => break r,
+            Err(_) => {
+                assert!(t.elapsed() < T, "the listener never made its stream");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    };
+    drop(reader);
+    let mut c = match Channel::connect(&name, Duration::from_secs(2)) {
+        Ok(ch) => ch,
+        Err(e) => panic!("a live listener was waiting, yet connect failed: {e}"),
+    };
+    let mut l = listener.join().unwrap().unwrap();
+    c.send(b"up").unwrap();
+    assert_eq!(&*l.recv_timeout(T).unwrap(), b"up");
+    l.send(b"down").unwrap();
+    assert_eq!(&*c.recv_timeout(T).unwrap(), b"down");
+}
+
 #[test]
 fn hostile_frames_are_corrupt_not_a_panic() {
     let name = unique("ch-frames");

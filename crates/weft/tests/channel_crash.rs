@@ -638,3 +638,125 @@ fn a_listener_started_again_leaves_the_old_client_peer_dead() {
     let (last, ok) = second.finish(WAIT);
     assert!(ok, "{last}");
 }
+
+/// Waits until the stream `name` exists and its writer is alive.
+fn wait_for_writer(name: &str) {
+    use weft::shm::PeerState;
+    wait_until(
+        name,
+        || matches!(weft::stream::inspect(name), Ok(i) if i.writer.state == PeerState::Alive),
+    );
+}
+
+/// A one-to-one connector that claimed the listener's stream and died before the listener
+/// looked at the connector's own stream (here, a reader of `NAME.s2c` killed in its place):
+/// the listener removed the dead connector's stream and went on waiting, its own stream now
+/// read by a dead process. The next connector could never open it and timed out, while the
+/// listener took the next connector's stream and returned a channel writing into the dead
+/// one's. The listener makes its stream again, and the two live sides pair up.
+#[test]
+fn a_listener_whose_reader_died_pairs_with_the_next_connector() {
+    use weft::channel::Channel;
+    let name = unique("chc-rv-listen");
+    let _c = Sweep(name.clone());
+    let n = name.clone();
+    let listener = std::thread::spawn(move || Channel::listen(&n, Duration::from_secs(4)));
+    let s2c = format!("{name}.s2c");
+    wait_for_writer(&s2c);
+    let mut first = Peer::spawn(&["stream-read", &s2c, "1", "0", "64"]);
+    first.expect("ready");
+    first.kill9();
+    let second = Channel::connect(&name, Duration::from_secs(2));
+    let mut second = match second {
+        Ok(ch) => ch,
+        Err(e) => panic!("a live listener was waiting, yet connect failed: {e}"),
+    };
+    let mut listened = listener.join().unwrap().unwrap();
+    second.send(b"up").unwrap();
+    assert_eq!(&*listened.recv_timeout(WAIT).unwrap(), b"up");
+    listened.send(b"down").unwrap();
+    assert_eq!(&*second.recv_timeout(WAIT).unwrap(), b"down");
+    drop((second, listened));
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}
+
+/// The mirror case: a listener that claimed the connector's stream and died before the
+/// connector looked at the listener's own. The connector makes its stream again and pairs with
+/// the next listener.
+#[test]
+fn a_connector_whose_reader_died_pairs_with_the_next_listener() {
+    use weft::channel::Channel;
+    let name = unique("chc-rv-connect");
+    let _c = Sweep(name.clone());
+    let n = name.clone();
+    let connector = std::thread::spawn(move || Channel::connect(&n, Duration::from_secs(4)));
+    let c2s = format!("{name}.c2s");
+    wait_for_writer(&c2s);
+    let mut first = Peer::spawn(&["stream-read", &c2s, "1", "0", "64"]);
+    first.expect("ready");
+    first.kill9();
+    let second = Channel::listen(&name, Duration::from_secs(2));
+    let mut second = match second {
+        Ok(ch) => ch,
+        Err(e) => panic!("a live connector was waiting, yet listen failed: {e}"),
+    };
+    let mut connected = connector.join().unwrap().unwrap();
+    connected.send(b"up").unwrap();
+    assert_eq!(&*second.recv_timeout(WAIT).unwrap(), b"up");
+    second.send(b"down").unwrap();
+    assert_eq!(&*connected.recv_timeout(WAIT).unwrap(), b"down");
+    drop((second, connected));
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}
+
+/// A server kept the channel of a client that died (generation 1 of slot 0) while the next
+/// client took the slot over (generation 2); then the server and that client died too. The
+/// next server bound under the name swept generation 2 only (the slot's `request` and
+/// `epoch`), and generation 1's two streams stayed for good.
+#[test]
+fn a_server_bound_again_removes_every_generation_a_reused_slot_left() {
+    let name = unique("chc-rebind-gens");
+    let _c = Sweep(name.clone());
+    let mut srv = Peer::spawn(&["channel-hold-server", &name, "1"]);
+    srv.expect("ready");
+    let mut a = Peer::spawn(&["channel-stop-client", &name, "none", "20000"]);
+    srv.expect("accepted");
+    a.kill9();
+    let mut b = Peer::spawn(&["channel-stop-client", &name, "none", "20000"]);
+    srv.expect("accepted");
+    // The client first: a server killed first is seen dead by a live client, whose channel
+    // then removes its generation's streams.
+    b.kill9();
+    srv.kill9();
+    // Both directions of both generations, every side dead.
+    assert_eq!(streams_of(&name).len(), 4, "{:?}", streams_of(&name));
+    let _server = Server::bind(&name).unwrap();
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}
+
+/// A server that accepts and drops the connection before the client has opened the server's
+/// stream, having sent nothing: the drained stream went with the server's channel, and the
+/// client waited for it until its whole connect timeout had passed. It connects at once and
+/// finds the connection closed, as when the server sent something before it left.
+#[test]
+fn a_connection_the_server_dropped_unused_before_the_client_opened_it_is_closed_at_once() {
+    let name = unique("chc-droppedfirst");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind_with(&name, &ChannelOptions::new().slots(1)).unwrap();
+    let (mut client, mut go) =
+        spawn_told(&["channel-stop-client", &name, "client-answered", "3000"]);
+    let conn = server.accept_timeout(WAIT).unwrap();
+    client.expect("stopped");
+    drop(conn);
+    let t = Instant::now();
+    go_on(&mut go);
+    assert_eq!(client.line(), "connected got=0 end=closed");
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "after {:?}",
+        t.elapsed()
+    );
+    let (_, ok) = client.finish(WAIT);
+    assert!(ok);
+    assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}

@@ -363,29 +363,80 @@ pub(crate) fn wait_live_reader(
     peer: Option<Role>,
 ) -> Result<StreamReader> {
     loop {
-        let within = until.open_opts(opts);
-        let opened = match peer {
-            None => StreamReader::open_unread(name, &within),
-            Some(_) => StreamReader::open_with(name, &within).map(Some),
-        };
-        match opened {
-            Ok(Some(r)) => match (r.writer_status(), peer) {
-                (PeerStatus::Alive, _) | (PeerStatus::Closed, Some(_)) => return Ok(r),
-                (PeerStatus::Dead { pid }, Some(role)) => {
-                    drop(r);
-                    return Err(Error::PeerDead {
-                        name: name.into(),
-                        role,
-                        pid,
-                    });
-                }
-                _ => drop(r),
-            },
-            Ok(None) | Err(Error::NotReady { .. }) => {
-                remove_if_abandoned(name, opts.liveness());
+        if let Some(r) = look_for_reader(name, opts, until, peer, None)? {
+            return Ok(r);
+        }
+        if until.now() {
+            return Err(Error::Timeout);
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+}
+
+/// One look of [`wait_live_reader`]: the reader of `name` if it can be had now, `None` to look
+/// again. `own` (with `peer` None): this side's stream of the same one-to-one channel, whose
+/// reader must be unclaimed or the process that writes `name` (see
+/// [`StreamReader::open_unread`]).
+fn look_for_reader(
+    name: &str,
+    opts: &StreamOptions,
+    until: GiveUp<'_>,
+    peer: Option<Role>,
+    own: Option<&StreamWriter>,
+) -> Result<Option<StreamReader>> {
+    let within = until.open_opts(opts);
+    let opened = match peer {
+        None => StreamReader::open_unread(name, &within, own),
+        Some(_) => StreamReader::open_with(name, &within).map(Some),
+    };
+    match opened {
+        Ok(Some(r)) => match (r.writer_status(), peer) {
+            (PeerStatus::Alive, _) | (PeerStatus::Closed, Some(_)) => return Ok(Some(r)),
+            (PeerStatus::Dead { pid }, Some(role)) => {
+                drop(r);
+                return Err(Error::PeerDead {
+                    name: name.into(),
+                    role,
+                    pid,
+                });
             }
-            Err(Error::NotFound { .. }) => {}
-            Err(e) => return Err(e),
+            _ => drop(r),
+        },
+        Ok(None) | Err(Error::NotReady { .. }) => {
+            remove_if_abandoned(name, opts.liveness());
+        }
+        Err(Error::NotFound { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(None)
+}
+
+/// One side of a one-to-one channel: creates `tx_name` (written by this side) and waits, until
+/// `until` gives up, for the peer's `rx_name`; `peer` is the other side's role.
+///
+/// Both names are used again by every later pair, so the wait keeps the two streams of one
+/// connection together. On every round, a reader that came to this side's stream and then let
+/// go or died belonged to a connection that is over: nobody will read this stream again, so it
+/// is dropped (which removes it) and made anew for the next peer, within the same `until`.
+/// And the peer's stream is taken only while this side's reader row is unclaimed or held by
+/// that stream's writer. Without this, a peer that opened this side's stream and died before
+/// this side looked at its own left this side to pair the next peer's stream with the dead
+/// one's, while the next peer, which could never open it, timed out.
+fn pair(
+    tx_name: &str,
+    rx_name: &str,
+    opts: &StreamOptions,
+    until: GiveUp<'_>,
+    peer: Role,
+) -> Result<Channel> {
+    let mut tx = create_own_stream(tx_name, opts, until)?;
+    loop {
+        if tx.reader_gone() {
+            drop(tx);
+            tx = create_own_stream(tx_name, opts, until)?;
+        }
+        if let Some(rx) = look_for_reader(rx_name, opts, until, None, Some(&tx))? {
+            return Ok(Channel::from_parts(tx, rx, peer, None));
         }
         if until.now() {
             return Err(Error::Timeout);
@@ -457,10 +508,8 @@ impl Channel {
     pub fn listen_with(name: &str, timeout: Duration, opts: &ChannelOptions) -> Result<Channel> {
         validate_base_name(name)?;
         let until = GiveUp::new(Deadline::after(timeout), opts.cancel.as_ref());
-        let sopts = opts.stream();
-        let tx = create_own_stream(&format!("{name}.s2c"), &sopts, until)?;
-        let rx = wait_live_reader(&format!("{name}.c2s"), &sopts, until, None)?;
-        Ok(Channel::from_parts(tx, rx, Role::Client, None))
+        let (tx, rx) = (format!("{name}.s2c"), format!("{name}.c2s"));
+        pair(&tx, &rx, &opts.stream(), until, Role::Client)
     }
 
     /// The connecting end of the one-to-one channel `name`: creates `NAME.c2s` (written by this
@@ -479,10 +528,8 @@ impl Channel {
     pub fn connect_with(name: &str, timeout: Duration, opts: &ChannelOptions) -> Result<Channel> {
         validate_base_name(name)?;
         let until = GiveUp::new(Deadline::after(timeout), opts.cancel.as_ref());
-        let sopts = opts.stream();
-        let tx = create_own_stream(&format!("{name}.c2s"), &sopts, until)?;
-        let rx = wait_live_reader(&format!("{name}.s2c"), &sopts, until, None)?;
-        Ok(Channel::from_parts(tx, rx, Role::Server, None))
+        let (tx, rx) = (format!("{name}.c2s"), format!("{name}.s2c"));
+        pair(&tx, &rx, &opts.stream(), until, Role::Server)
     }
 
     /// The name of the stream this side writes.

@@ -12,7 +12,7 @@ use super::channel::{
 use super::inspect::{Peer, PeerState};
 use super::liveness::{Claim, ParticipantRow, PeerStatus};
 use super::object::{HEADER_SIZE, Object, ObjectKind};
-use super::stream::{StreamWriter, remove_if_abandoned};
+use super::stream::{StreamWriter, remove_if_abandoned, remove_if_unused};
 use crate::error::{Error, Result, Role};
 use crate::sync::{Arc, AtomicU32, AtomicU64, Ordering};
 use crate::sys;
@@ -45,6 +45,13 @@ const STALE_OPEN_TIMEOUT: Duration = Duration::from_millis(250);
 /// posts a request without its stream costs the server at most this per scan, and never more
 /// than the caller's own deadline (nothing for `try_accept`).
 const CLIENT_STREAM_TIMEOUT: Duration = Duration::from_millis(200);
+/// How many generations of a slot, back from its newest, the sweep of a dead server's
+/// rendezvous looks at: a server may hold channels of many earlier clients of a slot (each
+/// gone, the slot taken over since), and only names derived from a generation are looked at,
+/// one missing name costing one failed open (about 4 us: 256 generations of 64 slots take a
+/// rebind about 60 ms, where 4096 took a 256-slot server's 7.6 s). A server that kept more
+/// than this many dead clients' channels of one slot leaves the oldest to `weft clean`.
+const SWEEP_GENERATIONS: u64 = 256;
 
 /// Fixed at creation: written by the creator before `ready`, read, validated and copied by
 /// every opener.
@@ -409,19 +416,27 @@ impl Server {
     /// Removes the abandoned streams of a rendezvous whose server is gone. Its names carry its
     /// instance, which no later server uses, so what a process killed mid-handshake left there
     /// (a dead server's stream its client never opened, a dead client's its server never
-    /// removed) would stay forever. Per slot, the generations that can still have streams are
-    /// the last request and the last claim; a stream is removed only when its writer is dead
-    /// and no live reader holds it, so a connection still in use is never touched.
+    /// removed) would stay forever. Every generation of a slot can have left streams, not
+    /// only the newest: the server may have held the channel of an earlier client of the slot
+    /// (dead, its row taken over by the next) when it died. So per slot, every generation from
+    /// the newest (the larger of the last request and the last claim) back
+    /// [`SWEEP_GENERATIONS`] is looked at; a stream is removed only when no live process holds
+    /// either of its rows, so a connection still in use is never touched.
     fn sweep(obj: &Object, slots: u32, liveness: Duration) -> Result<()> {
         let base = obj.name();
         for i in 0..slots {
-            // Relaxed: only compared and printed into names (any value gives a valid name).
+            // Relaxed: only compared and printed into names (any value gives a valid name and
+            // the range below is at most SWEEP_GENERATIONS + 1 long whatever the values).
             let request = line(obj, i)?.request.load(Ordering::Relaxed);
             let epoch = row(obj, slot_row_offset(i))?.epoch.load(Ordering::Relaxed);
-            let distinct = if epoch == request { 0 } else { epoch };
-            for generation in [request, distinct].into_iter().filter(|&g| g != 0) {
+            let newest = request.max(epoch);
+            if newest == 0 {
+                continue;
+            }
+            let oldest = newest.saturating_sub(SWEEP_GENERATIONS).max(1);
+            for generation in oldest..=newest {
                 for dir in ["c2s", "s2c"] {
-                    remove_if_abandoned(
+                    remove_if_unused(
                         &stream_name(base, i, instance(obj), generation, dir),
                         liveness,
                     );
@@ -687,10 +702,15 @@ fn connect_once(name: &str, opts: &ChannelOptions, until: GiveUp<'_>) -> Result<
     // The claim before ours (one generation back) may have died between creating its stream
     // and posting its request. No request names that stream and every later name carries a
     // later generation, so it is removed here (if the server's scan has not done so already);
-    // only a stream whose writer is dead and that no live reader holds.
+    // only a stream whose writer is dead and that no live reader holds. Its client is gone
+    // for good (we took its row over), so the server's stream of that generation, left when
+    // the server's channel closed before the client opened it (it is kept for a client that
+    // may still come), has no reader to come either: removed unless a live side holds it.
     if let Some(previous) = generation.checked_sub(1).filter(|&g| g != 0) {
         let c2s = stream_name(name, slot, instance(&obj), previous, "c2s");
         remove_if_abandoned(&c2s, liveness);
+        let s2c = stream_name(name, slot, instance(&obj), previous, "s2c");
+        remove_if_unused(&s2c, liveness);
     }
     let sopts = opts.stream();
     let tx = StreamWriter::create_with(

@@ -6,7 +6,7 @@
 //! offset 4096.
 
 use super::inspect::Peer;
-use super::liveness::{Claim, ParticipantRow, PeerStatus};
+use super::liveness::{Claim, OWNER_HOLDS, ParticipantRow, PeerStatus};
 use super::object::{HEADER_SIZE, Object, ObjectKind};
 use crate::WaitStrategy;
 use crate::error::{Error, Result, Role};
@@ -484,7 +484,8 @@ pub struct StreamWriter {
     watch: Watch,
     stats: StreamStats,
     /// Whether dropping the writer before any reader came keeps unread records for one (the
-    /// default); false once it is known that no reader can come.
+    /// default); false once it is known that no reader can come. A channel's writer
+    /// (`peer_stream` set) then keeps its stream even drained, for its peer to find closed.
     keep_unread: bool,
     claim: Option<Claim>,
     obj: Arc<Object>,
@@ -668,6 +669,26 @@ impl StreamWriter {
     fn reader_row(&self) -> &ParticipantRow {
         // SAFETY: rows are all atomics; READER_ROW is inside every validated stream.
         unsafe { self.obj.at(READER_ROW) }.expect("validated at attach")
+    }
+
+    /// Whether a reader came and then let go or died: nobody will read this stream again
+    /// (only a reader taking the row over could, and a channel's peer never takes over).
+    pub(crate) fn reader_gone(&self) -> bool {
+        matches!(
+            self.reader_row().status(self.liveness),
+            PeerStatus::Closed | PeerStatus::Dead { .. }
+        )
+    }
+
+    /// Whether this stream's reader row was never claimed, or is held by the process whose
+    /// `owner` word (with its holds bit) is `word`. A one-to-one channel pairs its two streams
+    /// only when the peer that writes the one it reads is the one that reads (or will read)
+    /// its own.
+    pub(crate) fn reader_unclaimed_or_held_by(&self, word: u64) -> bool {
+        // Acquire: pairs with the AcqRel claim CAS in `Claim::take` and the Release clear of
+        // OWNER_HOLDS in `Claim::drop`. Hostile input: only compared.
+        let mine = self.reader_row().owner.load(Ordering::Acquire);
+        mine == 0 || (mine & OWNER_HOLDS != 0 && mine == word)
     }
 
     /// The stream's name.
@@ -932,8 +953,13 @@ impl Drop for StreamWriter {
             // The reader was here and left: nobody will read what is left.
             PeerStatus::Closed | PeerStatus::Dead { .. } => true,
             // No reader yet: keep unread records for one that opens later (it removes the
-            // name when it leaves), unless none can come.
-            PeerStatus::Absent => !self.keep_unread || self.core.is_drained(),
+            // name when it leaves), unless none can come. A channel's stream is kept even
+            // drained while its peer may still come: the peer learns of the close from it
+            // (without it, a server connection's client found no stream and waited out its
+            // timeout).
+            PeerStatus::Absent => {
+                !self.keep_unread || (self.core.is_drained() && self.peer_stream.is_none())
+            }
         };
         if remove {
             // The last one out removes the name.
@@ -1066,15 +1092,37 @@ impl StreamReader {
     /// `None` for one that had a reader, live or gone. A request/response channel's names are
     /// used again by every later connection, and such a stream is an earlier connection's.
     ///
+    /// `own`: the stream this side writes on the same channel. The stream is then also `None`
+    /// (and left unclaimed) unless `own`'s reader row was never claimed or is held by the
+    /// process that holds this stream's writer row: a peer that read `own` and let go or died
+    /// is not the one that writes this stream, and pairing the two would join two connections.
+    ///
     /// # Errors
     /// As [`StreamReader::open`].
-    pub(crate) fn open_unread(name: &str, opts: &StreamOptions) -> Result<Option<StreamReader>> {
+    pub(crate) fn open_unread(
+        name: &str,
+        opts: &StreamOptions,
+        own: Option<&StreamWriter>,
+    ) -> Result<Option<StreamReader>> {
         crate::stream::layout::init_barriers();
         let obj = Arc::new(Object::open(name, ObjectKind::Stream, opts.open_timeout)?);
         // SAFETY: rows are all atomics; `at` checks bounds and alignment.
         let row: &ParticipantRow = unsafe { obj.at(READER_ROW)? };
         if row.ever_claimed() {
             return Ok(None);
+        }
+        if let Some(own) = own {
+            // SAFETY: as above.
+            let writer: &ParticipantRow = unsafe { obj.at(WRITER_ROW)? };
+            // Acquire: pairs with the AcqRel claim CAS of this stream's writer in `Claim::take`
+            // (a channel's stream is always made fresh, so `Object::open`'s Acquire load of
+            // `ready` already follows it): whatever that process did to `own`'s reader row
+            // before it made this stream (let it go) is seen by the load of that row in
+            // `reader_unclaimed_or_held_by`. Hostile input: only compared.
+            let word = writer.owner.load(Ordering::Acquire);
+            if !own.reader_unclaimed_or_held_by(word) {
+                return Ok(None);
+            }
         }
         // A reader that claims the row between the look and our claim makes this `InUse`.
         StreamReader::attach(obj, opts).map(Some)
@@ -1343,6 +1391,19 @@ impl Drop for StreamReader {
 /// The request/response handshake calls it for streams whose names only a dead process can
 /// have created, which nothing else would ever remove.
 pub(crate) fn remove_if_abandoned(name: &str, liveness: Duration) -> bool {
+    remove_unless_held(name, liveness, false)
+}
+
+/// As [`remove_if_abandoned`], and also a stream whose writer closed: removes the stream
+/// `name` if no live process holds either of its rows. For a name that no later process can
+/// open as reader: a server connection's stream once the slot's client of that generation is
+/// gone for good (a later claim took its row), or any stream of a dead server's instance.
+pub(crate) fn remove_if_unused(name: &str, liveness: Duration) -> bool {
+    remove_unless_held(name, liveness, true)
+}
+
+/// `closed_too`: a closed writer counts as gone, as a dead one does.
+fn remove_unless_held(name: &str, liveness: Duration, closed_too: bool) -> bool {
     let obj = match Object::open(name, ObjectKind::Stream, Duration::ZERO) {
         Ok(obj) => obj,
         Err(Error::NotReady { .. }) => {
@@ -1361,8 +1422,12 @@ pub(crate) fn remove_if_abandoned(name: &str, liveness: Duration) -> bool {
     let (Ok(writer), Ok(reader)) = (writer, reader) else {
         return false;
     };
-    let abandoned = matches!(writer.status(liveness), PeerStatus::Dead { .. })
-        && reader.status(liveness) != PeerStatus::Alive;
+    let writer_gone = match writer.status(liveness) {
+        PeerStatus::Dead { .. } => true,
+        PeerStatus::Closed => closed_too,
+        PeerStatus::Alive | PeerStatus::Absent => false,
+    };
+    let abandoned = writer_gone && reader.status(liveness) != PeerStatus::Alive;
     if abandoned {
         obj.unlink_if_same();
     }
