@@ -79,6 +79,27 @@ fn a_record_on_a_scribbled_topic_does_not_keep_a_dead_rows_samples() {
     assert_eq!(get64(&f, l.ext(1) + 8), 0, "the record was cleared");
 }
 
+/// A small region whose participants are judged dead 300 ms after their last heartbeat.
+fn small_with_short_liveness() -> Config {
+    Config::default()
+        .participants(4)
+        .max_held(8)
+        .topics(2)
+        .ring_slots(4)
+        .blocks(16)
+        .block_size(64)
+        .liveness_timeout(Duration::from_millis(300))
+}
+
+/// The subscriber's next receive (within 2 s) reports its publishers dead.
+fn assert_told_peer_dead(sub: &mut weft::pubsub::Subscription, why: &str) {
+    let got = sub.recv_timeout(Duration::from_secs(2));
+    assert!(
+        matches!(got, Err(weft::Error::PeerDead { .. })),
+        "{why}: {got:?}"
+    );
+}
+
 /// The row of the participant whose process is `pid`.
 fn row_of(f: &std::fs::File, l: &Layout, pid: u32) -> u64 {
     (0..l.participants)
@@ -112,11 +133,7 @@ fn a_registrar_killed_while_it_marks_itself_leaves_the_death_to_be_seen() {
     put64(&f, l.pubmap, 1 << rrow);
     put64(&f, l.stats + 24, 0);
     p.reclaim().unwrap();
-    let got = sub.recv_timeout(Duration::from_secs(2));
-    assert!(
-        matches!(got, Err(weft::Error::PeerDead { .. })),
-        "both publishers of /t are dead: {got:?}"
-    );
+    assert_told_peer_dead(&mut sub, "both publishers of /t are dead");
 }
 
 /// Publisher A of "/t" dies; a joiner J takes A's row and is killed inside its
@@ -148,11 +165,7 @@ fn a_joiner_killed_while_it_forgets_a_dead_publisher_leaves_the_death_to_be_seen
     put64(&f, l.pubmap, get64(&f, l.pubmap) | 1 << arow);
     put32(&f, l.ext(arow), 1);
     p.reclaim().unwrap();
-    let got = sub.recv_timeout(Duration::from_secs(2));
-    assert!(
-        matches!(got, Err(weft::Error::PeerDead { .. })),
-        "/t's only publisher died: {got:?}"
-    );
+    assert_told_peer_dead(&mut sub, "/t's only publisher died");
 }
 
 /// A dead publisher's record names the topic being unregistered, and its reclaim (inside the
@@ -164,14 +177,7 @@ fn a_joiner_killed_while_it_forgets_a_dead_publisher_leaves_the_death_to_be_seen
 fn an_unregister_whose_look_at_a_dead_writer_fails_still_closes() {
     let name = unique("pc-unreg-look");
     let _c = Cleanup(name.clone());
-    let cfg = Config::default()
-        .participants(4)
-        .max_held(8)
-        .topics(2)
-        .ring_slots(4)
-        .blocks(16)
-        .block_size(64)
-        .liveness_timeout(Duration::from_millis(300));
+    let cfg = small_with_short_liveness();
     let p = Publisher::create(&name, &cfg).unwrap();
     let t = p.register("/t").unwrap();
     p.publish(&t, b"before").unwrap();
@@ -216,14 +222,7 @@ fn an_unregister_whose_look_at_a_dead_writer_fails_still_closes() {
 fn a_reclaim_that_timed_out_is_finished_by_the_next() {
     let name = unique("pc-reclaim-again");
     let _c = Cleanup(name.clone());
-    let cfg = Config::default()
-        .participants(4)
-        .max_held(8)
-        .topics(2)
-        .ring_slots(4)
-        .blocks(16)
-        .block_size(64)
-        .liveness_timeout(Duration::from_millis(300));
+    let cfg = small_with_short_liveness();
     let p = Publisher::create(&name, &cfg).unwrap();
     let t = p.register("/held").unwrap();
     let mut peer = Peer::spawn(&["pubsub-hold", &name, "/held", "2"]);
@@ -283,11 +282,7 @@ fn a_registration_does_not_inherit_a_killed_freers_publishers() {
     let s = Subscriber::connect(&name).unwrap();
     let mut sub = s.subscribe("/b").unwrap();
     q.kill9();
-    let got = sub.recv_timeout(Duration::from_secs(2));
-    assert!(
-        matches!(got, Err(weft::Error::PeerDead { .. })),
-        "/b's only publisher died: {got:?}"
-    );
+    assert_told_peer_dead(&mut sub, "/b's only publisher died");
 }
 
 #[test]
