@@ -107,6 +107,17 @@ fn row_of(f: &std::fs::File, l: &Layout, pid: u32) -> u64 {
         .expect("the process holds a row")
 }
 
+/// A region of four rows made by this process, a peer A that publishes "/t" (its only
+/// publisher), and a subscription of ours to it.
+fn publisher_a_of_t(name: &str) -> (Publisher, Peer, Subscriber, weft::pubsub::Subscription) {
+    let p = Publisher::create(name, &Config::default().participants(4)).unwrap();
+    let mut a = Peer::spawn(&["pubsub-loan", name, "/t", "0"]);
+    a.expect("ready 0");
+    let s = Subscriber::connect(name).unwrap();
+    let sub = s.subscribe("/t").unwrap();
+    (p, a, s, sub)
+}
+
 /// Publisher A of "/t" dies; publisher R registers "/t" too and is killed inside its
 /// `mark_publisher`, which sets R's bit first and then forgets the dead A: whatever point R
 /// was killed at, the map still names a dead publisher (here R alone, A forgotten), and the
@@ -116,12 +127,7 @@ fn row_of(f: &std::fs::File, l: &Layout, pid: u32) -> u64 {
 fn a_registrar_killed_while_it_marks_itself_leaves_the_death_to_be_seen() {
     let name = unique("pc-mark");
     let _c = Cleanup(name.clone());
-    let cfg = Config::default().participants(4);
-    let p = Publisher::create(&name, &cfg).unwrap();
-    let mut a = Peer::spawn(&["pubsub-loan", &name, "/t", "0"]);
-    a.expect("ready 0");
-    let s = Subscriber::connect(&name).unwrap();
-    let mut sub = s.subscribe("/t").unwrap();
+    let (p, mut a, _s, mut sub) = publisher_a_of_t(&name);
     let mut r = Peer::spawn(&["pubsub-loan", &name, "/r", "0"]);
     r.expect("ready 0");
     let f = region_file(&name);
@@ -144,12 +150,7 @@ fn a_registrar_killed_while_it_marks_itself_leaves_the_death_to_be_seen() {
 fn a_joiner_killed_while_it_forgets_a_dead_publisher_leaves_the_death_to_be_seen() {
     let name = unique("pc-forget");
     let _c = Cleanup(name.clone());
-    let cfg = Config::default().participants(4);
-    let p = Publisher::create(&name, &cfg).unwrap();
-    let mut a = Peer::spawn(&["pubsub-loan", &name, "/t", "0"]);
-    a.expect("ready 0");
-    let s = Subscriber::connect(&name).unwrap();
-    let mut sub = s.subscribe("/t").unwrap();
+    let (p, mut a, _s, mut sub) = publisher_a_of_t(&name);
     let f = region_file(&name);
     let l = Layout::of_file(&f);
     let arow = row_of(&f, &l, a.child.id());

@@ -345,17 +345,8 @@ impl<'a> GiveUp<'a> {
 /// so only this connection's peer can have made it: a closed writer's stream is accepted (what
 /// it sent is read, then `Closed`), and a dead writer is the peer's death, `PeerDead` with
 /// `role` (the stream is dropped, which removes it). A stream still being made is waited for
-/// (no longer than `deadline`), and removed if its creator is known to be gone.
-pub(crate) fn open_live_reader(
-    name: &str,
-    opts: &StreamOptions,
-    deadline: Deadline,
-    peer: Option<Role>,
-) -> Result<StreamReader> {
-    wait_live_reader(name, opts, GiveUp::new(deadline, None), peer)
-}
-
-/// As [`open_live_reader`], giving up as `until` says ([`Error::Timeout`]).
+/// (no longer than `until` allows), and removed if its creator is known to be gone. Gives up
+/// as `until` says ([`Error::Timeout`]).
 pub(crate) fn wait_live_reader(
     name: &str,
     opts: &StreamOptions,

@@ -6,9 +6,7 @@
 //! doorbell (a futex word); the server opens that stream, creates the server-to-client one and
 //! answers in the slot. Layout byte by byte in docs/protocol.md ("Server rendezvous").
 
-use super::channel::{
-    Channel, ChannelOptions, GiveUp, Slot, open_live_reader, validate_base_name, wait_live_reader,
-};
+use super::channel::{Channel, ChannelOptions, GiveUp, Slot, validate_base_name, wait_live_reader};
 use super::inspect::{Peer, PeerState};
 use super::liveness::{Claim, ParticipantRow, PeerStatus};
 use super::object::{HEADER_SIZE, Object, ObjectKind};
@@ -610,7 +608,7 @@ impl Server {
     fn open_connection(&self, slot: u32, generation: u64, budget: Deadline) -> Result<Channel> {
         let sopts = self.opts.stream();
         let c2s = stream_name(self.name(), slot, instance(&self.obj), generation, "c2s");
-        let rx = open_live_reader(&c2s, &sopts, budget, None)?;
+        let rx = wait_live_reader(&c2s, &sopts, GiveUp::new(budget, None), None)?;
         let s2c = stream_name(self.name(), slot, instance(&self.obj), generation, "s2c");
         let tx = StreamWriter::create_with(&s2c, &sopts)?;
         reached(HandshakeStep::ServerStreamCreated);
