@@ -653,7 +653,7 @@ unsafe fn scribble(p: *mut u8, len: usize, value: u8, what: &str) {
     unsafe { std::ptr::write_bytes(p, value, len) };
 }
 
-const DOCUMENTED: [i32; 23] = [
+const DOCUMENTED: [i32; 24] = [
     WEFT_OK,
     WEFT_ERROR_INVALID_NAME,
     WEFT_ERROR_INVALID_ARGUMENT,
@@ -677,6 +677,7 @@ const DOCUMENTED: [i32; 23] = [
     WEFT_ERROR_IO,
     WEFT_ERROR_PANIC,
     WEFT_ERROR_STATE,
+    WEFT_ERROR_POISONED,
 ];
 
 /// `CABI_TRACE=1` prints every call and its status (to see what a corpus reaches).
