@@ -745,6 +745,16 @@ pub fn scenarios() -> Vec<Scenario> {
             every_peer!(ping_pong, Tick24, "ring/ping-pong-24B"),
         ),
         s(
+            "ring/spsc-throughput-24B-10M",
+            every_peer!(
+                broadcast_throughput,
+                Tick24,
+                "ring/spsc-throughput-24B-10M",
+                SUSTAINED,
+                1
+            ),
+        ),
+        s(
             "ring/batch-64-u64",
             every_peer!(batch_64, u64, "ring/batch-64-u64"),
         ),
