@@ -653,32 +653,8 @@ unsafe fn scribble(p: *mut u8, len: usize, value: u8, what: &str) {
     unsafe { std::ptr::write_bytes(p, value, len) };
 }
 
-const DOCUMENTED: [i32; 24] = [
-    WEFT_OK,
-    WEFT_ERROR_INVALID_NAME,
-    WEFT_ERROR_INVALID_ARGUMENT,
-    WEFT_ERROR_NOT_FOUND,
-    WEFT_ERROR_ALREADY_EXISTS,
-    WEFT_ERROR_IN_USE,
-    WEFT_ERROR_NOT_WEFT,
-    WEFT_ERROR_VERSION_MISMATCH,
-    WEFT_ERROR_WRONG_KIND,
-    WEFT_ERROR_TRUNCATED,
-    WEFT_ERROR_NOT_READY,
-    WEFT_ERROR_CORRUPT,
-    WEFT_ERROR_TOO_LARGE,
-    WEFT_ERROR_TIMEOUT,
-    WEFT_ERROR_FULL,
-    WEFT_ERROR_EMPTY,
-    WEFT_ERROR_CLOSED,
-    WEFT_ERROR_PEER_DEAD,
-    WEFT_ERROR_LAGGED,
-    WEFT_ERROR_TYPE_MISMATCH,
-    WEFT_ERROR_IO,
-    WEFT_ERROR_PANIC,
-    WEFT_ERROR_STATE,
-    WEFT_ERROR_POISONED,
-];
+/// Every status a call may return (the C ABI's own list).
+const DOCUMENTED: &[i32] = &WEFT_STATUS_CODES;
 
 /// `CABI_TRACE=1` prints every call and its status (to see what a corpus reaches).
 fn trace() -> bool {
