@@ -60,8 +60,22 @@ impl Control {
     }
 }
 
-/// A stage not yet started: it receives its thread name and the shared control.
-type Job = Box<dyn FnOnce(String, Arc<Control>) + Send>;
+/// A stage not yet started: what it runs (given its thread name and the shared control) and
+/// the stack its thread needs.
+struct Job {
+    run: Box<dyn FnOnce(String, Arc<Control>) + Send>,
+    stack: usize,
+}
+
+/// The stack of a stage thread that receives `A` and publishes `B`. A stage holds a handful of
+/// copies of its messages at once on its stack (the value received, the closure's argument
+/// and result, the value handed to the publish and given back by a publish that timed out),
+/// so a large message type (a 1 MiB array) overflows a default 2 MiB thread stack, which
+/// aborts the whole process. The standard stack plus 16 copies of each side's message.
+fn stage_stack<A, B>() -> usize {
+    const BASE: usize = 2 << 20;
+    BASE.saturating_add(16usize.saturating_mul(size_of::<A>().saturating_add(size_of::<B>())))
+}
 
 /// Runs one stage: receive, transform, publish, until the input closes or the pipeline stops.
 fn run_stage<A: bytemuck::Pod, B: bytemuck::Pod>(
@@ -94,11 +108,12 @@ fn run_stage<A: bytemuck::Pod, B: bytemuck::Pod>(
         loop {
             match tx.publish_timeout(out, POLL) {
                 Ok(()) => break,
-                Err(PublishError::Full(v) | PublishError::Timeout(v)) => {
+                // `Closed` comes only from a pipeline's own input, never from a ring.
+                Err(e) => {
                     if ctl.stopped() {
                         return;
                     }
-                    out = v;
+                    out = e.into_inner();
                 }
             }
         }
@@ -225,7 +240,10 @@ impl<I: bytemuck::Pod, T: bytemuck::Pod> Chain<I, T> {
     ) -> Result<Ring<U>> {
         let (tx, ring) = cfg.link::<U>()?;
         let rx = tail.subscribe();
-        jobs.push(Box::new(move |name, ctl| run_stage(rx, tx, f, &name, &ctl)));
+        jobs.push(Job {
+            run: Box::new(move |name, ctl| run_stage(rx, tx, f, &name, &ctl)),
+            stack: stage_stack::<T, U>(),
+        });
         Ok(ring)
     }
 
@@ -341,10 +359,12 @@ fn start<I: bytemuck::Pod, O>(
     }
     let ctl = Arc::new(Control::default());
     let mut p = Pipeline {
-        input: Some(input),
+        feed: Feed {
+            input: Some(input),
+            stages: Vec::new(),
+            ctl: ctl.clone(),
+        },
         output,
-        stages: Vec::new(),
-        ctl: ctl.clone(),
     };
     let pins = cfg.pin_from.map(|first| stage_cores(first, jobs.len()));
     // Each stage reports whether it pinned itself before it runs: a failure fails `build`.
@@ -356,8 +376,10 @@ fn start<I: bytemuck::Pod, O>(
         let pin = pins.as_ref().map(|cores| cores[i]);
         let pinned = pinned.clone();
         let thread_name = name.clone();
+        let Job { run, stack } = job;
         let h = std::thread::Builder::new()
             .name(name.clone())
+            .stack_size(stack)
             .spawn(move || {
                 let r = pin.map_or(Ok(()), pin_stage);
                 let ok = r.is_ok();
@@ -365,11 +387,11 @@ fn start<I: bytemuck::Pod, O>(
                 // Reported: a stage that dies later must not keep `build`'s channel open.
                 drop(pinned);
                 if ok {
-                    job(thread_name, ctl)
+                    run(thread_name, ctl)
                 }
             })
             .map_err(|e| Error::io("spawn", &name, e))?;
-        p.stages.push(h);
+        p.feed.stages.push(h);
     }
     // Only the stages hold senders from here, each until it reports: one that dies before it
     // reports (its thread panicked) ends the channel once the others have reported, and the
@@ -436,8 +458,15 @@ fn pin_stage(core: usize) -> Result<()> {
 /// assert_eq!(p.failure().unwrap(), "stage 'checked-0' panicked: zero");
 /// ```
 pub struct Pipeline<I: bytemuck::Pod, O> {
-    input: Option<Publisher<I>>,
+    /// Dropped first: the stages stop and are joined before the output goes.
+    feed: Feed<I>,
     output: O,
+}
+
+/// A pipeline's input, its stage threads and what they share with the handle. Dropping it
+/// stops and joins every stage.
+struct Feed<I: bytemuck::Pod> {
+    input: Option<Publisher<I>>,
     stages: Vec<JoinHandle<()>>,
     ctl: Arc<Control>,
 }
@@ -445,7 +474,7 @@ pub struct Pipeline<I: bytemuck::Pod, O> {
 impl<I: bytemuck::Pod, O> std::fmt::Debug for Pipeline<I, O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pipeline")
-            .field("stages", &self.stages.len())
+            .field("stages", &self.feed.stages.len())
             .field("failure", &self.failure())
             .finish()
     }
@@ -468,12 +497,16 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
     /// input was closed, or once the pipeline stopped (a stage failed: see
     /// [`failure`](Pipeline::failure)), the value is dropped;
     /// [`publish_timeout`](Pipeline::publish_timeout) gives it back instead.
+    ///
+    /// Room on a lossless pipeline comes from reading its output: a thread that publishes more
+    /// than the links hold before it reads waits for ever. Read the output on another thread
+    /// ([`split`](Pipeline::split)), or publish with a timeout.
     pub fn publish(&mut self, value: I) {
-        let Some(tx) = self.input.as_mut() else {
+        let Some(tx) = self.feed.input.as_mut() else {
             return;
         };
         let mut v = value;
-        while !self.ctl.stopped() {
+        while !self.feed.ctl.stopped() {
             match tx.publish_timeout(v, POLL) {
                 Ok(()) => return,
                 Err(e) => v = e.into_inner(),
@@ -484,10 +517,11 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
     /// Publishes into the input, waiting at most `timeout` for room.
     ///
     /// # Errors
-    /// [`PublishError::Timeout`] with the value when no room came in time, and at once when
-    /// the input was closed or the pipeline stopped (a stage failed: see
-    /// [`failure`](Pipeline::failure)), since nothing would ever receive it. A value accepted
-    /// while a stage is failing may still be lost: `failure` tells.
+    /// [`PublishError::Timeout`] with the value when no room came in time;
+    /// [`PublishError::Closed`] with the value, at once, when the input was closed or the
+    /// pipeline stopped (a stage failed: see [`failure`](Pipeline::failure)), since nothing
+    /// would ever receive it. A value accepted while a stage is failing may still be lost:
+    /// `failure` tells.
     ///
     /// # Examples
     /// ```
@@ -501,15 +535,15 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
     /// }
     /// assert!((2..=5).contains(&sent)); // two slots per link, one message in the stage's hands
     /// p.close_input();
-    /// let e = p.publish_timeout(9, Duration::from_millis(1)).unwrap_err();
-    /// assert_eq!(e.into_inner(), 9);
+    /// let e = p.publish_timeout(9, Duration::from_secs(5)).unwrap_err(); // at once
+    /// assert_eq!(e, weft::ring::PublishError::Closed(9));
     /// let got: Vec<u64> = std::iter::from_fn(|| p.output().recv().ok()).collect();
     /// assert_eq!(got, Vec::from_iter(0..sent)); // everything accepted comes out
     /// ```
     pub fn publish_timeout(&mut self, value: I, timeout: Duration) -> Result<(), PublishError<I>> {
-        match self.input.as_mut() {
-            Some(tx) if !self.ctl.stopped() => tx.publish_timeout(value, timeout),
-            _ => Err(PublishError::Timeout(value)),
+        match self.feed.input.as_mut() {
+            Some(tx) if !self.feed.ctl.stopped() => tx.publish_timeout(value, timeout),
+            _ => Err(PublishError::Closed(value)),
         }
     }
 
@@ -529,7 +563,7 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
     /// assert_eq!(p.output().recv(), Err(RecvError::Closed));
     /// ```
     pub fn close_input(&mut self) {
-        self.input = None;
+        self.feed.input = None;
     }
 
     /// The output: a subscriber, or a pair of them after [`Chain::fan_out`].
@@ -537,9 +571,44 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
         &mut self.output
     }
 
+    /// Moves the output out, to be read on another thread while this one publishes: returns
+    /// the pipeline without its output (it still publishes, reports failures, shuts down, and
+    /// stops and joins its stages when dropped) and the output. Once the stages stop, the
+    /// output receives what reached it, then `Closed`.
+    ///
+    /// # Examples
+    /// A lossless pipeline fed faster than its links hold, its output read on another thread:
+    /// ```
+    /// use weft::pipeline::Pipeline;
+    /// use weft::ring::RecvError;
+    /// let p = Pipeline::builder().capacity(4).input::<u64>().then(|x| x * 2).build()?;
+    /// let (mut p, mut out) = p.split();
+    /// let reader = std::thread::spawn(move || {
+    ///     let mut sum = 0;
+    ///     loop {
+    ///         match out.recv() {
+    ///             Ok(v) => sum += v,
+    ///             Err(RecvError::Closed) => return sum,
+    ///             Err(e) => panic!("{e}"),
+    ///         }
+    ///     }
+    /// });
+    /// for i in 0..1000 {
+    ///     p.publish(i); // waits for the reader to make room, never for ever
+    /// }
+    /// p.close_input();
+    /// assert_eq!(reader.join().unwrap(), 999 * 1000);
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn split(self) -> (Pipeline<I, ()>, O) {
+        let Pipeline { feed, output } = self;
+        (Pipeline { feed, output: () }, output)
+    }
+
     /// The first stage failure (a panic), if any; the pipeline has then stopped.
     pub fn failure(&self) -> Option<String> {
-        self.ctl
+        self.feed
+            .ctl
             .failure
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -568,10 +637,12 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
     /// assert_eq!(q.shutdown().as_deref(), Some("stage 'checked-0' panicked: zero"));
     /// ```
     pub fn shutdown(mut self) -> Option<String> {
-        self.stop_and_join();
+        self.feed.stop_and_join();
         self.failure()
     }
+}
 
+impl<I: bytemuck::Pod> Feed<I> {
     fn stop_and_join(&mut self) {
         // Relaxed: this store publishes nothing (no failure goes with it), and the handle is
         // about to join every stage, which orders everything after it anyway.
@@ -584,7 +655,7 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
     }
 }
 
-impl<I: bytemuck::Pod, O> Drop for Pipeline<I, O> {
+impl<I: bytemuck::Pod> Drop for Feed<I> {
     fn drop(&mut self) {
         self.stop_and_join();
     }

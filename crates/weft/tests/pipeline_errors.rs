@@ -1,10 +1,11 @@
 //! Pipelines refuse what they cannot build or deliver with an error, never a panic or an
 //! abort: rings too large for the address space or the allocator, a thread name with a NUL
-//! byte, a publish into a pipeline that a failed stage stopped.
+//! byte, a publish into a pipeline that a failed stage stopped or whose input was closed.
 
 use std::time::{Duration, Instant};
 use weft::ErrorKind;
 use weft::pipeline::Pipeline;
+use weft::ring::PublishError;
 
 /// Whether the kernel grants any allocation (`vm.overcommit_memory = 1`): then a 16 TiB ring
 /// would be allocated, and its initialisation would touch every page of it.
@@ -92,13 +93,33 @@ fn publish_timeout_after_a_stage_failed_is_an_error() {
     // gated subscriber, and a ring publish would succeed into nothing).
     std::thread::sleep(Duration::from_millis(100));
     for v in 2..5 {
+        // `Closed` at once, not a `Timeout` after the wait: a caller that retries on timeouts
+        // would retry for ever.
         let e = p
-            .publish_timeout(v, Duration::from_millis(50))
+            .publish_timeout(v, Duration::from_secs(3600))
             .expect_err("a publish into a failed pipeline");
-        assert_eq!(e.into_inner(), v);
+        assert_eq!(e, PublishError::Closed(v));
+        assert_eq!(weft::Error::from(e).kind(), ErrorKind::Closed);
     }
     assert_eq!(
         p.shutdown().as_deref(),
         Some("stage 'fails-0' panicked: first message 1")
     );
+}
+
+/// A publish after `close_input` is `Closed` at once, whatever the timeout.
+#[test]
+fn publish_timeout_after_close_input_is_closed_at_once() {
+    let mut p = Pipeline::builder()
+        .input::<u64>()
+        .then(|x| x)
+        .build()
+        .unwrap();
+    p.close_input();
+    let e = p
+        .publish_timeout(7, Duration::from_secs(3600))
+        .expect_err("a publish into a closed input");
+    assert_eq!(e, PublishError::Closed(7));
+    assert_eq!(e.into_inner(), 7);
+    assert_eq!(p.output().recv(), Err(weft::ring::RecvError::Closed));
 }

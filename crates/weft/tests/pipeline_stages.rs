@@ -286,3 +286,68 @@ fn a_thread_pinned_to_one_core_builds_a_pipeline_pinned_to_another() {
     );
     assert_eq!(p.shutdown(), None);
 }
+
+/// Messages of 1 MiB (which the rings take) through two stages and a fan-out: every stage
+/// thread has the stack its messages need. On the default 2 MiB thread stack, a stage holding a
+/// few copies of such a message overflowed it, and the process aborted.
+#[test]
+fn stages_carry_messages_of_a_mebibyte() {
+    const BIG: usize = 1 << 20;
+    // This test's own thread gets a stack for its copies too (the default is 2 MiB).
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(|| {
+            let mut p = Pipeline::builder()
+                .capacity(2)
+                .input::<[u8; BIG]>()
+                .then(|mut x| {
+                    x[BIG - 1] = x[0].wrapping_add(1);
+                    x
+                })
+                .fan_out(|x| x, |x| x[BIG - 1] as u64)
+                .build()
+                .unwrap();
+            for i in 0..4u8 {
+                p.publish([i; BIG]);
+                let (a, b) = p.output();
+                let got = a.recv_timeout(Duration::from_secs(60)).unwrap();
+                assert_eq!((got[0], got[BIG - 2], got[BIG - 1]), (i, i, i + 1));
+                assert_eq!(b.recv_timeout(Duration::from_secs(60)), Ok(i as u64 + 1));
+            }
+            assert_eq!(p.shutdown(), None);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+/// A lossless pipeline split into its feeding handle and its output: one thread publishes ten
+/// times what the links hold while another reads, and everything arrives in order. Without
+/// `split`, the output is only reachable through the handle the blocked publish borrows.
+#[test]
+fn a_split_pipeline_is_fed_and_read_on_two_threads() {
+    const N: u64 = 100;
+    let p = Pipeline::builder()
+        .capacity(4)
+        .input::<u64>()
+        .then(|x| x + 1)
+        .build()
+        .unwrap();
+    let (mut p, mut out) = p.split();
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        loop {
+            match out.recv_timeout(Duration::from_secs(60)) {
+                Ok(v) => got.push(v),
+                Err(RecvError::Closed) => return got,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    });
+    for i in 0..N {
+        p.publish_timeout(i, Duration::from_secs(60)).unwrap();
+    }
+    p.close_input();
+    assert_eq!(reader.join().unwrap(), Vec::from_iter(1..=N));
+    assert_eq!(p.shutdown(), None);
+}

@@ -210,13 +210,17 @@ pub enum PublishError<T> {
     Full(T),
     /// No room came before the timeout.
     Timeout(T),
+    /// Nothing will ever receive the value: a pipeline's input was closed, or the pipeline
+    /// stopped ([`Pipeline::publish_timeout`](crate::pipeline::Pipeline::publish_timeout)). A
+    /// ring's own publishers never return it.
+    Closed(T),
 }
 
 impl<T> PublishError<T> {
     /// The value that was not published.
     pub fn into_inner(self) -> T {
         match self {
-            PublishError::Full(v) | PublishError::Timeout(v) => v,
+            PublishError::Full(v) | PublishError::Timeout(v) | PublishError::Closed(v) => v,
         }
     }
 }
@@ -226,6 +230,7 @@ impl<T> fmt::Debug for PublishError<T> {
         match self {
             PublishError::Full(_) => f.write_str("Full(..)"),
             PublishError::Timeout(_) => f.write_str("Timeout(..)"),
+            PublishError::Closed(_) => f.write_str("Closed(..)"),
         }
     }
 }
@@ -235,6 +240,7 @@ impl<T> fmt::Display for PublishError<T> {
         match self {
             PublishError::Full(_) => f.write_str("the ring is full: a gated subscriber is behind"),
             PublishError::Timeout(_) => f.write_str("timed out waiting for room in the ring"),
+            PublishError::Closed(_) => f.write_str("closed: nothing will receive the value"),
         }
     }
 }
@@ -246,6 +252,7 @@ impl<T> From<PublishError<T>> for crate::Error {
         match e {
             PublishError::Full(_) => crate::Error::Full,
             PublishError::Timeout(_) => crate::Error::Timeout,
+            PublishError::Closed(_) => crate::Error::Closed,
         }
     }
 }
