@@ -208,3 +208,19 @@ fn a_value_may_own_its_own_pool() {
     drop(g);
     assert_eq!(live.get(), 0);
 }
+
+/// A bounded pool too large for memory (its pointer vector alone is 256 TiB, past the
+/// address space, so no overcommit policy grants it) is refused with a panic the caller can
+/// catch, not an abort of the whole process. Not under miri: the reservation itself is what
+/// is refused.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_bounded_pool_too_large_for_memory_is_refused_not_aborted() {
+    let err = std::panic::catch_unwind(|| BoundedLocalPool::new(1 << 45, || (), |_| {}).capacity())
+        .unwrap_err();
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.starts_with("invalid argument: capacity is 35184372088832"),
+        "{msg}"
+    );
+}

@@ -22,6 +22,8 @@ use core::mem;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
+use crate::{Error, Result};
+
 type Reset<T> = Box<dyn FnMut(&mut T)>;
 type Factory<T> = Box<dyn FnMut() -> T>;
 
@@ -207,14 +209,19 @@ unsafe fn drain<T>(core: NonNull<Core<T>>) {
     // SAFETY: single thread, short borrow.
     while let Some(v) = unsafe { (*c.pending.get()).pop() } {
         if c.closed.get() {
-            // SAFETY: the value is ours to drop.
-            unsafe { drop_value(v) };
-            c.owned.set(c.owned.get() - 1);
-        } else {
-            c.reset_one(v);
-            // SAFETY: single thread, short borrow (see `release` for the bound).
-            unsafe { (*c.free.get()).push(v) };
+            // SAFETY: single thread, short borrow. Back on the queue: dropped below.
+            unsafe { (*c.pending.get()).push(v) };
+            break;
         }
+        c.reset_one(v);
+        // SAFETY: single thread, short borrow (see `release` for the bound).
+        unsafe { (*c.free.get()).push(v) };
+    }
+    if c.closed.get() {
+        // The handle is gone (perhaps dropped by a reset this loop ran, which left the close
+        // to us): drop what is queued or ready. A destructor that panics: `drop_all` drops
+        // the rest, `unwinding` clears `busy` and frees the block if no guard is out.
+        drop_all(c);
     }
     mem::forget(unwinding);
     c.busy.set(false);
@@ -222,20 +229,51 @@ unsafe fn drain<T>(core: NonNull<Core<T>>) {
     unsafe { maybe_free(core) };
 }
 
-/// Frees the core (and drops what it still holds) when a reset panics after closing the pool:
-/// a reset that dropped the pool's handle left the closing to the running release, which
-/// the panic cut short. Built by a caller of [`Core::reset_one`] and forgotten when the
-/// reset returns. The free happens here, after `reset_one` has returned by unwinding, and
-/// not in its own unwind guard, which runs while `reset_one` still borrows the core.
+/// Ends a loop of pool code cut short by a panic (a reset, or a value's destructor): clears
+/// `busy`, which the loop set, so that later releases are not queued for ever, and frees the
+/// core (and drops what it still holds) if the pool is closed and nothing else keeps it. A
+/// reset that dropped the pool's handle left the closing to the running release, which the
+/// panic cut short. Built by `release`, `drain` and `close`, forgotten when their loop
+/// returns. The free happens here, after `reset_one` or `drop_all` has returned by
+/// unwinding, and not in their own unwind guards, which run while they still borrow the core.
 struct FreeOnUnwind<T>(NonNull<Core<T>>);
 
 impl<T> Drop for FreeOnUnwind<T> {
     fn drop(&mut self) {
-        // SAFETY: only reached while unwinding out of a reset run by `release` or `drain`:
-        // the core is alive (nothing frees it while `busy` is set, and `reset_one`'s unwind
-        // guard has just cleared `busy`), and the unwinding caller never touches it again.
-        // `maybe_free` frees nothing unless the pool is closed and no guard is out.
+        // SAFETY: only reached while unwinding out of the loop of `release`, `drain` or
+        // `close`: the core is alive (nothing frees it while `busy` is set; `reset_one`'s
+        // unwind guard may have cleared it already) and the unwinding caller never touches it
+        // again.
+        let c = unsafe { self.0.as_ref() };
+        c.busy.set(false);
+        // SAFETY: as above. `maybe_free` frees nothing unless the pool is closed, no guard is
+        // out and no other pool code is running.
         unsafe { maybe_free(self.0) };
+    }
+}
+
+/// Drops every value on `free` and `pending` (the pool is closed; `busy` is set, so what
+/// their destructors give back is queued on `pending` and dropped here too), counting each
+/// out of `owned` first. A destructor that panics does not stop it: the rest are dropped
+/// while the panic unwinds, as `Vec`'s drop does (a second panic then aborts, as there).
+fn drop_all<T>(c: &Core<T>) {
+    /// Only dropped while unwinding out of a value's destructor: drops the rest.
+    struct Rest<'a, T>(&'a Core<T>);
+    impl<T> Drop for Rest<'_, T> {
+        fn drop(&mut self) {
+            drop_all(self.0);
+        }
+    }
+    debug_assert!(c.busy.get() && c.closed.get());
+    loop {
+        // SAFETY: single thread, short borrows; nothing else borrows the vectors now.
+        let v = unsafe { (*c.free.get()).pop().or_else(|| (*c.pending.get()).pop()) };
+        let Some(v) = v else { break };
+        c.owned.set(c.owned.get() - 1);
+        let rest = Rest(c);
+        // SAFETY: a pool value, ours to drop (it left the vectors above).
+        unsafe { drop_value(v) };
+        mem::forget(rest);
     }
 }
 
@@ -250,19 +288,23 @@ unsafe fn maybe_free<T>(core: NonNull<Core<T>>) {
     if !unused {
         return;
     }
+    /// Frees the block when dropped: after the values, or while a panic from one of their
+    /// destructors unwinds (`drop_all` has dropped the rest by then).
+    struct Free<T>(NonNull<Core<T>>);
+    impl<T> Drop for Free<T> {
+        fn drop(&mut self) {
+            // SAFETY: closed, no guard out, nothing running, every value dropped: nothing
+            // refers to the block any more (the caller of `maybe_free` does not use it
+            // afterwards); it came from `Box::leak` in `Core::alloc`.
+            drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+        }
+    }
     // Drop what is left. Each drop is user code; with no handle and no guard of this pool
     // left it cannot reach this pool, and `busy` would queue anything that did.
     c.busy.set(true);
-    loop {
-        // SAFETY: single thread, short borrows.
-        let v = unsafe { (*c.free.get()).pop().or_else(|| (*c.pending.get()).pop()) };
-        let Some(v) = v else { break };
-        // SAFETY: a pool value, ours to drop.
-        unsafe { drop_value(v) };
-    }
-    // SAFETY: closed, no guard out, nothing running: nothing refers to the block any more;
-    // it came from `Box::leak` in `Core::alloc`.
-    drop(unsafe { Box::from_raw(core.as_ptr()) });
+    let free = Free(core);
+    drop_all(c);
+    drop(free);
 }
 
 /// Closes the pool (the handle is dropped).
@@ -280,14 +322,11 @@ unsafe fn close<T>(core: NonNull<Core<T>>) {
     // Drop the ready values now (guards still out keep the block). `busy` queues whatever
     // their destructors give back, and the loop drops that too.
     c.busy.set(true);
-    loop {
-        // SAFETY: single thread, short borrows.
-        let v = unsafe { (*c.free.get()).pop().or_else(|| (*c.pending.get()).pop()) };
-        let Some(v) = v else { break };
-        // SAFETY: a pool value, ours to drop.
-        unsafe { drop_value(v) };
-        c.owned.set(c.owned.get() - 1);
-    }
+    // A destructor that panics: `drop_all` drops the rest, this clears `busy` and frees the
+    // block if no guard is out.
+    let unwinding = FreeOnUnwind(core);
+    drop_all(c);
+    mem::forget(unwinding);
     c.busy.set(false);
     // SAFETY: alive; not used afterwards.
     unsafe { maybe_free(core) };
@@ -438,23 +477,66 @@ impl<T> BoundedLocalPool<T> {
     /// children): those are queued and reset after it returns, never re-entering it.
     ///
     /// # Panics
-    /// If `capacity` is 0, or if `init` panics (the values made so far are dropped).
+    /// If `capacity` is refused (0, or too large to reserve; [`try_new`](Self::try_new)
+    /// returns that as an error instead), or if `init` panics (the values made so far are
+    /// dropped).
     pub fn new(
+        capacity: usize,
+        init: impl FnMut() -> T,
+        reset: impl FnMut(&mut T) + 'static,
+    ) -> BoundedLocalPool<T> {
+        match BoundedLocalPool::try_new(capacity, init, reset) {
+            Ok(pool) => pool,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// As [`new`](Self::new), with a capacity that may be refused.
+    ///
+    /// The pool's vector of `capacity` pointers is reserved in full before any value is
+    /// made (so that a return never reallocates it), fallibly: a capacity too large for
+    /// memory is refused here, before `init` is called, instead of aborting the process.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `capacity` is 0, or if the vector of `capacity`
+    /// pointers cannot be reserved (more than `isize::MAX` bytes, or the allocator has no
+    /// room for it).
+    ///
+    /// # Panics
+    /// If `init` panics (the values made so far are dropped).
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::{ErrorKind, pool::BoundedLocalPool};
+    ///
+    /// let pool = BoundedLocalPool::try_new(2, || 0u64, |v| *v = 0)?;
+    /// assert_eq!(pool.capacity(), 2);
+    /// let huge = BoundedLocalPool::try_new(usize::MAX, || 0u64, |v| *v = 0);
+    /// assert_eq!(huge.unwrap_err().kind(), ErrorKind::InvalidArgument);
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn try_new(
         capacity: usize,
         mut init: impl FnMut() -> T,
         reset: impl FnMut(&mut T) + 'static,
-    ) -> BoundedLocalPool<T> {
-        assert!(capacity > 0, "a bounded pool needs a capacity above 0");
-        let mut values = Vec::with_capacity(capacity);
-        let mut made = Boxes(Vec::with_capacity(capacity));
+    ) -> Result<BoundedLocalPool<T>> {
+        if capacity == 0 {
+            return Err(Error::InvalidArgument {
+                what: "capacity",
+                value: 0,
+                expected: "a bounded pool needs a capacity above 0",
+            });
+        }
+        let mut made = Boxes::reserve(capacity)?;
         for _ in 0..capacity {
+            // Never reallocates: reserved above.
             made.0.push(boxed(init()));
         }
-        values.append(&mut made.0);
-        BoundedLocalPool {
+        let values = mem::take(&mut made.0);
+        Ok(BoundedLocalPool {
             core: Core::alloc(values, Some(capacity), Box::new(reset), None),
             _not_send: PhantomData,
-        }
+        })
     }
 
     fn core(&self) -> &Core<T> {
@@ -521,7 +603,7 @@ impl<T> BoundedLocalPool<T> {
         self.core().owned.get()
     }
 
-    /// The fixed bound given to [`new`](Self::new).
+    /// The fixed bound given to [`new`](Self::new) or [`try_new`](Self::try_new).
     pub fn max_capacity(&self) -> usize {
         self.core().bound.unwrap_or(usize::MAX)
     }
@@ -546,11 +628,32 @@ impl<T> fmt::Debug for BoundedLocalPool<T> {
 /// Boxes made during construction, dropped if a later `init` panics.
 struct Boxes<T>(Vec<NonNull<T>>);
 
+impl<T> Boxes<T> {
+    /// An empty vector with room for `capacity` pointers, or the error naming the capacity
+    /// when it cannot be reserved (a `Vec::with_capacity` would panic or abort instead).
+    fn reserve(capacity: usize) -> Result<Boxes<T>> {
+        let mut made = Boxes(Vec::new());
+        made.0
+            .try_reserve_exact(capacity)
+            .map_err(|_| Error::InvalidArgument {
+                what: "capacity",
+                value: u64::try_from(capacity).unwrap_or(u64::MAX),
+                expected: "too many values: their pointer vector cannot be reserved",
+            })?;
+        Ok(made)
+    }
+}
+
 impl<T> Drop for Boxes<T> {
     fn drop(&mut self) {
-        for v in self.0.drain(..) {
-            // SAFETY: boxes made by `boxed` and not handed to anyone.
+        while let Some(v) = self.0.pop() {
+            // A destructor that panics: the rest are dropped while it unwinds.
+            let mut rest = Boxes(mem::take(&mut self.0));
+            // SAFETY: a box made by `boxed`, not handed to anyone, off the vector.
             unsafe { drop_value(v) };
+            self.0 = mem::take(&mut rest.0);
+            // Holds an empty vector now (no allocation): nothing to drop.
+            mem::forget(rest);
         }
     }
 }
@@ -591,21 +694,58 @@ impl<T> LocalPool<T> {
     /// A pool with `capacity` values made up front.
     ///
     /// # Panics
-    /// If the factory panics (the values made so far are dropped).
+    /// If `capacity` is too large to reserve ([`try_with_capacity`](Self::try_with_capacity)
+    /// returns that as an error instead), or if the factory panics (the values made so far
+    /// are dropped).
     pub fn with_capacity(
+        capacity: usize,
+        factory: impl FnMut() -> T + 'static,
+        reset: impl FnMut(&mut T) + 'static,
+    ) -> LocalPool<T> {
+        match LocalPool::try_with_capacity(capacity, factory, reset) {
+            Ok(pool) => pool,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// As [`with_capacity`](Self::with_capacity), with a capacity that may be refused.
+    ///
+    /// The vector of `capacity` pointers is reserved before the factory is first called,
+    /// fallibly: a capacity too large for memory is refused here instead of panicking
+    /// inside `Vec` or aborting the process. (The pool still grows past it on demand.)
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the vector of `capacity` pointers cannot be reserved
+    /// (more than `isize::MAX` bytes, or the allocator has no room for it).
+    ///
+    /// # Panics
+    /// If the factory panics (the values made so far are dropped).
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::{ErrorKind, pool::LocalPool};
+    ///
+    /// let pool = LocalPool::try_with_capacity(4, String::new, String::clear)?;
+    /// assert_eq!(pool.available(), 4);
+    /// let huge = LocalPool::try_with_capacity(usize::MAX, String::new, String::clear);
+    /// assert_eq!(huge.unwrap_err().kind(), ErrorKind::InvalidArgument);
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn try_with_capacity(
         capacity: usize,
         mut factory: impl FnMut() -> T + 'static,
         reset: impl FnMut(&mut T) + 'static,
-    ) -> LocalPool<T> {
-        let mut made = Boxes(Vec::with_capacity(capacity));
+    ) -> Result<LocalPool<T>> {
+        let mut made = Boxes::reserve(capacity)?;
         for _ in 0..capacity {
+            // Never reallocates: reserved above.
             made.0.push(boxed(factory()));
         }
         let values = mem::take(&mut made.0);
-        LocalPool {
+        Ok(LocalPool {
             core: Core::alloc(values, None, Box::new(reset), Some(Box::new(factory))),
             _not_send: PhantomData,
-        }
+        })
     }
 
     fn core(&self) -> &Core<T> {

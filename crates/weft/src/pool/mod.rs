@@ -28,7 +28,10 @@
 //!   the outer release after the running reset returns (iteratively, so a deep tree does not
 //!   grow the stack);
 //! - [`SyncPool`]'s reset is `Fn + Send + Sync` (it runs on the returning thread); a nested
-//!   call only shares it, and a nested return is one more lock-free push.
+//!   call only shares it, and a nested return is one more lock-free push. Nested returns are
+//!   not queued: a deep tree is reset recursively, one nested reset per level, and a chain
+//!   deeper than the returning thread's stack allows overflows it (see [`SyncPool`]'s
+//!   "Deep trees" for measured depths).
 //!
 //! # A reset that panics
 //!
@@ -43,7 +46,18 @@
 //!
 //! Guards may outlive their pool. Dropping the pool drops the values it holds; a guard that
 //! comes back later drops its value; the pool's bookkeeping is freed by whichever goes last.
-//! Every value is dropped exactly once and nothing leaks.
+//! Every value is dropped exactly once and nothing leaks, even when a value's destructor
+//! panics: the panic goes on to the caller of the drop, and the values after it are still
+//! dropped while it unwinds (as `Vec`'s drop does; a second panic then aborts), and the
+//! bookkeeping is still freed.
+//!
+//! # Capacities
+//!
+//! The constructors that make values up front have fallible forms
+//! ([`BoundedLocalPool::try_new`], [`LocalPool::try_with_capacity`], [`SyncPool::try_new`])
+//! that refuse a capacity they cannot reserve with [`Error::InvalidArgument`](crate::Error)
+//! instead of panicking inside `Vec` or aborting; the infallible forms panic with that
+//! error.
 //!
 //! # Examples
 //! ```

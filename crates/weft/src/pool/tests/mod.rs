@@ -667,3 +667,271 @@ fn a_factory_that_acquires_from_its_own_pool_panics_cleanly() {
     assert_eq!(*pool.acquire(), 1);
     assert_eq!(pool.capacity(), 1);
 }
+
+// ---- Destructors that panic, capacities that cannot be reserved -------------------------
+
+/// Counts its drops, and panics in `drop` when `bomb` is set.
+struct Bomb {
+    drops: Rc<Cell<usize>>,
+    bomb: bool,
+}
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        self.drops.set(self.drops.get() + 1);
+        if self.bomb {
+            panic!("Bomb::drop panics");
+        }
+    }
+}
+
+/// Same for values that cross threads.
+struct SendBomb {
+    drops: Arc<AtomicUsize>,
+    bomb: bool,
+}
+
+impl Drop for SendBomb {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::Relaxed);
+        if self.bomb {
+            panic!("SendBomb::drop panics");
+        }
+    }
+}
+
+/// Dropping a local pool whose ready values include one whose destructor panics: the panic
+/// goes on to the caller, and still the other ready value is dropped, a guard returned
+/// later drops its value, and the pool's block (holding the reset closure) is freed.
+#[test]
+fn a_panicking_destructor_at_the_close_of_a_local_pool_drops_the_rest() {
+    let drops = Rc::new(Cell::new(0));
+    let d = drops.clone();
+    // Captured by the reset: alive exactly as long as the pool's block.
+    let token = Rc::new(());
+    let t = token.clone();
+    let pool = BoundedLocalPool::new(
+        3,
+        move || Bomb {
+            drops: d.clone(),
+            bomb: false,
+        },
+        move |_: &mut Bomb| {
+            let _ = &t;
+        },
+    );
+    let out = pool.try_acquire().unwrap();
+    let mut b = pool.take().unwrap();
+    b.bomb = true;
+    assert!(pool.put(b).is_ok()); // ready: [fine, bomb]; the close drops the bomb first
+    let err = catch_unwind(AssertUnwindSafe(|| drop(pool))).unwrap_err();
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"Bomb::drop panics"));
+    assert_eq!(drops.get(), 2, "the bomb and the other ready value");
+    drop(out);
+    assert_eq!(drops.get(), 3, "the guard's value, when it comes back");
+    assert_eq!(Rc::strong_count(&token), 1, "the block is freed");
+}
+
+/// A guard that comes back after its local pool closed, with a value whose destructor
+/// panics: a later guard's value is still dropped when it comes back, and the block freed.
+#[test]
+fn a_panicking_destructor_after_the_close_of_a_local_pool_strands_nothing() {
+    let drops = Rc::new(Cell::new(0));
+    let d = drops.clone();
+    let token = Rc::new(());
+    let t = token.clone();
+    let pool = LocalPool::new(
+        move || Bomb {
+            drops: d.clone(),
+            bomb: false,
+        },
+        move |_: &mut Bomb| {
+            let _ = &t;
+        },
+    );
+    let mut a = pool.acquire();
+    let b = pool.acquire();
+    a.bomb = true;
+    drop(pool);
+    assert!(catch_unwind(AssertUnwindSafe(|| drop(a))).is_err());
+    assert_eq!(drops.get(), 1);
+    drop(b);
+    assert_eq!(drops.get(), 2, "b is dropped when it comes back");
+    assert_eq!(Rc::strong_count(&token), 1, "the block is freed");
+}
+
+/// The last free of a local pool (a reset that drops the pool's own handle leaves the close
+/// to the release running it) meets a value whose destructor panics: the other value is
+/// still dropped and the block freed.
+#[test]
+fn a_panicking_destructor_in_the_last_free_of_a_local_pool_drops_the_rest() {
+    struct Holder {
+        pool: Option<LocalPool<Holder>>,
+        _bomb: Bomb,
+    }
+    let drops = Rc::new(Cell::new(0));
+    let d = drops.clone();
+    let token = Rc::new(());
+    let t = token.clone();
+    let pool = LocalPool::new(
+        move || Holder {
+            pool: None,
+            _bomb: Bomb {
+                drops: d.clone(),
+                bomb: false,
+            },
+        },
+        move |h: &mut Holder| {
+            let _ = &t;
+            drop(h.pool.take());
+        },
+    );
+    let spare = pool.acquire();
+    let mut g = pool.acquire();
+    drop(spare);
+    g._bomb.bomb = true;
+    g.pool = Some(pool);
+    // The reset closes the pool; the release then frees it: ready = [spare, g], g first.
+    let err = catch_unwind(AssertUnwindSafe(|| drop(g))).unwrap_err();
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"Bomb::drop panics"));
+    assert_eq!(drops.get(), 2, "g's value and the spare");
+    assert_eq!(Rc::strong_count(&token), 1, "the block is freed");
+}
+
+/// Dropping a `SyncPool` whose ready values include one whose destructor panics: the panic
+/// goes on to the caller, and still the other ready value is dropped, a guard returned later
+/// drops its value, and the shared block (holding the reset closure) is freed.
+#[test]
+fn a_panicking_destructor_at_the_close_of_a_sync_pool_drops_the_rest() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let token = Arc::new(());
+    let t = token.clone();
+    let pool = SyncPool::new(
+        3,
+        move || SendBomb {
+            drops: d.clone(),
+            bomb: false,
+        },
+        move |_: &mut SendBomb| {
+            let _ = &t;
+        },
+    );
+    let out = pool.try_acquire().unwrap();
+    let mut b = pool.take().unwrap();
+    b.bomb = true;
+    pool.put(b); // the private list: [bomb, fine]
+    let err = catch_unwind(AssertUnwindSafe(|| drop(pool))).unwrap_err();
+    assert_eq!(err.downcast_ref::<&str>(), Some(&"SendBomb::drop panics"));
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        2,
+        "the bomb and the other ready value"
+    );
+    std::thread::spawn(move || drop(out)).join().unwrap();
+    assert_eq!(drops.load(Ordering::Relaxed), 3, "the guard's value");
+    assert_eq!(Arc::strong_count(&token), 1, "the shared block is freed");
+}
+
+/// A guard that comes back after its `SyncPool` is gone, with a value whose destructor
+/// panics: the guard was the last thing keeping the shared block, which is still freed.
+#[test]
+fn a_panicking_destructor_after_the_close_of_a_sync_pool_frees_the_block() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let token = Arc::new(());
+    let t = token.clone();
+    let pool = SyncPool::new(
+        1,
+        move || SendBomb {
+            drops: d.clone(),
+            bomb: false,
+        },
+        move |_: &mut SendBomb| {
+            let _ = &t;
+        },
+    );
+    let mut g = pool.try_acquire().unwrap();
+    g.bomb = true;
+    drop(pool);
+    assert!(catch_unwind(AssertUnwindSafe(|| drop(g))).is_err());
+    assert_eq!(drops.load(Ordering::Relaxed), 1);
+    assert_eq!(Arc::strong_count(&token), 1, "the shared block is freed");
+}
+
+/// A value detached from its guard leaves `SyncPool::capacity` once `available` has
+/// collected the returns (the empty node sent back in its place), even when that node is
+/// not the next one to be lent.
+#[test]
+fn sync_capacity_leaves_out_a_detached_value_once_collected() {
+    let pool = SyncPool::new(2, || 0u32, |_| {});
+    let g = pool.try_acquire().unwrap();
+    let kept = g.detach();
+    assert_eq!(pool.available(), 1);
+    assert_eq!(
+        pool.capacity(),
+        1,
+        "1 ready, 0 lent: the other value was detached"
+    );
+    // The same when an acquire collected the stand-in behind the value it lent.
+    let a = pool.try_acquire().unwrap();
+    let b = pool.acquire_or_else(|| 0);
+    let kept2 = b.detach();
+    drop(a);
+    let c = pool.try_acquire().unwrap(); // collects [a, stand-in], lends a
+    assert_eq!(pool.available(), 0);
+    assert_eq!(pool.capacity(), 1, "0 ready, 1 lent");
+    drop((c, kept, kept2));
+}
+
+/// A capacity whose pointer vector cannot be reserved is refused with an error that names
+/// it, not a panic from inside `Vec` ("capacity overflow").
+#[test]
+fn a_local_pool_with_a_huge_capacity_is_refused_with_a_clear_error() {
+    let err = catch_unwind(|| LocalPool::with_capacity(usize::MAX, || (), |_| {}).capacity())
+        .unwrap_err();
+    let msg = err
+        .downcast_ref::<std::string::String>()
+        .map(|s| s.as_str())
+        .or_else(|| err.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    assert!(
+        msg.starts_with("invalid argument: capacity is 18446744073709551615"),
+        "{msg}"
+    );
+}
+
+/// The fallible constructors refuse a capacity they cannot reserve (or a bounded pool of 0)
+/// with `InvalidArgument`, before making any value.
+#[test]
+fn the_fallible_constructors_refuse_capacities_they_cannot_reserve() {
+    use crate::ErrorKind;
+    let made = Rc::new(Cell::new(0));
+    let m = made.clone();
+    let e = LocalPool::try_with_capacity(usize::MAX, move || m.set(m.get() + 1), |_: &mut ()| {})
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let m = made.clone();
+    let e = BoundedLocalPool::try_new(usize::MAX, move || m.set(m.get() + 1), |_| {}).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = BoundedLocalPool::try_new(0, || (), |_| {}).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let m = made.clone();
+    let e = SyncPool::try_new(usize::MAX, move || m.set(m.get() + 1), |_| {}).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(made.get(), 0, "no value made");
+    // Capacities that fit are made as asked.
+    assert_eq!(
+        LocalPool::try_with_capacity(3, || 0u8, |_| {})
+            .unwrap()
+            .available(),
+        3
+    );
+    assert_eq!(
+        BoundedLocalPool::try_new(3, || 0u8, |_| {})
+            .unwrap()
+            .available(),
+        3
+    );
+    assert_eq!(SyncPool::try_new(3, || 0u8, |_| {}).unwrap().available(), 3);
+}
