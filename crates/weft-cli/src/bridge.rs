@@ -201,7 +201,12 @@ fn print_stats(
             t.print(&mut w)?;
         }
         if let Some(e) = last_error {
-            writeln!(w, "{WARN}last error:{WARN:#} {e}")?;
+            // May name the far side's key or type: escaped, as in the table.
+            writeln!(
+                w,
+                "{WARN}last error:{WARN:#} {}",
+                out::escaped(e.as_bytes())
+            )?;
         }
         w.flush()
     };
@@ -222,17 +227,21 @@ fn row(dir: &'static str, t: &BridgedTopic) -> Vec<out::Cell> {
     if let Some(e) = &t.last_error {
         note.push(format!("last error: {e}"));
     }
+    // Type names come from whichever process registered the topic or from the far side; an
+    // inbound entry refused before it became a topic, and its error, name the far side's key:
+    // escaped, not passed to the terminal.
+    let shown = |text: &str| out::escaped(text.as_bytes());
     vec![
         cell(dir),
-        cell(&t.topic).styled(NAME),
-        cell(&t.key),
+        cell(shown(&t.topic)).styled(NAME),
+        cell(shown(&t.key)),
         cell(t.samples),
         cell(out::bytes(t.bytes)),
         count(t.lagged),
         cell(t.looped),
         count(t.refused),
         count(t.dropped),
-        cell(note.join("; ")).styled(DIM),
+        cell(shown(&note.join("; "))).styled(DIM),
     ]
 }
 

@@ -40,7 +40,8 @@ pub enum Command {
     Info(InfoArgs),
     /// Print the samples published on a topic as they come (a real subscriber).
     Echo(EchoArgs),
-    /// Publish test data on a topic (creates the region, or joins it).
+    /// Publish test data on a topic (creates the region, or joins it; replaces one its creator
+    /// died before finishing).
     Pub(PubArgs),
     /// Latency histograms and throughput of weft's patterns on this machine.
     Bench(BenchArgs),
@@ -94,8 +95,8 @@ pub struct EchoArgs {
     /// none) arrived.
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<Duration>,
-    /// Wait for the region to appear and be made ready, and for the topic to be registered,
-    /// instead of failing at once.
+    /// Wait for the region to appear and be made ready (made anew, when its creator died
+    /// before finishing it), and for the topic to be registered, instead of failing at once.
     #[arg(long)]
     pub wait: bool,
     /// Start with up to this many of the messages published before (late joiner).
@@ -196,7 +197,9 @@ pub struct PubArgs {
     /// Messages to publish (default: 1, or until interrupted with --rate).
     #[arg(long, short = 'n')]
     pub count: Option<u64>,
-    /// Payload size in bytes: DATA repeated (or zero bytes without DATA).
+    /// Payload size in bytes: DATA repeated (or zero bytes without DATA). A region this
+    /// creates holds about 64 MiB of blocks of this size: at most 1024 blocks, at least 3 (so
+    /// a size above about 21 MiB takes three times the size).
     #[arg(long)]
     pub size: Option<usize>,
     /// The topic's mode when this registers it (default: blocks; an existing topic keeps its

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::time::Duration;
 use weft::Error;
 use weft::pubsub::{Config, Subscriber, Subscription};
+use weft::shm::ObjectKind;
 
 /// How often a waiting echo looks at Ctrl-C and its deadline.
 const SLICE: Duration = Duration::from_millis(100);
@@ -19,6 +20,21 @@ pub fn run(args: &EchoArgs, json: bool) -> Outcome {
     let format = if json { Format::Json } else { args.format };
     // One deadline for the whole command: the region, its creator, the topic and the samples.
     let deadline = Deadline::after(args.timeout);
+    // A missing topic is found out before joining (see `topics_lacking`).
+    while let Some(names) = topics_lacking(region, topic) {
+        if !args.wait {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            return Err(crate::info::missing_topic(
+                region,
+                topic,
+                &names,
+                "; --wait waits for it",
+            ));
+        }
+        if !pause(deadline, || no_topic(region, topic))? {
+            return Ok(());
+        }
+    }
     let Some(subscriber) = connect(region, args.wait, deadline)? else {
         return Ok(());
     };
@@ -43,7 +59,10 @@ pub fn run(args: &EchoArgs, json: bool) -> Outcome {
             }
             Err(Error::Timeout) => {}
             Err(Error::Lagged { skipped }) => {
-                eprintln!(
+                // A warning only: lost when nobody reads stderr any more, where `eprintln!`
+                // would panic.
+                let _ = writeln!(
+                    std::io::stderr(),
                     "weft echo: lagged, {skipped} samples were overwritten before they were read"
                 );
             }
@@ -95,6 +114,30 @@ fn pause(deadline: Option<Deadline>, what: impl FnOnce() -> String) -> Result<bo
     Ok(true)
 }
 
+/// The topics of `region` when it is a region that can be read now and lacks `topic`, read as
+/// `weft info` reads them: without joining. An echo that joined and then failed would leave as
+/// the region's last participant and, by the library's last-one-out rule, remove an abandoned
+/// region, with its unread messages and the record of who died in it. Anything else (no such
+/// region, one not ready or unusable, a read that failed) is `None`: left to the join, which
+/// reports it (or waits for it).
+fn topics_lacking(region: &str, topic: &str) -> Option<Vec<String>> {
+    let obj = weft::shm::object(region).ok()?;
+    if obj.error.is_some() || obj.kind != Some(ObjectKind::Region) {
+        return None;
+    }
+    // Ready (no error above): `details` does not wait for a creator.
+    let d = weft::pubsub::details(region).ok()?;
+    if d.topics.iter().any(|t| t.stats.name == topic) {
+        return None;
+    }
+    Some(d.topics.into_iter().map(|t| t.stats.name).collect())
+}
+
+/// What a wait for `topic` waited for, for its timeout.
+fn no_topic(region: &str, topic: &str) -> String {
+    format!("topic '{topic}' did not appear in region '{region}'")
+}
+
 fn connect(
     region: &str,
     wait: bool,
@@ -118,13 +161,26 @@ fn connect(
                     format!("no region '{region}' on this machine (--wait waits for it)"),
                 ));
             }
-            // A creator still at work (not one that died: its region will never be ready).
+            // A creator still at work; or one that died before making the region ready, whose
+            // leftover the next creator replaces (`Publisher::create`): waited for alike.
             Err(Error::NotReady {
-                pid,
-                creator_gone: false,
-                ..
+                pid, creator_gone, ..
             }) if wait => {
-                if !pause(deadline, || deadline::being_made(region, pid))? {
+                let what = || {
+                    if !creator_gone {
+                        return deadline::being_made(region, pid);
+                    }
+                    let by = if pid == 0 {
+                        String::new()
+                    } else {
+                        format!(" (process {pid})")
+                    };
+                    format!(
+                        "region '{region}', left unfinished by its creator{by}, which is gone, \
+                         was not made anew"
+                    )
+                };
+                if !pause(deadline, what)? {
                     return Ok(None);
                 }
             }
@@ -144,8 +200,7 @@ fn subscribe(
         match subscriber.subscribe_with_history(topic, args.history) {
             Ok(s) => return Ok(Some(s)),
             Err(Error::NotFound { .. }) if args.wait => {
-                let what = || format!("topic '{topic}' did not appear in region '{region}'");
-                if !pause(deadline, what)? {
+                if !pause(deadline, || no_topic(region, topic))? {
                     return Ok(None);
                 }
             }
@@ -175,18 +230,7 @@ pub fn print_sample(
     data: &[u8],
 ) -> std::io::Result<()> {
     match format {
-        Format::Text => {
-            let mut line = Vec::with_capacity(data.len() + 1);
-            for &b in data {
-                if (0x20..0x7f).contains(&b) && b != b'\\' {
-                    line.push(b);
-                } else {
-                    line.extend_from_slice(format!("\\x{b:02x}").as_bytes());
-                }
-            }
-            line.push(b'\n');
-            w.write_all(&line)
-        }
+        Format::Text => writeln!(w, "{}", crate::out::escaped(data)),
         Format::Hex => writeln!(w, "{}", hex(data)),
         Format::Json => {
             let mut doc = serde_json::json!({ "seq": seq, "len": data.len(), "hex": hex(data) });

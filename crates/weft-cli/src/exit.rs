@@ -11,6 +11,7 @@
 //! | 6 | the other side is gone: every publisher died, or the topic was unregistered |
 
 use serde::Serialize;
+use std::io::Write;
 use std::process::ExitCode;
 use weft::{Error, ErrorKind};
 
@@ -56,16 +57,15 @@ impl Failure {
             // Not a failure: the reader of our output went away (see `from_io`).
             return ExitCode::SUCCESS;
         }
+        // A stderr whose reader has gone (`weft ... |& head`) loses the message, not the exit
+        // status: `eprintln!` would panic (status 101) instead.
         if json {
             let doc = serde_json::json!({ "error": self });
-            eprintln!("{doc}");
+            let _ = writeln!(std::io::stderr(), "{doc}");
         } else {
             let style = crate::out::ERROR;
             let mut err = anstream::stderr();
-            let _ = std::io::Write::write_fmt(
-                &mut err,
-                format_args!("{style}error:{style:#} {}\n", self.message),
-            );
+            let _ = writeln!(err, "{style}error:{style:#} {}", self.message);
         }
         ExitCode::from(self.code)
     }
@@ -90,7 +90,13 @@ pub fn code_of(e: &Error) -> u8 {
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Failure {
-        Failure::new(code_of(&e), e.to_string())
+        let message = match &e {
+            // Names a type some process registered (any bytes): escaped, as `weft info` shows
+            // it, not passed to the terminal. The rest of the sentence is ASCII.
+            Error::TypeMismatch { .. } => crate::out::escaped(e.to_string().as_bytes()),
+            _ => e.to_string(),
+        };
+        Failure::new(code_of(&e), message)
     }
 }
 

@@ -375,7 +375,12 @@ fn topic_table(w: &mut impl Write, topics: &[TopicDetails]) -> std::io::Result<(
     ]);
     for d in topics {
         let ty = match &d.type_name {
-            Some(n) => format!("{n} ({})", out::bytes(d.type_size)),
+            // Any bytes a process registered: escaped, not passed to the terminal.
+            Some(n) => format!(
+                "{} ({})",
+                out::escaped(n.as_bytes()),
+                out::bytes(d.type_size)
+            ),
             None => "bytes".into(),
         };
         t.row(vec![

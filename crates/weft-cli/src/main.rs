@@ -24,7 +24,10 @@ use cli::{Cli, Command};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_failure(e),
+    };
     let json = cli.json;
     let done = match cli.command {
         Command::Ls(_) => ls::run(json),
@@ -41,4 +44,31 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(json),
     }
+}
+
+/// clap's own usage errors. With `--json` among the arguments (which clap could not finish
+/// reading into `Cli::json`) they are the `{"error": ...}` document of every other failure,
+/// status 2, so that a script reading JSON errors gets one; without, clap prints them. Help and
+/// the version are not errors: clap prints them either way.
+fn parse_failure(e: clap::Error) -> ExitCode {
+    // Arguments after `--` are values (`weft pub r/t -- --json` publishes "--json").
+    let json = std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json");
+    if !e.use_stderr() || !json {
+        e.exit();
+    }
+    // The first paragraph of clap's text ("error: invalid value '1h' for '--timeout
+    // <TIMEOUT>': ..."), without its prefix, on one line; the tips and usage that follow are
+    // for a reader of the terminal.
+    let text = e.render().to_string();
+    let first = text.split("\n\n").next().unwrap_or_default();
+    let first = first.trim().strip_prefix("error:").unwrap_or(first);
+    let message: Vec<&str> = first
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    exit::Failure::usage(message.join(" ")).report(true)
 }

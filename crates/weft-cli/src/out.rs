@@ -120,6 +120,22 @@ impl Table {
     }
 }
 
+/// `data` as printable ASCII: every other byte, and the backslash, as `\xNN`. For what other
+/// processes wrote (payloads, type names): it can neither move the cursor, nor recolour,
+/// retitle or clear the terminal, nor break a line, and it reads back unambiguously.
+pub fn escaped(data: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(data.len());
+    for &b in data {
+        if (0x20..0x7f).contains(&b) && b != b'\\' {
+            s.push(char::from(b));
+        } else {
+            let _ = write!(s, "\\x{b:02x}");
+        }
+    }
+    s
+}
+
 /// `1.5 KiB`, `4.0 MiB`, `512 B`.
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];

@@ -11,9 +11,29 @@ use std::time::{Duration, Instant};
 use weft::Error;
 use weft::pubsub::{Config, Publisher, TopicMode, TopicSpec};
 
-/// The memory a region made by `weft pub` may take for its pool (blocks shrink in number as
-/// they grow in size; at least 16 of them).
+/// The memory a region made by `weft pub` may take for its pool: blocks shrink in number as
+/// they grow in size (see [`pool`]).
 const POOL_BUDGET: usize = 64 << 20;
+
+/// The fewest blocks a region made by `weft pub` gets: a blocks topic's ring keeps at least 2
+/// of them published, and the next publish loans a third (with 2, publishing fails with `Full`
+/// once the ring holds both).
+const MIN_BLOCKS: usize = 3;
+
+/// The blocks of `block` bytes a region made by `weft pub` gets, and the slots of its topics'
+/// rings. Blocks: as many as [`POOL_BUDGET`] holds, at most 1024 (the library's default) and
+/// at least [`MIN_BLOCKS`]; only a block larger than a third of the budget takes the pool past
+/// it (`--size 30000000` reserves 90 MB of /dev/shm, not 16 blocks' 480 MB). Ring slots: the
+/// library's 256 when the pool has room for them, else the largest power of two that leaves
+/// two blocks beside a full ring (the next loan, a sample a subscriber still reads), so that a
+/// topic's ring cannot hold the whole pool and fail every publish after the first few with
+/// `Full`.
+fn pool(block: usize) -> (usize, usize) {
+    let blocks = (POOL_BUDGET / block).clamp(MIN_BLOCKS, 1024);
+    let room = blocks.saturating_sub(2).max(2);
+    let slots = (1usize << room.ilog2()).min(256);
+    (blocks, slots)
+}
 
 /// What `weft pub` did, as printed in JSON.
 #[derive(Debug, Serialize)]
@@ -100,7 +120,9 @@ pub fn run(args: &PubArgs, json: bool) -> Outcome {
                 break;
             }
             if interrupt::requested() {
-                return Ok(());
+                // Nothing is published (the loop below looks at Ctrl-C first), but the report
+                // is printed: a script reading --json gets its document.
+                break;
             }
             if let Some(d) = deadline
                 && d.passed()
@@ -247,11 +269,22 @@ fn open_or_create(
     match open() {
         Ok(p) => return Ok((p, false)),
         Err(Error::NotFound { .. }) => {}
+        // A leftover that will never be ready: its creator is gone, or (after the wait above
+        // for any live creator to name itself) its header names none, e.g. a creator killed in
+        // the fallocate of a large region. `Publisher::create` replaces such a leftover (and
+        // refuses, with AlreadyExists, a name a creator that may be at work holds).
+        Err(Error::NotReady {
+            pid, creator_gone, ..
+        }) if creator_gone || pid == 0 => {}
         Err(e) => return Err(deadline::join_failure(e, region, deadline)),
     }
     let block = len.max(4096).next_multiple_of(64);
-    let blocks = (POOL_BUDGET / block).clamp(16, 1024);
-    match Publisher::create(region, &Config::default().block_size(block).blocks(blocks)) {
+    let (blocks, slots) = pool(block);
+    let config = Config::default()
+        .block_size(block)
+        .blocks(blocks)
+        .ring_slots(slots);
+    match Publisher::create(region, &config) {
         Ok(p) => Ok((p, true)),
         // Another process made it in the meantime: join it.
         Err(Error::AlreadyExists { .. }) => match open() {
@@ -278,6 +311,17 @@ mod tests {
             wait_subscribers: None,
             timeout: None,
         }
+    }
+
+    #[test]
+    fn the_pool_follows_its_budget_and_outnumbers_a_ring() {
+        assert_eq!(pool(4096), (1024, 256));
+        assert_eq!(pool(256 << 10), (256, 128));
+        assert_eq!(pool(1 << 20), (64, 32));
+        assert_eq!(pool(8_000_000), (8, 4));
+        assert_eq!(pool(16 << 20), (4, 2));
+        assert_eq!(pool(30_000_000), (3, 2));
+        assert_eq!(pool(weft::pubsub::MAX_BLOCK_SIZE as usize), (3, 2));
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn hex(data: &[u8]) -> String {
@@ -466,4 +467,201 @@ fn echo_reports_a_dead_publisher() {
     owner.kill9();
     let run = echo.finish(Duration::from_secs(30));
     run.fails_with(6, "died");
+}
+
+/// A pid that belonged to a process that has exited (and been reaped).
+fn gone_pid() -> u32 {
+    let mut c = Command::new("true").spawn().expect("spawn true");
+    let pid = c.id();
+    c.wait().expect("reap");
+    pid
+}
+
+/// Sends `sig` (e.g. `-INT`) to process `pid`.
+fn signal(sig: &str, pid: u32) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("run kill")
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// `pub` ("creates the region, or joins it") replaces a region its creator never finished,
+/// as the library's `Publisher::create` does: a header naming a creator that is gone, and a
+/// zero-filled file (a creator killed before it wrote the header, e.g. in the fallocate of a
+/// large `--size`). It once only created on "not found" and failed with status 5 for ever.
+#[test]
+fn pub_replaces_a_region_its_creator_never_finished() {
+    let dead = unique("leftover-dead");
+    let zero = unique("leftover-zero");
+    let _c = Cleanup(vec![dead.clone(), zero.clone()]);
+    region_being_made(&dead, gone_pid());
+    std::fs::write(shm_path(&zero), vec![0u8; 4096]).unwrap();
+    for name in [&dead, &zero] {
+        let done = weft_json(&["pub", &format!("{name}/t"), "x"]);
+        assert_eq!(done["published"], 1, "{name}: {done}");
+        assert_eq!(done["created"], true, "{name}: {done}");
+    }
+}
+
+/// `echo --wait` waits past a region whose creator died before making it ready, for the next
+/// creator to replace it (and then receives), and times out with status 4 saying so: it once
+/// gave up at once with status 5.
+#[test]
+fn echo_wait_waits_past_a_leftover_of_a_dead_creator() {
+    let region = unique("leftover-echo");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    let creator = gone_pid();
+    region_being_made(&region, creator);
+    let r = weft(&["echo", &target, "--wait", "--timeout", "1"]);
+    r.fails_with(4, &format!("(process {creator})"));
+    assert!(r.stderr.contains("within 1 s"), "{}", r.stderr);
+
+    let mut echo = Proc::weft(&["echo", &target, "--wait", "--count", "1", "--timeout", "60"]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        echo.child.try_wait().unwrap().is_none(),
+        "echo --wait gave up on a leftover"
+    );
+    // A new creator replaces the leftover: echo gets its messages.
+    let _owner = Proc::peer(&["region", &region, "/t", "0", "20"]);
+    assert!(echo.line().starts_with("tick-"));
+    let run = echo.finish(Duration::from_secs(30));
+    assert_eq!(run.code, 0, "{run:?}");
+}
+
+/// echo's "lagged" warning into a stderr pipe whose reader has gone (`weft echo ... |& head`)
+/// is dropped, not a panic (status 101).
+#[test]
+fn echo_lag_warning_into_a_closed_stderr_pipe_does_not_panic() {
+    let region = unique("lag-closed");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    // stdout is a pipe nobody reads until the publisher is done: echo blocks on it and falls
+    // more than a ring (256 messages) behind.
+    let mut echo = Command::new(WEFT)
+        .args([
+            "echo",
+            &target,
+            "--wait",
+            "--count",
+            "600",
+            "--timeout",
+            "5",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(writer)
+        .spawn()
+        .expect("start echo");
+    let published = weft(&[
+        "pub",
+        &target,
+        "x",
+        "--size",
+        "2000",
+        "--count",
+        "2000",
+        "--wait-subscribers",
+        "1",
+        "--timeout",
+        "30",
+    ]);
+    assert_eq!(published.code, 0, "{published:?}");
+    let mut out = echo.stdout.take().unwrap();
+    let mut sink = Vec::new();
+    std::io::Read::read_to_end(&mut out, &mut sink).unwrap();
+    let status = echo.wait().unwrap();
+    // 0 if all 600 came, else 4 (the timeout): never the panic's 101.
+    assert!(matches!(status.code(), Some(0 | 4)), "{status:?}");
+}
+
+/// `pub --json` interrupted while it waits for subscribers still prints its report (nothing
+/// published); it once exited 0 with no output at all.
+#[test]
+fn pub_json_interrupted_while_waiting_for_subscribers_still_reports() {
+    let region = unique("ws-int");
+    let _c = Cleanup(vec![region.clone()]);
+    let p = Proc::weft(&[
+        "pub",
+        &format!("{region}/t"),
+        "x",
+        "--wait-subscribers",
+        "1",
+        "--json",
+    ]);
+    eventually("the region", || exists(&region));
+    std::thread::sleep(Duration::from_millis(200));
+    signal("-INT", p.pid());
+    let r = p.finish(Duration::from_secs(10));
+    assert_eq!(r.code, 0, "{r:?}");
+    let doc: Value =
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("no JSON document ({e}): {r:?}"));
+    assert_eq!(doc["published"], 0, "{doc}");
+    assert_eq!(doc["first_seq"], Value::Null, "{doc}");
+    assert_eq!(doc["created"], true, "{doc}");
+}
+
+/// A failed `echo` (a mistyped topic) on an abandoned region leaves it in place, with its
+/// unread messages and the record of who died in it: the echo once joined the region and, as
+/// its last one out, removed it.
+#[test]
+fn a_failed_echo_leaves_an_abandoned_region_in_place() {
+    let region = unique("stale-typo");
+    let _c = Cleanup(vec![region.clone()]);
+    let mut r = Proc::peer(&["region", &region, "/t", "3", "0"]);
+    r.kill9();
+    assert_eq!(listed(&region).expect("listed")["status"], "abandoned");
+    let e = weft(&["echo", &format!("{region}/typo")]);
+    e.fails_with(
+        3,
+        &format!("region '{region}' has no topic '/typo' (it has /t"),
+    );
+    assert!(exists(&region), "a failed echo removed the region");
+    assert_eq!(listed(&region).expect("listed")["status"], "abandoned");
+}
+
+/// `pub --size N` keeps the region's pool within its 64 MiB budget (at least 3 blocks): at
+/// 8 MB a message it once reserved 16 blocks, 128 MB of /dev/shm (480 MB at 30 MB). Its topic
+/// rings keep fewer blocks than the pool has, so that publishing goes on: with 256 ring slots
+/// and 64 blocks of 1 MiB the 64th publish failed ("full").
+#[test]
+fn pub_size_keeps_the_pool_within_its_budget() {
+    let region = unique("budget");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    for (size, blocks, slots) in [(8_000_000u64, 8u64, 4u64), (30_000_000, 3, 2)] {
+        let p = Proc::weft(&[
+            "pub",
+            &target,
+            "--size",
+            &size.to_string(),
+            "--wait-subscribers",
+            "1",
+        ]);
+        // Made ready once its memory is reserved: `info` does not wait for that.
+        eventually("the region", || {
+            listed(&region).is_some_and(|o| o["status"] == "ok")
+        });
+        let doc = weft_json(&["info", &region]);
+        let pool = &doc["region"];
+        assert_eq!(pool["blocks"], blocks, "--size {size}: {doc}");
+        assert_eq!(pool["ring_slots"], slots, "--size {size}: {doc}");
+        assert!(pool["block_size"].as_u64().unwrap() >= size, "{doc}");
+        let total = doc["size"].as_u64().unwrap();
+        let most = (64u64 << 20).max(3 * size) + (4 << 20);
+        assert!(total < most, "--size {size}: {total} bytes of /dev/shm");
+        signal("-INT", p.pid());
+        let r = p.finish(Duration::from_secs(10));
+        assert_eq!(r.code, 0, "{r:?}");
+        eventually("the region to go", || !exists(&region));
+    }
+    for (size, count) in [("30000000", "5"), ("1048576", "100")] {
+        let done = weft_json(&["pub", &target, "--size", size, "--count", count]);
+        assert_eq!(done["published"].to_string(), count, "{done}");
+        eventually("the region to go", || !exists(&region));
+    }
 }

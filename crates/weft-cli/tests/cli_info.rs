@@ -292,3 +292,41 @@ fn info_missing_topic_names_at_most_ten_topics() {
         few.stderr
     );
 }
+
+/// A typed topic's type name is 1 to 64 arbitrary bytes that any process may register: `info`
+/// shows it escaped as `echo --format text` shows payloads (\xNN), so that it cannot write
+/// escape sequences or line breaks into the terminal of whoever looks; JSON carries it as is.
+#[test]
+fn info_escapes_control_characters_of_a_type_name() {
+    let region = unique("info-esc");
+    let _c = Cleanup(vec![region.clone()]);
+    let evil = "\x1b]0;owned\x07\x1b[2J\r\nX";
+    let p = weft::pubsub::Publisher::create(&region, &weft::pubsub::Config::default()).unwrap();
+    let _t = p.register_typed_named::<u64>("/t", evil).unwrap();
+    for env in [&[][..], &[("CLICOLOR_FORCE", "1")][..]] {
+        for arg in [region.clone(), format!("{region}/t")] {
+            let r = weft_env(&["info", &arg], env);
+            assert_eq!(r.code, 0, "{r:?}");
+            assert!(!r.stdout.contains('\r'), "{env:?} {arg}: {:?}", r.stdout);
+            assert!(!r.stdout.contains('\x07'), "{env:?} {arg}: {:?}", r.stdout);
+            assert!(
+                !r.stdout.contains("\x1b]0;"),
+                "{env:?} {arg}: {:?}",
+                r.stdout
+            );
+            assert!(
+                !r.stdout.contains("\x1b[2J"),
+                "{env:?} {arg}: {:?}",
+                r.stdout
+            );
+            assert!(
+                r.stdout
+                    .contains("\\x1b]0;owned\\x07\\x1b[2J\\x0d\\x0aX (8 B)"),
+                "{env:?} {arg}: {:?}",
+                r.stdout
+            );
+        }
+    }
+    let doc = weft_json(&["info", &format!("{region}/t")]);
+    assert_eq!(doc["type_name"], evil);
+}
