@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{Cleanup, Sweep, shm_path, unique};
+use common::region::{Layout, get64, put64};
+use common::{Cleanup, Peer, Sweep, region_file, shm_path, unique};
 use std::io::{Seek, SeekFrom, Write};
 use weft::ErrorKind;
 use weft::Role;
@@ -203,4 +204,53 @@ fn a_removal_the_os_refuses_is_an_error() {
     // Root may.
     assert!(weft::shm::remove_abandoned(&r).unwrap());
     drop(publisher);
+}
+
+/// A participant judged by its heartbeat alone (another pid namespace than ours) is reported
+/// dead once its heartbeat is a second old, but removed only once it is 30 s old; in between,
+/// `is_abandoned` says what `remove_abandoned` does (keep it), so that `weft ls` and `weft
+/// clean --dry-run` do not announce a removal that `weft clean` refuses. The peer's row is made
+/// another namespace's, and the peer stopped (SIGSTOP), so that its heartbeat goes stale.
+#[test]
+fn a_participant_whose_heartbeat_stopped_seconds_ago_is_not_yet_abandoned() {
+    let name = unique("insp-stopped");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/t", "0", "0"]);
+    peer.expect("ready");
+    peer.expect("sent");
+    drop(p);
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    let pid = peer.child.id();
+    let row = (0..l.participants)
+        .map(|r| 512 + 64 * r)
+        .find(|&o| get64(&f, o) & ((1 << 22) - 1) == u64::from(pid))
+        .expect("the peer's row");
+    // The row's pid namespace (word 2): any other value than ours.
+    put64(&f, row + 16, get64(&f, row + 16).wrapping_add(1));
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let listed = weft::shm::object(&name).unwrap();
+    let removed = weft::shm::remove_abandoned(&name);
+    signal("-CONT");
+    peer.kill9();
+    assert_eq!(
+        (listed.alive(), listed.dead()),
+        (0, 1),
+        "a heartbeat 1.5 s old: dead to a listing"
+    );
+    assert!(!removed.unwrap(), "kept by the removal");
+    assert!(
+        !listed.is_abandoned(),
+        "and not abandoned to the listing either"
+    );
 }

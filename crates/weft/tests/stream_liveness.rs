@@ -53,7 +53,8 @@ fn a_slow_writer_in_another_pid_namespace_is_alive_until_killed() {
 /// taken for dead by a listing (its heartbeat is all this namespace can judge it by), but its
 /// stream is not removed as abandoned: `weft clean` removed it from under the stopped
 /// process, which went on writing into a name that was gone. Removal waits for a heartbeat
-/// 30 s old.
+/// 30 s old, and the listing says so (`is_abandoned` is what the removal would do: `weft ls`
+/// and `weft clean --dry-run` announced a removal that `weft clean` then refused).
 #[test]
 fn a_stopped_writer_in_another_pid_namespace_keeps_its_stream() {
     if !pid_namespaces_available() {
@@ -88,9 +89,14 @@ fn a_stopped_writer_in_another_pid_namespace_keeps_its_stream() {
     let exists = std::path::Path::new(&common::shm_path(&name)).exists();
     signal("-CONT");
     peer.kill9();
-    assert!(
-        listed.is_abandoned(),
+    assert_eq!(
+        (listed.alive(), listed.dead()),
+        (0, 1),
         "a heartbeat 2.5 s old: dead to a listing"
+    );
+    assert!(
+        !listed.is_abandoned(),
+        "but not abandoned: the removal keeps it"
     );
     assert!(!removed.unwrap(), "removed while its writer lived");
     assert!(exists);

@@ -128,6 +128,10 @@ pub struct ObjectInfo {
     /// A stream whose writer closed before any reader came, holding records for a reader yet
     /// to come: kept although nobody is alive.
     mailbox: bool,
+    /// Nobody is alive by the report's one-second heartbeat bound, but somebody is by the
+    /// removal's ([`REMOVAL_LIVENESS_TIMEOUT`]): a participant in another pid namespace whose
+    /// heartbeat stopped a few seconds ago (a stopped process), which a removal keeps.
+    alive_for_removal: bool,
 }
 
 impl ObjectInfo {
@@ -148,11 +152,14 @@ impl ObjectInfo {
     /// Whether `weft clean` may remove the object: it validated and nobody in it is alive
     /// (its participants died, or left without removing it, which two last participants leaving
     /// at the same moment can do); or its creator died before making it ready. Kept: a stream
-    /// whose writer closed before any reader came, with records for a reader yet to come; and
-    /// an object that fails validation (it may not be weft's).
+    /// whose writer closed before any reader came, with records for a reader yet to come; an
+    /// object that fails validation (it may not be weft's); and one with a participant in
+    /// another pid namespace whose heartbeat stopped less than 30 s ago, which
+    /// [`remove_abandoned`] still counts alive (it is reported dead after one second). So this
+    /// says what [`remove_abandoned`] would do now.
     pub fn is_abandoned(&self) -> bool {
         match &self.error {
-            None => self.alive() == 0 && !self.mailbox,
+            None => self.alive() == 0 && !self.mailbox && !self.alive_for_removal,
             Some(Error::NotReady { creator_gone, .. }) => *creator_gone,
             Some(_) => false,
         }
@@ -272,6 +279,7 @@ fn describe(name: &str) -> ObjectInfo {
                 peers: Vec::new(),
                 error: Some(e),
                 mailbox: false,
+                alive_for_removal: false,
             }
         }
     }
@@ -304,6 +312,12 @@ fn describe_open(obj: &Arc<Object>, liveness: Duration) -> ObjectInfo {
         Err(e) => (Vec::new(), Some(e)),
     };
     peers.retain(|p| p.state != PeerState::Absent);
+    // Nobody alive by the report's bound: judged again as a removal would judge it, so that
+    // `is_abandoned` (what `weft ls` and `weft clean --dry-run` say) is what the removal does.
+    let alive_for_removal = error.is_none()
+        && liveness < REMOVAL_LIVENESS_TIMEOUT
+        && !peers.iter().any(|p| p.state == PeerState::Alive)
+        && describe_open(obj, REMOVAL_LIVENESS_TIMEOUT).alive() > 0;
     ObjectInfo {
         name: obj.name().into(),
         kind: Some(obj.kind()),
@@ -314,5 +328,6 @@ fn describe_open(obj: &Arc<Object>, liveness: Duration) -> ObjectInfo {
         peers,
         error,
         mailbox,
+        alive_for_removal,
     }
 }
