@@ -4,6 +4,7 @@ shared state alone, and using them in the child raises a RuntimeError that says 
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -211,3 +212,63 @@ def test_a_child_uses_what_it_opens_itself(name):
     code, out = in_child(child)
     assert code == 0 and out == [[0, 1, 2], "to the child"], out
     w.close()
+
+
+def _pid_namespaces():
+    """Whether this process may run a command in a new pid namespace (root, as in CI)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    r = subprocess.run(["unshare", "-p", "-f", "--mount-proc", "true"], capture_output=True)
+    return r.returncode == 0
+
+
+# A writer made by a forked child of a process that had already opened an object, then a
+# reader in another pid namespace, which can judge the writer by its heartbeat alone.
+FORKED_WRITER = r"""
+import os, sys, time, weft
+first = weft.StreamWriter.create(NAME + "-parent", 4096)
+pid = os.fork()
+if pid == 0:
+    w = weft.StreamWriter.create(NAME, 4096)
+    print("ready", flush=True)
+    time.sleep(8)
+    os._exit(0)
+os.waitpid(pid, 0)
+first.close()
+"""
+
+JUDGE = r"""
+import weft
+r = weft.StreamReader.open(NAME)
+try:
+    r.read(timeout=3.0)
+    print("record")
+except weft.TimeoutError:
+    print("alive")
+except weft.PeerDeadError:
+    print("dead")
+"""
+
+
+@pytest.mark.skipif(not _pid_namespaces(), reason="needs a second pid namespace (root, unshare)")
+def test_a_child_keeps_the_heartbeat_of_what_it_opens(name):
+    # The heartbeat thread is per process: the child's claims need one of their own (the
+    # parent's thread does not survive the fork). Without it, the reader across namespaces
+    # took the live child for dead after a second.
+    code = f"NAME = {name!r}\n"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", code + FORKED_WRITER], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout.readline().strip() == "ready"
+        out = subprocess.run(
+            ["unshare", "-p", "-f", "--mount-proc", sys.executable, "-c", code + JUDGE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.stdout.strip() == "alive", (out.stdout, out.stderr)
+    finally:
+        writer.kill()
+        writer.wait()
+        writer.stdout.close()

@@ -289,8 +289,16 @@ impl Drop for Claim {
 
 /// One thread per process stamps the heartbeat of every row the process holds, independent of
 /// any message rate.
+///
+/// Per process, not per program run: a child of `fork` inherits its parent's registry but not
+/// its thread (and perhaps the registry's lock, held by that thread at the fork). Its first
+/// claim makes a registry of its own, with its own thread, and never touches the inherited
+/// one. A shared `OnceLock` started the thread once per program: nothing stamped the rows a
+/// forked child claimed, and a peer in another pid namespace, which judges by the heartbeat
+/// alone, took the live child for dead after a second.
 mod heartbeat {
     use super::*;
+    use core::sync::atomic::{AtomicPtr, Ordering as StdOrdering};
 
     struct Entry {
         id: u64,
@@ -298,37 +306,86 @@ mod heartbeat {
         offset: u64,
     }
 
-    static ENTRIES: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
-    static STARTED: OnceLock<()> = OnceLock::new();
+    /// The rows one process stamps. Leaked: its thread runs as long as the process.
+    struct Registry {
+        pid: u32,
+        entries: Mutex<Vec<Entry>>,
+    }
+
+    /// This process's registry; a parent's, in a child of `fork` that has claimed nothing yet;
+    /// null before the first claim.
+    static CURRENT: AtomicPtr<Registry> = AtomicPtr::new(core::ptr::null_mut());
     static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+    /// The registry `CURRENT` names, if it is this process's.
+    fn own(me: u32) -> Option<&'static Registry> {
+        // Acquire: pairs with the AcqRel exchange in `current` (the registry's fields are
+        // written before it is published).
+        let p = CURRENT.load(StdOrdering::Acquire);
+        // SAFETY: a non-null `CURRENT` names a registry that was leaked (never freed), in this
+        // process or, copied by `fork`, in its parent.
+        let r = unsafe { p.as_ref() }?;
+        (r.pid == me).then_some(r)
+    }
+
+    /// This process's registry, made (with its thread) by the first call in each process.
+    fn current() -> &'static Registry {
+        let me = std::process::id();
+        loop {
+            if let Some(r) = own(me) {
+                return r;
+            }
+            // Acquire: as in `own`.
+            let seen = CURRENT.load(StdOrdering::Acquire);
+            let fresh = Box::into_raw(Box::new(Registry {
+                pid: me,
+                entries: Mutex::new(Vec::new()),
+            }));
+            // AcqRel: Release publishes the registry's fields to `own`; Acquire as in `own`.
+            match CURRENT.compare_exchange(seen, fresh, StdOrdering::AcqRel, StdOrdering::Acquire) {
+                Ok(_) => {
+                    // SAFETY: just published and never freed.
+                    let r: &'static Registry = unsafe { &*fresh };
+                    let _ = std::thread::Builder::new()
+                        .name("weft-heartbeat".into())
+                        .spawn(move || run(r));
+                    return r;
+                }
+                // Another thread of this process published its registry first: use that one.
+                // SAFETY: `fresh` was never shared.
+                Err(_) => drop(unsafe { Box::from_raw(fresh) }),
+            }
+        }
+    }
 
     pub(super) fn register(obj: Arc<Object>, offset: u64) -> u64 {
         // Relaxed: a unique counter, no data published through it.
-        let id = NEXT_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        ENTRIES
+        let id = NEXT_ID.fetch_add(1, StdOrdering::Relaxed);
+        current()
+            .entries
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(Entry { id, obj, offset });
-        STARTED.get_or_init(|| {
-            let _ = std::thread::Builder::new()
-                .name("weft-heartbeat".into())
-                .spawn(run);
-        });
         id
     }
 
+    /// Stops stamping the row registered as `id`. A no-op in a child of `fork` for a row its
+    /// parent registered: the child never stamps it, and the inherited registry's lock may be
+    /// held for ever.
     pub(super) fn unregister(id: u64) {
-        ENTRIES
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|e| e.id != id);
+        if let Some(r) = own(std::process::id()) {
+            r.entries
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|e| e.id != id);
+        }
     }
 
-    fn run() {
+    fn run(r: &'static Registry) {
         loop {
             std::thread::sleep(HEARTBEAT_PERIOD);
             let now = sys::monotonic_ns();
-            for e in ENTRIES.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            for e in r.entries.lock().unwrap_or_else(|p| p.into_inner()).iter() {
                 // SAFETY: checked when the claim was taken; the entry's Arc keeps the mapping.
                 if let Ok(row) = unsafe { e.obj.at::<ParticipantRow>(e.offset) } {
                     // Relaxed: a timestamp read on its own.
