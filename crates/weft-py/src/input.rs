@@ -14,6 +14,16 @@ pub(crate) enum Input<'py> {
     Buffer(PyUntypedBuffer),
 }
 
+/// `memoryview(obj).cast("B")`: the bytes of a C-contiguous export as one dimension.
+fn flat_view<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let view = obj
+        .py()
+        .import("builtins")?
+        .getattr("memoryview")?
+        .call1((obj,))?;
+    view.call_method1("cast", ("B",))
+}
+
 impl<'py> Input<'py> {
     /// Takes `obj` as bytes.
     ///
@@ -23,7 +33,16 @@ impl<'py> Input<'py> {
         if let Ok(b) = obj.cast::<PyBytes>() {
             return Ok(Input::Bytes(b.clone()));
         }
-        let buf = PyUntypedBuffer::get(obj)?;
+        let buf = match PyUntypedBuffer::get(obj) {
+            Ok(buf) => buf,
+            // A 0-d export (a numpy scalar, a 0-d array) gives no shape, which pyo3 refuses:
+            // its bytes through a flat view of it (`memoryview(obj).cast("B")`, which holds
+            // the export). Anything that view refuses too keeps the first error.
+            Err(e) => match flat_view(obj) {
+                Ok(view) => PyUntypedBuffer::get(&view).map_err(|_| e)?,
+                Err(_) => return Err(e),
+            },
+        };
         if !buf.is_c_contiguous() {
             return Err(PyBufferError::new_err(
                 "the data must be C-contiguous (numpy.ascontiguousarray makes it so)",

@@ -276,10 +276,16 @@ impl StreamWriter {
     /// reader keeps up: "auto" (4 MiB on streams of 16 MiB and more, none below), a number of
     /// bytes (at least 4096), or None (every lap uses the whole capacity).
     #[staticmethod]
-    #[pyo3(signature = (
-        name, capacity, *, align = 8, wait = "adaptive", hugepages = false, lock_memory = false,
-        hot_window = HotWindow::Auto,
-    ))]
+    #[pyo3(
+        signature = (
+            name, capacity, *, align = 8, wait = "adaptive", hugepages = false,
+            lock_memory = false, hot_window = HotWindow::Auto,
+        ),
+        // The default is written out: derived from `HotWindow::Auto`, it read `Ellipsis`,
+        // which the call then refused.
+        text_signature = "(name, capacity, *, align=8, wait='adaptive', hugepages=False, \
+                          lock_memory=False, hot_window='auto')"
+    )]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments, one per option
     fn create(
         py: Python<'_>,

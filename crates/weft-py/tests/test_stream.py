@@ -495,3 +495,25 @@ def test_a_handle_with_block_that_raises_closes_once_its_grant_is_released(name)
     assert not r2.closed
     held.release()
     r2.close()
+
+
+def test_a_numpy_scalar_is_written_as_its_bytes(name):
+    # A 0-d export (numpy scalar, 0-d array) has no shape; it was refused ("shape is null").
+    for i, value in enumerate((np.float64(1.5), np.array(7, dtype=np.int32))):
+        with weft.StreamWriter.create(f"{name}-{i}", 4096) as w:
+            with weft.StreamReader.open(f"{name}-{i}") as r:
+                w.write(value)
+                with r.read(timeout=5) as g:
+                    assert bytes(g) == value.tobytes()
+    with weft.StreamWriter.create(f"{name}-t", 4096) as w:
+        with pytest.raises(TypeError):
+            w.write(1.5)  # no buffer at all: still a TypeError
+
+
+def test_create_shows_defaults_it_takes():
+    import inspect
+
+    params = inspect.signature(weft.StreamWriter.create).parameters
+    assert params["hot_window"].default == "auto"
+    assert params["align"].default == 8
+    assert params["wait"].default == "adaptive"
