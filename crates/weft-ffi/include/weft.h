@@ -259,7 +259,8 @@ typedef struct {
 // A non-blocking call found nothing to receive.
 #define WEFT_ERROR_EMPTY 15
 
-// The peer closed its end and everything it sent has been received.
+// The peer closed its end and everything it sent has been received; for pub/sub, the topic
+// was unregistered (and, for a receive, everything published before was received).
 #define WEFT_ERROR_CLOSED 16
 
 // The peer process died; what it sent before dying has been received.
@@ -686,7 +687,8 @@ weft_status weft_publisher_max_len(weft_publisher_t *publisher, size_t *len);
 //
 // Errors: `WEFT_ERROR_FULL` when the pool has no free block; `WEFT_ERROR_INVALID_ARGUMENT`
 // for a topic registered through another publisher handle (of this region or another, open
-// or closed) or when this publisher holds `max_held` loans; `WEFT_ERROR_CORRUPT`.
+// or closed) or when this publisher holds `max_held` loans; `WEFT_ERROR_CLOSED` once the
+// topic was unregistered (a peer using the Rust API may unregister it); `WEFT_ERROR_CORRUPT`.
 //
 // # Safety
 // `publisher` and `topic` are NULL or live handles; `loan`, `data` and `capacity` are valid
@@ -710,7 +712,8 @@ weft_status weft_loan_set_len(weft_loan_t *loan, size_t len);
 // returns to the pool). `seq` may be NULL; otherwise it receives the message's sequence.
 //
 // Errors: `WEFT_ERROR_STATE` if `*loan` is NULL (published or released already);
-// `WEFT_ERROR_TIMEOUT` when a stalled live publisher holds the slot; `WEFT_ERROR_CORRUPT`;
+// `WEFT_ERROR_TIMEOUT` when a stalled live publisher holds the slot; `WEFT_ERROR_CLOSED`
+// once the topic was unregistered (the block returns to the pool); `WEFT_ERROR_CORRUPT`;
 // `WEFT_ERROR_POISONED` if an earlier call on the loan panicked: it is released unpublished.
 //
 // # Safety
@@ -863,7 +866,11 @@ weft_status weft_subscription_release(weft_subscription_t *subscription);
 // `WEFT_ERROR_INVALID_ARGUMENT` when this subscriber has no entry left for the sample under
 // `max_held` (its samples, subscriptions and reserved entries count; see
 // `weft_pubsub_config`); `WEFT_ERROR_STATE` while the subscription lends a message
-// (`weft_subscription_try_recv_borrowed`); `WEFT_ERROR_CORRUPT`.
+// (`weft_subscription_try_recv_borrowed`); `WEFT_ERROR_CLOSED` once the topic was
+// unregistered (a peer using the Rust API may unregister it) and everything published
+// before was received; `WEFT_ERROR_TIMEOUT` when the next block stays marked by another
+// participant's take or drop (a few instructions, unless its process stopped in them) for
+// the liveness timeout, the one wait this call makes; `WEFT_ERROR_CORRUPT`.
 //
 // # Safety
 // `subscription` is NULL or a live subscription handle; `sample` is valid for writing a
@@ -871,8 +878,9 @@ weft_status weft_subscription_release(weft_subscription_t *subscription);
 weft_status weft_subscription_try_recv(weft_subscription_t *subscription, weft_sample_t **sample);
 
 // As `weft_subscription_try_recv`, waiting at most `timeout_ms` (`WEFT_ERROR_TIMEOUT`).
-// Also `WEFT_ERROR_PEER_DEAD` once everything was received and the region's publishers
-// are all gone, one of them dead.
+// Also `WEFT_ERROR_PEER_DEAD` once everything was received, no publisher of this topic is
+// alive and one of them died (publishers of other topics do not count; a publisher that
+// registers the topic afterwards takes it over, and the death is forgotten).
 //
 // # Safety
 // As `weft_subscription_try_recv`.

@@ -51,7 +51,8 @@ pub const WEFT_ERROR_TIMEOUT: WeftStatus = 13;
 pub const WEFT_ERROR_FULL: WeftStatus = 14;
 /// A non-blocking call found nothing to receive.
 pub const WEFT_ERROR_EMPTY: WeftStatus = 15;
-/// The peer closed its end and everything it sent has been received.
+/// The peer closed its end and everything it sent has been received; for pub/sub, the topic
+/// was unregistered (and, for a receive, everything published before was received).
 pub const WEFT_ERROR_CLOSED: WeftStatus = 16;
 /// The peer process died; what it sent before dying has been received.
 pub const WEFT_ERROR_PEER_DEAD: WeftStatus = 17;

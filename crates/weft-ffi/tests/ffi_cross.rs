@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Child, Lang, Link, Names, build, is_pattern, length_of};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use weft::channel::Server;
 use weft::pubsub::{Config, Publisher, Subscriber};
 
@@ -82,5 +82,37 @@ fn c_publisher_to_a_rust_subscriber() {
     );
     assert!(matches!(sub.try_recv(), Err(weft::Error::Empty)));
     drop((sub, subscriber, publisher));
+    assert_eq!(names.leftovers(), Vec::<String>::new());
+}
+
+/// A topic that a Rust publisher unregisters, seen from C (the C ABI itself has no
+/// unregister): a C subscriber receives what was published before, then every receive says
+/// `WEFT_ERROR_CLOSED`, as does every publish and loan through a C publisher's handle of it.
+#[test]
+fn a_topic_unregistered_by_a_rust_peer_is_closed_to_c() {
+    let exe = build("client", &["tests/c/client.c"], Lang::C, Link::Shared);
+    let names = Names::new("cross-closed");
+    let region = format!("{}-region", names.0);
+    let publisher = Publisher::create(&region, &Config::default()).expect("create the region");
+    let topic = publisher.register("/t").expect("register");
+    const MESSAGES: u64 = 5;
+    let child = Child::spawn(&exe, &["closed", &region, &MESSAGES.to_string()], &names);
+    // The C side registers, then subscribes: once it is subscribed, it gets every message.
+    let deadline = Instant::now() + WAIT;
+    while publisher.stats(&topic).expect("stats").subscribers == 0 {
+        assert!(Instant::now() < deadline, "the C subscriber never came");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for i in 0..MESSAGES {
+        publisher
+            .publish(&topic, &i.to_le_bytes())
+            .expect("publish");
+    }
+    publisher.unregister(&topic).expect("unregister");
+    assert_eq!(
+        child.finish().trim(),
+        format!("ok client-closed {MESSAGES}")
+    );
+    drop(publisher);
     assert_eq!(names.leftovers(), Vec::<String>::new());
 }

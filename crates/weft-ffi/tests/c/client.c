@@ -8,6 +8,10 @@
  *   client publish REGION N  joins the Rust publisher's region REGION and publishes N
  *                            messages on /from-c, message i being length_of(i, 1024) bytes
  *                            of pattern i, written in place in loaned blocks.
+ *   client closed REGION N   joins REGION as a publisher and a subscriber of the Rust
+ *                            publisher's /t, receives the N messages it publishes, then
+ *                            (once the Rust publisher unregistered /t) expects
+ *                            WEFT_ERROR_CLOSED from every receive and every publish.
  *
  * Prints "ok client-MODE N" and exits 0 when everything matched. */
 #include "check.h"
@@ -63,13 +67,52 @@ static void publish(const char *region, uint64_t n) {
     OK(weft_publisher_close(&p));
 }
 
+static void closed(const char *region, uint64_t n) {
+    weft_publisher_t *p = NULL;
+    weft_topic_t *t = NULL;
+    OK(weft_publisher_open(region, NULL, &p));
+    OK(weft_publisher_register(p, "/t", &t));
+    weft_subscriber_t *s = NULL;
+    weft_subscription_t *sub = NULL;
+    OK(weft_subscriber_connect(region, NULL, &s));
+    OK(weft_subscriber_subscribe(s, "/t", &sub));
+    weft_sample_t *sm = NULL;
+    for (uint64_t i = 0; i < n; i++) {
+        OK(weft_subscription_recv_timeout(sub, 10000, &sm));
+        const uint8_t *d = NULL;
+        size_t len = 0;
+        OK(weft_sample_data(sm, &d, &len));
+        uint64_t got = 0;
+        CHECK(len == 8);
+        memcpy(&got, d, 8);
+        CHECK(got == i);
+        OK(weft_sample_release(&sm));
+    }
+    /* Everything published before the unregistration was received: closed, whichever way. */
+    EXPECT(weft_subscription_recv_timeout(sub, 10000, &sm), WEFT_ERROR_CLOSED);
+    EXPECT(weft_subscription_try_recv(sub, &sm), WEFT_ERROR_CLOSED);
+    EXPECT(weft_subscription_recv(sub, &sm), WEFT_ERROR_CLOSED);
+    EXPECT(weft_publisher_publish(p, t, (const uint8_t *)"x", 1, NULL), WEFT_ERROR_CLOSED);
+    weft_loan_t *loan = NULL;
+    uint8_t *data = NULL;
+    size_t cap = 0;
+    EXPECT(weft_publisher_loan(p, t, &loan, &data, &cap), WEFT_ERROR_CLOSED);
+    CHECK(loan == NULL);
+    OK(weft_subscription_close(&sub));
+    OK(weft_subscriber_close(&s));
+    OK(weft_topic_free(&t));
+    OK(weft_publisher_close(&p));
+}
+
 int main(int argc, char **argv) {
-    if (argc != 4) FAIL("usage: client call|publish NAME N");
+    if (argc != 4) FAIL("usage: client call|publish|closed NAME N");
     uint64_t n = strtoull(argv[3], NULL, 10);
     if (strcmp(argv[1], "call") == 0) {
         call(argv[2], n);
     } else if (strcmp(argv[1], "publish") == 0) {
         publish(argv[2], n);
+    } else if (strcmp(argv[1], "closed") == 0) {
+        closed(argv[2], n);
     } else {
         FAIL("unknown mode %s", argv[1]);
     }
