@@ -1189,8 +1189,9 @@ weft_status weft_channel_reply_to_timeout(weft_channel_t *channel,
 // name is replaced.
 //
 // Errors: `WEFT_ERROR_INVALID_NAME` (at most 158 bytes); `WEFT_ERROR_IN_USE` if a live
-// server holds the name; `WEFT_ERROR_INVALID_ARGUMENT` for a slot count outside 1 to 256;
-// the validation errors if another file holds the name; `WEFT_ERROR_IO`.
+// server holds the name; `WEFT_ERROR_INVALID_ARGUMENT` for a slot count outside 1 to 256
+// or a stream capacity no stream can have (as `weft_channel_listen` refuses it); the
+// validation errors if another file holds the name; `WEFT_ERROR_IO`.
 //
 // # Safety
 // `name` is a NUL-terminated string; `opts` is NULL or readable; `server` is valid for

@@ -428,6 +428,25 @@ fn a_live_server_keeps_its_name_and_names_are_checked() {
         Server::bind_with(&unique("ch-slots"), &ChannelOptions::new().slots(257)),
         Err(Error::InvalidArgument { .. })
     ));
+    // A stream capacity no stream can have is refused at bind, as `Channel::listen` refuses
+    // it, and nothing is left under the name: found only at the first connection, it left a
+    // bound server that refused every client and whose accept never said why.
+    for capacity in [1, usize::MAX] {
+        let name = unique("ch-capacity");
+        let opts = ChannelOptions::new().capacity(capacity);
+        assert!(matches!(
+            Server::bind_with(&name, &opts),
+            Err(Error::InvalidArgument {
+                what: "capacity",
+                ..
+            })
+        ));
+        assert!(!std::path::Path::new(&common::shm_path(&name)).exists());
+        assert!(matches!(
+            Channel::listen_with(&name, SHORT, &opts),
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
 }
 
 fn write_file(name: &str, bytes: &[u8]) {

@@ -305,9 +305,11 @@ impl Server {
     /// replaced.
     ///
     /// # Errors
-    /// As [`Server::bind`]; [`Error::InvalidArgument`] for a slot count outside 1 to 256.
+    /// As [`Server::bind`]; [`Error::InvalidArgument`] for a slot count outside 1 to 256, and
+    /// for a stream capacity no stream can have (checked here, not at each connection).
     pub fn bind_with(name: &str, opts: &ChannelOptions) -> Result<Server> {
         validate_base_name(name)?;
+        opts.stream().checked()?;
         let slots = opts.slots;
         if slots == 0 || slots > MAX_SLOTS {
             return Err(Error::InvalidArgument {

@@ -79,6 +79,38 @@ pub struct StreamOptions {
 }
 
 impl StreamOptions {
+    /// The geometry these options make, with the capacity rounded up to the alignment and
+    /// the alignment, or why they can make no stream. Checked before anything is created:
+    /// by a stream's creation, and by a server's bind for the streams of every connection it
+    /// will open (an impossible capacity found only then left the server bound and every
+    /// client refused).
+    pub(crate) fn checked(&self) -> Result<(Geometry, u64, u64)> {
+        let align = self.align;
+        if !crate::stream::ALIGNMENTS.contains(&align) {
+            return Err(Error::InvalidArgument {
+                what: "align",
+                value: align,
+                expected: "8, 64 or 4096",
+            });
+        }
+        let capacity = round_up(self.capacity, align).unwrap_or(u64::MAX);
+        let geo = Geometry::new(capacity, align).map_err(|_| Error::InvalidArgument {
+            what: "capacity",
+            value: self.capacity,
+            expected: "at least 4 record headers and at most 2^48 bytes",
+        })?;
+        if let Some(window) = self.hot_window
+            && window < MIN_HOT_WINDOW
+        {
+            return Err(Error::InvalidArgument {
+                what: "hot_window",
+                value: window,
+                expected: "at least 4096 bytes, or None",
+            });
+        }
+        Ok((geo, capacity, align))
+    }
+
     /// A stream of `capacity` data bytes (rounded up to the alignment), 8-byte records,
     /// [`WaitStrategy::Adaptive`], a 1 s liveness timeout.
     pub fn new(capacity: usize) -> StreamOptions {
@@ -519,29 +551,7 @@ impl StreamWriter {
     pub fn create_with(name: &str, opts: &StreamOptions) -> Result<StreamWriter> {
         crate::stream::layout::init_barriers();
         sys::validate_name(name)?;
-        let align = opts.align;
-        if !crate::stream::ALIGNMENTS.contains(&align) {
-            return Err(Error::InvalidArgument {
-                what: "align",
-                value: align,
-                expected: "8, 64 or 4096",
-            });
-        }
-        let capacity = round_up(opts.capacity, align).unwrap_or(u64::MAX);
-        let geo = Geometry::new(capacity, align).map_err(|_| Error::InvalidArgument {
-            what: "capacity",
-            value: opts.capacity,
-            expected: "at least 4 record headers and at most 2^48 bytes",
-        })?;
-        if let Some(window) = opts.hot_window
-            && window < MIN_HOT_WINDOW
-        {
-            return Err(Error::InvalidArgument {
-                what: "hot_window",
-                value: window,
-                expected: "at least 4096 bytes, or None",
-            });
-        }
+        let (geo, capacity, align) = opts.checked()?;
         for _ in 0..4 {
             let made = Object::create(
                 name,
