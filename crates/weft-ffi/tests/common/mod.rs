@@ -7,7 +7,9 @@
 //! same cargo command. Nothing runs cargo again (a nested cargo would wait for the build
 //! directory lock that the outer one holds).
 //!
-//! Sanitizers: the C and C++ code is compiled with `-fsanitize=address,undefined`
+//! Sanitizers: the C and C++ code is compiled with `-fsanitize=address,undefined` (and
+//! `float-cast-overflow`, which `undefined` leaves out in GCC: a NaN or huge floating-point
+//! duration converted to an integer count)
 //! (`-fno-sanitize-recover=all`, so any undefined behaviour fails the run). The Rust library
 //! is not instrumented, but it allocates through the C allocator, which ASan replaces, so
 //! ASan sees use-after-free, double free and overflows of memory that crosses the boundary,
@@ -122,7 +124,7 @@ pub fn build(name: &str, sources: &[&str], lang: Lang, link: Link) -> Program {
     let mut cmd = Command::new(compiler);
     cmd.arg(std)
         .args(["-g", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread"])
-        .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+        .args(["-fsanitize=address,undefined,float-cast-overflow", "-fno-sanitize-recover=all"])
         .arg("-fno-omit-frame-pointer")
         .arg("-D_POSIX_C_SOURCE=200809L")
         .arg("-I")

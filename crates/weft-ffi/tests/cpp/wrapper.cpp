@@ -3,6 +3,7 @@
 #include "weft.hpp"
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,8 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace std::chrono_literals;
 
@@ -351,6 +354,9 @@ static void channels() {
         CHECK(got && got->str() == "later");
         later.join();
     }
+    // A NaN duration waits not at all (`d <= zero` is `!(zero < d)`, true for NaN, so it
+    // never reaches the conversion to an integer count, which would be undefined).
+    CHECK(!listener->recv_for(std::chrono::duration<double>(std::nan(""))));
     CHECK(listener->try_send(std::string_view("pong")));
     CHECK(connector.recv().str() == "pong");
     CHECK(!connector.try_recv());
@@ -404,6 +410,7 @@ static void channels() {
 }
 
 int main() {
+    alarm(120); // a wait that never ends fails the test instead of hanging it
     std::fprintf(stderr, "-- stream\n");
     stream();
     std::fprintf(stderr, "-- pubsub\n");
