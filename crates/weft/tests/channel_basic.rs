@@ -648,3 +648,42 @@ fn hostile_frames_are_corrupt_not_a_panic() {
     l.reply(id, b"fine").unwrap();
     assert_eq!(&*c.wait_reply_timeout(id, T).unwrap(), b"fine");
 }
+
+/// One side of a one-to-one channel pairs second, sends one record and closes at once (its
+/// `connect` or `listen` and its `send` returned `Ok`): the side that waited still gets the
+/// channel, the record, then `Closed`. It took the finished connection for an earlier one,
+/// dropped the peer's stream as stale with the record in it, and timed out.
+#[test]
+fn a_peer_that_pairs_sends_and_closes_at_once_is_not_lost() {
+    for listener_waits in [true, false] {
+        for round in 0..3 {
+            let name = unique("ch-fire");
+            let _c = Sweep(name.clone());
+            let n = name.clone();
+            let waiting = std::thread::spawn(move || -> weft::Result<(Vec<u8>, Error)> {
+                let mut ch = if listener_waits {
+                    Channel::listen(&n, Duration::from_secs(10))?
+                } else {
+                    Channel::connect(&n, Duration::from_secs(10))?
+                };
+                let got = ch.recv_timeout(Duration::from_secs(10))?.to_vec();
+                let after = ch.recv_timeout(Duration::from_secs(10)).unwrap_err();
+                Ok((got, after))
+            });
+            // The waiting side makes its stream and looks for the peer's meanwhile.
+            std::thread::sleep(Duration::from_millis(30));
+            let mut ch = if listener_waits {
+                Channel::connect(&name, Duration::from_secs(10)).unwrap()
+            } else {
+                Channel::listen(&name, Duration::from_secs(10)).unwrap()
+            };
+            ch.send(b"hello").unwrap();
+            drop(ch);
+            let (got, after) = waiting.join().unwrap().unwrap_or_else(|e| {
+                panic!("round {round} (listener waits: {listener_waits}): {e}")
+            });
+            assert_eq!(got, b"hello");
+            assert!(matches!(after, Error::Closed), "{after:?}");
+        }
+    }
+}

@@ -423,6 +423,17 @@ fn pair(
     let mut tx = create_own_stream(tx_name, opts, until)?;
     loop {
         if tx.reader_gone() {
+            // The reader may be this connection's peer, which paired with us, sent and closed
+            // (or died) before we looked: then its stream, unread and written by the process
+            // that read ours, is this connection's, and what it sent is read, then `Closed` (or
+            // `PeerDead`). Recreating ours dropped that stream as stale and lost the message
+            // the peer's `send` had returned `Ok` for.
+            let within = until.open_opts(opts);
+            match StreamReader::open_unread_written_by(rx_name, &within, tx.reader_identity()) {
+                Ok(Some(rx)) => return Ok(Channel::from_parts(tx, rx, peer, None)),
+                Ok(None) | Err(Error::NotFound { .. } | Error::NotReady { .. }) => {}
+                Err(e) => return Err(e),
+            }
             drop(tx);
             tx = create_own_stream(tx_name, opts, until)?;
         }

@@ -690,6 +690,14 @@ impl StreamWriter {
         )
     }
 
+    /// The identity (pid and start time, without the holds bit) of the process that claimed
+    /// this stream's reader row, held or let go; 0 if it was never claimed.
+    pub(crate) fn reader_identity(&self) -> u64 {
+        // Acquire: pairs with the AcqRel claim CAS in `Claim::take` and the Release clear of
+        // OWNER_HOLDS in `Claim::drop`. Hostile input: only compared.
+        self.reader_row().owner.load(Ordering::Acquire) & !OWNER_HOLDS
+    }
+
     /// Whether this stream's reader row was never claimed, or is held by the process whose
     /// `owner` word (with its holds bit) is `word`. A one-to-one channel pairs its two streams
     /// only when the peer that writes the one it reads is the one that reads (or will read)
@@ -1135,6 +1143,38 @@ impl StreamReader {
             }
         }
         // A reader that claims the row between the look and our claim makes this `InUse`.
+        StreamReader::attach(obj, opts).map(Some)
+    }
+
+    /// As [`open_unread`](StreamReader::open_unread), for the stream that the process whose
+    /// identity is `writer` (pid and start time, without the holds bit; never 0) wrote and no
+    /// longer writes (it let go or died): the stream of a one-to-one channel's peer that read
+    /// this side's stream and then closed its channel (or died), which is this connection's.
+    /// `None` for any other stream, one that had a reader, or one whose writer is still alive:
+    /// a channel lets go of both its streams at once, so a live writer is another connection
+    /// of the same process (the reader that let go was not a channel's).
+    ///
+    /// # Errors
+    /// As [`StreamReader::open`].
+    pub(crate) fn open_unread_written_by(
+        name: &str,
+        opts: &StreamOptions,
+        writer: u64,
+    ) -> Result<Option<StreamReader>> {
+        crate::stream::layout::init_barriers();
+        let obj = Arc::new(Object::open(name, ObjectKind::Stream, opts.open_timeout)?);
+        // SAFETY: rows are all atomics; `at` checks bounds and alignment.
+        let row: &ParticipantRow = unsafe { obj.at(READER_ROW)? };
+        if row.ever_claimed() {
+            return Ok(None);
+        }
+        // SAFETY: as above.
+        let row: &ParticipantRow = unsafe { obj.at(WRITER_ROW)? };
+        // Acquire: as in `open_unread`. Hostile input: only compared.
+        let word = row.owner.load(Ordering::Acquire) & !OWNER_HOLDS;
+        if writer == 0 || word != writer || row.status(opts.liveness_timeout) == PeerStatus::Alive {
+            return Ok(None);
+        }
         StreamReader::attach(obj, opts).map(Some)
     }
 
