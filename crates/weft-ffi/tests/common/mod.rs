@@ -124,7 +124,10 @@ pub fn build(name: &str, sources: &[&str], lang: Lang, link: Link) -> Program {
     let mut cmd = Command::new(compiler);
     cmd.arg(std)
         .args(["-g", "-O1", "-Wall", "-Wextra", "-Werror", "-pthread"])
-        .args(["-fsanitize=address,undefined,float-cast-overflow", "-fno-sanitize-recover=all"])
+        .args([
+            "-fsanitize=address,undefined,float-cast-overflow",
+            "-fno-sanitize-recover=all",
+        ])
         .arg("-fno-omit-frame-pointer")
         .arg("-D_POSIX_C_SOURCE=200809L")
         .arg("-I")
