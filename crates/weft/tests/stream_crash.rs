@@ -198,3 +198,54 @@ fn a_grant_left_unsettled_after_its_commit_is_read_once() {
     // The writer is not dead (this process): it is left alone.
     std::mem::forget(w);
 }
+
+/// The writer is killed, the reader learns it (`PeerDead`), and a new writer takes the stream
+/// over: the reader's very next call judges the new writer (nothing written yet: `Empty`,
+/// `Timeout`), not the dead one, whose verdict it kept for up to 50 ms.
+#[test]
+fn a_reader_judges_a_writer_that_took_over_at_once() {
+    let name = unique("sc-takeover-w");
+    let _c = Cleanup(name.clone());
+    let mut peer = Peer::spawn(&["stream-kill-writer", &name, "mid-record"]);
+    peer.expect("ready");
+    let mut r = StreamReader::open(&name).unwrap();
+    for _ in 0..3 {
+        drop(r.read_timeout(Duration::from_secs(5)).unwrap());
+    }
+    peer.kill9();
+    let got = r.read_timeout(Duration::from_secs(5)).map(|g| g.len());
+    assert!(matches!(got, Err(Error::PeerDead { .. })), "{got:?}");
+    let _w = StreamWriter::create(&name, 64 << 10).unwrap();
+    let got = r.try_read().map(|g| g.len());
+    assert!(
+        matches!(got, Err(Error::Empty)),
+        "try_read after the takeover: {got:?}"
+    );
+    let got = r.read_timeout(Duration::from_millis(20)).map(|g| g.len());
+    assert!(
+        matches!(got, Err(Error::Timeout)),
+        "read_timeout after the takeover: {got:?}"
+    );
+}
+
+/// The same on the writer's side: the reader is killed, a new reader takes over, and the
+/// writer's next call on the full stream says `Full`, not the dead reader's `PeerDead`.
+#[test]
+fn a_writer_judges_a_reader_that_took_over_at_once() {
+    let name = unique("sc-takeover-r");
+    let _c = Cleanup(name.clone());
+    let mut w = StreamWriter::create(&name, 4096).unwrap();
+    w.write(&[1u8; 100]).unwrap();
+    let mut peer = Peer::spawn(&["stream-kill-reader", &name]);
+    peer.expect("ready 100");
+    while w.try_write(&[2u8; 100]).is_ok() {}
+    peer.kill9();
+    let got = w.write_timeout(&[3u8; 100], Duration::from_secs(5));
+    assert!(matches!(got, Err(Error::PeerDead { .. })), "{got:?}");
+    let _r = StreamReader::open(&name).unwrap();
+    let got = w.try_write(&[3u8; 100]);
+    assert!(
+        matches!(got, Err(Error::Full)),
+        "try_write after the takeover: {got:?}"
+    );
+}

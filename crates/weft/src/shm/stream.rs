@@ -221,6 +221,8 @@ const MIN_HOT_WINDOW: u64 = 4096;
 struct Watch {
     next_ns: u64,
     last: PeerStatus,
+    /// The row's `owner` word when `last` was judged: a verdict is about one owner.
+    owner: u64,
     rounds: u32,
 }
 
@@ -229,20 +231,27 @@ impl Watch {
         Watch {
             next_ns: 0,
             last: PeerStatus::Absent,
+            owner: 0,
             rounds: 0,
         }
     }
 
     /// The peer's status, read from /proc at most every CHECK_INTERVAL_NS; a clean close is
     /// seen at once (two loads of the row's line). Judged by `owner` first: a row taken by a
-    /// new claimant still shows its previous owner's CLOSED for a moment.
+    /// new claimant still shows its previous owner's CLOSED for a moment. A new owner (a peer
+    /// that took the row over after a death) is judged at once: the dead one's verdict was
+    /// reported for up to the interval after the takeover, naming a pid that no longer held
+    /// the row.
     fn check(&mut self, row: &ParticipantRow, timeout: Duration) -> PeerStatus {
         if row.closed() {
             return PeerStatus::Closed;
         }
         let now = sys::monotonic_ns();
-        if now >= self.next_ns {
+        // Relaxed: only compared, on the line `closed` just loaded; `status` loads it again.
+        let owner = row.owner.load(Ordering::Relaxed);
+        if now >= self.next_ns || owner != self.owner {
             self.next_ns = now + CHECK_INTERVAL_NS;
+            self.owner = owner;
             self.last = row.status(timeout);
         }
         self.last
