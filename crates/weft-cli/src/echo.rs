@@ -23,13 +23,7 @@ pub fn run(args: &EchoArgs, json: bool) -> Outcome {
     // A missing topic is found out before joining (see `topics_lacking`).
     while let Some(names) = topics_lacking(region, topic) {
         if !args.wait {
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            return Err(crate::info::missing_topic(
-                region,
-                topic,
-                &names,
-                "; --wait waits for it",
-            ));
+            return Err(missing(region, topic, &names));
         }
         if !pause(deadline, || no_topic(region, topic))? {
             return Ok(());
@@ -133,6 +127,12 @@ fn topics_lacking(region: &str, topic: &str) -> Option<Vec<String>> {
     Some(d.topics.into_iter().map(|t| t.stats.name).collect())
 }
 
+/// `region` has no `topic`, only `names` (`--wait` would wait for it).
+fn missing(region: &str, topic: &str, names: &[String]) -> Failure {
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    crate::info::missing_topic(region, topic, &names, "; --wait waits for it")
+}
+
 /// What a wait for `topic` waited for, for its timeout.
 fn no_topic(region: &str, topic: &str) -> String {
     format!("topic '{topic}' did not appear in region '{region}'")
@@ -209,13 +209,7 @@ fn subscribe(
                     .topics()
                     .map(|ts| ts.into_iter().map(|t| t.name).collect())
                     .unwrap_or_default();
-                let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                return Err(crate::info::missing_topic(
-                    region,
-                    topic,
-                    &names,
-                    "; --wait waits for it",
-                ));
+                return Err(missing(region, topic, &names));
             }
             Err(e) => return Err(e.into()),
         }

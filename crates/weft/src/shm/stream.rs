@@ -216,6 +216,15 @@ impl StreamOptions {
 /// The smallest hot window accepted: the writer reads `R` once per quarter window past it.
 const MIN_HOT_WINDOW: u64 = 4096;
 
+/// The stream `name`, opened (not joined) if no reader ever claimed it; `None` if one did.
+fn open_never_read(name: &str, opts: &StreamOptions) -> Result<Option<Arc<Object>>> {
+    crate::stream::layout::init_barriers();
+    let obj = Arc::new(Object::open(name, ObjectKind::Stream, opts.open_timeout)?);
+    // SAFETY: rows are all atomics; `at` checks bounds and alignment.
+    let row: &ParticipantRow = unsafe { obj.at(READER_ROW)? };
+    Ok((!row.ever_claimed()).then_some(obj))
+}
+
 /// Rate-limits liveness checks of the peer's row.
 #[derive(Debug)]
 struct Watch {
@@ -1131,13 +1140,9 @@ impl StreamReader {
         opts: &StreamOptions,
         own: Option<&StreamWriter>,
     ) -> Result<Option<StreamReader>> {
-        crate::stream::layout::init_barriers();
-        let obj = Arc::new(Object::open(name, ObjectKind::Stream, opts.open_timeout)?);
-        // SAFETY: rows are all atomics; `at` checks bounds and alignment.
-        let row: &ParticipantRow = unsafe { obj.at(READER_ROW)? };
-        if row.ever_claimed() {
+        let Some(obj) = open_never_read(name, opts)? else {
             return Ok(None);
-        }
+        };
         if let Some(own) = own {
             // SAFETY: as above.
             let writer: &ParticipantRow = unsafe { obj.at(WRITER_ROW)? };
@@ -1170,14 +1175,10 @@ impl StreamReader {
         opts: &StreamOptions,
         writer: u64,
     ) -> Result<Option<StreamReader>> {
-        crate::stream::layout::init_barriers();
-        let obj = Arc::new(Object::open(name, ObjectKind::Stream, opts.open_timeout)?);
-        // SAFETY: rows are all atomics; `at` checks bounds and alignment.
-        let row: &ParticipantRow = unsafe { obj.at(READER_ROW)? };
-        if row.ever_claimed() {
+        let Some(obj) = open_never_read(name, opts)? else {
             return Ok(None);
-        }
-        // SAFETY: as above.
+        };
+        // SAFETY: rows are all atomics; `at` checks bounds and alignment.
         let row: &ParticipantRow = unsafe { obj.at(WRITER_ROW)? };
         // Acquire: as in `open_unread`. Hostile input: only compared.
         let word = row.owner.load(Ordering::Acquire) & !OWNER_HOLDS;

@@ -700,26 +700,41 @@ impl Drop for SendBomb {
     }
 }
 
+/// A factory of harmless `Bomb`s counting their drops in `drops`.
+fn bombs(drops: &Rc<Cell<usize>>) -> impl FnMut() -> Bomb + 'static {
+    let d = drops.clone();
+    move || Bomb {
+        drops: d.clone(),
+        bomb: false,
+    }
+}
+
+/// A factory of harmless `SendBomb`s counting their drops in `drops`.
+fn send_bombs(drops: &Arc<AtomicUsize>) -> impl FnMut() -> SendBomb + 'static {
+    let d = drops.clone();
+    move || SendBomb {
+        drops: d.clone(),
+        bomb: false,
+    }
+}
+
+/// A reset that does nothing but hold `token`: the token lives exactly as long as the pool's
+/// block, which holds the reset.
+fn holding<T, K: Clone + 'static>(token: &K) -> impl Fn(&mut T) + 'static {
+    let t = token.clone();
+    move |_: &mut T| {
+        let _ = &t;
+    }
+}
+
 /// Dropping a local pool whose ready values include one whose destructor panics: the panic
 /// goes on to the caller, and still the other ready value is dropped, a guard returned
 /// later drops its value, and the pool's block (holding the reset closure) is freed.
 #[test]
 fn a_panicking_destructor_at_the_close_of_a_local_pool_drops_the_rest() {
     let drops = Rc::new(Cell::new(0));
-    let d = drops.clone();
-    // Captured by the reset: alive exactly as long as the pool's block.
     let token = Rc::new(());
-    let t = token.clone();
-    let pool = BoundedLocalPool::new(
-        3,
-        move || Bomb {
-            drops: d.clone(),
-            bomb: false,
-        },
-        move |_: &mut Bomb| {
-            let _ = &t;
-        },
-    );
+    let pool = BoundedLocalPool::new(3, bombs(&drops), holding(&token));
     let out = pool.try_acquire().unwrap();
     let mut b = pool.take().unwrap();
     b.bomb = true;
@@ -737,18 +752,8 @@ fn a_panicking_destructor_at_the_close_of_a_local_pool_drops_the_rest() {
 #[test]
 fn a_panicking_destructor_after_the_close_of_a_local_pool_strands_nothing() {
     let drops = Rc::new(Cell::new(0));
-    let d = drops.clone();
     let token = Rc::new(());
-    let t = token.clone();
-    let pool = LocalPool::new(
-        move || Bomb {
-            drops: d.clone(),
-            bomb: false,
-        },
-        move |_: &mut Bomb| {
-            let _ = &t;
-        },
-    );
+    let pool = LocalPool::new(bombs(&drops), holding(&token));
     let mut a = pool.acquire();
     let b = pool.acquire();
     a.bomb = true;
@@ -770,16 +775,13 @@ fn a_panicking_destructor_in_the_last_free_of_a_local_pool_drops_the_rest() {
         _bomb: Bomb,
     }
     let drops = Rc::new(Cell::new(0));
-    let d = drops.clone();
     let token = Rc::new(());
     let t = token.clone();
+    let mut bomb = bombs(&drops);
     let pool = LocalPool::new(
         move || Holder {
             pool: None,
-            _bomb: Bomb {
-                drops: d.clone(),
-                bomb: false,
-            },
+            _bomb: bomb(),
         },
         move |h: &mut Holder| {
             let _ = &t;
@@ -804,19 +806,8 @@ fn a_panicking_destructor_in_the_last_free_of_a_local_pool_drops_the_rest() {
 #[test]
 fn a_panicking_destructor_at_the_close_of_a_sync_pool_drops_the_rest() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let d = drops.clone();
     let token = Arc::new(());
-    let t = token.clone();
-    let pool = SyncPool::new(
-        3,
-        move || SendBomb {
-            drops: d.clone(),
-            bomb: false,
-        },
-        move |_: &mut SendBomb| {
-            let _ = &t;
-        },
-    );
+    let pool = SyncPool::new(3, send_bombs(&drops), holding(&token));
     let out = pool.try_acquire().unwrap();
     let mut b = pool.take().unwrap();
     b.bomb = true;
@@ -838,19 +829,8 @@ fn a_panicking_destructor_at_the_close_of_a_sync_pool_drops_the_rest() {
 #[test]
 fn a_panicking_destructor_after_the_close_of_a_sync_pool_frees_the_block() {
     let drops = Arc::new(AtomicUsize::new(0));
-    let d = drops.clone();
     let token = Arc::new(());
-    let t = token.clone();
-    let pool = SyncPool::new(
-        1,
-        move || SendBomb {
-            drops: d.clone(),
-            bomb: false,
-        },
-        move |_: &mut SendBomb| {
-            let _ = &t;
-        },
-    );
+    let pool = SyncPool::new(1, send_bombs(&drops), holding(&token));
     let mut g = pool.try_acquire().unwrap();
     g.bomb = true;
     drop(pool);
