@@ -206,13 +206,12 @@ unsafe fn drain<T>(core: NonNull<Core<T>>) {
     let c = unsafe { core.as_ref() };
     c.busy.set(true);
     let unwinding = FreeOnUnwind(core);
-    // SAFETY: single thread, short borrow.
-    while let Some(v) = unsafe { (*c.pending.get()).pop() } {
-        if c.closed.get() {
-            // SAFETY: single thread, short borrow. Back on the queue: dropped below.
-            unsafe { (*c.pending.get()).push(v) };
+    // A reset may close the pool (drop its handle): then the rest is dropped below.
+    while !c.closed.get() {
+        // SAFETY: single thread, short borrow.
+        let Some(v) = (unsafe { (*c.pending.get()).pop() }) else {
             break;
-        }
+        };
         c.reset_one(v);
         // SAFETY: single thread, short borrow (see `release` for the bound).
         unsafe { (*c.free.get()).push(v) };

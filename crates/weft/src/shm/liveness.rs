@@ -317,11 +317,8 @@ mod heartbeat {
     static CURRENT: AtomicPtr<Registry> = AtomicPtr::new(core::ptr::null_mut());
     static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
 
-    /// The registry `CURRENT` names, if it is this process's.
-    fn own(me: u32) -> Option<&'static Registry> {
-        // Acquire: pairs with the AcqRel exchange in `current` (the registry's fields are
-        // written before it is published).
-        let p = CURRENT.load(StdOrdering::Acquire);
+    /// The registry at `p` (a value of `CURRENT`), if it is process `me`'s.
+    fn registry_of(p: *mut Registry, me: u32) -> Option<&'static Registry> {
         // SAFETY: a non-null `CURRENT` names a registry that was leaked (never freed), in this
         // process or, copied by `fork`, in its parent.
         let r = unsafe { p.as_ref() }?;
@@ -331,17 +328,18 @@ mod heartbeat {
     /// This process's registry, made (with its thread) by the first call in each process.
     fn current() -> &'static Registry {
         let me = std::process::id();
+        // Acquire: pairs with the Release of the exchange below (the registry's fields are
+        // written before it is published).
+        let mut seen = CURRENT.load(StdOrdering::Acquire);
         loop {
-            if let Some(r) = own(me) {
+            if let Some(r) = registry_of(seen, me) {
                 return r;
             }
-            // Acquire: as in `own`.
-            let seen = CURRENT.load(StdOrdering::Acquire);
             let fresh = Box::into_raw(Box::new(Registry {
                 pid: me,
                 entries: Mutex::new(Vec::new()),
             }));
-            // AcqRel: Release publishes the registry's fields to `own`; Acquire as in `own`.
+            // AcqRel: Release publishes the registry's fields; Acquire as for the load above.
             match CURRENT.compare_exchange(seen, fresh, StdOrdering::AcqRel, StdOrdering::Acquire) {
                 Ok(_) => {
                     // SAFETY: just published and never freed.
@@ -351,9 +349,12 @@ mod heartbeat {
                         .spawn(move || run(r));
                     return r;
                 }
-                // Another thread of this process published its registry first: use that one.
-                // SAFETY: `fresh` was never shared.
-                Err(_) => drop(unsafe { Box::from_raw(fresh) }),
+                Err(now) => {
+                    // Another thread of this process published its registry first.
+                    // SAFETY: `fresh` was never shared.
+                    drop(unsafe { Box::from_raw(fresh) });
+                    seen = now;
+                }
             }
         }
     }
@@ -373,7 +374,8 @@ mod heartbeat {
     /// parent registered: the child never stamps it, and the inherited registry's lock may be
     /// held for ever.
     pub(super) fn unregister(id: u64) {
-        if let Some(r) = own(std::process::id()) {
+        // Acquire: as in `current`.
+        if let Some(r) = registry_of(CURRENT.load(StdOrdering::Acquire), std::process::id()) {
             r.entries
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
