@@ -26,7 +26,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often a waiting stage looks at the stop flag.
 const POLL: Duration = Duration::from_millis(20);
@@ -441,7 +441,8 @@ fn pin_stage(core: usize) -> Result<()> {
 }
 
 /// A running pipeline: publish into its input, receive from its output. Dropping it stops
-/// and joins every stage.
+/// and joins every stage, which waits for a stage's function to return;
+/// [`shutdown_timeout`](Pipeline::shutdown_timeout) bounds that wait.
 ///
 /// # Examples
 /// A panicking stage stops the pipeline and is reported:
@@ -640,17 +641,87 @@ impl<I: bytemuck::Pod, O> Pipeline<I, O> {
         self.feed.stop_and_join();
         self.failure()
     }
+
+    /// As [`shutdown`](Pipeline::shutdown), waiting at most `timeout` for the stages to finish.
+    /// A stage stops at its next look at the stop flag, which comes once its function returns
+    /// (a stage waiting for input or for room looks every 20 ms): one whose function is still
+    /// running when the time is up (blocked in a call, looping) is left to finish on its own
+    /// thread, which then exits without taking another message.
+    ///
+    /// # Errors
+    /// [`Error::Timeout`] when a stage was still running at the end of `timeout`.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::mpsc;
+    /// use std::time::Duration;
+    /// use weft::pipeline::Pipeline;
+    /// let (stuck, release) = mpsc::channel::<()>();
+    /// let release = std::sync::Mutex::new(release);
+    /// let mut p = Pipeline::builder()
+    ///     .input::<u32>()
+    ///     .then(move |x| {
+    ///         // Blocks until `stuck` sends, or is dropped.
+    ///         let _ = release.lock().unwrap().recv();
+    ///         x
+    ///     })
+    ///     .build()?;
+    /// p.publish(1);
+    /// std::thread::sleep(Duration::from_millis(50)); // the stage took the value and blocks
+    /// let r = p.shutdown_timeout(Duration::from_millis(100));
+    /// assert!(matches!(r, Err(weft::Error::Timeout)));
+    /// drop(stuck); // the stage's function returns; its thread exits
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Result<Option<String>> {
+        if self.feed.stop_and_join_within(timeout) {
+            Ok(self.failure())
+        } else {
+            Err(Error::Timeout)
+        }
+    }
 }
 
 impl<I: bytemuck::Pod> Feed<I> {
-    fn stop_and_join(&mut self) {
+    /// Tells every stage to stop and closes the input.
+    fn stop(&mut self) {
         // Relaxed: this store publishes nothing (no failure goes with it), and the handle is
         // about to join every stage, which orders everything after it anyway.
         self.ctl.stop.store(true, Ordering::Relaxed);
         self.input = None;
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop();
         for h in self.stages.drain(..) {
             // A stage's panic is caught inside it; a join error cannot carry anything more.
             let _ = h.join();
+        }
+    }
+
+    /// As [`Feed::stop_and_join`], waiting at most `timeout`; `false` when a stage was still
+    /// running then. The stages that were are detached (they exit once their function
+    /// returns), so that dropping the feed does not wait for them after all.
+    fn stop_and_join_within(&mut self, timeout: Duration) -> bool {
+        self.stop();
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            // A thread that finished is joined at once; a join error (a panic) cannot carry
+            // anything more than the failure the stage recorded.
+            for h in self.stages.extract_if(.., |h| h.is_finished()) {
+                let _ = h.join();
+            }
+            if self.stages.is_empty() {
+                return true;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                self.stages.clear();
+                return false;
+            }
+            // Stages see the flag within `POLL` of it: a short nap, a few dozen looks at most.
+            let nap = Duration::from_millis(1);
+            std::thread::sleep(deadline.map_or(nap, |d| nap.min(d - now)));
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Pipelines: ordering through stages, fan-out, lossless links with a slow stage, panics,
-//! shutdown on drop.
+//! shutdown on drop and within a timeout.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -117,19 +117,12 @@ fn a_panicking_stage_is_reported_and_everything_stops() {
 #[test]
 fn dropping_the_pipeline_stops_and_joins_every_stage() {
     let live = Arc::new(AtomicUsize::new(0));
-    struct Count(Arc<AtomicUsize>);
-    impl Drop for Count {
-        fn drop(&mut self) {
-            self.0.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
     let p = {
         // Pinned, from the first core this process may run on (not necessarily core 0).
         let first = weft::affinity::allowed_cores()[0];
         let mut b = Pipeline::builder().pin_cores(first).input::<u64>();
         for _ in 0..3 {
-            live.fetch_add(1, Ordering::SeqCst);
-            let c = Count(live.clone());
+            let c = Count::new(&live);
             b = b.then(move |x| {
                 let _ = &c;
                 x
@@ -144,6 +137,100 @@ fn dropping_the_pipeline_stops_and_joins_every_stage() {
         0,
         "every stage closure was dropped"
     );
+}
+
+#[test]
+fn shutdown_timeout_joins_every_stage_in_time() {
+    let live = Arc::new(AtomicUsize::new(0));
+    let mut b = Pipeline::builder().name("timely").input::<u64>();
+    for _ in 0..3 {
+        let c = Count::new(&live);
+        b = b.then(move |x| {
+            let _ = &c;
+            x + 1
+        });
+    }
+    let mut p = b.build().unwrap();
+    p.publish(1);
+    assert_eq!(p.output().recv_timeout(Duration::from_secs(5)), Ok(4));
+    let r = p.shutdown_timeout(Duration::from_secs(60));
+    assert!(matches!(r, Ok(None)), "{r:?}");
+    assert_eq!(live.load(Ordering::SeqCst), 0, "every stage was joined");
+
+    // A failure is reported as `shutdown` reports it.
+    let mut q = Pipeline::builder()
+        .name("failing")
+        .input::<u64>()
+        .then(|x| if x == 0 { panic!("zero") } else { x })
+        .build()
+        .unwrap();
+    q.publish(0);
+    let out = q.output().recv_timeout(Duration::from_secs(5));
+    assert_eq!(out, Err(RecvError::Closed));
+    let r = q.shutdown_timeout(Duration::from_secs(60));
+    assert!(
+        matches!(&r, Ok(Some(f)) if f == "stage 'failing-0' panicked: zero"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn shutdown_timeout_leaves_a_stuck_stage_and_returns() {
+    let live = Arc::new(AtomicUsize::new(0));
+    let (unblock, blocked) = std::sync::mpsc::channel::<()>();
+    let (entered, in_stage) = std::sync::mpsc::channel::<()>();
+    let blocked = std::sync::Mutex::new(blocked);
+    let c = Count::new(&live);
+    let mut p = Pipeline::builder()
+        .name("stuck")
+        .input::<u64>()
+        .then(move |x| {
+            let _ = &c;
+            let _ = entered.send(());
+            // Until the test sends or drops `unblock`.
+            let _ = blocked.lock().unwrap().recv();
+            x
+        })
+        .build()
+        .unwrap();
+    p.publish(1);
+    in_stage.recv_timeout(Duration::from_secs(30)).unwrap();
+    let t = std::time::Instant::now();
+    let r = p.shutdown_timeout(Duration::from_millis(200));
+    assert!(matches!(r, Err(weft::Error::Timeout)), "{r:?}");
+    assert!(
+        t.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(live.load(Ordering::SeqCst), 1, "the stuck stage still runs");
+    // Once its function returns, the detached stage exits without another message.
+    drop(unblock);
+    let t = std::time::Instant::now();
+    while live.load(Ordering::SeqCst) != 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the stage never exited"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Counts the live copies of a stage's capture: a stage's closure is dropped when its thread
+/// ends.
+struct Count(Arc<AtomicUsize>);
+
+impl Count {
+    fn new(live: &Arc<AtomicUsize>) -> Self {
+        live.fetch_add(1, Ordering::SeqCst);
+        Count(live.clone())
+    }
+}
+
+impl Drop for Count {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[test]
