@@ -451,7 +451,8 @@ impl Publisher {
     }
 
     /// Statistics of `topic`: a dict of `published`, `pool_blocks`, `lagged`, `subscribers`,
-    /// `recovered`.
+    /// `recovered`. Raises `weft.ClosedError` once the topic was unregistered and its last
+    /// subscription ended (its entry may hold another topic since).
     fn stats<'py>(
         &self,
         py: Python<'py>,

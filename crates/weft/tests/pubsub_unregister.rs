@@ -123,6 +123,8 @@ fn the_entry_comes_back_once_nobody_reads_the_topic() {
         p.register("/b").unwrap_err().kind(),
         ErrorKind::InvalidArgument
     );
+    // Its statistics stay readable while the subscriber keeps the entry.
+    assert_eq!(p.stats(&a).unwrap().published, 5);
     // Its ring's blocks wait for the subscriber too.
     assert_eq!(sub.try_recv().unwrap().seq(), 0);
     drop(sub);
@@ -135,6 +137,12 @@ fn the_entry_comes_back_once_nobody_reads_the_topic() {
     p.publish(&b, b"fresh").unwrap();
     assert_eq!(&*sb.try_recv().unwrap(), b"fresh");
     assert_eq!(p.stats(&b).unwrap().published, 1);
+    // Nor read its statistics: they are another topic's now.
+    assert!(
+        matches!(p.stats(&a), Err(Error::Closed)),
+        "{:?}",
+        p.stats(&a)
+    );
 }
 
 #[test]

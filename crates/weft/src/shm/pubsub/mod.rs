@@ -2018,19 +2018,26 @@ impl Publisher {
         self.region().reclaim_dead()
     }
 
-    /// Statistics of `topic`.
+    /// Statistics of `topic`: also after it was unregistered, while its subscribers keep its
+    /// table entry.
     ///
     /// # Errors
-    /// [`Error::Corrupt`] for a damaged tail.
+    /// [`Error::Closed`] once the topic's entry was freed (it was unregistered and its last
+    /// subscription ended; the entry may hold another topic since);
+    /// [`Error::InvalidArgument`] for a topic of another publisher; [`Error::Corrupt`] for a
+    /// damaged tail.
     pub fn stats(&self, topic: &Topic) -> Result<TopicStats> {
         self.check_topic(topic)?;
         let r = self.region();
-        topic_stats(
-            r,
-            topic.index,
-            topic.name.clone(),
-            r.subscriptions(topic.index),
-        )
+        let t = topic.index;
+        // Read as one registration left the entry, and only if that is the handle's.
+        let got = r.stable(t, || {
+            if r.topic_state(t)? == TOPIC_FREE || r.topic_generation(t)? != topic.generation {
+                return Ok(None);
+            }
+            topic_stats(r, t, topic.name.clone(), r.subscriptions(t)).map(Some)
+        })?;
+        got.map(|(s, _)| s).ok_or(Error::Closed)
     }
 
     /// The region's pool and participants.
