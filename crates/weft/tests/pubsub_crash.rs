@@ -826,6 +826,42 @@ fn first(sub: &mut weft::pubsub::Subscription) {
 }
 
 #[test]
+fn a_loop_of_zero_timeouts_hears_that_the_publisher_died() {
+    let name = unique("pc-dead-zero");
+    let _c = Cleanup(name.clone());
+    let _owner = Publisher::create(&name, &Config::default()).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut peer = Peer::spawn(&["pubsub-linger", &name, "/t", "1", "0"]);
+    peer.expect("ready");
+    let mut sub = s.subscribe_with_history("/t", 1).unwrap();
+    first(&mut sub);
+    peer.expect("sent");
+    peer.kill9();
+    // Each call ends before a spinning wait's periodic look at liveness: it still looks once.
+    for timeout in [Duration::ZERO, Duration::from_micros(1)] {
+        let t = std::time::Instant::now();
+        let got = loop {
+            match sub.recv_timeout(timeout) {
+                Err(weft::Error::Timeout) if t.elapsed() < Duration::from_secs(5) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                other => break other,
+            }
+        };
+        assert!(
+            matches!(
+                got,
+                Err(weft::Error::PeerDead {
+                    role: weft::Role::Publisher,
+                    ..
+                })
+            ),
+            "{timeout:?}: {got:?}"
+        );
+    }
+}
+
+#[test]
 fn a_topic_whose_publishers_all_died_reports_it_while_another_topics_publisher_lives() {
     let name = unique("pc-topic-dead");
     let _c = Cleanup(name.clone());

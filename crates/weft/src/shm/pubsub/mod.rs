@@ -3498,8 +3498,15 @@ impl Subscription {
             // Everything published has been received: if every publisher is gone and one
             // died, say so (liveness read at most every CHECK_INTERVAL).
             // Spinning rounds look at the clock every 64th time; parked rounds (50 ms each)
-            // and rounds that yielded (milliseconds each on a busy core) every time.
-            if rounds.is_multiple_of(64) || parked || waiter.yielded() {
+            // and rounds that yielded (milliseconds each on a busy core) every time; and a
+            // call that is about to time out looks once if it has not yet (a loop of short
+            // timeouts, each ending before its 64th round, would never hear of the death).
+            let expired = deadline.expired();
+            if rounds.is_multiple_of(64)
+                || parked
+                || waiter.yielded()
+                || (expired && next_check == 0)
+            {
                 let now = sys::monotonic_ns();
                 if now >= next_check {
                     next_check = now + CHECK_INTERVAL.as_nanos() as u64;
@@ -3519,7 +3526,7 @@ impl Subscription {
                     }
                 }
             }
-            if deadline.expired() {
+            if expired {
                 return Err(Error::Timeout);
             }
             parked = waiter.next() == Next::Park;
