@@ -176,7 +176,12 @@ impl<T: bytemuck::Pod> Ring<T> {
     /// oldest message that no publisher can overwrite before it sees the new gate: a publisher
     /// looks at the gates only once per window (`capacity - watermark` messages), so a
     /// message older than the last window it was granted may be gone before the new
-    /// subscriber counts; the subscriber then starts after it, and never lags.
+    /// subscriber counts; the subscriber then starts after it, and never lags. What a
+    /// publisher may still write is judged from its last look at the gates taken at its most
+    /// generous (every gate at its cursor): while another gated subscriber holds a full ring
+    /// back, the publisher has looked at the gates at the full ring's end, and the new
+    /// subscriber starts with the next message published, although the ring's messages are
+    /// all still there.
     ///
     /// # Panics
     /// As [`subscribe`](Ring::subscribe).
