@@ -1,5 +1,6 @@
 //! Named topics in one process: each name holds one broadcast ring of one type, checked at run
-//! time, with one exclusive publisher and any number of subscribers.
+//! time, with one exclusive publisher and any number of subscribers, until
+//! [`Bus::remove`] forgets it.
 //!
 //! ```
 //! use weft::bus::Bus;
@@ -92,6 +93,28 @@ impl Bus {
         let mut v: Vec<String> = self.lock().keys().cloned().collect();
         v.sort();
         v
+    }
+
+    /// Forgets topic `name`, so that its ring is freed once the handles made from it are gone;
+    /// returns whether there was such a topic. A publisher and subscribers already made keep
+    /// the old topic between them; a publisher not taken yet is dropped with it (the topic's
+    /// subscribers drain and see `Closed`). The name is free again, for any type.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::ring::RecvError;
+    /// let bus = weft::bus::Bus::new(8);
+    /// let mut rx = bus.subscribe::<u64>("job-17").unwrap(); // no publisher taken
+    /// assert!(bus.remove("job-17"));
+    /// assert_eq!(rx.try_recv(), Err(RecvError::Closed)); // nobody can publish any more
+    /// assert!(bus.topics().is_empty());
+    /// assert!(!bus.remove("job-17"));
+    /// assert!(bus.subscribe::<f32>("job-17").is_ok()); // a new topic, of another type
+    /// ```
+    pub fn remove(&self, name: &str) -> bool {
+        // Dropped after the lock: an untaken publisher's drop wakes the topic's subscribers.
+        let topic = self.lock().remove(name);
+        topic.is_some()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Topic>> {

@@ -78,3 +78,34 @@ fn empty_names_are_refused_and_rings_are_shared_across_threads() {
     }
     assert_eq!(got, (0..100).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_removed_topic_frees_its_name_and_its_handles_keep_the_old_ring() {
+    let bus = Bus::new(16);
+    let mut tx = bus.publisher::<u64>("t").unwrap();
+    let mut rx = bus.subscribe::<u64>("t").unwrap();
+    assert!(bus.remove("t"));
+    assert!(bus.topics().is_empty());
+    // The handles made before still meet on the old ring.
+    tx.publish(1);
+    assert_eq!(rx.try_recv(), Ok(1));
+    // The name holds a new topic, of any type, that the old handles do not see.
+    let mut tx2 = bus.publisher::<u32>("t").unwrap();
+    let mut rx2 = bus.subscribe::<u32>("t").unwrap();
+    tx2.publish(2);
+    tx.publish(3);
+    assert_eq!(rx2.try_recv(), Ok(2));
+    assert_eq!(rx2.try_recv(), Err(RecvError::Empty));
+    assert_eq!(rx.try_recv(), Ok(3));
+    drop(tx);
+    assert_eq!(rx.try_recv(), Err(RecvError::Closed));
+    // A topic whose publisher was never taken: removing it drops that publisher, so its
+    // subscribers are closed instead of waiting for ever.
+    let mut waiting = bus.subscribe::<u64>("idle").unwrap();
+    let parked = std::thread::spawn(move || waiting.recv());
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(bus.remove("idle"));
+    assert_eq!(parked.join().unwrap(), Err(RecvError::Closed));
+    assert!(!bus.remove("idle"));
+    assert_eq!(bus.topics(), ["t"]);
+}
