@@ -188,6 +188,39 @@ fn a_gated_subscriber_from_the_oldest_starts_past_what_the_publisher_may_still_o
     check(r, move |v| tx.try_publish(v));
 }
 
+/// A gated subscriber that reads nothing holds a full ring back: the publisher's looks at the
+/// gates grant nothing past the ring's end, so a subscriber joining from the oldest message
+/// gets everything the ring holds (it used to start at the next message, judged from the
+/// largest limit a look could have granted). The same on an MPMC ring.
+#[test]
+fn a_subscriber_from_the_oldest_behind_a_held_ring_gets_what_it_holds() {
+    fn check(
+        ring: ring::Ring<u64>,
+        mut try_publish: impl FnMut(u64) -> Result<(), PublishError<u64>>,
+    ) {
+        let mut stuck = ring.subscribe();
+        for i in 0..4 {
+            try_publish(i).unwrap();
+        }
+        assert_eq!(try_publish(4), Err(PublishError::Full(4)));
+        assert_eq!(try_publish(4), Err(PublishError::Full(4)));
+        let mut old = ring.subscribe_from_oldest();
+        assert_eq!(old.position(), 1, "the last capacity - 1 messages");
+        // Both gate the publisher now: it goes on as both read.
+        assert_eq!(stuck.try_recv(), Ok(0));
+        assert_eq!(stuck.try_recv(), Ok(1));
+        assert_eq!(try_publish(4), Ok(()));
+        let mut got = Vec::new();
+        assert_eq!(old.drain(&mut got), Ok(4));
+        assert_eq!(got, [1, 2, 3, 4]);
+        assert_eq!(old.lagged(), 0);
+    }
+    let (mut tx, r) = ring::bounded::<u64>(4, 0);
+    check(r, move |v| tx.try_publish(v));
+    let (tx, r) = ring::mpmc_bounded::<u64>(4, 0);
+    check(r, move |v| tx.try_publish(v));
+}
+
 #[test]
 fn from_oldest_and_lossy_subscribers() {
     let (mut tx, ring) = ring::bounded::<u64>(4, 0);

@@ -339,6 +339,15 @@ pub(crate) struct Signal {
     /// ([`RawRing::gate_limit`]). Written by bounded publishers, once per scan; 0 on lossy
     /// rings.
     pub(crate) limit_bound: AtomicU64,
+    /// Gate scans in flight: raised before a scan's fence, lowered once its limit is in
+    /// `limit_granted`. A joiner that reads 0 knows the grant of every scan that may have
+    /// missed its gate. Written by bounded publishers, twice per scan.
+    pub(crate) scans: AtomicU64,
+    /// The largest limit any finished scan granted (`fetch_max`): what a publisher may write
+    /// up to on a scan's word, where `limit_bound` assumes every gate at the cursor (behind
+    /// a gated subscriber that holds a full ring back, a window more). Written by bounded
+    /// publishers, once per scan; 0 on lossy rings.
+    pub(crate) limit_granted: AtomicU64,
 }
 
 /// The ring header, `#[repr(C)]`, at offset 0 of the ring memory:
@@ -347,7 +356,7 @@ pub(crate) struct Signal {
 /// |---:|---|---|---|
 /// | 0 | geometry | capacity, value_size, words, stride, gates, flags, watermark (u64 each) | creator, once |
 /// | 64 | cursor | u64: SPMC: sequences below it are published; MPMC: next sequence to claim | publisher(s) |
-/// | 128 | signal | waiters u32, notify u32, pub_waiters u32, pub_notify u32, publishers u64, gates_used u64, limit_bound u64 | see [`Signal`] |
+/// | 128 | signal | waiters u32, notify u32, pub_waiters u32, pub_notify u32, publishers u64, gates_used u64, limit_bound u64, scans u64, limit_granted u64 | see [`Signal`] |
 ///
 /// followed by `capacity` slots of `stride` bytes from byte 192: a u64 stamp and `words` u64
 /// payload words from byte [`Shape::lead`] of the slot, then `gates` lines of one u64 each (a
@@ -610,6 +619,8 @@ impl RawRing {
                 publishers: AtomicU64::new(0),
                 gates_used: AtomicU64::new(0),
                 limit_bound: AtomicU64::new(0),
+                scans: AtomicU64::new(0),
+                limit_granted: AtomicU64::new(0),
             }),
         };
         // SAFETY: `base` is aligned and large enough for the header (caller's contract, and
@@ -691,6 +702,8 @@ impl RawRing {
         sig.publishers.store(0, Ordering::Relaxed);
         sig.gates_used.store(0, Ordering::Relaxed);
         sig.limit_bound.store(0, Ordering::Relaxed);
+        sig.scans.store(0, Ordering::Relaxed);
+        sig.limit_granted.store(0, Ordering::Relaxed);
         let ring = RawRing {
             // SAFETY: both offsets are within `shape.bytes()` (see `Shape::bytes`).
             gates: unsafe { base.as_ptr().add(shape.gates_offset()) }.cast(),
@@ -1471,25 +1484,37 @@ impl RawRing {
     }
 
     /// The limit of a bounded publisher at `upto` whose window is `ahead`: the slowest gate
-    /// at or below `upto`, plus `ahead`. Announces `upto + ahead` (the largest limit this scan
-    /// can give) in [`Signal::limit_bound`] first, so that a subscriber joining from the
-    /// oldest message, whose gate this scan may miss, knows how far the publisher may still
-    /// write (see `Subscriber::join`). `announced` is the largest bound the calling thread
-    /// announced before (0: none known): a publisher spinning on a full ring scans again and
-    /// again at the same `upto`, and announces only once.
+    /// at or below `upto`, plus `ahead`. Tells a subscriber joining from the oldest message,
+    /// whose gate this scan may miss, how far the publisher may still write (see
+    /// `Subscriber::join`): announces `upto + ahead` (the largest limit this scan can give) in
+    /// [`Signal::limit_bound`] and counts itself in [`Signal::scans`] first, and once the
+    /// limit is known, records it in [`Signal::limit_granted`] and leaves the count.
+    /// `announced` is the largest bound the calling thread announced before (0: none known):
+    /// a publisher spinning on a full ring scans again and again at the same `upto`, and
+    /// announces only once.
     pub(crate) fn gate_limit(&self, upto: u64, ahead: u64, announced: &mut u64) -> u64 {
+        let sig = self.signal();
         let bound = upto.saturating_add(ahead);
         if bound > *announced {
             // Relaxed: ordered before the SeqCst fence in `min_gate`. A joiner whose own fence
             // follows that fence reads this bound or a later one; a joiner whose fence
             // precedes it has its gate seen by the scan. A bound this thread announced before
             // is sequenced before the fence as well.
-            self.signal()
-                .limit_bound
-                .fetch_max(bound, Ordering::Relaxed);
+            sig.limit_bound.fetch_max(bound, Ordering::Relaxed);
             *announced = bound;
         }
-        self.min_gate(upto).saturating_add(ahead)
+        // Relaxed: ordered before the fence in `min_gate`, as the bound: a joiner whose fence
+        // follows it reads this count or a later value of it.
+        sig.scans.fetch_add(1, Ordering::Relaxed);
+        let limit = self.min_gate(upto).saturating_add(ahead);
+        // Relaxed: published by the Release decrement below.
+        sig.limit_granted.fetch_max(limit, Ordering::Relaxed);
+        // SYNC POINT: Release pairs with the Acquire load of `scans` in `Subscriber::join`.
+        // Every write of `scans` is an RMW, so a joiner that reads 0 (every scan it counted has
+        // left) reads from the release sequence of each of their decrements, and sees their
+        // grants.
+        sig.scans.fetch_sub(1, Ordering::Release);
+        limit
     }
 
     /// The smallest gate at or below `upto` (`upto` when no gate is set).
@@ -1570,6 +1595,7 @@ mod tests {
             // The words an inline topic of a shared region uses or leaves zero (protocol.md).
             assert_eq!(core::mem::offset_of!(Signal, publishers), 144 - 128);
             assert_eq!(core::mem::offset_of!(Signal, limit_bound), 160 - 128);
+            assert_eq!(core::mem::offset_of!(Signal, limit_granted), 176 - 128);
             let s = Shape {
                 capacity: 8,
                 value_size: 56,

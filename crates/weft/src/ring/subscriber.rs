@@ -176,12 +176,10 @@ impl<T: bytemuck::Pod> Ring<T> {
     /// oldest message that no publisher can overwrite before it sees the new gate: a publisher
     /// looks at the gates only once per window (`capacity - watermark` messages), so a
     /// message older than the last window it was granted may be gone before the new
-    /// subscriber counts; the subscriber then starts after it, and never lags. What a
-    /// publisher may still write is judged from its last look at the gates taken at its most
-    /// generous (every gate at its cursor): while another gated subscriber holds a full ring
-    /// back, the publisher has looked at the gates at the full ring's end, and the new
-    /// subscriber starts with the next message published, although the ring's messages are
-    /// all still there.
+    /// subscriber counts; the subscriber then starts after it, and never lags. Behind another
+    /// gated subscriber that holds a full ring back, it gets the whole ring (the publisher
+    /// can write nothing until that subscriber reads); only when it joins during a publisher's
+    /// look at the gates does it assume that look's most generous outcome.
     ///
     /// # Panics
     /// As [`subscribe`](Ring::subscribe).
@@ -321,12 +319,23 @@ impl<T: bytemuck::Pod> Subscriber<T> {
             let safe = if oldest {
                 // A publisher whose last scan missed our gate may still write every sequence
                 // below its limit, overwriting those a lap earlier: the oldest message we can
-                // be sure to read is the announced bound on such limits, one lap back
-                // (Relaxed: ordered by the fence above, see `RawRing::gate_limit`). A bound
+                // be sure to read is a bound on such limits, one lap back. Every such scan
+                // counted itself in `scans` before its fence, so the load below sees it (or a
+                // later value). With none in flight, every one of them has recorded the limit
+                // it granted: the largest grant bounds them (Acquire: pairs with the Release
+                // decrement in `RawRing::gate_limit`). Otherwise the announced bound does, the
+                // largest limit each could give (Relaxed: ordered by the fence above). A bound
                 // past the cursor comes from a scan that saw our gate; the cursor then bounds
                 // every scan that missed it (their cursors were published before their
                 // fences).
-                let bound = raw.signal().limit_bound.load(Ordering::Relaxed);
+                let sig = raw.signal();
+                let bound = if sig.scans.load(Ordering::Acquire) == 0 {
+                    // Relaxed: ordered by the Acquire load above.
+                    sig.limit_granted.load(Ordering::Relaxed)
+                } else {
+                    // Relaxed: ordered by the fence above.
+                    sig.limit_bound.load(Ordering::Relaxed)
+                };
                 bound.saturating_sub(raw.capacity()).min(now)
             } else {
                 now

@@ -312,6 +312,59 @@ fn a_gated_mpmc_subscriber_from_the_oldest_never_lags() {
     });
 }
 
+/// A gated subscriber joining from the oldest message of a ring that another gated
+/// subscriber holds full, while the publisher tries to go on and that subscriber reads: the
+/// joiner takes its start from the grants of the scans it may have missed (or, with one in
+/// flight, from their announced bound), and never lags.
+fn join_from_oldest_behind_a_held_ring(
+    ring: crate::ring::Ring<u64>,
+    mut try_publish: impl FnMut(u64) -> Result<(), PublishError<u64>> + Send + 'static,
+) {
+    let mut held = ring.subscribe();
+    try_publish(1).unwrap();
+    try_publish(2).unwrap();
+    let t = thread::spawn(move || {
+        let mut v = 3;
+        while let Err(e) = try_publish(v) {
+            assert!(matches!(e, PublishError::Full(_)), "{e:?}");
+            v = e.into_inner();
+            loom::thread::yield_now();
+        }
+    });
+    let mut rx = ring.subscribe_from_oldest();
+    assert_eq!(held.try_recv(), Ok(1));
+    let mut last = None;
+    while last != Some(3) {
+        match rx.try_recv() {
+            Ok(v) => {
+                if let Some(l) = last {
+                    assert_eq!(v, l + 1, "a gap after {l}");
+                }
+                last = Some(v);
+            }
+            Err(RecvError::Empty) => loom::thread::yield_now(),
+            Err(e) => panic!("a gated subscriber saw {e:?}"),
+        }
+    }
+    t.join().unwrap();
+}
+
+#[test]
+fn a_subscriber_from_the_oldest_behind_a_held_ring_never_lags() {
+    loom::model(|| {
+        let (mut tx, ring) = bounded::<u64>(2, 0);
+        join_from_oldest_behind_a_held_ring(ring, move |v| tx.try_publish(v));
+    });
+}
+
+#[test]
+fn an_mpmc_subscriber_from_the_oldest_behind_a_held_ring_never_lags() {
+    loom::model(|| {
+        let (tx, ring) = mpmc_bounded::<u64>(2, 0);
+        join_from_oldest_behind_a_held_ring(ring, move |v| tx.try_publish(v));
+    });
+}
+
 /// A gated subscriber joining while the publisher of a bounded ring runs ahead: its gate first
 /// holds the cursor it read, which the publisher may have left more than a lap behind, so the
 /// publisher parks for room; the join then raises the gate to the cursor, and that raise must
