@@ -1,4 +1,4 @@
-//! weft's main demo: a writer process streams to a reader process through shared memory, every
+//! weft's stream demo: a writer process streams to a reader process through shared memory, every
 //! record checksummed, and prints throughput and round-trip latency.
 //!
 //! ```text
