@@ -123,6 +123,8 @@ impl Pattern {
                 i += 1;
             }
         }
+        // The swaps can bring two `**` together (`**/*/**` -> `*/**/**`): keep one.
+        segs.dedup_by(|b, a| *a == Seg::Any && *b == Seg::Any);
         let mut out = String::from(prefix);
         for s in &segs {
             out.push('/');
@@ -222,5 +224,24 @@ mod tests {
         assert_eq!(p("/**/**/x").key_expr("w"), "w/**/x");
         assert_eq!(p("/**/*").key_expr("w"), "w/*/**");
         assert_eq!(p("/**/*/*/a").key_expr("w"), "w/*/*/**/a");
+        // Moving a `*` before a `**` can bring two `**` together: one stays.
+        assert_eq!(p("/c/**/*/**").key_expr("w"), "w/c/*/**");
+        assert_eq!(p("/**/*/**/*/**").key_expr("w"), "w/*/*/**");
+        // Whatever the pattern, Zenoh takes the key expression as it is (it refuses one that
+        // is not canonical).
+        let segs = ["a", "*", "**"];
+        for a in segs {
+            for b in segs {
+                for c in segs {
+                    for d in segs {
+                        let k = p(&format!("/{a}/{b}/{c}/{d}")).key_expr("w");
+                        assert!(
+                            zenoh::key_expr::KeyExpr::try_from(k.as_str()).is_ok(),
+                            "/{a}/{b}/{c}/{d} -> {k}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
