@@ -158,8 +158,37 @@ struct WeftZenohTypeProbe([u8; 3]);
 /// # Errors
 /// As `Subscriber::subscribe` (`NotFound` when the topic is not registered).
 pub(crate) fn probe(sub: &Subscriber, topic: &str) -> weft::Result<Option<TypeMeta>> {
-    match sub.subscribe_typed::<WeftZenohTypeProbe>(topic) {
-        Ok(_) => Ok(Some(TypeMeta::of::<WeftZenohTypeProbe>())),
+    // A topic registered again between the two probes below (with a type of the second one's
+    // size) is probed again: a few times, never for ever.
+    for _ in 0..PROBE_TRIES {
+        match sub.subscribe_typed::<WeftZenohTypeProbe>(topic) {
+            // A type of the probe's size and alignment (an unnamed type is checked by those
+            // alone): a probe of another size has the type named in its mismatch.
+            Ok(_) => match sub.subscribe_typed::<WeftZenohTypeProbe5>(topic) {
+                Ok(_) => continue,
+                other => return from_mismatch(other),
+            },
+            other => return from_mismatch(other),
+        }
+    }
+    Err(weft::Error::InvalidArgument {
+        what: "the type of a topic registered again while it was probed",
+        value: PROBE_TRIES as u64,
+        expected: "a registration that stays while two probes look at it",
+    })
+}
+
+/// How many times [`probe`] looks at a topic that keeps changing under it.
+const PROBE_TRIES: usize = 4;
+
+/// A second probe type, of another size than [`WeftZenohTypeProbe`].
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct WeftZenohTypeProbe5([u8; 5]);
+
+/// What a probe's refusal says of the topic's type; `Ok` is not given here.
+fn from_mismatch(r: weft::Result<weft::pubsub::Subscription>) -> weft::Result<Option<TypeMeta>> {
+    match r {
         // An untyped topic is reported with size 0 (a typed one has at least 1 byte).
         Err(weft::Error::TypeMismatch {
             found, found_size, ..
@@ -170,6 +199,11 @@ pub(crate) fn probe(sub: &Subscriber, topic: &str) -> weft::Result<Option<TypeMe
             Ok((found_size != 0).then(|| TypeMeta::new(name, found_size as u32, 0)))
         }
         Err(e) => Err(e),
+        Ok(_) => Err(weft::Error::InvalidArgument {
+            what: "a probe of a topic's type",
+            value: 0,
+            expected: "a refusal naming the type",
+        }),
     }
 }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Cleanup, config, eventually, free_port, unique};
+use common::{Cleanup, config, eventually, free_port, inbound_of, receiving, sending, unique};
 use std::time::Duration;
 use weft::ErrorKind;
 use weft::pubsub::{Config, Publisher, Subscriber};
@@ -197,4 +197,40 @@ fn a_disagreeing_type_is_refused_on_the_far_side() {
         ErrorKind::TypeMismatch,
         "registered untyped: weft cannot register a type described at run time"
     );
+}
+
+/// A type of three bytes, aligned to one: the size and alignment of the bridge's first type
+/// probe, which an unnamed type matched (weft checks unnamed types by size and alignment), so
+/// the sender named it after the probe and the receiver's typed rule refused every sample.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Rgb {
+    r: u8,
+    g: u8,
+    b: u8,
+}
+
+#[test]
+fn a_type_of_the_probes_size_is_named_as_it_is() {
+    let (a, b, p, port) = (unique("rgb-a"), unique("rgb-b"), unique("rgb"), free_port());
+    let _c = Cleanup(vec![a.clone(), b.clone()]);
+    let src = Publisher::create(&a, &Config::default()).unwrap();
+    let t = src.register_typed::<Rgb>("/px/a").unwrap();
+    let tx = Bridge::start(sending(&a, &p, "/px/**", port)).unwrap();
+    let rx = Bridge::builder(receiving(&b, &p, "/px/**", port))
+        .typed::<Rgb>("/px/**")
+        .unwrap()
+        .start()
+        .unwrap();
+    assert!(tx.wait_matched("/px/a", Duration::from_secs(20)));
+    for i in 0..10 {
+        src.publish_typed(&t, &Rgb { r: i, g: 1, b: 2 }).unwrap();
+    }
+    eventually(Duration::from_secs(20), "10 handled", || {
+        rx.stats()
+            .inbound("/px/a")
+            .is_some_and(|t| t.samples + t.refused == 10)
+    });
+    let s = rx.stats();
+    assert_eq!(inbound_of(&s, "/px/a").samples, 10, "{s}\n{}", tx.stats());
 }
