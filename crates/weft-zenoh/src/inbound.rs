@@ -216,10 +216,15 @@ pub(crate) fn on_sample(shared: &Shared, index: usize, sample: Sample) {
     else {
         return;
     };
-    if weft::pubsub::validate_topic(topic).is_err()
-        || shared.config.inbound.iter().position(|p| p.matches(topic)) != Some(index)
-    {
+    if shared.config.inbound.iter().position(|p| p.matches(topic)) != Some(index) {
         return;
+    }
+    if let Err(e) = weft::pubsub::validate_topic(topic) {
+        return refuse(
+            shared,
+            topic,
+            Refusal::Refused(format!("no weft topic: {e}")),
+        );
     }
     // Samples without an attachment come from plain Zenoh publishers: untyped, no sequence.
     let header = match sample.attachment() {
@@ -338,7 +343,7 @@ fn publish(
         ));
         return Ok(());
     }
-    if len > publisher.max_len() {
+    if t.topic.message_size().is_none() && len > publisher.max_len() {
         Counters::add(&t.counters.dropped, 1);
         t.counters.error(format!(
             "a sample of {len} bytes does not fit the region's {}-byte blocks",

@@ -189,3 +189,38 @@ fn a_single_publisher_topic_takes_the_bridge_once_its_holder_is_gone() {
     assert!(d.is_some_and(|d| d.single_publisher), "{d:?}");
     drop(region);
 }
+
+/// A latest-value inline topic holds messages larger than the region's blocks (its values
+/// live in its ring's slots): a sample of that size is published into it, not dropped for the
+/// block size.
+#[test]
+fn a_latest_inline_topic_larger_than_a_block_takes_its_samples() {
+    let (b, p, port) = (unique("inl-big"), unique("inl-big"), free_port());
+    let _c = Cleanup(vec![b.clone()]);
+    let local = Publisher::create(&b, &Config::default().block_size(64)).unwrap();
+    let t = local
+        .register_spec("/l/v", &TopicSpec::inline(1000).latest())
+        .unwrap();
+    local.publish(&t, &[1; 1000]).unwrap();
+    let c = common::config(&b, &p)
+        .inbound("/l/**")
+        .unwrap()
+        .listen(&format!("tcp/127.0.0.1:{port}"));
+    let bridge = Bridge::start(c).unwrap();
+    let z = common::raw_session(port);
+    common::wait_subscribed(&z, &format!("{p}/l/v"));
+    common::put(&z, &format!("{p}/l/v"), &[7; 1000], None);
+    eventually(Duration::from_secs(20), "handled", || {
+        bridge
+            .stats()
+            .inbound("/l/v")
+            .is_some_and(|t| t.samples + t.dropped == 1)
+    });
+    let s = bridge.stats();
+    assert_eq!(common::inbound_of(&s, "/l/v").samples, 1, "{s}");
+    let mut sub = Subscriber::connect(&b)
+        .unwrap()
+        .subscribe_with_history("/l/v", 1)
+        .unwrap();
+    assert_eq!(&*sub.try_recv().unwrap(), &[7; 1000][..]);
+}
