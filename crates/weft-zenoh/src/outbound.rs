@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::stats::{Counters, Dir};
 use crate::typeinfo::{TypeMeta, probe};
 use crate::wire::SampleHeader;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
@@ -35,23 +35,33 @@ impl AsRef<[u8]> for SampleBytes {
 pub(crate) fn discover(shared: Arc<Shared>) {
     let region = shared.config.region.clone();
     let every = Duration::from_millis(shared.config.discovery_interval_ms);
-    let mut subscriber: Option<Arc<Subscriber>> = None;
-    let mut running: HashMap<String, JoinHandle<()>> = HashMap::new();
+    let mut readers = Readers::default();
+    // Each forwarder and the index of the reader its subscription is on.
+    let mut running: HashMap<String, (JoinHandle<()>, usize)> = HashMap::new();
+    let mut closed = Closed::default();
     let mut refused: HashSet<String> = HashSet::new();
     while !shared.stopping() {
-        if subscriber.is_none() {
+        if readers.list.is_empty() {
             match Subscriber::connect(&region) {
-                Ok(s) => subscriber = Some(Arc::new(s)),
+                Ok(s) => readers.list.push((Arc::new(s), 0)),
                 // Not created yet: look again next round.
                 Err(weft::Error::NotFound { .. }) => {}
                 Err(e) => shared.error(format!("opening region {region}: {e}")),
             }
         }
         // A forwarder whose topic was unregistered has stopped: the topic is subscribed
-        // again below if it is registered again.
-        running.retain(|_, h| !h.is_finished());
-        if let Some(sub) = &subscriber {
-            match sub.topics() {
+        // again below if it is registered again, as a new registration.
+        running.retain(|name, (h, r)| {
+            if h.is_finished() {
+                closed.insert(name);
+                readers.list[*r].1 -= 1;
+                false
+            } else {
+                true
+            }
+        });
+        if let Some((first, _)) = readers.list.first() {
+            match first.topics() {
                 Ok(topics) => {
                     // A refused topic that is gone is refused (and counted) anew if it comes
                     // back with the wrong type again.
@@ -63,12 +73,22 @@ pub(crate) fn discover(shared: Arc<Shared>) {
                         {
                             continue;
                         }
+                        let r = match readers.with_room(&region) {
+                            Ok(r) => r,
+                            Err(e) => {
+                                shared.stats.get(Dir::Out, &name).error(Error::from(e));
+                                continue;
+                            }
+                        };
                         // A refused topic is tried every round: it may have been unregistered
                         // and registered again with the right type between two rounds.
-                        match start(&shared, sub, &name) {
+                        let sub = readers.list[r].0.clone();
+                        match start(&shared, &sub, &name, closed.contains(&name)) {
                             Ok(Started::Running(h)) => {
                                 refused.remove(&name);
-                                running.insert(name, h);
+                                closed.remove(&name);
+                                readers.list[r].1 += 1;
+                                running.insert(name, (h, r));
                             }
                             Ok(Started::Refused(why)) => {
                                 if refused.insert(name.clone()) {
@@ -91,8 +111,67 @@ pub(crate) fn discover(shared: Arc<Shared>) {
             slept += step;
         }
     }
-    for (_, h) in running {
+    for (_, (h, _)) in running {
         let _ = h.join();
+    }
+}
+
+/// The region's subscriber handles the forwarders subscribe through, each with the number of
+/// forwarders on it. A handle (a participant) holds at most `max_held` subscriptions and
+/// received samples at once: the forwarders are spread so that each has room for samples
+/// in flight beside its subscription, a quarter of the allowance each.
+#[derive(Default)]
+struct Readers {
+    list: Vec<(Arc<Subscriber>, usize)>,
+}
+
+impl Readers {
+    /// The index of a handle with room for one more forwarder, connecting one if none has.
+    /// The first handle must be there.
+    fn with_room(&mut self, region: &str) -> weft::Result<usize> {
+        let per = (self.list[0].0.region_info().max_held as usize / 4).max(1);
+        if let Some(i) = self.list.iter().position(|(_, n)| *n < per) {
+            return Ok(i);
+        }
+        self.list.push((Arc::new(Subscriber::connect(region)?), 0));
+        Ok(self.list.len() - 1)
+    }
+}
+
+/// Names of topics whose forwarder ended because they were unregistered: registered again,
+/// their sequences go on from wherever the table entry they land in was (another entry's
+/// count), so the new forwarder tells the far side not to count the jump as lost. Bounded:
+/// the oldest names are forgotten first (a re-registration of one of those is counted as
+/// lag, as a gap it cannot tell from one).
+#[derive(Default)]
+struct Closed {
+    names: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+/// How many names [`Closed`] remembers.
+const CLOSED_MAX: usize = 4096;
+
+impl Closed {
+    fn insert(&mut self, name: &str) {
+        if self.names.insert(name.to_string()) {
+            self.order.push_back(name.to_string());
+            if self.order.len() > CLOSED_MAX
+                && let Some(old) = self.order.pop_front()
+            {
+                self.names.remove(&old);
+            }
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+
+    fn remove(&mut self, name: &str) {
+        if self.names.remove(name) {
+            self.order.retain(|n| n != name);
+        }
     }
 }
 
@@ -123,7 +202,7 @@ fn subscribe(shared: &Shared, sub: &Subscriber, topic: &str) -> Result<Subscribe
 }
 
 /// Subscribes to `topic` and starts its forwarder, unless its type is refused.
-fn start(shared: &Arc<Shared>, sub: &Arc<Subscriber>, topic: &str) -> Result<Started> {
+fn start(shared: &Arc<Shared>, sub: &Arc<Subscriber>, topic: &str, fresh: bool) -> Result<Started> {
     let cap = (sub.region_info().ring_slots as usize * 2).max(4096);
     // A topic bridged both ways: the loop guard's queue is this forwarder's from its
     // subscription on (see `OwnSeqs`); dropping `own` (when this returns an error, or the
@@ -167,7 +246,7 @@ fn start(shared: &Arc<Shared>, sub: &Arc<Subscriber>, topic: &str) -> Result<Sta
     let s = shared.clone();
     let h = std::thread::Builder::new()
         .name(format!("weft-zenoh-out:{topic}"))
-        .spawn(move || forward(&s, subscription, publisher, meta, counters, own))
+        .spawn(move || forward(&s, subscription, publisher, meta, counters, own, fresh))
         .map_err(Error::Thread)?;
     Ok(Started::Running(h))
 }
@@ -181,6 +260,7 @@ fn forward(
     ty: Option<TypeMeta>,
     counters: Arc<Counters>,
     own: Option<Attached>,
+    mut fresh: bool,
 ) {
     // Sequences skipped on purpose since the last sample put: the far side does not count
     // them as lost.
@@ -190,6 +270,11 @@ fn forward(
         match sub.recv_timeout(POLL) {
             Ok(sample) => {
                 let seq = sample.seq();
+                if fresh {
+                    // A new registration: what came before its first sample here is no loss.
+                    fresh = false;
+                    excluded = seq;
+                }
                 // A latest topic skips to the newest value, and a dead publisher's unfinished
                 // sequence is skipped: neither is a loss.
                 excluded += seq.saturating_sub(expected);

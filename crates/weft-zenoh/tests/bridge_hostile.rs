@@ -120,3 +120,67 @@ fn an_origin_pushed_out_by_many_newer_ones_starts_afresh() {
     send(7, 10);
     assert_eq!(counted(2 + others + 1), 2, "{}", bridge.stats());
 }
+
+/// A key Zenoh carries under an inbound pattern that is no weft topic name (`a:b`) is refused
+/// and counted, not dropped without a trace.
+#[test]
+fn a_key_that_is_no_topic_name_is_refused_and_counted() {
+    let (b, p, port) = (unique("badname"), unique("badname"), free_port());
+    let _c = Cleanup(vec![b.clone()]);
+    let c = config(&b, &p)
+        .inbound("/n/*")
+        .unwrap()
+        .listen(&format!("tcp/127.0.0.1:{port}"));
+    let bridge = Bridge::start(c).unwrap();
+    let z = raw_session(port);
+    wait_subscribed(&z, &format!("{p}/n/ok"));
+    put(&z, &format!("{p}/n/a:b"), b"lost", None);
+    put(&z, &format!("{p}/n/ok"), b"ok", None);
+    eventually(Duration::from_secs(20), "ok", || {
+        bridge
+            .stats()
+            .inbound("/n/ok")
+            .is_some_and(|t| t.samples == 1)
+    });
+    let s = bridge.stats();
+    let counted: u64 = s.inbound.iter().map(|t| t.refused + t.dropped).sum();
+    assert_eq!(counted, 1, "{s}");
+}
+
+/// More matching topics than one participant may hold subscriptions and samples for
+/// (`max_held` 8, 12 topics): every topic is forwarded (the bridge spreads them over several
+/// subscriber handles), not only those that fit, with samples still received on each.
+#[test]
+fn more_topics_than_one_participant_holds_are_all_forwarded() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use zenoh::Wait;
+    let (a, p, port) = (unique("held"), unique("held"), free_port());
+    let _c = Cleanup(vec![a.clone()]);
+    let t = Duration::from_secs(20);
+    let local = Publisher::create(&a, &Config::default().topics(16).max_held(8)).unwrap();
+    let names: Vec<String> = (0..12).map(|i| format!("/m/t{i}")).collect();
+    let topics: Vec<_> = names.iter().map(|n| local.register(n).unwrap()).collect();
+    let tx = Bridge::start(common::sending(&a, &p, "/m/**", port)).unwrap();
+    let z = raw_session(port);
+    let got = Arc::new(AtomicU64::new(0));
+    let g = got.clone();
+    let _s = z
+        .declare_subscriber(format!("{p}/m/**"))
+        .callback(move |_| {
+            g.fetch_add(1, Relaxed);
+        })
+        .wait()
+        .unwrap();
+    for n in &names {
+        assert!(tx.wait_matched(n, t), "{n}: {}", tx.stats());
+    }
+    for round in 1..=3u64 {
+        for topic in &topics {
+            local.publish(topic, b"x").unwrap();
+        }
+        eventually(t, "every topic forwarded", || {
+            got.load(Relaxed) == 12 * round
+        });
+    }
+}

@@ -234,3 +234,52 @@ fn unregistered_outbound_topics_leave_the_statistics() {
     );
     drop(kept);
 }
+
+/// A topic registered again may land in another entry of the table, whose sequences go on
+/// from that entry's count (300 here): the jump is no loss, and the far side counts none.
+#[test]
+fn a_topic_registered_again_in_another_entry_is_no_lag() {
+    let (a, b, p, port) = (
+        unique("jump-a"),
+        unique("jump-b"),
+        unique("jump"),
+        free_port(),
+    );
+    let _c = Cleanup(vec![a.clone(), b.clone()]);
+    let t = Duration::from_secs(20);
+    let local = Publisher::create(&a, &Config::default().topics(2)).unwrap();
+    let first = local.register("/q/x").unwrap(); // entry 0
+    let other = local.register("/z/o").unwrap(); // entry 1, left at sequence 300
+    for _ in 0..300 {
+        local.publish(&other, b"o").unwrap();
+    }
+    local.unregister(&other).unwrap();
+    let tx = Bridge::start(sending(&a, &p, "/q/**", port)).unwrap();
+    let rx = Bridge::start(common::receiving(&b, &p, "/q/**", port)).unwrap();
+    let arrived = |n| {
+        eventually(t, "in B", || {
+            rx.stats().inbound("/q/x").is_some_and(|s| s.samples == n)
+        })
+    };
+    assert!(tx.wait_matched("/q/x", t));
+    for _ in 0..3 {
+        local.publish(&first, b"x").unwrap();
+    }
+    arrived(3);
+    // A local subscription keeps entry 0 while it drains: /q/x comes back in entry 1.
+    let _holder = Subscriber::connect(&a).unwrap().subscribe("/q/x").unwrap();
+    local.unregister(&first).unwrap();
+    eventually(t, "the old forwarder done", || {
+        tx.stats().outbound("/q/x").is_none()
+    });
+    let second = local.register("/q/x").unwrap();
+    assert!(tx.wait_matched("/q/x", t));
+    assert_eq!(local.publish(&second, b"y").unwrap(), 300);
+    arrived(4);
+    let s = rx.stats();
+    assert_eq!(
+        common::inbound_of(&s, "/q/x").lagged,
+        0,
+        "nothing was lost: {s}"
+    );
+}

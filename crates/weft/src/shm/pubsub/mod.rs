@@ -564,6 +564,9 @@ pub struct RegionInfo {
     pub participants_alive: u64,
     /// Descriptors per topic ring.
     pub ring_slots: u64,
+    /// Samples, loans and subscriptions one participant (a `Publisher` or `Subscriber`
+    /// handle) may hold at once ([`Config::max_held`]).
+    pub max_held: u64,
 }
 
 fn region_info(r: &Region) -> RegionInfo {
@@ -581,6 +584,7 @@ fn region_info(r: &Region) -> RegionInfo {
             })
             .count() as u64,
         ring_slots: r.geo.ring_slots,
+        max_held: r.geo.held,
     }
 }
 
