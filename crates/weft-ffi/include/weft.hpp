@@ -66,7 +66,7 @@ class bytes_view {
               typename = decltype(std::declval<const Container &>().data()),
               typename = decltype(std::declval<const Container &>().size()),
               typename = std::enable_if_t<sizeof(*std::declval<const Container &>().data()) == 1>>
-    bytes_view(const Container &c) noexcept
+    bytes_view(const Container &c) noexcept(noexcept(c.data()) && noexcept(c.size()))
         : data_(reinterpret_cast<const std::uint8_t *>(c.data())), size_(c.size()) {}
 
     const std::uint8_t *data() const noexcept { return data_; }
@@ -122,14 +122,25 @@ inline bool soft(weft_status rc) {
 
 // `d` in whole milliseconds, rounded up; 0 for a negative `d`. A duration too long for
 // milliseconds (`std::chrono::hours::max()` meaning "for ever") saturates to UINT64_MAX
-// milliseconds (584 million years) instead of overflowing in the conversion.
+// milliseconds (584 million years) instead of overflowing in the conversion. Rounded from
+// the `long double` count checked against that bound: `std::chrono::ceil` multiplies before
+// it divides for periods such as 1/1024 s, which overflows below the bound.
 template <typename Rep, typename Period>
 std::uint64_t millis(std::chrono::duration<Rep, Period> d) {
     if (d <= d.zero()) return 0;
     const auto as_ms = std::chrono::duration<long double, std::milli>(d).count();
-    if (as_ms >= static_cast<long double>(std::numeric_limits<std::int64_t>::max() / 2))
+    if (!(as_ms < static_cast<long double>(std::numeric_limits<std::int64_t>::max() / 2)))
         return std::numeric_limits<std::uint64_t>::max();
-    return static_cast<std::uint64_t>(std::chrono::ceil<std::chrono::milliseconds>(d).count());
+    const auto whole = static_cast<std::uint64_t>(as_ms);
+    return whole + (static_cast<long double>(whole) < as_ms ? 1 : 0);
+}
+
+// `name` for a C call, which reads up to the first NUL: a name holding one would reach C cut
+// short and name another object, so it is refused.
+inline const char *c_name(const std::string &name) {
+    if (name.find('\0') != std::string::npos)
+        throw error(WEFT_ERROR_INVALID_NAME, "a name cannot hold a NUL byte");
+    return name.c_str();
 }
 
 // Unique ownership of one C handle, released by `Close` (which sets the pointer to NULL).
@@ -248,7 +259,7 @@ class stream_writer {
     static stream_writer create(const std::string &name, std::size_t capacity,
                                 const weft_stream_options *opts = nullptr) {
         weft_stream_writer_t *h = nullptr;
-        detail::check(weft_stream_writer_create(name.c_str(), capacity, opts, &h));
+        detail::check(weft_stream_writer_create(detail::c_name(name), capacity, opts, &h));
         return stream_writer(h);
     }
     void write(bytes_view data) {
@@ -336,7 +347,7 @@ class stream_reader {
   public:
     static stream_reader open(const std::string &name) {
         weft_stream_reader_t *h = nullptr;
-        detail::check(weft_stream_reader_open(name.c_str(), &h));
+        detail::check(weft_stream_reader_open(detail::c_name(name), &h));
         return stream_reader(h);
     }
     // Waits up to `timeout` for the stream to appear; throws error(WEFT_ERROR_NOT_FOUND) if
@@ -345,7 +356,8 @@ class stream_reader {
     static stream_reader open_for(const std::string &name,
                                   std::chrono::duration<Rep, Period> timeout) {
         weft_stream_reader_t *h = nullptr;
-        detail::check(weft_stream_reader_open_timeout(name.c_str(), detail::millis(timeout), &h));
+        detail::check(
+            weft_stream_reader_open_timeout(detail::c_name(name), detail::millis(timeout), &h));
         return stream_reader(h);
     }
     // Waits for the next record. Throws error(WEFT_ERROR_CLOSED) once the writer closed
@@ -434,29 +446,30 @@ class publisher {
   public:
     static publisher create(const std::string &region, const weft_pubsub_config *cfg = nullptr) {
         weft_publisher_t *h = nullptr;
-        detail::check(weft_publisher_create(region.c_str(), cfg, &h));
+        detail::check(weft_publisher_create(detail::c_name(region), cfg, &h));
         return publisher(h);
     }
     static publisher open(const std::string &region, const weft_pubsub_config *cfg = nullptr) {
         weft_publisher_t *h = nullptr;
-        detail::check(weft_publisher_open(region.c_str(), cfg, &h));
+        detail::check(weft_publisher_open(detail::c_name(region), cfg, &h));
         return publisher(h);
     }
     weft::topic register_topic(const std::string &name, std::int32_t mode = WEFT_TOPIC_BLOCKS) {
         weft_topic_t *t = nullptr;
-        detail::check(weft_publisher_register_with(h_.get(), name.c_str(), mode, &t));
+        detail::check(weft_publisher_register_with(h_.get(), detail::c_name(name), mode, &t));
         return weft::topic(t);
     }
     // Registers an inline topic of `size`-byte messages (1 to 56).
     weft::topic register_inline(const std::string &name, std::size_t size) {
         weft_topic_t *t = nullptr;
-        detail::check(weft_publisher_register_inline(h_.get(), name.c_str(), size, &t));
+        detail::check(weft_publisher_register_inline(h_.get(), detail::c_name(name), size, &t));
         return weft::topic(t);
     }
     // Registers a latest-value inline topic: every receive gets the newest message.
     weft::topic register_inline_latest(const std::string &name, std::size_t size) {
         weft_topic_t *t = nullptr;
-        detail::check(weft_publisher_register_inline_latest(h_.get(), name.c_str(), size, &t));
+        detail::check(
+            weft_publisher_register_inline_latest(h_.get(), detail::c_name(name), size, &t));
         return weft::topic(t);
     }
     // Registers a single-publisher topic of `mode` (`size`: an inline topic's message size, 0
@@ -464,7 +477,8 @@ class publisher {
     weft::topic register_single(const std::string &name, std::int32_t mode = WEFT_TOPIC_BLOCKS,
                                 std::size_t size = 0) {
         weft_topic_t *t = nullptr;
-        detail::check(weft_publisher_register_single(h_.get(), name.c_str(), mode, size, &t));
+        detail::check(
+            weft_publisher_register_single(h_.get(), detail::c_name(name), mode, size, &t));
         return weft::topic(t);
     }
     weft::loan loan(const weft::topic &t) {
@@ -598,7 +612,7 @@ class subscriber {
     static subscriber connect(const std::string &region,
                               const weft_pubsub_config *cfg = nullptr) {
         weft_subscriber_t *h = nullptr;
-        detail::check(weft_subscriber_connect(region.c_str(), cfg, &h));
+        detail::check(weft_subscriber_connect(detail::c_name(region), cfg, &h));
         return subscriber(h);
     }
     // Waits up to `timeout` for the region to appear; throws error(WEFT_ERROR_TIMEOUT) if it
@@ -608,13 +622,13 @@ class subscriber {
                                   std::chrono::duration<Rep, Period> timeout) {
         weft_subscriber_t *h = nullptr;
         detail::check(
-            weft_subscriber_connect_timeout(region.c_str(), detail::millis(timeout), &h));
+            weft_subscriber_connect_timeout(detail::c_name(region), detail::millis(timeout), &h));
         return subscriber(h);
     }
     weft::subscription subscribe(const std::string &topic, std::size_t history = 0) const {
         weft_subscription_t *s = nullptr;
         detail::check(
-            weft_subscriber_subscribe_with_history(h_.get(), topic.c_str(), history, &s));
+            weft_subscriber_subscribe_with_history(h_.get(), detail::c_name(topic), history, &s));
         return weft::subscription(s);
     }
     // Waits up to `timeout` for a publisher to register `topic`; throws
@@ -623,7 +637,7 @@ class subscriber {
     weft::subscription subscribe_for(const std::string &topic,
                                      std::chrono::duration<Rep, Period> timeout) const {
         weft_subscription_t *s = nullptr;
-        detail::check(weft_subscriber_subscribe_timeout(h_.get(), topic.c_str(),
+        detail::check(weft_subscriber_subscribe_timeout(h_.get(), detail::c_name(topic),
                                                         detail::millis(timeout), &s));
         return weft::subscription(s);
     }
@@ -661,7 +675,7 @@ inline std::vector<std::string> regions() {
 // The registered topics of a region.
 inline std::vector<std::string> topics(const std::string &region) {
     weft_name_list_t *l = nullptr;
-    detail::check(weft_pubsub_topics(region.c_str(), &l));
+    detail::check(weft_pubsub_topics(detail::c_name(region), &l));
     return detail::names(l);
 }
 
@@ -715,14 +729,15 @@ class channel {
     static channel listen(const std::string &name, std::chrono::duration<Rep, Period> timeout,
                           const weft_channel_options *opts = nullptr) {
         weft_channel_t *h = nullptr;
-        detail::check(weft_channel_listen(name.c_str(), detail::millis(timeout), opts, &h));
+        detail::check(weft_channel_listen(detail::c_name(name), detail::millis(timeout), opts, &h));
         return channel(h);
     }
     template <typename Rep, typename Period>
     static channel connect(const std::string &name, std::chrono::duration<Rep, Period> timeout,
                            const weft_channel_options *opts = nullptr) {
         weft_channel_t *h = nullptr;
-        detail::check(weft_channel_connect(name.c_str(), detail::millis(timeout), opts, &h));
+        detail::check(
+            weft_channel_connect(detail::c_name(name), detail::millis(timeout), opts, &h));
         return channel(h);
     }
     void send(bytes_view data) {
@@ -835,7 +850,7 @@ class server {
   public:
     static server bind(const std::string &name, const weft_channel_options *opts = nullptr) {
         weft_server_t *h = nullptr;
-        detail::check(weft_server_bind(name.c_str(), opts, &h));
+        detail::check(weft_server_bind(detail::c_name(name), opts, &h));
         return server(h);
     }
     // The client side: a channel to the server `name`.
@@ -844,7 +859,7 @@ class server {
                                  std::chrono::duration<Rep, Period> timeout,
                                  const weft_channel_options *opts = nullptr) {
         weft_channel_t *h = nullptr;
-        detail::check(weft_server_connect(name.c_str(), detail::millis(timeout), opts, &h));
+        detail::check(weft_server_connect(detail::c_name(name), detail::millis(timeout), opts, &h));
         return weft::channel(h);
     }
     weft::channel accept() {

@@ -409,6 +409,61 @@ static void channels() {
     EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, weft::stream_reader::open_for(name("absent"), 10ms));
 }
 
+// Inputs at the edges of the wrapper's conversions: durations in odd periods, names with a
+// NUL inside, containers whose accessors throw.
+static void edges() {
+    // 1/1024 s ticks: std::chrono::ceil multiplied by 125 before dividing by 128, which
+    // overflowed int64 far below the saturation bound (1 ms instead of 4.5 million years).
+    using ticks = std::chrono::duration<std::int64_t, std::ratio<1, 1024>>;
+    CHECK(weft::detail::millis(ticks(147'573'952'589'676'413)) == 144'115'188'075'855'873ULL);
+    using frames = std::chrono::duration<std::int64_t, std::ratio<1, 60>>;
+    CHECK(weft::detail::millis(frames(200'000'000'000'000'000)) == 3'333'333'333'333'333'334ULL);
+    CHECK(weft::detail::millis(ticks(1)) == 1);
+    CHECK(weft::detail::millis(ticks(1024)) == 1000);
+    CHECK(weft::detail::millis(ticks(-5)) == 0);
+    {
+        auto writer = weft::stream_writer::create(name("ticks"), 4096);
+        auto reader = weft::stream_reader::open(name("ticks"));
+        std::thread later([&] {
+            std::this_thread::sleep_for(50ms);
+            writer.write(std::string_view("x"));
+        });
+        auto rec = reader.read_for(ticks(147'573'952'589'676'413));
+        later.join();
+        CHECK(rec && rec->str() == "x"); // waited for the record instead of giving up at once
+    }
+
+    // A name with a NUL inside is another name, not the part before the NUL.
+    const std::string base = name("nul");
+    const std::string cut = base + std::string("\0-other", 7);
+    auto w = weft::stream_writer::create(base, 4096);
+    EXPECT_ERROR(WEFT_ERROR_INVALID_NAME, weft::stream_reader::open(cut));
+    EXPECT_ERROR(WEFT_ERROR_INVALID_NAME, weft::stream_writer::create(cut, 4096));
+    EXPECT_ERROR(WEFT_ERROR_INVALID_NAME, weft::publisher::create(cut));
+    EXPECT_ERROR(WEFT_ERROR_INVALID_NAME, weft::subscriber::connect(cut));
+    EXPECT_ERROR(WEFT_ERROR_INVALID_NAME, weft::topics(cut));
+    {
+        auto pub = weft::publisher::create(name("nul-region"));
+        EXPECT_ERROR(WEFT_ERROR_INVALID_NAME, pub.register_topic(std::string("/a\0b", 4)));
+    }
+
+    // A sample's data() throws once the sample was moved from: a view of it throws too,
+    // where a noexcept view ended the process (std::terminate).
+    static_assert(!std::is_nothrow_constructible_v<weft::bytes_view, const weft::sample &>);
+    static_assert(std::is_nothrow_constructible_v<weft::bytes_view, const std::string &>);
+    auto pub = weft::publisher::create(name("fwd"));
+    auto in = pub.register_topic("/in");
+    auto out = pub.register_topic("/out");
+    auto sub = weft::subscriber::connect(name("fwd"));
+    auto s = sub.subscribe("/in");
+    pub.publish(in, std::string_view("tick"));
+    auto smp = s.recv();
+    pub.publish(out, smp); // forwarding a sample as bytes
+    auto kept = std::move(smp);
+    EXPECT_ERROR(WEFT_ERROR_INVALID_ARGUMENT, pub.publish(out, smp));
+    CHECK(weft::bytes_view(kept).str() == "tick");
+}
+
 int main() {
     alarm(120); // a wait that never ends fails the test instead of hanging it
     std::fprintf(stderr, "-- stream\n");
@@ -417,6 +472,8 @@ int main() {
     pubsub();
     std::fprintf(stderr, "-- channels\n");
     channels();
+    std::fprintf(stderr, "-- edges\n");
+    edges();
     std::fprintf(stderr, "cpp: %lu checks passed\n", checks);
     std::printf("ok cpp %lu\n", checks);
     return 0;
