@@ -2337,14 +2337,22 @@ fn close_now(r: &Region, t: u32) -> Result<()> {
 /// Moves CLOSING topic `t` to CLOSED with subscribers stopping before sequence `end`, and wakes
 /// them: the last step of `Publisher::unregister`, or of a close a dead publisher left.
 fn close_at(r: &Region, t: u32, end: u64) -> Result<()> {
+    // The wake word is found first, while the entry is this registration's: once CLOSED is
+    // stored, its last subscriber may leave and free the entry (clearing its fields, which a
+    // new registration may then fill), and reading the mode and inline ring after that was
+    // `Corrupt` for a cleared inline size. Waking the word of an entry freed since is only a
+    // spurious wake.
+    let inline = match r.entry_mode(t)? {
+        Some(MODE_INLINE) => Some(r.inline_ring(t)?),
+        _ => None,
+    };
     // SYNC POINT: Release, then the Release store of CLOSED: a subscriber that sees CLOSED
     // (Acquire, `Subscription::closed`) sees where to stop.
     r.stats(t)?.close_seq.store(end, Ordering::Release);
     r.topic(t)?.state.store(TOPIC_CLOSED, Ordering::Release);
-    if r.entry_mode(t)? == Some(MODE_INLINE) {
-        wake::wake_always(&r.inline_ring(t)?.ring.signal().notify);
-    } else {
-        wake::wake_always(&r.hot(t)?.notify);
+    match &inline {
+        Some(inl) => wake::wake_always(&inl.ring.signal().notify),
+        None => wake::wake_always(&r.hot(t)?.notify),
     }
     Ok(())
 }
