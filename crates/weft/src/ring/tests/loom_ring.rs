@@ -266,17 +266,31 @@ fn join_from_oldest_while_publishing(
 ) {
     let t = thread::spawn(move || {
         for i in 2..=4u64 {
-            let mut v = i;
-            while let Err(e) = try_publish(v) {
-                assert!(matches!(e, PublishError::Full(_)), "{e:?}");
-                v = e.into_inner();
-                loom::thread::yield_now();
-            }
+            publish_when_room(&mut try_publish, i);
         }
     });
     let mut rx = ring.subscribe_from_oldest();
+    read_without_a_gap_until(&mut rx, 4);
+    t.join().unwrap();
+}
+
+/// `try_publish(v)` until there is room.
+fn publish_when_room(
+    try_publish: &mut impl FnMut(u64) -> Result<(), PublishError<u64>>,
+    mut v: u64,
+) {
+    while let Err(e) = try_publish(v) {
+        assert!(matches!(e, PublishError::Full(_)), "{e:?}");
+        v = e.into_inner();
+        loom::thread::yield_now();
+    }
+}
+
+/// Receives on the gated `rx` until `end`: wherever it started, every value after its first
+/// is the one before plus 1, and nothing is lagged.
+fn read_without_a_gap_until(rx: &mut crate::ring::Subscriber<u64>, end: u64) {
     let mut last = None;
-    while last != Some(4) {
+    while last != Some(end) {
         match rx.try_recv() {
             Ok(v) => {
                 if let Some(l) = last {
@@ -288,7 +302,6 @@ fn join_from_oldest_while_publishing(
             Err(e) => panic!("a gated subscriber saw {e:?}"),
         }
     }
-    t.join().unwrap();
 }
 
 /// A bounded publisher runs on the limit of a scan that may not have seen the new gate.
@@ -323,29 +336,10 @@ fn join_from_oldest_behind_a_held_ring(
     let mut held = ring.subscribe();
     try_publish(1).unwrap();
     try_publish(2).unwrap();
-    let t = thread::spawn(move || {
-        let mut v = 3;
-        while let Err(e) = try_publish(v) {
-            assert!(matches!(e, PublishError::Full(_)), "{e:?}");
-            v = e.into_inner();
-            loom::thread::yield_now();
-        }
-    });
+    let t = thread::spawn(move || publish_when_room(&mut try_publish, 3));
     let mut rx = ring.subscribe_from_oldest();
     assert_eq!(held.try_recv(), Ok(1));
-    let mut last = None;
-    while last != Some(3) {
-        match rx.try_recv() {
-            Ok(v) => {
-                if let Some(l) = last {
-                    assert_eq!(v, l + 1, "a gap after {l}");
-                }
-                last = Some(v);
-            }
-            Err(RecvError::Empty) => loom::thread::yield_now(),
-            Err(e) => panic!("a gated subscriber saw {e:?}"),
-        }
-    }
+    read_without_a_gap_until(&mut rx, 3);
     t.join().unwrap();
 }
 
