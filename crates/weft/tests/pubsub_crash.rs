@@ -861,6 +861,55 @@ fn a_loop_of_zero_timeouts_hears_that_the_publisher_died() {
     }
 }
 
+/// A publisher killed between its claim of sequence 1 and the claim's store, while another
+/// publisher lives and publishes 2: a loop of zero timeouts settles the dead claim (each call
+/// ends before a spinning wait's periodic look at it) and receives 2.
+#[test]
+fn a_loop_of_zero_timeouts_gets_past_a_dead_publishers_claim() {
+    let name = unique("pc-zero-stuck");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register("/mid").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/mid").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/mid", "2"]);
+    peer.expect("ready 2");
+    peer.kill9();
+    assert_eq!(p.publish(&t, b"before").unwrap(), 0);
+    let o = offsets();
+    let f = region_file(&name);
+    let (row, blocks) = (0..PARTS)
+        .find_map(|r| {
+            let held: Vec<u32> = (0..HELD)
+                .map(|e| get32(&f, o.holdings + 4 * (HELD * r + e)))
+                .filter(|&v| is_block(v))
+                .map(|v| v - 1)
+                .collect();
+            (held.len() == 2).then_some((r, held))
+        })
+        .expect("the dead publisher's holdings");
+    // Its record says it was publishing sequence 1 with its first loan; the slot is claimed
+    // and never stored.
+    dead_publish(&f, &o, row, blocks[0] as u64, 1);
+    put64(&f, o.rings + 16, (1 << 63) | (row << 40) | 1);
+    put64(&f, o.hot, 2);
+    assert_eq!(p.publish(&t, b"after").unwrap(), 2);
+    let mut got = Vec::new();
+    let t0 = std::time::Instant::now();
+    while got.len() < 2 && t0.elapsed() < Duration::from_secs(5) {
+        match sub.recv_timeout(Duration::ZERO) {
+            Ok(m) => got.push(m.seq()),
+            Err(weft::Error::Timeout) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(
+        got,
+        [0, 2],
+        "the live publisher's message after the dead claim"
+    );
+}
+
 #[test]
 fn a_topic_whose_publishers_all_died_reports_it_while_another_topics_publisher_lives() {
     let name = unique("pc-topic-dead");
