@@ -28,9 +28,11 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <ratio>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -122,17 +124,31 @@ inline bool soft(weft_status rc) {
 
 // `d` in whole milliseconds, rounded up; 0 for a negative `d`. A duration too long for
 // milliseconds (`std::chrono::hours::max()` meaning "for ever") saturates to UINT64_MAX
-// milliseconds (584 million years) instead of overflowing in the conversion. Rounded from
-// the `long double` count checked against that bound: `std::chrono::ceil` multiplies before
-// it divides for periods such as 1/1024 s, which overflows below the bound.
+// milliseconds (584 million years) instead of overflowing in the conversion. Not through
+// `std::chrono::ceil`, which multiplies before it divides for periods such as 1/1024 s and
+// overflows below that bound: an integer count is divided first, exactly (the `long double`
+// count rounds once past 2^64 and could round down); a floating count is rounded from its
+// `long double` value.
 template <typename Rep, typename Period>
 std::uint64_t millis(std::chrono::duration<Rep, Period> d) {
     if (d <= d.zero()) return 0;
     const auto as_ms = std::chrono::duration<long double, std::milli>(d).count();
     if (!(as_ms < static_cast<long double>(std::numeric_limits<std::int64_t>::max() / 2)))
         return std::numeric_limits<std::uint64_t>::max();
-    const auto whole = static_cast<std::uint64_t>(as_ms);
-    return whole + (static_cast<long double>(whole) < as_ms ? 1 : 0);
+    using per_ms = std::ratio_divide<Period, std::milli>;
+    constexpr auto num = static_cast<std::uint64_t>(per_ms::num);
+    constexpr auto den = static_cast<std::uint64_t>(per_ms::den);
+    constexpr bool exact = num <= std::numeric_limits<std::uint64_t>::max() / den;
+    if constexpr (std::is_integral_v<Rep> && exact) {
+        // count * num / den rounded up, as (q * den + r) * num / den: q * num is at most the
+        // result (below 2^62 by the check above), r * num below den * num.
+        const auto count = static_cast<std::uint64_t>(d.count());
+        const std::uint64_t q = count / den, r = count % den;
+        return q * num + (r * num + den - 1) / den;
+    } else {
+        const auto whole = static_cast<std::uint64_t>(as_ms);
+        return whole + (static_cast<long double>(whole) < as_ms ? 1 : 0);
+    }
 }
 
 // `name` for a C call, which reads up to the first NUL: a name holding one would reach C cut

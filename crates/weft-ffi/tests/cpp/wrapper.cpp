@@ -418,6 +418,12 @@ static void edges() {
     CHECK(weft::detail::millis(ticks(147'573'952'589'676'413)) == 144'115'188'075'855'873ULL);
     using frames = std::chrono::duration<std::int64_t, std::ratio<1, 60>>;
     CHECK(weft::detail::millis(frames(200'000'000'000'000'000)) == 3'333'333'333'333'333'334ULL);
+    // 147573952589676501 * 125 is 1 more than a multiple of 128: its ceiling is one above the
+    // quotient, which a count converted through long double (rounded to even past 2^64) lost.
+    CHECK(weft::detail::millis(ticks(147'573'952'589'676'501)) == 144'115'188'075'855'959ULL);
+    CHECK(weft::detail::millis(std::chrono::duration<double>(0.0015)) == 2);
+    CHECK(weft::detail::millis(std::chrono::nanoseconds(1'000'001)) == 2);
+    CHECK(weft::detail::millis(std::chrono::seconds(3)) == 3000);
     CHECK(weft::detail::millis(ticks(1)) == 1);
     CHECK(weft::detail::millis(ticks(1024)) == 1000);
     CHECK(weft::detail::millis(ticks(-5)) == 0);
