@@ -11,7 +11,8 @@ Exit status:
   3  not found: no such region, stream, server or topic
   4  timeout: --timeout ran out first
   5  unusable object: not weft's, another kind, another layout version, corrupt or never made ready
-  6  the other side is gone: every publisher died, or the topic was unregistered
+  6  the other side is gone: every publisher died, the topic was unregistered, or bench's
+     other process died
 Ctrl-C ends echo, pub, bench and bridge cleanly (status 0): their rows are left closed, not dead.";
 
 /// weft: look at, talk to and clean up weft's shared memory on this machine.

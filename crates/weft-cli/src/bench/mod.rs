@@ -477,6 +477,9 @@ pub struct Peer {
     ended: Option<Ending>,
     /// `check_running` reported the child's exit: `finish` does not report it again.
     reported: bool,
+    /// The child said `ready`: from then on its end is the other side gone ([`PEER_GONE`],
+    /// as the library's `PeerDead`), before it a failure to start ([`ERROR`]).
+    ready: bool,
 }
 
 impl Peer {
@@ -507,6 +510,7 @@ impl Peer {
             leaves: leaves.iter().map(|n| n.to_string()).collect(),
             ended: None,
             reported: false,
+            ready: false,
         };
         let line = peer.line()?;
         if line != "ready" {
@@ -515,6 +519,7 @@ impl Peer {
                 format!("the benchmark's child said {line:?}, not \"ready\""),
             ));
         }
+        peer.ready = true;
         Ok(peer)
     }
 
@@ -528,8 +533,11 @@ impl Peer {
                     Ending::Exited(st) => exit_text(st),
                     Ending::Killed => "was killed".to_string(),
                 };
+                // Whichever of the library (`PeerDead`) and this read hears of a killed child
+                // first, the run ends with the same status.
+                let code = if self.ready { PEER_GONE } else { ERROR };
                 Err(Failure::new(
-                    ERROR,
+                    code,
                     format!("the benchmark's child ended early: it {how}"),
                 ))
             }
