@@ -9,9 +9,10 @@
 // the stream did not appear), subscriber::connect_for and subscriber::subscribe_for
 // (TIMEOUT), channel::listen and channel::connect, server::connect.
 //
-// Lifetimes: a guard that a handle lends (write_grant, read_grant, message, request) must
-// be destroyed before that handle, as an iterator before its container. A loan, a sample, a
-// subscription and an accepted channel are independent of the object that made them.
+// Lifetimes: a guard that a handle lends (write_grant, read_grant, message, request,
+// borrowed_sample) must be destroyed before that handle, as an iterator before its
+// container. A loan, a sample, a subscription and an accepted channel are independent of the
+// object that made them.
 //
 // Thread-safety is that of the handles (see weft.h): a subscriber, a topic and a sample may
 // be shared between threads; everything else may move between threads but is used by one
