@@ -267,6 +267,29 @@ fn bench_failure_keeps_the_measurements_that_finished() {
     assert_eq!(bench_files(pid), Vec::<String>::new(), "left behind");
 }
 
+/// A child killed while it starts up (before it says `ready`; the parent may have made the
+/// objects already) is the other side gone, as one killed mid-measurement: status 6, not the
+/// plain error of a child that failed to start.
+#[test]
+fn a_child_killed_while_it_starts_ends_the_run_as_the_other_side_gone() {
+    let run = Proc::weft(&["bench", "stream", "--duration", "2s", "--json"]);
+    let pid = run.pid();
+    let _files = BenchFiles(pid);
+    // Killed the moment it shows up: long before it has opened its stream and said `ready`.
+    let t = std::time::Instant::now();
+    let child = loop {
+        if let Some(c) = bench_child_of(pid) {
+            break c;
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(30), "no child");
+    };
+    kill("-KILL", &child.to_string());
+    let run = run.finish(std::time::Duration::from_secs(60));
+    assert_eq!(run.code, 6, "{run:?}");
+    assert!(run.stderr.contains("SIGKILL"), "{}", run.stderr);
+    assert_eq!(bench_files(pid), Vec::<String>::new(), "left behind");
+}
+
 /// The pid of a `weft bench-child` process whose parent is `parent`, if one runs.
 fn bench_child_of(parent: u32) -> Option<i32> {
     std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {

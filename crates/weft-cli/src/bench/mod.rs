@@ -478,7 +478,8 @@ pub struct Peer {
     /// `check_running` reported the child's exit: `finish` does not report it again.
     reported: bool,
     /// The child said `ready`: from then on its end is the other side gone ([`PEER_GONE`],
-    /// as the library's `PeerDead`), before it a failure to start ([`ERROR`]).
+    /// as the library's `PeerDead`); before it, an exit of its own is a failure to start
+    /// ([`ERROR`]), a signal from someone else the other side gone.
     ready: bool,
 }
 
@@ -529,13 +530,14 @@ impl Peer {
         match self.lines.read_line(&mut s) {
             Ok(n) if n > 0 => Ok(s.trim_end().to_string()),
             _ => {
-                let how = match self.stop() {
-                    Ending::Exited(st) => exit_text(st),
-                    Ending::Killed => "was killed".to_string(),
+                let (how, gone) = match self.stop() {
+                    Ending::Exited(st) => (exit_text(st), self.ready || st.signal().is_some()),
+                    Ending::Killed => ("was killed".to_string(), self.ready),
                 };
                 // Whichever of the library (`PeerDead`) and this read hears of a killed child
-                // first, the run ends with the same status.
-                let code = if self.ready { PEER_GONE } else { ERROR };
+                // first, and whether or not it had said `ready` (a kill while it starts up:
+                // its objects exist before it says so), the run ends with the same status.
+                let code = if gone { PEER_GONE } else { ERROR };
                 Err(Failure::new(
                     code,
                     format!("the benchmark's child ended early: it {how}"),
@@ -621,9 +623,11 @@ impl Peer {
             }
         };
         // The names are this run's own (`object_name`), and only an object in which nobody
-        // is alive is removed: what a killed child could not remove itself.
+        // is alive is removed: what a killed child could not remove itself, also an object
+        // it was killed while creating (its header not written yet), which
+        // `remove_abandoned` cannot tell from one whose creator is at work.
         for name in &self.leaves {
-            let _ = weft::shm::remove_abandoned(name);
+            let _ = weft::shm::remove_own_abandoned(name);
         }
         self.ended = Some(ending);
         ending

@@ -238,6 +238,33 @@ pub fn remove_abandoned(name: &str) -> Result<bool> {
     }
 }
 
+/// As [`remove_abandoned`], for a name the caller owns (one it made unique, such as one with
+/// its own pid in it) whose creator it knows to be gone: an object whose creator died before
+/// its header named it (a file that is empty, or whose header has no creator yet) is removed
+/// too, where `remove_abandoned` leaves it, since from the file alone it cannot be told from
+/// one whose creator is at work this moment.
+///
+/// # Errors
+/// As [`remove_abandoned`].
+///
+/// # Examples
+/// ```
+/// # let name = format!("doc-own-{}", std::process::id());
+/// // A creator killed between the file's creation and its header leaves an empty file.
+/// let path = format!("/dev/shm/weft.{name}");
+/// std::fs::File::create(&path)?;
+/// assert!(!weft::shm::remove_abandoned(&name)?); // whose creator may be at work
+/// assert!(weft::shm::remove_own_abandoned(&name)?); // ours, and its creator is gone
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn remove_own_abandoned(name: &str) -> Result<bool> {
+    sys::validate_name(name)?;
+    match open_for_inspection(name) {
+        Err(Error::NotReady { .. }) => Object::remove_leftover(name, true),
+        _ => remove_abandoned(name),
+    }
+}
+
 /// Opens `name` for an inspection: at once, and again for up to [`OPEN_TIMEOUT`] only if it
 /// is not ready and its header names a creator that may still be at work. A file whose header
 /// names none (empty, or zero-filled) is reported at once: waiting for it cost a listing

@@ -18,7 +18,9 @@ pub(crate) mod pubsub;
 pub(crate) mod server;
 pub(crate) mod stream;
 
-pub use inspect::{ObjectInfo, Peer, PeerState, object, objects, remove_abandoned};
+pub use inspect::{
+    ObjectInfo, Peer, PeerState, object, objects, remove_abandoned, remove_own_abandoned,
+};
 pub use object::{LAYOUT_VERSION, ObjectKind};
 #[doc(hidden)]
 pub use server::{HandshakeStep, pause_handshake_at};
