@@ -428,37 +428,7 @@ fn dead_publish(f: &std::fs::File, o: &Layout, row: u64, b: u64, seq: u64) -> u6
 fn killed_mid_publish(stored: bool) {
     let name = unique(if stored { "pc-mid-s" } else { "pc-mid-n" });
     let _c = Cleanup(name.clone());
-    let p = Publisher::create(&name, &mid_cfg()).unwrap();
-    let t = p.register("/mid").unwrap();
-    let s = Subscriber::connect(&name).unwrap();
-    let mut sub = s.subscribe("/mid").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/mid", "2"]);
-    peer.expect("ready 2");
-    peer.kill9();
-    assert_eq!(p.publish(&t, b"before").unwrap(), 0);
-
-    let o = offsets();
-    let f = region_file(&name);
-    // The dead publisher's row is the one whose holdings record its two loans.
-    let (row, blocks) = (0..PARTS)
-        .find_map(|r| {
-            let held: Vec<u32> = (0..HELD)
-                .map(|e| get32(&f, o.holdings + 4 * (HELD * r + e)))
-                .filter(|&v| is_block(v))
-                .map(|v| v - 1)
-                .collect();
-            (held.len() == 2).then_some((r, held))
-        })
-        .expect("the dead publisher's holdings");
-    let new = dead_publish(&f, &o, row, blocks[0] as u64, 1);
-    // Its claim of sequence 1: the stamp names it; the tail has moved past.
-    let slot1 = o.rings + 16;
-    put64(&f, slot1, (1 << 63) | (row << 40) | 1);
-    if stored {
-        put64(&f, slot1 + 8, new);
-    }
-    put64(&f, o.hot, 2);
-
+    let (p, t, s, mut sub) = killed_claiming_1(&name, stored);
     assert_eq!(p.publish(&t, b"after").unwrap(), 2);
     let first = sub.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_eq!((first.seq(), &*first), (0, &b"before"[..]));
@@ -480,6 +450,50 @@ fn killed_mid_publish(stored: bool) {
         p.publish(&t, &i.to_le_bytes()).unwrap();
     }
     assert!(matches!(sub.try_recv(), Err(weft::Error::Lagged { .. })));
+}
+
+/// A region `name` with the topic "/mid", a subscription to it, sequence 0 ("before")
+/// published, and a publisher of it (a `pubsub-loan` peer holding two loans) SIGKILLed in the
+/// middle of publishing sequence 1 with its first loan: its record says so, the slot's stamp
+/// names its claim (its descriptor stored too if `stored`), and the tail has moved past.
+fn killed_claiming_1(
+    name: &str,
+    stored: bool,
+) -> (
+    Publisher,
+    weft::pubsub::Topic,
+    Subscriber,
+    weft::pubsub::Subscription,
+) {
+    let p = Publisher::create(name, &mid_cfg()).unwrap();
+    let t = p.register("/mid").unwrap();
+    let s = Subscriber::connect(name).unwrap();
+    let sub = s.subscribe("/mid").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", name, "/mid", "2"]);
+    peer.expect("ready 2");
+    peer.kill9();
+    assert_eq!(p.publish(&t, b"before").unwrap(), 0);
+    let o = offsets();
+    let f = region_file(name);
+    // The dead publisher's row is the one whose holdings record its two loans.
+    let (row, blocks) = (0..PARTS)
+        .find_map(|r| {
+            let held: Vec<u32> = (0..HELD)
+                .map(|e| get32(&f, o.holdings + 4 * (HELD * r + e)))
+                .filter(|&v| is_block(v))
+                .map(|v| v - 1)
+                .collect();
+            (held.len() == 2).then_some((r, held))
+        })
+        .expect("the dead publisher's holdings");
+    let new = dead_publish(&f, &o, row, blocks[0] as u64, 1);
+    let slot1 = o.rings + 16;
+    put64(&f, slot1, (1 << 63) | (row << 40) | 1);
+    if stored {
+        put64(&f, slot1 + 8, new);
+    }
+    put64(&f, o.hot, 2);
+    (p, t, s, sub)
 }
 
 /// A region `name` with the latest topic "/mid", a subscription to it, and a publisher of it
@@ -868,31 +882,7 @@ fn a_loop_of_zero_timeouts_hears_that_the_publisher_died() {
 fn a_loop_of_zero_timeouts_gets_past_a_dead_publishers_claim() {
     let name = unique("pc-zero-stuck");
     let _c = Cleanup(name.clone());
-    let p = Publisher::create(&name, &mid_cfg()).unwrap();
-    let t = p.register("/mid").unwrap();
-    let s = Subscriber::connect(&name).unwrap();
-    let mut sub = s.subscribe("/mid").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/mid", "2"]);
-    peer.expect("ready 2");
-    peer.kill9();
-    assert_eq!(p.publish(&t, b"before").unwrap(), 0);
-    let o = offsets();
-    let f = region_file(&name);
-    let (row, blocks) = (0..PARTS)
-        .find_map(|r| {
-            let held: Vec<u32> = (0..HELD)
-                .map(|e| get32(&f, o.holdings + 4 * (HELD * r + e)))
-                .filter(|&v| is_block(v))
-                .map(|v| v - 1)
-                .collect();
-            (held.len() == 2).then_some((r, held))
-        })
-        .expect("the dead publisher's holdings");
-    // Its record says it was publishing sequence 1 with its first loan; the slot is claimed
-    // and never stored.
-    dead_publish(&f, &o, row, blocks[0] as u64, 1);
-    put64(&f, o.rings + 16, (1 << 63) | (row << 40) | 1);
-    put64(&f, o.hot, 2);
+    let (p, t, _s, mut sub) = killed_claiming_1(&name, false);
     assert_eq!(p.publish(&t, b"after").unwrap(), 2);
     let mut got = Vec::new();
     let t0 = std::time::Instant::now();
