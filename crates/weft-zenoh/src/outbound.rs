@@ -43,7 +43,7 @@ pub(crate) fn discover(shared: Arc<Shared>) {
     while !shared.stopping() {
         if readers.list.is_empty() {
             match Subscriber::connect(&region) {
-                Ok(s) => readers.list.push((Arc::new(s), 0)),
+                Ok(s) => readers.first(s),
                 // Not created yet: look again next round.
                 Err(weft::Error::NotFound { .. }) => {}
                 Err(e) => shared.error(format!("opening region {region}: {e}")),
@@ -123,14 +123,21 @@ pub(crate) fn discover(shared: Arc<Shared>) {
 #[derive(Default)]
 struct Readers {
     list: Vec<(Arc<Subscriber>, usize)>,
+    /// Forwarders per handle: a quarter of the region's `max_held`, read once.
+    per: usize,
 }
 
 impl Readers {
+    /// Takes the first handle, connected to the region.
+    fn first(&mut self, s: Subscriber) {
+        self.per = (s.region_info().max_held as usize / 4).max(1);
+        self.list.push((Arc::new(s), 0));
+    }
+
     /// The index of a handle with room for one more forwarder, connecting one if none has.
     /// The first handle must be there.
     fn with_room(&mut self, region: &str) -> weft::Result<usize> {
-        let per = (self.list[0].0.region_info().max_held as usize / 4).max(1);
-        if let Some(i) = self.list.iter().position(|(_, n)| *n < per) {
+        if let Some(i) = self.list.iter().position(|(_, n)| *n < self.per) {
             return Ok(i);
         }
         self.list.push((Arc::new(Subscriber::connect(region)?), 0));

@@ -83,15 +83,11 @@ impl Pattern {
                     ));
                 }
             };
-            // `**/**` says no more than `**`; keep one (Zenoh's canonical form does the same).
-            if seg == Seg::Any && segs.last() == Some(&Seg::Any) {
-                continue;
-            }
             segs.push(seg);
         }
         Ok(Pattern {
             text: text.into(),
-            segs,
+            segs: canonical(segs),
         })
     }
 
@@ -110,23 +106,11 @@ impl Pattern {
     }
 
     /// The Zenoh key expression this pattern covers under `prefix` (`weft/market` +
-    /// `/prices/*` = `weft/market/prices/*`), in Zenoh's canonical form.
+    /// `/prices/*` = `weft/market/prices/*`), in Zenoh's canonical form (the segments are kept
+    /// in it).
     pub fn key_expr(&self, prefix: &str) -> String {
-        // Canonical form puts `*` before `**` when they are adjacent (`**/*` = `*/**`).
-        let mut segs = self.segs.clone();
-        let mut i = 0;
-        while i + 1 < segs.len() {
-            if segs[i] == Seg::Any && segs[i + 1] == Seg::One {
-                segs.swap(i, i + 1);
-                i = i.saturating_sub(1);
-            } else {
-                i += 1;
-            }
-        }
-        // The swaps can bring two `**` together (`**/*/**` -> `*/**/**`): keep one.
-        segs.dedup_by(|b, a| *a == Seg::Any && *b == Seg::Any);
         let mut out = String::from(prefix);
-        for s in &segs {
+        for s in &self.segs {
             out.push('/');
             match s {
                 Seg::Lit(l) => out.push_str(l),
@@ -136,6 +120,24 @@ impl Pattern {
         }
         out
     }
+}
+
+/// `segs` in Zenoh's canonical form, which matches the same topics: `*` before `**` where
+/// they are adjacent (`**/*` and `*/**` both take one segment or more), and one `**` for
+/// several in a row (`**/**` says no more than `**`; the moves can bring two together:
+/// `**/*/**` is `*/**/**`).
+fn canonical(mut segs: Vec<Seg>) -> Vec<Seg> {
+    let mut i = 0;
+    while i + 1 < segs.len() {
+        if segs[i] == Seg::Any && segs[i + 1] == Seg::One {
+            segs.swap(i, i + 1);
+            i = i.saturating_sub(1);
+        } else {
+            i += 1;
+        }
+    }
+    segs.dedup_by(|b, a| *a == Seg::Any && *b == Seg::Any);
+    segs
 }
 
 /// Segment matching with backtracking on `**` (patterns are short; at most a few `**`).
@@ -226,6 +228,9 @@ mod tests {
         assert_eq!(p("/**/*/*/a").key_expr("w"), "w/*/*/**/a");
         // Moving a `*` before a `**` can bring two `**` together: one stays.
         assert_eq!(p("/c/**/*/**").key_expr("w"), "w/c/*/**");
+        // Kept in that form, a pattern matches what it says: one segment or more after /c.
+        assert!(p("/c/**/*/**").matches("/c/x") && p("/c/**/*/**").matches("/c/x/y/z"));
+        assert!(!p("/c/**/*/**").matches("/c"));
         assert_eq!(p("/**/*/**/*/**").key_expr("w"), "w/*/*/**");
         // Whatever the pattern, Zenoh takes the key expression as it is (it refuses one that
         // is not canonical).

@@ -166,9 +166,9 @@ pub(crate) fn probe(sub: &Subscriber, topic: &str) -> weft::Result<Option<TypeMe
             // alone): a probe of another size has the type named in its mismatch.
             Ok(_) => match sub.subscribe_typed::<WeftZenohTypeProbe5>(topic) {
                 Ok(_) => continue,
-                other => return from_mismatch(other),
+                Err(e) => return from_mismatch(e),
             },
-            other => return from_mismatch(other),
+            Err(e) => return from_mismatch(e),
         }
     }
     Err(weft::Error::InvalidArgument {
@@ -186,24 +186,19 @@ const PROBE_TRIES: usize = 4;
 #[repr(C)]
 struct WeftZenohTypeProbe5([u8; 5]);
 
-/// What a probe's refusal says of the topic's type; `Ok` is not given here.
-fn from_mismatch(r: weft::Result<weft::pubsub::Subscription>) -> weft::Result<Option<TypeMeta>> {
-    match r {
+/// What a probe's refusal says of the topic's type.
+fn from_mismatch(e: weft::Error) -> weft::Result<Option<TypeMeta>> {
+    match e {
         // An untyped topic is reported with size 0 (a typed one has at least 1 byte).
-        Err(weft::Error::TypeMismatch {
+        weft::Error::TypeMismatch {
             found, found_size, ..
-        }) => {
+        } => {
             // A type registered without a stable name is described with a note saying that
             // only its size and alignment are checked; the name carried is the type's own.
             let name = found.strip_suffix(UNNAMED_NOTE).unwrap_or(&found);
             Ok((found_size != 0).then(|| TypeMeta::new(name, found_size as u32, 0)))
         }
-        Err(e) => Err(e),
-        Ok(_) => Err(weft::Error::InvalidArgument {
-            what: "a probe of a topic's type",
-            value: 0,
-            expected: "a refusal naming the type",
-        }),
+        e => Err(e),
     }
 }
 

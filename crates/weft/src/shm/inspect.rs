@@ -220,6 +220,11 @@ pub fn object(name: &str) -> Result<ObjectInfo> {
 /// # Errors
 /// [`Error::InvalidName`], [`Error::NotFound`]; [`Error::Io`] if the OS refuses the removal.
 pub fn remove_abandoned(name: &str) -> Result<bool> {
+    remove_if_abandoned(name, false)
+}
+
+/// [`remove_abandoned`], and with `own` [`remove_own_abandoned`].
+fn remove_if_abandoned(name: &str, own: bool) -> Result<bool> {
     sys::validate_name(name)?;
     match open_for_inspection(name) {
         Ok(obj) => {
@@ -232,7 +237,9 @@ pub fn remove_abandoned(name: &str) -> Result<bool> {
             // removal.
             obj.remove_if_same()
         }
-        Err(Error::NotReady { .. }) => Object::remove_leftover(name, false),
+        // A header that names no creator yet: only the name's owner knows it is no creator's
+        // at work.
+        Err(Error::NotReady { .. }) => Object::remove_leftover(name, own),
         Err(Error::NotFound { .. }) => Err(Error::NotFound { name: name.into() }),
         Err(_) => Ok(false),
     }
@@ -258,11 +265,7 @@ pub fn remove_abandoned(name: &str) -> Result<bool> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn remove_own_abandoned(name: &str) -> Result<bool> {
-    sys::validate_name(name)?;
-    match open_for_inspection(name) {
-        Err(Error::NotReady { .. }) => Object::remove_leftover(name, true),
-        _ => remove_abandoned(name),
-    }
+    remove_if_abandoned(name, true)
 }
 
 /// Opens `name` for an inspection: at once, and again for up to [`OPEN_TIMEOUT`] only if it

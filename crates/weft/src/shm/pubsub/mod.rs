@@ -2732,7 +2732,7 @@ impl Subscriber {
             ring,
             area: r.block_area(),
             close_check: AtomicU64::new(0),
-            timed_out_look: 0,
+            next_look: 0,
             mark_limit: None,
             member: self.member.clone(),
             entry,
@@ -2911,10 +2911,10 @@ pub struct Subscription {
     /// When a topic found CLOSING may next be checked for a closer that died
     /// ([`Subscription::finish_stuck_close`]), in monotonic nanoseconds.
     close_check: AtomicU64,
-    /// When a receive that times out before its periodic looks may next look at stuck
-    /// claims and at the publishers' liveness (`Subscription::wait_step_until`), in
-    /// monotonic nanoseconds.
-    timed_out_look: u64,
+    /// When a blocking receive may next look at the publishers' liveness (one that times out
+    /// before its periodic looks also at stuck claims then: `Subscription::wait_step_until`),
+    /// in monotonic nanoseconds.
+    next_look: u64,
     /// The deadline of the blocking receive in progress, if it has one: a wait for another
     /// participant's mark on a block gives up then (else at the liveness timeout).
     mark_limit: Option<Deadline>,
@@ -3501,7 +3501,6 @@ impl Subscription {
     ) -> Result<Msg> {
         let mut waiter = Waiter::new(strategy);
         let mut rounds = 0u32;
-        let mut next_check = 0u64;
         let mut parked = false;
         loop {
             let (holder, stuck) = match self.step(into)? {
@@ -3512,27 +3511,20 @@ impl Subscription {
             // A call that times out before its periodic looks below (a loop of short
             // timeouts, each ending before its 64th round) looks once: at a dead publisher's
             // unfinished claim, which holds back every later message, and at whether every
-            // publisher died. At most once per CHECK_INTERVAL across such calls.
+            // publisher died, when a look at liveness is due (`next_look`).
             let expired = deadline.expired();
-            let look = expired && {
-                let now = sys::monotonic_ns();
-                let due = now >= self.timed_out_look;
-                if due {
-                    self.timed_out_look = now + CHECK_INTERVAL.as_nanos() as u64;
-                }
-                due
-            };
+            let look = expired && sys::monotonic_ns() >= self.next_look;
             if rounds.is_multiple_of(64) || parked || look {
                 self.unstick(holder, stuck)?;
             }
             // Everything published has been received: if every publisher is gone and one
-            // died, say so (liveness read at most every CHECK_INTERVAL).
+            // died, say so (liveness read at most every CHECK_INTERVAL, across calls).
             // Spinning rounds look at the clock every 64th time; parked rounds (50 ms each)
             // and rounds that yielded (milliseconds each on a busy core) every time.
             if rounds.is_multiple_of(64) || parked || waiter.yielded() || look {
                 let now = sys::monotonic_ns();
-                if look || now >= next_check {
-                    next_check = now + CHECK_INTERVAL.as_nanos() as u64;
+                if now >= self.next_look {
+                    self.next_look = now + CHECK_INTERVAL.as_nanos() as u64;
                     if let Some(pid) = self.member.region.topic_publishers_dead(self.topic) {
                         // Every publisher is gone: nothing new can come but what the reclaim
                         // above committed for a dead one (its stored descriptor), or a last
