@@ -658,9 +658,12 @@ pub(crate) fn release_old<E>(
             }
         }
     };
+    crash::point();
     // Release: pairs with the Acquire load in `settle_old`.
     rec.store(DONE_OLD | (b as u64 + 1), Ordering::Release);
+    crash::point();
     pool.unmark(b, who);
+    crash::point();
     // Release: as above.
     rec.store(0, Ordering::Release);
     Ok(freed)

@@ -10,7 +10,7 @@ use core::time::Duration;
 /// `b"WEFT\x00OBJ"` read as a little-endian u64.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"WEFT\x00OBJ");
 /// The layout version this build writes and accepts. Bumped on any change to a layout.
-pub const LAYOUT_VERSION: u32 = 16;
+pub const LAYOUT_VERSION: u32 = 17;
 /// `ready` holds this once the creator has finished initialising the object.
 const READY: u32 = 0x5245_4459; // "READY" in short
 /// Bytes of the object header.

@@ -214,9 +214,12 @@ pub(crate) struct MemberExt {
     /// 0 none, 1 publisher, 2 subscriber, 3 dead publisher (written by its reclaimer).
     /// Written by the owner after its claim.
     pub(crate) role: AtomicU32,
-    /// Zero. Layout version 15 recorded one park of the participant here; since version 16
-    /// each subscription records its own in its holdings entry (`pubsub::pool::SUB_PARKED`).
-    pub(crate) unused: AtomicU32,
+    /// Topic index + 1 of the free the owner is making (`Region::free_topic`), 0 when none:
+    /// a registrar does not take an entry that a row's `freeing` names, and the reclaimer of
+    /// an owner killed in the free finishes it. Written by the owner, under the registration
+    /// lock; after its death, cleared by the reclaimer holding its row. (Versions 15 and 16
+    /// used the word for parks, then left it zero.)
+    pub(crate) freeing: AtomicU32,
     /// Topic index + 1 of the publish in flight, 0 when none. Written by the owner; after its
     /// death, by the reclaimer holding its row.
     pub(crate) pub_topic: AtomicU64,

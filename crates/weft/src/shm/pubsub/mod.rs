@@ -1335,6 +1335,14 @@ impl Publisher {
                 let _ = r.free_topic(i, self.member.index);
             }
         }
+        // A free entry that a row's `freeing` word names is not taken: its freer was killed
+        // in the free (or judged dead while it made it), and the slots it had not reached
+        // still hold references. The reclaim of dead rows finishes such frees first.
+        if (0..r.geo.topics as u32)
+            .any(|i| r.topic_state(i).ok() == Some(TOPIC_FREE) && r.being_freed(i))
+        {
+            r.reclaim_dead()?;
+        }
         let area = if raw_mode == MODE_INLINE {
             Some(free_inline_area(r)?)
         } else {
@@ -1342,9 +1350,12 @@ impl Publisher {
         };
         for i in 0..r.geo.topics as u32 {
             let t = r.topic(i)?;
-            // Relaxed: entries change only under the lock we hold (or, for a closing topic,
-            // only towards CLOSED).
-            if t.state.load(Ordering::Relaxed) != TOPIC_FREE {
+            // Entries change only under the lock we hold (or, for a closing topic, only
+            // towards CLOSED), but the free of a freer killed in it is finished without the
+            // lock. SYNC POINT: Acquire pairs with the Release store of FREE that ends a free
+            // (`Region::release_free`): a `freeing` word read after it as 0 was cleared after
+            // the free (`Region::being_freed`).
+            if t.state.load(Ordering::Acquire) != TOPIC_FREE || r.being_freed(i) {
                 continue;
             }
             // The generation changes before any other field of the entry, so that a reader

@@ -1058,6 +1058,13 @@ impl Region {
             }
         }
         let entry = self.topic(t)?;
+        let freeing = &self.ext(me)?.freeing;
+        // The free in progress, for the reclaimer if we die in it (`Region::finish_free`); a
+        // registrar does not take the entry while a row names it. SYNC POINT: Release pairs
+        // with the Acquire loads in `Region::recover` and `Region::being_freed` (and the
+        // Release store of FREE below orders it before the state a registrar reads).
+        freeing.store(t + 1, Ordering::Release);
+        pool::crash::point();
         // The entry is free from here on, before its count of subscriptions: a subscriber
         // records its subscription, then checks that the entry is not free. SYNC POINT: the
         // SeqCst fence pairs with the one in `Subscriber::subscribe_inner` (Dekker): either
@@ -1065,22 +1072,44 @@ impl Region {
         // the entry free, gives its record back and reads again. (Release: pairs with the
         // Acquire loads of `topic_state`. Registrations wait for the lock we hold.)
         entry.state.store(TOPIC_FREE, Ordering::Release);
+        pool::crash::point();
         fence(Ordering::SeqCst);
         if self.subscriptions(t) != 0 {
             // Release: as above.
             entry.state.store(TOPIC_CLOSED, Ordering::Release);
+            pool::crash::point();
+            // Release: as above (a registrar that reads 0 reads the entry CLOSED).
+            freeing.store(0, Ordering::Release);
             return Ok(false);
         }
-        // Every slot's reference is released before the entry is left free for good. A
-        // release that fails (a mark held past the liveness timeout, a corrupt word) puts the
-        // entry back to CLOSED: the slots released so far are empty, the reference that failed
-        // stays in our publish record (finished by our next publish, or the next free, below),
-        // and the next free goes on from there; a registration never takes a half-freed entry.
-        if let Err(e) = self.release_ring(ring, me) {
-            // Release: as above.
-            entry.state.store(TOPIC_CLOSED, Ordering::Release);
-            return Err(e);
-        }
+        self.release_free(t, ring, me)?;
+        // Release: as above (a registrar that reads 0 reads the entry released).
+        freeing.store(0, Ordering::Release);
+        Ok(true)
+    }
+
+    /// The end of the free of entry `t` (state FREE, no subscription left), by its freer `me`
+    /// or by the reclaimer of a freer killed in it (`me` is then the dead freer's row, whose
+    /// publish record carries the references): every slot's reference is released, the
+    /// publishers map and the statistics are cleared, and the entry is left FREE. A release
+    /// that fails (a mark held past the liveness timeout, a corrupt word) puts the entry back
+    /// to CLOSED: the slots released so far are empty, the reference that failed stays in
+    /// `me`'s publish record (finished by `me`'s next publish, or the next free), and the next
+    /// free goes on from there; a registration never takes a half-freed entry.
+    fn release_free(&self, t: u32, ring: Ring<'_>, me: u32) -> Result<u64> {
+        let entry = self.topic(t)?;
+        let released = match self.release_ring(ring, me) {
+            Ok(n) => n,
+            Err(e) => {
+                // Release: pairs with the Acquire loads of `topic_state`.
+                entry.state.store(TOPIC_CLOSED, Ordering::Release);
+                pool::crash::point();
+                // Release: pairs with the Acquire loads in `Region::being_freed` (a registrar
+                // that reads 0 reads the entry CLOSED).
+                self.ext(me)?.freeing.store(0, Ordering::Release);
+                return Err(e);
+            }
+        };
         for w in self.pubmap(t)? {
             // Relaxed: published by the Release store of FREE below.
             w.store(0, Ordering::Relaxed);
@@ -1091,19 +1120,76 @@ impl Region {
         st.lagged.store(0, Ordering::Relaxed);
         st.recovered.store(0, Ordering::Relaxed);
         // SYNC POINT: Release pairs with the Acquire load in `topic_state`.
-        self.topic(t)?.state.store(TOPIC_FREE, Ordering::Release);
-        Ok(true)
+        entry.state.store(TOPIC_FREE, Ordering::Release);
+        pool::crash::point();
+        Ok(released)
+    }
+
+    /// Whether a participant's `freeing` word names entry `t`: a free of it is in progress,
+    /// or was interrupted by its freer's death and waits for that row's reclaim
+    /// (`Region::finish_free`). A registrar does not take such an entry.
+    pub(crate) fn being_freed(&self, t: u32) -> bool {
+        (0..self.geo.participants as u32).any(|p| {
+            // SYNC POINT: Acquire pairs with the Release stores of `freeing` (a 0 read here
+            // comes after the free it ended: the ring released).
+            self.ext(p)
+                .is_ok_and(|e| e.freeing.load(Ordering::Acquire) == t + 1)
+        })
+    }
+
+    /// Finishes the free of entry `t` that dead participant `i` was making when it was killed
+    /// (its `freeing` word names `t`), for `i`'s reclaimer; `i`'s publish record was settled
+    /// and released before (see `recover`). Killed before its store of FREE (the entry is
+    /// still CLOSED) or after the recount found a subscription and put the entry back, the
+    /// freer left nothing to finish: the next free does it all. Otherwise the slots it had not
+    /// reached are released through `i`'s record, as the freer would have.
+    fn finish_free(&self, t: u32, i: u32) -> Result<u64> {
+        if self.topic_state(t)? != TOPIC_FREE {
+            return Ok(0);
+        }
+        let ring = self.ring_area(t)?;
+        self.release_free(t, ring, i)
+    }
+
+    /// Before the reclaimer of a freer `i` killed in a free of entry `t` releases `i`'s publish
+    /// record: the slot the record's reference came from, if the freer was killed between
+    /// moving the reference (`pub_old = desc`) and emptying the slot, is emptied here, so that
+    /// the one reference is released once, by the record. A block is named by one slot of
+    /// one ring at most, and `pub_old` names a block of a slot only in that window (a kept
+    /// or displaced reference names a block no slot holds).
+    fn forget_moved_slot(&self, t: u32, i: u32) -> Result<()> {
+        if self.topic_state(t)? != TOPIC_FREE {
+            return Ok(());
+        }
+        // Acquire: pairs with the owner's Release store of the record.
+        let rec = self.ext(i)?.pub_old.load(Ordering::Acquire);
+        let link = (rec & 0xffff_ffff) as u32;
+        if link == 0 || rec & pool::DONE_OLD != 0 {
+            return Ok(());
+        }
+        let ring = self.ring_area(t)?;
+        for s in 0..self.geo.ring_slots {
+            let slot = ring.slot(s);
+            // Acquire: pairs with the Release descriptor stores.
+            let d = slot.desc.load(Ordering::Acquire);
+            if d != 0 && d & 0xffff_ffff == u64::from(link) {
+                // Release: pairs with the Acquire descriptor loads of readers.
+                slot.desc.store(0, Ordering::Release);
+            }
+        }
+        Ok(())
     }
 
     /// Releases the reference every slot of `ring` holds, through `me`'s publish record (a kill
     /// at any point leaves each reference in the slot or the record: settled exactly once).
-    fn release_ring(&self, ring: Ring<'_>, me: u32) -> Result<()> {
+    fn release_ring(&self, ring: Ring<'_>, me: u32) -> Result<u64> {
         // Our publish record carries each slot's reference below: first finish what an
         // earlier release left in it.
         self.finish_old(me)?;
         let ext = self.ext(me)?;
         let pool = self.pool();
         let mut mark_wait = MarkWait::default();
+        let mut released = 0;
         for s in 0..self.geo.ring_slots {
             let slot = ring.slot(s);
             // Acquire: pairs with the Release descriptor stores.
@@ -1118,8 +1204,10 @@ impl Region {
             // The slot's reference moves to our publish record, then is dropped.
             // Release: pairs with the Acquire load in `settle_old`.
             ext.pub_old.store(d & 0xffff_ffff, Ordering::Release);
+            pool::crash::point();
             // Release: pairs with the Acquire descriptor loads of readers.
             slot.desc.store(0, Ordering::Release);
+            pool::crash::point();
             match release_old(
                 &pool,
                 &ext.pub_old,
@@ -1128,7 +1216,7 @@ impl Region {
                 |w| self.wait_mark(w, me, &mut mark_wait),
                 |c| corrupt(&self.obj, c),
             ) {
-                Ok(_) => {}
+                Ok(_) => released += 1,
                 // A slot whose block's word cannot hold its reference (a forged descriptor,
                 // a scribbled word) holds none to release: the record is cleared (leaking what
                 // it may hold) and the other slots are released.
@@ -1139,7 +1227,7 @@ impl Region {
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        Ok(released)
     }
 
     /// Finishes a release of the reference in live participant `me`'s publish record that gave
@@ -1416,6 +1504,34 @@ impl Region {
             if let Ok(Some((ring, _))) = inline {
                 self.unstick_inline(t, ring, x);
             }
+        }
+        // A free the dead participant was making (`free_topic`): the topic it names, if the
+        // table has it (a value past the table is a scribbling peer's, and names no free).
+        // Acquire: pairs with the owner's Release stores.
+        let freeing = match ext.freeing.load(Ordering::Acquire) {
+            0 => None,
+            f if u64::from(f - 1) < self.geo.topics => Some(f - 1),
+            _ => {
+                // Release: pairs with the Acquire loads in `being_freed`.
+                ext.freeing.store(0, Ordering::Release);
+                None
+            }
+        };
+        if let Some(t) = freeing {
+            // The slot the record's reference was moved from, if not emptied yet, holds the
+            // same reference: emptied first. Then the free goes on through the record (the
+            // release starts with what the record holds). A release that fails leaves the
+            // entry CLOSED for the next free to go on from, and the reference that failed in
+            // the record, released below; an entry that does not validate (a scribbling
+            // peer's) is left as it is, its free unfinished. Either way the row's record of
+            // the free ends here.
+            if self.forget_moved_slot(t, i).is_ok()
+                && let Ok(n) = self.finish_free(t, i)
+            {
+                released += n;
+            }
+            // Release: pairs with the Acquire loads in `being_freed`.
+            ext.freeing.store(0, Ordering::Release);
         }
         let mut mark_wait = MarkWait::default();
         // Acquire: pairs with the Release stores above and of the owner.
@@ -2072,7 +2188,94 @@ impl Drop for Member {
 
 #[cfg(all(test, not(miri)))]
 mod tests {
-    use crate::pubsub::{Config, Publisher};
+    use crate::pubsub::{Config, Publisher, Subscriber};
+
+    /// A freer killed at any point of a topic's free (between any two of its stores, the
+    /// release of each ring slot's reference included), then reclaimed: every reference comes
+    /// back exactly once. A subscriber holds a sample of every slot's block, so that a slot's
+    /// reference released twice shows as a count of 0 under a sample, and one leaked as a
+    /// count of 2. Killed after its store of FREE, the freer used to leave the references of
+    /// the slots it had not reached, which the next registration zeroed without releasing.
+    #[test]
+    fn a_freer_killed_anywhere_in_a_free_releases_every_reference_once() {
+        use super::{TOPIC_CLOSED, TOPIC_FREE};
+        use crate::pubsub::pool::crash;
+        for n in 0.. {
+            let name = format!("region-free-kill-{}-{n}", std::process::id());
+            let cfg = Config::default().blocks(16).ring_slots(4).topics(3);
+            let survivor = Publisher::create(&name, &cfg).unwrap();
+            let freer = Publisher::open(&name).unwrap();
+            let t = freer.register("/f").unwrap();
+            let s = Subscriber::connect(&name).unwrap();
+            let mut sub = s.subscribe("/f").unwrap();
+            for k in 0..4u8 {
+                freer.publish(&t, &[k]).unwrap();
+            }
+            let samples: alloc::vec::Vec<_> = (0..4).map(|_| sub.try_recv().unwrap()).collect();
+            let held: alloc::vec::Vec<u32> = samples
+                .iter()
+                .map(|m| match m.payload {
+                    super::super::Payload::Block { block, .. } => block,
+                    _ => panic!("a block sample"),
+                })
+                .collect();
+            drop(sub);
+            let r = &*survivor.member.region;
+            let me = freer.member.index;
+
+            crash::arm(Some(n));
+            let killed =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| freer.unregister(&t)));
+            crash::arm(None);
+            if killed.is_ok() {
+                // Every earlier round killed the freer at one point.
+                assert!(n >= 8, "the free passed only {n} points");
+                r.obj.remove_if_same().unwrap();
+                break;
+            }
+            // Before the freer's row is reclaimed (it looks alive: it is this process), a
+            // registration takes another entry than one whose free is unfinished.
+            let freeing = r.ext(me).unwrap().freeing.load(super::Ordering::Relaxed);
+            let early = survivor.register("/early").unwrap();
+            if freeing != 0 {
+                assert_ne!(
+                    early.index, t.index,
+                    "killed at point {n}: a half-freed entry"
+                );
+            }
+            // Its reclaimer (a survivor that claimed its row) settles what it left; then the
+            // freer's own handle goes, which reclaims the row a second time.
+            r.recover(me).unwrap();
+            drop(freer);
+            assert_eq!(r.ext(me).unwrap().freeing.load(super::Ordering::Relaxed), 0);
+            let state = r.topic_state(t.index).unwrap();
+            assert!(
+                state == TOPIC_FREE || state == TOPIC_CLOSED,
+                "killed at point {n}: state {state}"
+            );
+            // A registration frees a closed entry, or takes the freed one.
+            let g = survivor.register("/g").unwrap();
+            let counts = |what: &str, held: &[u32]| {
+                for b in 0..16u32 {
+                    let (count, mark) = r.pool().state(b).unwrap();
+                    let want = held.iter().filter(|&&h| h == b).count() as u64;
+                    assert_eq!(
+                        (count, mark),
+                        (want, crate::pubsub::pool::Mark::None),
+                        "killed at point {n}, {what}: block {b}"
+                    );
+                }
+            };
+            counts("samples held", &held);
+            drop(samples);
+            counts("samples dropped", &[]);
+            let mut sub = s.subscribe("/g").unwrap();
+            survivor.publish(&g, b"after").unwrap();
+            assert_eq!(&*sub.try_recv().unwrap(), b"after");
+            drop(sub);
+            r.obj.remove_if_same().unwrap();
+        }
+    }
 
     /// Every index into a table of the region is checked: one past the end is `Corrupt`,
     /// naming the region, the table and the index (the error is built out of line).
