@@ -252,6 +252,14 @@ impl Deadline {
     pub(crate) fn expired(&self) -> bool {
         self.remaining() == Some(core::time::Duration::ZERO)
     }
+
+    /// The earlier of two deadlines (no deadline is the latest).
+    pub(crate) fn earlier(self, other: Deadline) -> Deadline {
+        match (self.0, other.0) {
+            (Some(a), Some(b)) => Deadline(Some(a.min(b))),
+            (a, b) => Deadline(a.or(b)),
+        }
+    }
 }
 
 #[cfg(test)]

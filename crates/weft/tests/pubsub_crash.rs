@@ -1747,3 +1747,149 @@ fn a_latest_inline_receive_behind_a_void_and_stalled_claims_parks() {
     assert_eq!(got.map(|m| m.seq()).unwrap_err().kind(), ErrorKind::Timeout);
     assert!(waits.parks >= 1, "{waits:?}");
 }
+
+/// Two SIGKILLed subscribers I (lower row) and J. I holds a sample of block `bi`; J was killed
+/// right after the take CAS of another reference on `bi` (its entry says TAKING, the block
+/// carries J's take mark), and J also holds a sample of block `c`, on which a live participant
+/// (us: a take in flight that stalls past the liveness timeout, as a stopped process's would)
+/// has its mark. The reclaim of I meets J's mark on `bi` and reclaims J in a nested call,
+/// which settles J's mark on `bi` and then ends in `Timeout` on `c`. I's wait on `bi` used to
+/// end with that `Timeout` as its own; J's row being let go by then, it took the mark for a
+/// scribbled one and cleared I's record without releasing it: I's reference on `bi` leaked for
+/// good. The wait goes on instead, finds the mark gone, and releases it.
+#[test]
+fn a_nested_reclaim_that_times_out_does_not_leak_the_outer_reference() {
+    let name = unique("pc-nested");
+    let _c = Cleanup(name.clone());
+    let cfg = Config::default()
+        .participants(4)
+        .max_held(8)
+        .topics(2)
+        .ring_slots(4)
+        .blocks(16)
+        .block_size(64)
+        .liveness_timeout(Duration::from_millis(300));
+    let p = Publisher::create(&name, &cfg).unwrap();
+    let t = p.register("/held").unwrap();
+    let mut pi = Peer::spawn(&["pubsub-hold", &name, "/held", "1"]);
+    pi.expect("ready");
+    let mut pj = Peer::spawn(&["pubsub-hold", &name, "/held", "2"]);
+    pj.expect("ready");
+    p.publish(&t, b"one").unwrap();
+    p.publish(&t, b"two").unwrap();
+    pi.expect("holding 1");
+    pj.expect("holding 2");
+    // Overwrite the ring: the samples' blocks stay out of the pool.
+    for k in 0..4u32 {
+        p.publish(&t, &k.to_le_bytes()).unwrap();
+    }
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    let me = row_of(&f, &l, std::process::id());
+    let ri = row_of(&f, &l, pi.child.id());
+    let rj = row_of(&f, &l, pj.child.id());
+    assert!(ri < rj, "I is reclaimed first");
+    pi.kill9();
+    pj.kill9();
+    let before = p.region_info().free_blocks;
+    let blocks_of = |r: u64| -> Vec<u64> {
+        (0..l.held)
+            .map(|e| get32(&f, l.holding(r, e)))
+            .filter(|&v| is_block(v) && v & (1 << 30) == 0)
+            .map(|v| u64::from(v - 1))
+            .collect()
+    };
+    let bi = blocks_of(ri)[0];
+    let c = *blocks_of(rj).iter().find(|&&b| b != bi).unwrap();
+    // J killed right after its take CAS on `bi`: entry TAKING | bi + 1, count + 1, J's mark.
+    let ej = (0..l.held)
+        .find(|&e| get32(&f, l.holding(rj, e)) == 0)
+        .expect("a free entry of J");
+    put32(&f, l.holding(rj, ej), (1 << 30) | (bi as u32 + 1));
+    let wi = get64(&f, l.block_word(bi));
+    assert_eq!(wi >> 32, 0, "bi: not marked");
+    put64(&f, l.block_word(bi), (wi + 1) | mark(false, rj, ej));
+    // A live take in flight on `c` (ours), stalled past the liveness timeout.
+    let wc = get64(&f, l.block_word(c));
+    put64(&f, l.block_word(c), wc | mark(false, me, 7));
+    let first = p.reclaim();
+    assert!(matches!(first, Err(weft::Error::Timeout)), "{first:?}");
+    // I's record is gone with its reference (released); J's take of `bi` and its sample of
+    // `c` stay for the next reclaim.
+    assert!((0..l.held).all(|e| get32(&f, l.holding(ri, e)) == 0));
+    assert_eq!(get64(&f, l.block_word(bi)), 1, "block bi: J's take left");
+    // Our take finishes.
+    put64(&f, l.block_word(c), wc);
+    p.reclaim().unwrap();
+    assert_eq!(p.reclaim().unwrap(), 0);
+    assert_eq!(
+        get64(&f, l.block_word(bi)),
+        0,
+        "block bi: I's sample and J's take both released"
+    );
+    assert_eq!(
+        p.region_info().free_blocks,
+        before + 2,
+        "the blocks of I's and J's samples came back"
+    );
+}
+
+/// A SIGKILLed subscriber's row holds a sample of block `b`; a scribbling peer marks `b` with
+/// a take naming that very row and one of its entries that records nothing. The reclaimer
+/// holds the row while it reclaims it, so the mark named a live participant: the wait on it
+/// reclaimed nothing and ended in `Timeout` after the liveness timeout, and the row was let
+/// go with its records, so every later reclaim and every join failed the same way, for ever.
+/// The reclaim clears such a mark (nothing of the row runs while it is held) and releases the
+/// sample.
+#[test]
+fn a_mark_naming_the_reclaimed_row_itself_does_not_fail_every_join() {
+    let name = unique("pc-selfmark");
+    let _c = Cleanup(name.clone());
+    let cfg = Config::default()
+        .participants(4)
+        .max_held(8)
+        .topics(2)
+        .ring_slots(4)
+        .blocks(16)
+        .block_size(64)
+        .liveness_timeout(Duration::from_millis(300));
+    let p = Publisher::create(&name, &cfg).unwrap();
+    let t = p.register("/held").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/held", "1"]);
+    peer.expect("ready");
+    p.publish(&t, b"one").unwrap();
+    peer.expect("holding 1");
+    for k in 0..4u32 {
+        p.publish(&t, &k.to_le_bytes()).unwrap();
+    }
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    let row = row_of(&f, &l, peer.child.id());
+    peer.kill9();
+    let before = p.region_info().free_blocks;
+    let (b, empty) = {
+        let hs: Vec<u32> = (0..l.held).map(|e| get32(&f, l.holding(row, e))).collect();
+        let b = hs
+            .iter()
+            .find(|&&v| is_block(v) && v & (1 << 30) == 0)
+            .map(|&v| u64::from(v - 1))
+            .unwrap();
+        let empty = hs.iter().position(|&v| v == 0).unwrap() as u64;
+        (b, empty)
+    };
+    let w = get64(&f, l.block_word(b));
+    // Scribbled: a take mark naming the dead row's empty entry.
+    put64(&f, l.block_word(b), w | mark(false, row, empty));
+    assert_eq!(p.reclaim().unwrap(), 1, "the dead row's sample");
+    let joined = weft::pubsub::Subscriber::connect(&name);
+    assert!(
+        joined.is_ok(),
+        "a join after the scribble: {:?}",
+        joined.err()
+    );
+    assert_eq!(
+        p.region_info().free_blocks,
+        before + 1,
+        "the dead row's sample came back"
+    );
+}

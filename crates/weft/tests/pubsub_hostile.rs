@@ -1022,3 +1022,118 @@ fn a_chain_of_marks_through_every_row_does_not_overflow_a_reclaims_stack() {
     // The first row's reclaim, the outermost of its chain, cleared its record.
     assert_eq!(common::region::get32(&f, l.holding(1, 0)), 0);
 }
+
+fn slow_liveness_cfg() -> Config {
+    Config::default()
+        .participants(8)
+        .max_held(16)
+        .topics(4)
+        .ring_slots(16)
+        .blocks(64)
+        .block_size(128)
+        .claim_timeout(Duration::from_millis(20))
+        // A long liveness timeout: only the wait on a *live* marker's mark uses it.
+        .liveness_timeout(Duration::from_secs(3600))
+}
+
+/// Sequence 0 of a blocks topic is left "being written" by participant row 2 (never claimed:
+/// not alive), whose holdings entry 0 names block 5, and block 5's word carries a take mark of
+/// the live publisher (row 0). A `recv_timeout(50 ms)` looks at the stuck claim (`unstick`)
+/// and reclaims row 2, whose release of block 5 waits on the live mark: it used to wait the
+/// whole liveness timeout (an hour here); the receive's deadline bounds it.
+#[test]
+fn recv_timeout_that_reclaims_a_stuck_claimant_keeps_its_timeout() {
+    let name = unique("ph-unstick");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &slow_liveness_cfg()).unwrap();
+    let _t = p.register("/m").unwrap();
+    let s = Subscriber::connect_with(&name, &slow_liveness_cfg()).unwrap();
+    let mut sub = s.subscribe("/m").unwrap();
+    let f = common::region_file(&name);
+    let l = Layout::of_file(&f);
+    // Slot of sequence 0: writing(holder 2, seq 0).
+    common::region::put64(&f, l.slot(0, 0), (1 << 63) | (2 << 40));
+    // Row 2's holdings entry 0: block 5 held; block 5: count 1, take-marked by row 0 entry 0.
+    common::region::put32(&f, l.holding(2, 0), 6);
+    common::region::put64(&f, l.block_word(5), (1 << 63) | 1);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let start = Instant::now();
+    std::thread::spawn(move || {
+        let r = sub.recv_timeout(Duration::from_millis(50)).map(|_| ());
+        let _ = tx.send(r.map_err(|e| e.kind()));
+        drop((sub, s));
+    });
+    let got = rx.recv_timeout(Duration::from_secs(10));
+    assert!(
+        got.is_ok(),
+        "recv_timeout(50 ms) still blocked after {:?}",
+        start.elapsed()
+    );
+    assert_eq!(got.unwrap(), Err(ErrorKind::Timeout));
+    drop(p);
+}
+
+/// The publish side of the same wait: sequence 0's slot is left "being written" by row 2 (never
+/// claimed), whose holdings entry names block 5, marked by the live publisher. The publish
+/// that laps slot 0 finds it busy and reclaims row 2; it used to wait the liveness timeout (an
+/// hour) on the live mark, where its claim timeout (20 ms) bounds it.
+#[test]
+fn a_publish_that_reclaims_a_stuck_claimant_keeps_its_claim_timeout() {
+    let name = unique("ph-busy");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &slow_liveness_cfg()).unwrap();
+    let t = p.register("/m").unwrap();
+    let f = common::region_file(&name);
+    let l = Layout::of_file(&f);
+    common::region::put64(&f, l.slot(0, 0), (1 << 63) | (2 << 40));
+    common::region::put32(&f, l.holding(2, 0), 6);
+    common::region::put64(&f, l.block_word(5), (1 << 63) | 1);
+    // Sequence 0 is skipped (its slot looks claimed); 1..=15 fill the ring.
+    for i in 1..=15u64 {
+        assert_eq!(p.publish(&t, b"x").unwrap(), i);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let start = Instant::now();
+    std::thread::spawn(move || {
+        // Sequence 16 needs slot 0: busy, holder row 2.
+        let r = p.publish(&t, b"y").map(|_| ());
+        let _ = tx.send(r.map_err(|e| e.kind()));
+    });
+    let got = rx.recv_timeout(Duration::from_secs(10));
+    assert!(
+        got.is_ok(),
+        "publish (claim timeout 20 ms) still blocked after {:?}",
+        start.elapsed()
+    );
+    assert_eq!(got.unwrap(), Err(ErrorKind::Timeout));
+}
+
+/// A sample dropped while a peer has scribbled its block's word (here only for the moment of
+/// the drop) used to keep its holdings entry for good: after 15 such drops (max_held 16, one
+/// entry the subscription's) the subscriber could never receive again, though every word was
+/// whole and it held no sample. The release clears the entry (as the take-side twin, "a
+/// corrupt block word costs a subscriber no entries").
+#[test]
+fn a_sample_dropped_on_a_scribbled_word_costs_no_entry() {
+    let name = unique("ph-drop");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &slow_liveness_cfg()).unwrap();
+    let t = p.register("/w").unwrap();
+    let s = Subscriber::connect_with(&name, &slow_liveness_cfg()).unwrap();
+    let mut sub = s.subscribe("/w").unwrap();
+    let f = common::region_file(&name);
+    let l = Layout::of_file(&f);
+    for i in 0..40u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+        let m = match sub.try_recv() {
+            Ok(m) => m,
+            Err(e) => panic!("receive {i}, no sample held, every word whole: {e}"),
+        };
+        // The sample's block (its sequence's descriptor).
+        let b = (common::region::get64(&f, l.slot(0, m.seq()) + 8) & 0xffff_ffff) - 1;
+        let word = common::region::get64(&f, l.block_word(b));
+        common::region::put64(&f, l.block_word(b), word | (1 << 63) | (1 << 60));
+        drop(m);
+        common::region::put64(&f, l.block_word(b), word);
+    }
+}

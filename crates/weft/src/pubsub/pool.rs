@@ -536,9 +536,18 @@ pub(crate) fn release_entry_to<E>(
         record: e,
     };
     let freed = loop {
-        match pool.drop_ref(b, who).map_err(&bad)? {
-            Dropped::Done { freed } => break freed,
-            Dropped::Busy(w) => wait(w)?,
+        match pool.drop_ref(b, who) {
+            Ok(Dropped::Done { freed }) => break freed,
+            Ok(Dropped::Busy(w)) => wait(w)?,
+            Err(c) => {
+                // A word that fails validation (a scribbling peer's) holds no reference this
+                // entry could drop: the entry is cleared (leaking what the word may count), as a
+                // reclaimer clears it, where keeping it cost its holder one entry per such
+                // release, for good. A wait that gave up keeps it: the reference is real.
+                // Release: pairs with the Acquire load in `settle_entry`.
+                h.store(idle, Ordering::Release);
+                return Err(bad(c));
+            }
         }
     };
     // Release: pairs with the Acquire load in `settle_entry`.

@@ -2159,15 +2159,15 @@ impl Publisher {
                         // Nothing claimed yet: a topic closed meanwhile is given up at once
                         // (its closer waits for our record to go).
                         entry_open(topic_entry, generation)?;
+                        let d =
+                            *deadline.get_or_insert_with(|| Deadline::after(self.claim_timeout));
                         // A live holder keeps its slot; a dead one's row is reclaimed, which
-                        // commits or voids what it held.
+                        // commits or voids what it held (within the claim timeout).
                         if holder != me
                             && !matches!(r.row(holder)?.status(r.liveness), PeerStatus::Alive)
                         {
-                            r.reclaim_row(holder)?;
+                            r.reclaim_row_until(holder, Some(d))?;
                         }
-                        let d =
-                            *deadline.get_or_insert_with(|| Deadline::after(self.claim_timeout));
                         if d.expired() {
                             return Err(Error::Timeout);
                         }
@@ -3651,7 +3651,8 @@ impl Subscription {
         if let Some(h) = holder
             && !matches!(r.row(h)?.status(r.liveness), PeerStatus::Alive)
         {
-            r.reclaim_row(h)?;
+            // Within the receive's deadline, when it has one.
+            r.reclaim_row_until(h, self.mark_limit)?;
         }
         if stuck && let Some((ring, _)) = self.inline {
             r.unstick_inline(self.topic, ring, self.next);

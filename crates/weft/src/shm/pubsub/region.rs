@@ -75,6 +75,18 @@ pub(crate) const RECLAIM_NESTING: u32 = 8;
 std::thread_local! {
     /// The reclaims in progress on this thread ([`Nesting`]).
     static RECLAIMING: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+    /// The deadline of the timed call whose reclaims run on this thread
+    /// ([`Region::reclaim_row_until`]): every wait on a mark inside them ends there too.
+    static RECLAIM_LIMIT: core::cell::Cell<Option<Deadline>> = const { core::cell::Cell::new(None) };
+}
+
+/// Puts back the enclosing call's [`RECLAIM_LIMIT`] when dropped (also by an unwinding panic).
+struct LimitScope(Option<Deadline>);
+
+impl Drop for LimitScope {
+    fn drop(&mut self) {
+        RECLAIM_LIMIT.set(self.0);
+    }
 }
 
 /// One level of reclaim on this thread, left when dropped (also by an unwinding panic).
@@ -107,7 +119,7 @@ enum Released {
 }
 
 /// The state of one wait for a block word's mark ([`Region::wait_mark`]).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct MarkWait {
     /// Set at the first round after the spins: the wait ends with `Timeout` a liveness
     /// timeout later.
@@ -118,11 +130,27 @@ pub(crate) struct MarkWait {
     rounds: u32,
 }
 
+impl Default for MarkWait {
+    /// A wait bounded by the liveness timeout, and by the deadline of the timed call this
+    /// thread's reclaims run for, if any ([`Region::reclaim_row_until`]).
+    fn default() -> MarkWait {
+        MarkWait {
+            deadline: None,
+            limit: RECLAIM_LIMIT.get(),
+            rounds: 0,
+        }
+    }
+}
+
 impl MarkWait {
     /// A wait that also ends at `limit`.
     pub(crate) fn until(limit: Option<Deadline>) -> MarkWait {
+        let scoped = RECLAIM_LIMIT.get();
         MarkWait {
-            limit,
+            limit: match (limit, scoped) {
+                (Some(a), Some(b)) => Some(a.earlier(b)),
+                (a, b) => a.or(b),
+            },
             ..MarkWait::default()
         }
     }
@@ -696,6 +724,19 @@ impl Region {
         Pool::new(meta)
     }
 
+    /// A wait of `recover` (of row `i`) on `w`'s mark on block `b`. A mark naming `i` itself
+    /// is a scribbled one: the settle at the start of the reclaim cleared every mark that one
+    /// of `i`'s records names, and nothing else of `i` runs while the row is held. It is
+    /// cleared (nobody else writes a marked word), and the release goes on; waited on, it
+    /// failed every reclaim of the row, and every join that took it, with `Timeout`.
+    fn recover_wait(&self, w: Who, i: u32, b: u32, wait: &mut MarkWait) -> Result<(), Released> {
+        if w.participant == i {
+            self.pool().unmark(b, w);
+        }
+        self.wait_mark(w, i, wait)
+            .map_err(|e| self.released_after(w, e))
+    }
+
     /// Why a reclaim's wait on `w`'s mark failed with `e`: a mark that names no participant
     /// of the table (`wait_mark` finds no row for it), or one that outlived the liveness
     /// timeout on a row no process holds (never claimed, or let go, which settles every mark),
@@ -750,7 +791,11 @@ impl Region {
             return Err(Error::Timeout);
         }
         if w.participant != me && !matches!(row.status(self.liveness), PeerStatus::Alive) {
-            self.reclaim_row(w.participant)?;
+            // The reclaim settles the marker's operation in flight first; one that fails
+            // later (a wait of its own that gave up) has still cleared this mark, or the wait
+            // goes on, to its own deadline. Its error is not this wait's: passed up, it ended
+            // the wait of a nested reclaim as if this mark had timed out.
+            let _ = self.reclaim_row(w.participant);
         }
         crate::sync::yield_now();
         Ok(())
@@ -1314,6 +1359,20 @@ impl Region {
         Ok(self.take_and_reclaim(i)?.unwrap_or(0))
     }
 
+    /// [`Region::reclaim_row`] for a call with a deadline (a receive with a timeout, a publish
+    /// within its claim timeout): every wait on a mark in the reclaim, and in the reclaims it
+    /// nests, also ends at `limit` (with `Timeout`, the records left for the next reclaim),
+    /// where it would otherwise wait up to the liveness timeout on a live marker.
+    pub(crate) fn reclaim_row_until(&self, i: u32, limit: Option<Deadline>) -> Result<u64> {
+        let outer = RECLAIM_LIMIT.get();
+        let _scope = LimitScope(outer);
+        RECLAIM_LIMIT.set(match (limit, outer) {
+            (Some(a), Some(b)) => Some(a.earlier(b)),
+            (a, b) => a.or(b),
+        });
+        self.reclaim_row(i)
+    }
+
     /// [`Region::reclaim_row`], saying whether this call reclaimed the row: `None` when it
     /// did not take it (a live owner, another survivor reclaiming it at this moment, or the
     /// nesting bound).
@@ -1542,10 +1601,7 @@ impl Region {
                 &ext.pub_old,
                 i,
                 old - 1,
-                |w| {
-                    self.wait_mark(w, i, &mut mark_wait)
-                        .map_err(|e| self.released_after(w, e))
-                },
+                |w| self.recover_wait(w, i, old - 1, &mut mark_wait),
                 |_| Released::Corrupt,
             ) {
                 Ok(_) => released += 1,
@@ -1564,10 +1620,7 @@ impl Region {
                         i,
                         e as u32,
                         b,
-                        |w| {
-                            self.wait_mark(w, i, &mut mark_wait)
-                                .map_err(|e| self.released_after(w, e))
-                        },
+                        |w| self.recover_wait(w, i, b, &mut mark_wait),
                         |_| Released::Corrupt,
                     ) {
                         Ok(_) => released += 1,
