@@ -1137,3 +1137,19 @@ fn a_sample_dropped_on_a_scribbled_word_costs_no_entry() {
         common::region::put64(&f, l.block_word(b), word);
     }
 }
+
+/// A `freeing` word scribbled on a row nobody ever claimed, naming a free entry: a registration
+/// used to skip that entry for good (no reclaim clears a row never claimed), and with the
+/// table's other entry taken it reported the table full. Such a row names no free.
+#[test]
+fn a_freeing_word_on_a_row_never_claimed_keeps_no_entry_from_registration() {
+    let name = unique("ph-freeing");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg().topics(2)).unwrap();
+    let _a = p.register("/a").unwrap();
+    let (f, l) = layout(&name);
+    // Row 7 was never claimed; its `freeing` (extension byte 4) names entry 1, which is free.
+    common::region::put32(&f, l.ext(7) + 4, 2);
+    let b = p.register("/b");
+    assert!(b.is_ok(), "entry 1 is free, yet: {:?}", b.err());
+}

@@ -1319,6 +1319,13 @@ impl Publisher {
         if let Some(t) = existing(r)? {
             return Ok(t);
         }
+        // An entry that a row's `freeing` word names is neither freed nor taken: its freer was
+        // killed in the free (or judged dead while it made it), and the slots it had not
+        // reached still hold references. The reclaim of dead rows finishes such frees first
+        // (one that fails leaves them for later: this registration takes another entry).
+        if (0..r.geo.topics as u32).any(|i| r.being_freed(i)) {
+            let _ = r.reclaim_dead();
+        }
         // Unregistered topics nobody reads any more are freed now (entries, inline areas);
         // first the close of one whose unregistering publisher died in it, which nobody else
         // finishes while no subscription polls it. An entry that cannot be freed (a live
@@ -1334,14 +1341,6 @@ impl Publisher {
             if state == TOPIC_CLOSED {
                 let _ = r.free_topic(i, self.member.index);
             }
-        }
-        // A free entry that a row's `freeing` word names is not taken: its freer was killed
-        // in the free (or judged dead while it made it), and the slots it had not reached
-        // still hold references. The reclaim of dead rows finishes such frees first.
-        if (0..r.geo.topics as u32)
-            .any(|i| r.topic_state(i).ok() == Some(TOPIC_FREE) && r.being_freed(i))
-        {
-            r.reclaim_dead()?;
         }
         let area = if raw_mode == MODE_INLINE {
             Some(free_inline_area(r)?)

@@ -1074,6 +1074,13 @@ impl Region {
         if self.topic_state(t)? != TOPIC_CLOSED || self.subscriptions(t) != 0 {
             return Ok(false);
         }
+        // A freer killed in a free of this entry before its store of FREE (or after it put
+        // CLOSED back) left its `freeing` word naming it: its reclaimer, which holds no lock,
+        // finishes that free if it finds the entry FREE, and would release the ring beside
+        // ours. Not until that word is cleared.
+        if self.being_freed(t) {
+            return Ok(false);
+        }
         // The ring (an inline topic's area) goes to the next registration: not while a live
         // publisher may still write to it.
         if self.writers(t as u64 + 1, me, self.entry_mode(t)? == Some(MODE_INLINE))? {
@@ -1173,12 +1180,17 @@ impl Region {
     /// Whether a participant's `freeing` word names entry `t`: a free of it is in progress,
     /// or was interrupted by its freer's death and waits for that row's reclaim
     /// (`Region::finish_free`). A registrar does not take such an entry.
+    /// A row never claimed (a scribbling peer's word) names no free: it is not counted (a
+    /// joiner that takes it clears the word in its first reclaim).
     pub(crate) fn being_freed(&self, t: u32) -> bool {
         (0..self.geo.participants as u32).any(|p| {
             // SYNC POINT: Acquire pairs with the Release stores of `freeing` (a 0 read here
             // comes after the free it ended: the ring released).
             self.ext(p)
                 .is_ok_and(|e| e.freeing.load(Ordering::Acquire) == t + 1)
+                && self
+                    .row(p)
+                    .is_ok_and(|r| r.status(self.liveness) != PeerStatus::Absent)
         })
     }
 
@@ -1190,6 +1202,17 @@ impl Region {
     /// reached are released through `i`'s record, as the freer would have.
     fn finish_free(&self, t: u32, i: u32) -> Result<u64> {
         if self.topic_state(t)? != TOPIC_FREE {
+            return Ok(0);
+        }
+        // The freer may have died before its count of the subscriptions: counted again, as
+        // it would have. SYNC POINT: the SeqCst fence pairs with the one in
+        // `Subscriber::subscribe_inner` (Dekker), as the freer's does: a subscriber that read
+        // the entry CLOSED before the dead freer's store of FREE recorded its subscription
+        // before, and is counted here; one that reads it later sees FREE.
+        fence(Ordering::SeqCst);
+        if self.subscriptions(t) != 0 {
+            // Release: pairs with the Acquire loads of `topic_state`; the next free goes on.
+            self.topic(t)?.state.store(TOPIC_CLOSED, Ordering::Release);
             return Ok(0);
         }
         let ring = self.ring_area(t)?;
@@ -1343,6 +1366,7 @@ impl Region {
         let (inline_topic, _) = self.inline_record(i)?.load();
         Ok(ext.pub_topic.load(Ordering::Acquire) != 0
             || ext.pub_old.load(Ordering::Acquire) & 0xffff_ffff != 0
+            || ext.freeing.load(Ordering::Acquire) != 0
             || inline_topic != 0)
     }
 
@@ -2289,8 +2313,12 @@ mod tests {
             // Before the freer's row is reclaimed (it looks alive: it is this process), a
             // registration takes another entry than one whose free is unfinished.
             let freeing = r.ext(me).unwrap().freeing.load(super::Ordering::Relaxed);
+            let left = r.topic_state(t.index).unwrap();
             let early = survivor.register("/early").unwrap();
             if freeing != 0 {
+                // Nor does it free it (its reclaimer, which holds no lock, may be finishing
+                // the same free at this moment).
+                assert_eq!(r.topic_state(t.index).unwrap(), left, "killed at point {n}");
                 assert_ne!(
                     early.index, t.index,
                     "killed at point {n}: a half-freed entry"
@@ -2328,6 +2356,46 @@ mod tests {
             drop(sub);
             r.obj.remove_if_same().unwrap();
         }
+    }
+
+    /// A freer killed between its store of FREE and its count of the subscriptions, while a
+    /// subscriber that read the entry CLOSED had recorded a subscription (it drains the closed
+    /// topic's ring): the reclaimer counts again, as the freer would have, and puts the entry
+    /// back to CLOSED instead of releasing the ring under that subscriber; the free happens
+    /// once the subscription is gone.
+    #[test]
+    fn the_reclaimer_of_a_freer_counts_the_subscriptions_the_freer_did_not() {
+        use super::{Ordering, TOPIC_CLOSED, TOPIC_FREE};
+        use crate::pubsub::pool::{SUB_TAG, crash};
+        let name = format!("region-free-count-{}", std::process::id());
+        let cfg = Config::default().blocks(16).ring_slots(4).topics(3);
+        let survivor = Publisher::create(&name, &cfg).unwrap();
+        let freer = Publisher::open(&name).unwrap();
+        let t = freer.register("/f").unwrap();
+        freer.publish(&t, b"kept").unwrap();
+        let r = &*survivor.member.region;
+        let me = freer.member.index;
+        // Killed at the second point of the free: after its store of FREE.
+        crash::arm(Some(1));
+        let killed =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| freer.unregister(&t)));
+        crash::arm(None);
+        assert!(killed.is_err());
+        assert_eq!(r.topic_state(t.index).unwrap(), TOPIC_FREE);
+        // The subscriber's record, stored before the freer's FREE (it read CLOSED).
+        let h = &r.holdings(survivor.member.index).unwrap()[3];
+        h.store(SUB_TAG | t.index, Ordering::Release);
+        r.recover(me).unwrap();
+        assert_eq!(r.topic_state(t.index).unwrap(), TOPIC_CLOSED);
+        let (count, _) = r.pool().state(0).unwrap();
+        assert_eq!(count, 1, "the slot keeps its block for the subscriber");
+        // The subscription goes: the next registration frees the entry and takes it.
+        h.store(0, Ordering::Release);
+        let g = survivor.register("/g").unwrap();
+        assert_eq!(g.index, t.index);
+        assert_eq!(r.pool().free_estimate(), 16);
+        drop(freer);
+        r.obj.remove_if_same().unwrap();
     }
 
     /// Every index into a table of the region is checked: one past the end is `Corrupt`,
