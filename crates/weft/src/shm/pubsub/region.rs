@@ -72,6 +72,15 @@ const MARK_SPIN_ROUNDS: u32 = 7;
 /// holds: two or three at most in practice.
 pub(crate) const RECLAIM_NESTING: u32 = 8;
 
+#[cfg(test)]
+std::thread_local! {
+    /// Test-only: run once by `recover`, after it resolved the ring of the topic a dead row's
+    /// inline record names, just before it voids the held sequence (where a reclaimer may be
+    /// preempted while others register and free topics).
+    pub(crate) static BEFORE_INLINE_UNSTICK: core::cell::RefCell<Option<alloc::boxed::Box<dyn FnOnce()>>> =
+        const { core::cell::RefCell::new(None) };
+}
+
 std::thread_local! {
     /// The reclaims in progress on this thread ([`Nesting`]).
     static RECLAIMING: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
@@ -681,6 +690,12 @@ impl Region {
     /// voids it when it was claimed and no live publisher may hold it. Returns whether `x` is
     /// now complete, void or overwritten.
     pub(crate) fn unstick_inline(&self, t: u32, ring: RawRing, x: u64) -> bool {
+        self.unstick_inline_but(t, ring, x, None)
+    }
+
+    /// [`Region::unstick_inline`], not counting row `skip`'s record as a holder's (the row a
+    /// reclaimer holds, whose claim it is settling).
+    fn unstick_inline_but(&self, t: u32, ring: RawRing, x: u64, skip: Option<u32>) -> bool {
         use crate::pubsub::inline::Unstuck;
         let n = self.geo.participants as u32;
         let voided = inline::unstick(
@@ -689,6 +704,9 @@ impl Region {
             x,
             |f| {
                 for p in 0..n {
+                    if Some(p) == skip {
+                        continue;
+                    }
                     if let Ok(rec) = self.inline_record(p) {
                         let (topic, seq) = rec.load();
                         if !f(p, topic, seq) {
@@ -1561,11 +1579,13 @@ impl Region {
             // as the holder's own release does.
             let _ = lock.compare_exchange(i as u64 + 1, 0, Ordering::Release, Ordering::Relaxed);
         }
-        // The inline claim in flight: cleared first (the row is ours now and would count as a
-        // live holder), then the sequence it held is voided if it was never written.
+        // The inline claim in flight: the sequence it held is voided if it was never written,
+        // then the record is cleared. Kept until then, the record keeps the topic from being
+        // freed (`Region::writers` finds it on a row held alive, by us), and with it the
+        // topic's inline area from being handed to a new registration under the void; the
+        // void's scan of the records skips this row, which we hold.
         let rec = self.inline_record(i)?;
         let (topic, seq) = rec.load();
-        rec.clear();
         if topic != 0
             && let Some(x) = inline::held(topic, seq, topic)
         {
@@ -1585,9 +1605,14 @@ impl Region {
                 Ok(None)
             };
             if let Ok(Some((ring, _))) = inline {
-                self.unstick_inline(t, ring, x);
+                #[cfg(test)]
+                if let Some(hook) = BEFORE_INLINE_UNSTICK.with(|h| h.borrow_mut().take()) {
+                    hook();
+                }
+                self.unstick_inline_but(t, ring, x, Some(i));
             }
         }
+        rec.clear();
         // A free the dead participant was making (`free_topic`): the topic it names, if the
         // table has it (a value past the table is a scribbling peer's, and names no free).
         // Acquire: pairs with the owner's Release stores.
@@ -2396,6 +2421,171 @@ mod tests {
         assert_eq!(r.pool().free_estimate(), 16);
         drop(freer);
         r.obj.remove_if_same().unwrap();
+    }
+
+    /// The reclaimer of a publisher killed holding inline sequence 0 of the unregistered topic
+    /// /t resolves /t's ring and is preempted before its void, while another process
+    /// registers /u. The reclaimer used to clear the dead row's record first: /t no longer
+    /// looked held, the registration freed it and gave its inline area to /u (another entry,
+    /// another tag), whose live publisher claimed sequence 0, and the reclaimer's void then
+    /// landed on it: a live claim voided, and a subscriber skipped the message the publisher
+    /// wrote. The record is now kept until the void is done: the registration finds the area
+    /// taken.
+    #[test]
+    fn a_reclaimer_preempted_before_its_void_never_voids_a_live_claim_of_the_next_topic() {
+        use super::{BEFORE_INLINE_UNSTICK, TOPIC_CLOSED};
+        use crate::pubsub::TopicSpec;
+        use crate::pubsub::inline;
+        use crate::ring::raw;
+        use alloc::boxed::Box;
+        use alloc::rc::Rc;
+        use core::cell::RefCell;
+        let name = format!("region-inline-void-{}", std::process::id());
+        let cfg = Config::default()
+            .topics(4)
+            .inline_topics(1)
+            .ring_slots(8)
+            .claim_timeout(core::time::Duration::from_millis(20));
+        let survivor = Publisher::create(&name, &cfg).unwrap();
+        let dead = Publisher::open(&name).unwrap();
+        let r = &*survivor.member.region;
+        // Entry 0 free again (so the next registration takes it), /t at entry 1, area 0.
+        let a = survivor.register("/a").unwrap();
+        let t = survivor.register_spec("/t", &TopicSpec::inline(8)).unwrap();
+        assert_eq!((a.index, t.index), (0, 1));
+        survivor.unregister(&a).unwrap();
+        // `dead` claims sequence 0 of /t (and is killed before writing it).
+        let ring_t = r.inline_ring(t.index).unwrap().ring;
+        let drec = r.inline_record(dead.member.index).unwrap();
+        assert_eq!(inline::claim(&ring_t, drec, t.index as u64 + 1), Ok(0));
+        // Nobody reads /t: unregistered, it stays CLOSED for the claim in flight.
+        survivor.unregister(&t).unwrap();
+        assert_eq!(r.topic_state(t.index).unwrap(), TOPIC_CLOSED);
+
+        let got = Rc::new(RefCell::new(None));
+        let out = got.clone();
+        let reg = name.clone();
+        BEFORE_INLINE_UNSTICK.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                // Another process: registers /u (frees /t, takes entry 0 and area 0).
+                let live = Publisher::open(&reg).unwrap();
+                let u = match live.register_spec("/u", &TopicSpec::inline(8)) {
+                    Ok(u) => u,
+                    // /t's ring kept while the reclaim is in flight: nothing can go wrong.
+                    Err(e) if e.kind() == crate::ErrorKind::InvalidArgument => return,
+                    Err(e) => panic!("{e:?}"),
+                };
+                let lr = &*live.member.region;
+                assert_eq!(u.index, 0, "/u took entry 0");
+                assert_eq!(lr.inline_fields(u.index).unwrap().0, 0, "/u took /t's area");
+                let s = Subscriber::connect(&reg).unwrap();
+                let sub = s.subscribe("/u").unwrap();
+                // `live` publishes on /u: claimed sequence 0, checked the topic open, and is
+                // preempted before its write.
+                let ring_u = lr.inline_ring(u.index).unwrap().ring;
+                let rec = lr.inline_record(live.member.index).unwrap();
+                assert_eq!(inline::claim(&ring_u, rec, u.index as u64 + 1), Ok(0));
+                *out.borrow_mut() = Some((live, u, s, sub, ring_u));
+            }) as Box<dyn FnOnce()>);
+        });
+        // The reclaimer of `dead`'s row (a survivor that took it).
+        r.recover(dead.member.index).unwrap();
+        let Some((live, u, _s, mut sub, ring_u)) = got.borrow_mut().take() else {
+            // The registration was refused: /t's area was still held by the reclaim.
+            drop(dead);
+            survivor.member.region.obj.remove_if_same().unwrap();
+            return;
+        };
+        let lr = &*live.member.region;
+        let rec = lr.inline_record(live.member.index).unwrap();
+        let void_seen = ring_u.stamp_of(0) == raw::void(0);
+        // The subscriber polls while the live write is pending, then the write completes and
+        // one more message follows.
+        assert!(matches!(sub.try_recv(), Err(crate::Error::Empty)));
+        ring_u.write_bytes(0, &7u64.to_le_bytes());
+        inline::finish(rec, 0);
+        assert_eq!(live.publish(&u, &8u64.to_le_bytes()).unwrap(), 1);
+        let m = sub.try_recv().unwrap();
+        let seen = (m.seq(), m.to_vec(), void_seen);
+        survivor.member.region.obj.remove_if_same().unwrap();
+        assert_eq!(
+            seen,
+            (0, 7u64.to_le_bytes().to_vec(), false),
+            "sequence 0 of /u, held by a live publisher, was voided by the reclaimer of \
+             /t's dead claim (void stamp seen: {void_seen}); the subscriber skipped it"
+        );
+        drop((m, sub, live, dead));
+        survivor.member.region.obj.remove_if_same().unwrap();
+    }
+
+    /// As above, but the next topic /u of the freed area has 24-byte messages (slots of 32
+    /// bytes where /t had 16): the reclaimer's stale ring handle finds /t's sequence 1 at
+    /// byte 16 of the slots, which in /u's ring is payload word 1 of sequence 0, a complete
+    /// message. A zero word there reads as a never-written stamp: the void CAS writes
+    /// `void(1) = 5` into the message, whose stamp still says complete.
+    #[test]
+    fn a_reclaimer_preempted_before_its_void_never_writes_into_the_next_topics_messages() {
+        use super::{BEFORE_INLINE_UNSTICK, TOPIC_CLOSED};
+        use crate::pubsub::TopicSpec;
+        use crate::pubsub::inline;
+        use alloc::boxed::Box;
+        use alloc::rc::Rc;
+        use core::cell::RefCell;
+        let name = format!("region-inline-tear-{}", std::process::id());
+        let cfg = Config::default()
+            .topics(4)
+            .inline_topics(1)
+            .ring_slots(8)
+            .claim_timeout(core::time::Duration::from_millis(20));
+        let survivor = Publisher::create(&name, &cfg).unwrap();
+        let dead = Publisher::open(&name).unwrap();
+        let r = &*survivor.member.region;
+        let a = survivor.register("/a").unwrap();
+        let t = survivor.register_spec("/t", &TopicSpec::inline(8)).unwrap();
+        assert_eq!((a.index, t.index), (0, 1));
+        survivor.unregister(&a).unwrap();
+        assert_eq!(survivor.publish(&t, &[1; 8]).unwrap(), 0);
+        // `dead` claims sequence 1 of /t and is killed before writing it.
+        let ring_t = r.inline_ring(t.index).unwrap().ring;
+        let drec = r.inline_record(dead.member.index).unwrap();
+        assert_eq!(inline::claim(&ring_t, drec, t.index as u64 + 1), Ok(1));
+        survivor.unregister(&t).unwrap();
+        assert_eq!(r.topic_state(t.index).unwrap(), TOPIC_CLOSED);
+
+        let msg0: [u8; 24] = core::array::from_fn(|k| if (8..16).contains(&k) { 0 } else { 0xAB });
+        let got = Rc::new(RefCell::new(None));
+        let out = got.clone();
+        let reg = name.clone();
+        BEFORE_INLINE_UNSTICK.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                let live = Publisher::open(&reg).unwrap();
+                let u = match live.register_spec("/u", &TopicSpec::inline(24)) {
+                    Ok(u) => u,
+                    Err(e) if e.kind() == crate::ErrorKind::InvalidArgument => return,
+                    Err(e) => panic!("{e:?}"),
+                };
+                let s = Subscriber::connect(&reg).unwrap();
+                let sub = s.subscribe("/u").unwrap();
+                assert_eq!(live.publish(&u, &msg0).unwrap(), 0);
+                assert_eq!(live.publish(&u, &[2; 24]).unwrap(), 1);
+                *out.borrow_mut() = Some((live, u, s, sub));
+            }) as Box<dyn FnOnce()>);
+        });
+        r.recover(dead.member.index).unwrap();
+        let Some((live, _u, _s, mut sub)) = got.borrow_mut().take() else {
+            drop(dead);
+            survivor.member.region.obj.remove_if_same().unwrap();
+            return;
+        };
+        let m = sub.try_recv().unwrap();
+        let seen = (m.seq(), m.to_vec());
+        drop((m, sub, live, dead));
+        survivor.member.region.obj.remove_if_same().unwrap();
+        assert_eq!(
+            seen,
+            (0, msg0.to_vec()),
+            "message 0 of /u delivered altered"
+        );
     }
 
     /// Every index into a table of the region is checked: one past the end is `Corrupt`,
