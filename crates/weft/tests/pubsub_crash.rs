@@ -1761,16 +1761,7 @@ fn a_latest_inline_receive_behind_a_void_and_stalled_claims_parks() {
 fn a_nested_reclaim_that_times_out_does_not_leak_the_outer_reference() {
     let name = unique("pc-nested");
     let _c = Cleanup(name.clone());
-    let cfg = Config::default()
-        .participants(4)
-        .max_held(8)
-        .topics(2)
-        .ring_slots(4)
-        .blocks(16)
-        .block_size(64)
-        .liveness_timeout(Duration::from_millis(300));
-    let p = Publisher::create(&name, &cfg).unwrap();
-    let t = p.register("/held").unwrap();
+    let (p, t) = held_topic(&name);
     let mut pi = Peer::spawn(&["pubsub-hold", &name, "/held", "1"]);
     pi.expect("ready");
     let mut pj = Peer::spawn(&["pubsub-hold", &name, "/held", "2"]);
@@ -1845,16 +1836,7 @@ fn a_nested_reclaim_that_times_out_does_not_leak_the_outer_reference() {
 fn a_mark_naming_the_reclaimed_row_itself_does_not_fail_every_join() {
     let name = unique("pc-selfmark");
     let _c = Cleanup(name.clone());
-    let cfg = Config::default()
-        .participants(4)
-        .max_held(8)
-        .topics(2)
-        .ring_slots(4)
-        .blocks(16)
-        .block_size(64)
-        .liveness_timeout(Duration::from_millis(300));
-    let p = Publisher::create(&name, &cfg).unwrap();
-    let t = p.register("/held").unwrap();
+    let (p, t) = held_topic(&name);
     let mut peer = Peer::spawn(&["pubsub-hold", &name, "/held", "1"]);
     peer.expect("ready");
     p.publish(&t, b"one").unwrap();
@@ -1892,4 +1874,20 @@ fn a_mark_naming_the_reclaimed_row_itself_does_not_fail_every_join() {
         before + 1,
         "the dead row's sample came back"
     );
+}
+
+/// A region of four rows with a liveness timeout short enough to outwait a stalled mark, made
+/// by this process, and its topic "/held".
+fn held_topic(name: &str) -> (Publisher, weft::pubsub::Topic) {
+    let cfg = Config::default()
+        .participants(4)
+        .max_held(8)
+        .topics(2)
+        .ring_slots(4)
+        .blocks(16)
+        .block_size(64)
+        .liveness_timeout(Duration::from_millis(300));
+    let p = Publisher::create(name, &cfg).unwrap();
+    let t = p.register("/held").unwrap();
+    (p, t)
 }

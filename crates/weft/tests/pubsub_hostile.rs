@@ -1023,17 +1023,9 @@ fn a_chain_of_marks_through_every_row_does_not_overflow_a_reclaims_stack() {
     assert_eq!(common::region::get32(&f, l.holding(1, 0)), 0);
 }
 
+/// A liveness timeout of an hour: only the wait on a *live* marker's mark runs into it.
 fn slow_liveness_cfg() -> Config {
-    Config::default()
-        .participants(8)
-        .max_held(16)
-        .topics(4)
-        .ring_slots(16)
-        .blocks(64)
-        .block_size(128)
-        .claim_timeout(Duration::from_millis(20))
-        // A long liveness timeout: only the wait on a *live* marker's mark uses it.
-        .liveness_timeout(Duration::from_secs(3600))
+    cfg().liveness_timeout(Duration::from_secs(3600))
 }
 
 /// Sequence 0 of a blocks topic is left "being written" by participant row 2 (never claimed:

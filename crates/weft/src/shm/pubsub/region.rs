@@ -2423,6 +2423,43 @@ mod tests {
         r.obj.remove_if_same().unwrap();
     }
 
+    /// A region with topic "/t" (inline, 8-byte messages, entry 1, inline area 0) and a free
+    /// entry 0 before it, `published` messages on /t, then a claim of the next sequence by a
+    /// second publisher `dead` (killed before writing it, its row not reclaimed yet), and /t
+    /// unregistered: CLOSED, kept by the claim in flight. Returns (survivor, dead, /t).
+    fn a_dead_inline_claim(
+        name: &str,
+        published: u64,
+    ) -> (Publisher, Publisher, crate::pubsub::Topic) {
+        use super::TOPIC_CLOSED;
+        use crate::pubsub::{TopicSpec, inline};
+        let cfg = Config::default()
+            .topics(4)
+            .inline_topics(1)
+            .ring_slots(8)
+            .claim_timeout(core::time::Duration::from_millis(20));
+        let survivor = Publisher::create(name, &cfg).unwrap();
+        let dead = Publisher::open(name).unwrap();
+        let r = &*survivor.member.region;
+        // Entry 0 free again (so the next registration takes it), /t at entry 1, area 0.
+        let a = survivor.register("/a").unwrap();
+        let t = survivor.register_spec("/t", &TopicSpec::inline(8)).unwrap();
+        assert_eq!((a.index, t.index), (0, 1));
+        survivor.unregister(&a).unwrap();
+        for k in 0..published {
+            assert_eq!(survivor.publish(&t, &[1; 8]).unwrap(), k);
+        }
+        let ring_t = r.inline_ring(t.index).unwrap().ring;
+        let drec = r.inline_record(dead.member.index).unwrap();
+        assert_eq!(
+            inline::claim(&ring_t, drec, t.index as u64 + 1),
+            Ok(published)
+        );
+        survivor.unregister(&t).unwrap();
+        assert_eq!(r.topic_state(t.index).unwrap(), TOPIC_CLOSED);
+        (survivor, dead, t)
+    }
+
     /// The reclaimer of a publisher killed holding inline sequence 0 of the unregistered topic
     /// /t resolves /t's ring and is preempted before its void, while another process
     /// registers /u. The reclaimer used to clear the dead row's record first: /t no longer
@@ -2433,7 +2470,7 @@ mod tests {
     /// taken.
     #[test]
     fn a_reclaimer_preempted_before_its_void_never_voids_a_live_claim_of_the_next_topic() {
-        use super::{BEFORE_INLINE_UNSTICK, TOPIC_CLOSED};
+        use super::BEFORE_INLINE_UNSTICK;
         use crate::pubsub::TopicSpec;
         use crate::pubsub::inline;
         use crate::ring::raw;
@@ -2441,26 +2478,9 @@ mod tests {
         use alloc::rc::Rc;
         use core::cell::RefCell;
         let name = format!("region-inline-void-{}", std::process::id());
-        let cfg = Config::default()
-            .topics(4)
-            .inline_topics(1)
-            .ring_slots(8)
-            .claim_timeout(core::time::Duration::from_millis(20));
-        let survivor = Publisher::create(&name, &cfg).unwrap();
-        let dead = Publisher::open(&name).unwrap();
+        // `dead` claims sequence 0 of /t.
+        let (survivor, dead, _t) = a_dead_inline_claim(&name, 0);
         let r = &*survivor.member.region;
-        // Entry 0 free again (so the next registration takes it), /t at entry 1, area 0.
-        let a = survivor.register("/a").unwrap();
-        let t = survivor.register_spec("/t", &TopicSpec::inline(8)).unwrap();
-        assert_eq!((a.index, t.index), (0, 1));
-        survivor.unregister(&a).unwrap();
-        // `dead` claims sequence 0 of /t (and is killed before writing it).
-        let ring_t = r.inline_ring(t.index).unwrap().ring;
-        let drec = r.inline_record(dead.member.index).unwrap();
-        assert_eq!(inline::claim(&ring_t, drec, t.index as u64 + 1), Ok(0));
-        // Nobody reads /t: unregistered, it stays CLOSED for the claim in flight.
-        survivor.unregister(&t).unwrap();
-        assert_eq!(r.topic_state(t.index).unwrap(), TOPIC_CLOSED);
 
         let got = Rc::new(RefCell::new(None));
         let out = got.clone();
@@ -2525,32 +2545,15 @@ mod tests {
     /// `void(1) = 5` into the message, whose stamp still says complete.
     #[test]
     fn a_reclaimer_preempted_before_its_void_never_writes_into_the_next_topics_messages() {
-        use super::{BEFORE_INLINE_UNSTICK, TOPIC_CLOSED};
+        use super::BEFORE_INLINE_UNSTICK;
         use crate::pubsub::TopicSpec;
-        use crate::pubsub::inline;
         use alloc::boxed::Box;
         use alloc::rc::Rc;
         use core::cell::RefCell;
         let name = format!("region-inline-tear-{}", std::process::id());
-        let cfg = Config::default()
-            .topics(4)
-            .inline_topics(1)
-            .ring_slots(8)
-            .claim_timeout(core::time::Duration::from_millis(20));
-        let survivor = Publisher::create(&name, &cfg).unwrap();
-        let dead = Publisher::open(&name).unwrap();
+        // `dead` claims sequence 1 of /t.
+        let (survivor, dead, _t) = a_dead_inline_claim(&name, 1);
         let r = &*survivor.member.region;
-        let a = survivor.register("/a").unwrap();
-        let t = survivor.register_spec("/t", &TopicSpec::inline(8)).unwrap();
-        assert_eq!((a.index, t.index), (0, 1));
-        survivor.unregister(&a).unwrap();
-        assert_eq!(survivor.publish(&t, &[1; 8]).unwrap(), 0);
-        // `dead` claims sequence 1 of /t and is killed before writing it.
-        let ring_t = r.inline_ring(t.index).unwrap().ring;
-        let drec = r.inline_record(dead.member.index).unwrap();
-        assert_eq!(inline::claim(&ring_t, drec, t.index as u64 + 1), Ok(1));
-        survivor.unregister(&t).unwrap();
-        assert_eq!(r.topic_state(t.index).unwrap(), TOPIC_CLOSED);
 
         let msg0: [u8; 24] = core::array::from_fn(|k| if (8..16).contains(&k) { 0 } else { 0xAB });
         let got = Rc::new(RefCell::new(None));
