@@ -20,6 +20,7 @@ pub fn main(args: &[String]) -> i32 {
         "pubsub-inline-pub" => inline_pub(args),
         "pubsub-inline-sub" => inline_sub(args),
         "pubsub-trickle" => trickle(args),
+        "pubsub-solo" => solo(args),
         other => {
             eprintln!("weft-test-peer: unknown command {other}");
             2
@@ -414,4 +415,33 @@ fn trickle(args: &[String]) -> i32 {
     }
     say("sent");
     0
+}
+
+/// `pubsub-solo REGION TOPIC MODE GOFILE` (MODE `blocks`, `latest` or `inline`): joins as a
+/// publisher, registers TOPIC as a single-publisher topic, publishes 8 bytes of 1s, says
+/// "ready", waits until GOFILE exists, publishes 8 bytes of 2s, says `published SEQ` or
+/// `error KIND`, and waits to be killed.
+fn solo(args: &[String]) -> i32 {
+    let region: String = arg(args, 1, "region");
+    let topic: String = arg(args, 2, "topic");
+    let mode: String = arg(args, 3, "mode");
+    let go: String = arg(args, 4, "gofile");
+    let spec = match mode.as_str() {
+        "latest" => TopicSpec::new(TopicMode::Latest),
+        "inline" => TopicSpec::inline(8),
+        _ => TopicSpec::new(TopicMode::Blocks),
+    }
+    .single_publisher();
+    let p = Publisher::open(&region).expect("open");
+    let t = p.register_spec(&topic, &spec).expect("register");
+    p.publish(&t, &[1u8; 8]).expect("publish");
+    say("ready");
+    while !std::path::Path::new(&go).exists() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    match p.publish(&t, &[2u8; 8]) {
+        Ok(seq) => say(&format!("published {seq}")),
+        Err(e) => say(&format!("error {:?}", e.kind())),
+    }
+    sleep_forever()
 }

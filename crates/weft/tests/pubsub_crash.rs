@@ -1891,3 +1891,74 @@ fn held_topic(name: &str) -> (Publisher, weft::pubsub::Topic) {
     let t = p.register("/held").unwrap();
     (p, t)
 }
+
+/// Publisher A is killed mid-publish of sequence 1 with its descriptor stored (as in
+/// `killed_mid_publish(true)`); the other publisher publishes sequence 2 and leaves cleanly.
+/// Every publisher is gone and one died, but two messages are left to read: the dead one's
+/// stored descriptor (committed by the reclaim of its row) and the clean one's. A subscriber
+/// waiting with `YieldSpin` looks at the publishers on every round that yielded, and used to
+/// report `PeerDead` at once, before the reclaim that commits sequence 1; it reads both first.
+#[test]
+fn a_yielding_waiter_reads_what_is_left_before_peer_dead() {
+    let name = unique("pc-yield");
+    let _c = Cleanup(name.clone());
+    let (p, t, _s, mut sub) = killed_claiming_1(&name, true);
+    assert_eq!(p.publish(&t, b"after").unwrap(), 2);
+    drop(t);
+    drop(p);
+    let first = sub.recv_with(weft::WaitStrategy::YieldSpin).unwrap();
+    assert_eq!((first.seq(), &*first), (0, &b"before"[..]));
+    drop(first);
+    let got = sub.recv_with(weft::WaitStrategy::YieldSpin);
+    let got = got.map(|m| (m.seq(), m.to_vec()));
+    assert_eq!(
+        got.as_ref().ok(),
+        Some(&(1, b"from the dead...".to_vec())),
+        "sequence 1 (the dead publisher's stored descriptor) and 2 are left: {got:?}"
+    );
+}
+
+/// The single publisher of an inline topic is SIGKILLed after it wrote sequence 1 whole
+/// (stamp `2s + 2`) and before its store of the counter `s + 1`: the state its death leaves
+/// is written into the ring. Subscriber X reads sequence 1 (a complete message). The next
+/// holder used to take the lease and, going by the counter, write sequence 1 again with its
+/// own message: subscriber Y got that one, and X, past sequence 1, never got the new holder's
+/// first message (no `Lagged` either). It goes on after the complete sequence instead.
+#[test]
+fn an_inline_successor_does_not_rewrite_a_sequence_already_delivered() {
+    let name = unique("pc-rewrite");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let go = format!("/tmp/{name}.go");
+    let mut a = Peer::spawn(&["pubsub-solo", &name, "/solo", "inline", &go]);
+    a.expect("ready");
+    let s = Subscriber::connect(&name).unwrap();
+    let mut x = s.subscribe("/solo").unwrap();
+    let mut y = s.subscribe("/solo").unwrap();
+    a.kill9();
+    let o = offsets();
+    let f = region_file(&name);
+    let area = (0..INLINE)
+        .map(|k| o.inline_area(k))
+        .find(|&b| get64(&f, b + 144) != 0)
+        .expect("the holder's inline area");
+    assert_eq!(get64(&f, area + 64), 1, "sequence 0 published");
+    // Sequence 1 written whole (8-byte messages: 16-byte slots, payload after the stamp);
+    // the counter not yet stored.
+    let slot1 = area + 192 + 16;
+    put64(&f, slot1 + 8, u64::from_le_bytes([9; 8]));
+    put64(&f, slot1, 4); // done(1) = 2 * 1 + 2
+    let m = x.try_recv().unwrap();
+    assert_eq!((m.seq(), &*m), (1, &[9u8; 8][..]));
+    drop(m);
+    let t = p
+        .register_spec("/solo", &TopicSpec::inline(8).single_publisher())
+        .unwrap();
+    let seq = p.publish(&t, &[5u8; 8]).unwrap();
+    let ym: Vec<_> = std::iter::from_fn(|| y.try_recv().ok().map(|m| (m.seq(), m[0]))).collect();
+    let xm: Vec<_> = std::iter::from_fn(|| x.try_recv().ok().map(|m| (m.seq(), m[0]))).collect();
+    assert!(
+        xm.iter().any(|&(_, v)| v == 5),
+        "X never gets the new holder's message (seq {seq}); X: {xm:?}, Y: {ym:?}"
+    );
+}

@@ -28,7 +28,7 @@ pub(crate) const CLAIMING: u64 = 1 << 63;
 /// Record bit: the publisher is idle; its next claim will be at or above the low bits.
 pub(crate) const IDLE: u64 = 1 << 62;
 /// The low bits of a record (a sequence, below 2^62).
-const LOW: u64 = IDLE - 1;
+pub(crate) const LOW: u64 = IDLE - 1;
 
 /// One publisher's record of its inline claim in flight (see the module docs).
 #[derive(Debug, Clone, Copy)]

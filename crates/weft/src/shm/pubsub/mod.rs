@@ -1512,6 +1512,20 @@ impl Publisher {
             r.unmark_publisher(index, me, marked)?;
             return Err(changed());
         }
+        // A previous holder of an inline topic's lease killed after it wrote sequence `c` whole
+        // and before its store of the counter `c + 1` left `c` complete, and maybe read: we
+        // go on after it instead of writing `c` again (a subscriber that read the dead
+        // holder's `c` would never get ours, and `c` would carry two messages). Only the
+        // counter's sequence can be so: the holder writes one at a time.
+        if leased && let Some(at) = &at {
+            // Acquire: pairs with the previous holder's Release store of the counter (as in
+            // `take_lease`); its stamp, with its Release stamp store.
+            let c = at.ring.cursor().load(Ordering::Acquire);
+            if c < inline::LOW && at.ring.stamp_of(c) == crate::ring::raw::done(c) {
+                // Release: pairs with the Acquire loads of the counter (lag, stuck checks).
+                at.ring.cursor().store(c + 1, Ordering::Release);
+            }
+        }
         let inline = match at {
             Some(at) => Some(InlineTopic {
                 place: at.ring.placement(),
@@ -3536,12 +3550,20 @@ impl Subscription {
                 if now >= self.next_look {
                     self.next_look = now + CHECK_INTERVAL.as_nanos() as u64;
                     if let Some(pid) = self.member.region.topic_publishers_dead(self.topic) {
-                        // Every publisher is gone: nothing new can come but what the reclaim
-                        // above committed for a dead one (its stored descriptor), or a last
-                        // publisher committed just before it died. Read once more: those come
-                        // first.
+                        // Every publisher is gone: nothing new can come but what the reclaim of
+                        // a dead one commits (its stored descriptor), or a last publisher
+                        // committed just before it died. Those come first: the claim we wait
+                        // on is settled (a round that yielded may not have looked at it
+                        // above), and we read once more; past a voided sequence, the next
+                        // rounds read on and look again.
+                        let at = self.next;
+                        self.unstick(holder, stuck)?;
                         if let Step::Msg(m) = self.step(into)? {
                             return Ok(m);
+                        }
+                        if self.next != at {
+                            self.next_look = 0;
+                            continue;
                         }
                         return Err(Error::PeerDead {
                             name: alloc::format!("{}{}", self.member.name(), self.name),
