@@ -148,7 +148,7 @@ pub(crate) enum Exclusive {
 
 /// Publishes as the only publisher of an inline topic (the ring's SPMC path: the counter is
 /// ours, plain stores, no record needed: a successor continues at the counter, overwriting a
-/// write this publisher left half done), holding the lease `holder` (participant + 1).
+/// write this publisher left half done), holding the lease `holder` (its lease word's value).
 ///
 /// The lease word (the ring's publishers word) is checked first ([`super::holds_lease`]); it
 /// shares its line with the wake words every publish reads.

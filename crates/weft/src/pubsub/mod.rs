@@ -58,11 +58,12 @@ pub(crate) mod ring;
 mod tests;
 
 /// Checks, before a single publisher writes, that the lease word `lease` of its topic (the
-/// inline ring's publishers word, or the hot line's `lease`) still names it (`holder`:
-/// participant + 1); `Err` with the word's value otherwise. A lease is taken from a holder
-/// only when it is judged dead, and one judged so while it stood still (a heartbeat that
-/// stopped, in another pid namespace) must stop here instead of writing with plain stores
-/// beside the new holder.
+/// inline ring's publishers word, or the hot line's `lease`) still names it (`holder`: its
+/// participant + 1 and its claim's epoch, `shm::pubsub::region::lease_value`); `Err` with the
+/// word's value otherwise. A lease is taken from a holder only when it is judged dead, and one
+/// judged so while it stood still (a heartbeat that stopped, in another pid namespace) must
+/// stop here instead of writing with plain stores beside the new holder, also when the new
+/// holder took its row (the epoch differs).
 #[inline(always)]
 pub(crate) fn holds_lease(lease: &crate::sync::AtomicU64, holder: u64) -> Result<(), u64> {
     // Relaxed: a check, not a synchronisation (the takeover's CAS is what hands the topic on).

@@ -247,6 +247,10 @@ impl Claim {
     /// Whether the row is still ours: no survivor took it over (judging us dead by a stale
     /// heartbeat, across pid namespaces, while this process was stopped), and this process
     /// did not claim it again since through another handle.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     pub(crate) fn held(&self) -> bool {
         let row = self.row();
         // Acquire: pairs with the claim CAS of a process that took the row over. Relaxed

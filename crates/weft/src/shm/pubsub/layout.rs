@@ -55,9 +55,9 @@ pub(crate) fn inline_capacity(ring_slots: u64, size: u32) -> u64 {
     .stride() as u64;
     ring_slots.min(64 * ring_slots / stride)
 }
-/// Topic flag: one publisher at a time, which holds the topic's lease word (participant + 1,
-/// 0 none): for an inline topic the ring header's publishers word, for a blocks or latest
-/// topic [`TopicHot::lease`].
+/// Topic flag: one publisher at a time, which holds the topic's lease word (its epoch's low
+/// half << 32 | participant + 1, 0 none; `region::lease_value`): for an inline topic the ring
+/// header's publishers word, for a blocks or latest topic [`TopicHot::lease`].
 pub(crate) const EXCLUSIVE: u32 = 1;
 /// Inline flag: a latest-value topic. Subscribers skip to the newest complete message.
 /// Publishers do not look at this flag.
@@ -165,8 +165,8 @@ pub(crate) struct TopicHot {
     /// wakes them: a publisher after its commit, an unregistering publisher, a reclaimer that
     /// finished or voided a dead publisher's claim.
     pub(crate) notify: AtomicU32,
-    /// A single-publisher ([`EXCLUSIVE`]) blocks or latest topic: the participant that holds
-    /// it, + 1; 0 none. Written by the registrant that takes it (CAS, from 0 or from a dead
+    /// A single-publisher ([`EXCLUSIVE`]) blocks or latest topic: the lease of the participant
+    /// that holds it (`region::lease_value`); 0 none. Written by the registrant that takes it (CAS, from 0 or from a dead
     /// holder), by its holder or the reclaimer of its row when the holder leaves or dies, and
     /// cleared by the registration of a free entry (under the register lock).
     pub(crate) lease: AtomicU64,

@@ -886,10 +886,10 @@ fn share(obj: Object) -> Arc<Object> {
 #[derive(Debug)]
 pub struct Publisher {
     member: Arc<Member>,
-    /// The region's `Region::id` and our participant index, copies kept beside the pointer to
-    /// the member so that a publish reads them without following it.
+    /// The region's `Region::id` and our lease value (`Member::lease`), copies kept beside the
+    /// pointer to the member so that a publish reads them without following it.
     region_id: u64,
-    index: u32,
+    lease: u64,
     claim_timeout: Duration,
     /// Where the next allocation starts looking for a free block.
     cursor: core::cell::Cell<u32>,
@@ -996,7 +996,7 @@ impl Publisher {
     fn new(member: Arc<Member>, config: &Config) -> Publisher {
         Publisher {
             region_id: member.region.id,
-            index: member.index,
+            lease: member.lease,
             member,
             claim_timeout: config.claim_timeout,
             cursor: core::cell::Cell::new(0),
@@ -1497,7 +1497,7 @@ impl Publisher {
             _ => None,
         };
         let leased = match lease {
-            Some((word, counter)) => r.take_lease(word, counter, name, me)?,
+            Some((word, counter)) => r.take_lease(word, counter, name, me, self.member.lease)?,
             None => false,
         };
         // From now on a subscriber of this topic that finds us dead reports it.
@@ -1507,7 +1507,7 @@ impl Publisher {
         // caller asks again under the lock).
         if !r.same_registration(index, generation)? {
             if leased && let Some((word, _)) = lease {
-                r.drop_lease(word, me);
+                r.drop_lease(word, self.member.lease);
             }
             r.unmark_publisher(index, me, marked)?;
             return Err(changed());
@@ -1855,7 +1855,7 @@ impl Publisher {
         entry_open(e, topic.generation)?;
         let r = self.region();
         let seq = if inl.exclusive {
-            inline::publish_exclusive(&ring, self.index as u64 + 1, write)
+            inline::publish_exclusive(&ring, self.lease, write)
                 .map_err(|e| self.exclusive_error(topic.index, e))?
         } else {
             let rec = r.inline_record(self.member.index)?;
@@ -2081,7 +2081,7 @@ impl Publisher {
         let r = self.region();
         let topic = r.topic_name(t).ok().flatten().map(|(n, _)| n);
         let name = alloc::format!("{}{}", r.obj.name(), topic.as_deref().unwrap_or(""));
-        let holder = u32::try_from(lease.wrapping_sub(1)).ok();
+        let holder = region::lease_holder(lease);
         match holder.and_then(|h| r.row(h).ok()) {
             Some(row) if lease != 0 => Error::InUse {
                 name,
@@ -2092,7 +2092,7 @@ impl Publisher {
                 name,
                 what: "single-publisher topic lease",
                 value: lease,
-                expected: "this publisher's participant index + 1",
+                expected: "this publisher's lease (participant index + 1, its claim's epoch)",
             },
         }
     }
@@ -2135,7 +2135,7 @@ impl Publisher {
         let ext = self.member.own_ext();
         let (ring, hot) = r.ring_hot(t, latest)?;
         if exclusive {
-            crate::pubsub::holds_lease(&hot.lease, me as u64 + 1)
+            crate::pubsub::holds_lease(&hot.lease, self.lease)
                 .map_err(|lease| self.lost_lease(t, lease))?;
         }
         let new = desc(b, len);
@@ -2271,8 +2271,7 @@ impl<T: bytemuck::Pod> InlineWriter<'_, T> {
         entry_open(self.entry, self.generation)?;
         let ring = &self.ring;
         let seq = if self.exclusive {
-            let me = self.publisher.member.index as u64 + 1;
-            inline::publish_exclusive(ring, me, |r, s| r.write(s, value))
+            inline::publish_exclusive(ring, self.publisher.lease, |r, s| r.write(s, value))
                 .map_err(|e| self.publisher.exclusive_error(self.index, e))?
         } else {
             self.publish_shared(value)?

@@ -67,6 +67,21 @@ pub(crate) struct InlineRing {
 /// 1 + 2 + .. + 64 = 127 spin hints.
 const MARK_SPIN_ROUNDS: u32 = 7;
 
+/// The lease word of a single-publisher topic held by participant `p` in its claim of epoch
+/// `epoch` (the row's epoch after the claim): `p + 1` in the low half, the epoch's low 32 bits
+/// in the high half, so that a holder judged dead while it stood still, whose row a newcomer
+/// then took and whose topic it registered again, finds another value than its own when it
+/// resumes (the row alone would read the same).
+pub(crate) fn lease_value(p: u32, epoch: u64) -> u64 {
+    (epoch & 0xffff_ffff) << 32 | (u64::from(p) + 1)
+}
+
+/// The participant a lease word names (its low half, `p + 1`), if any: a value read from the
+/// mapping, checked by the caller like any index.
+pub(crate) fn lease_holder(lease: u64) -> Option<u32> {
+    u32::try_from(lease & 0xffff_ffff).ok()?.checked_sub(1)
+}
+
 /// How many reclaims may nest on one thread ([`Region::reclaim_row`]). A chain a crash leaves
 /// is one level per participant killed inside an operation on a block another dead one
 /// holds: two or three at most in practice.
@@ -477,6 +492,7 @@ impl Region {
         counter: &AtomicU64,
         topic: &str,
         me: u32,
+        mine: u64,
     ) -> Result<bool> {
         // Takers of a dead holder's lease race once: the loser then sees a live holder. A
         // word that keeps changing is a peer writing it.
@@ -484,13 +500,15 @@ impl Region {
             // Acquire pairs with the Release store in `release_leases`: the previous holder's
             // counter is visible to us.
             let cur = lease.load(Ordering::Acquire);
-            if cur == me as u64 + 1 {
+            if cur == mine {
                 return Ok(false);
             }
             if cur != 0 {
-                // Another process may write this word: an index like any other.
-                let holder = u32::try_from(cur - 1).unwrap_or(u32::MAX);
-                if let Ok(row) = self.row(holder)
+                // Another process may write this word: an index like any other. Our own row
+                // under another claim is a previous owner's lease (dead: we took its row).
+                let holder = lease_holder(cur).unwrap_or(u32::MAX);
+                if holder != me
+                    && let Ok(row) = self.row(holder)
                     && row.status(self.liveness) == PeerStatus::Alive
                 {
                     return Err(Error::InUse {
@@ -503,7 +521,7 @@ impl Region {
             // SYNC POINT: AcqRel: Acquire as above; Release pairs with the Acquire load of
             // a later taker.
             if lease
-                .compare_exchange(cur, me as u64 + 1, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(cur, mine, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
                 // The counter as the previous holder (dead or gone) left it. Acquire: pairs
@@ -522,10 +540,10 @@ impl Region {
 
     /// Gives back a lease `take_lease` newly took for `me` (a handle that was not made after
     /// all). Nothing happens if the word no longer names `me`.
-    pub(crate) fn drop_lease(&self, lease: &AtomicU64, me: u32) {
+    pub(crate) fn drop_lease(&self, lease: &AtomicU64, mine: u64) {
         // SYNC POINT: Release pairs with the Acquire load in `take_lease`, as in
         // `release_leases`.
-        let _ = lease.compare_exchange(me as u64 + 1, 0, Ordering::Release, Ordering::Relaxed);
+        let _ = lease.compare_exchange(mine, 0, Ordering::Release, Ordering::Relaxed);
     }
 
     /// Whether a live participant other than `me` may still write into topic `t`'s ring
@@ -602,20 +620,23 @@ impl Region {
             // SAFETY: the area lies in the mapping (inline_base) and starts with a ring
             // header of atomics; the mapping lives as long as `self`.
             let lease = unsafe { RawRing::publishers_word(self.inline_base(k)?) };
-            // SYNC POINT: Release pairs with the Acquire load in `take_lease`. Only our own
-            // (or a dead holder's, whose row we hold) lease is cleared.
-            let _ = lease.compare_exchange(i as u64 + 1, 0, Ordering::Release, Ordering::Relaxed);
+            Self::release_lease_of(lease, i);
         }
         for t in 0..self.geo.topics as u32 {
-            // SYNC POINT: as above, for the leases of blocks and latest topics.
-            let _ = self.hot(t)?.lease.compare_exchange(
-                i as u64 + 1,
-                0,
-                Ordering::Release,
-                Ordering::Relaxed,
-            );
+            Self::release_lease_of(&self.hot(t)?.lease, i);
         }
         Ok(())
+    }
+
+    /// Clears lease word `lease` if it names row `i` (any claim of it: our own, or a dead
+    /// holder's, whose row we hold).
+    fn release_lease_of(lease: &AtomicU64, i: u32) {
+        // Relaxed: the CAS below decides.
+        let cur = lease.load(Ordering::Relaxed);
+        if lease_holder(cur) == Some(i) {
+            // SYNC POINT: Release pairs with the Acquire load in `take_lease`.
+            let _ = lease.compare_exchange(cur, 0, Ordering::Release, Ordering::Relaxed);
+        }
     }
 
     /// The ring of inline topic `i`, its header validated, with the fields it was validated
@@ -1918,6 +1939,9 @@ pub(crate) struct Member {
     /// subscriber's samples may be received on several threads at once, which need a CAS.
     one_thread: bool,
     claim: Option<Claim>,
+    /// The value of a single-publisher topic's lease word while this member holds it
+    /// ([`lease_value`]).
+    pub(crate) lease: u64,
     /// This member's holdings entries (`held` words) and publish record, resolved once at
     /// join: the hot paths reach them without walking the region's geometry. They point into
     /// the mapping that `region` keeps alive.
@@ -1985,6 +2009,7 @@ impl Member {
                 index: i,
                 hint: AtomicU32::new(0),
                 one_thread: role == Role::Publisher,
+                lease: lease_value(i, claim.epoch()),
                 claim: Some(claim),
                 holdings: NonNull::from(holdings).cast(),
                 held: holdings.len(),
