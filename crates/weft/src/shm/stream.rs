@@ -1033,6 +1033,17 @@ impl<'a> WriteGrant<'a> {
                 expected: "at most the reserved length",
             });
         }
+        #[cfg(test)]
+        if self.prepared.is_marked()
+            && let Some(pause) = tests::PAUSE_AFTER_MARK.get()
+        {
+            // The commit's two halves, with a pause between the mark and `W` (a writer
+            // descheduled there).
+            let w = self.writer.core.mark(&self.prepared, len as u64);
+            pause();
+            self.writer.core.publish_prepared(&self.prepared, w);
+            return Ok(());
+        }
         self.writer.core.commit_prepared(&self.prepared, len as u64);
         Ok(())
     }
@@ -1426,17 +1437,32 @@ impl StreamReader {
     }
 }
 
+/// How long a reader that leaves waits for a live writer's store of `W` past a record it took
+/// by its mark (the store right after the mark: a few instructions, unless the writer is
+/// descheduled there).
+const LEAVE_WAIT: Duration = Duration::from_millis(100);
+
 impl Drop for StreamReader {
     fn drop(&mut self) {
-        // Releases still deferred go back to the writer (and to a reader taking over).
+        let writer_alive = || {
+            // SAFETY: rows are all atomics; WRITER_ROW is inside every validated stream.
+            unsafe { self.obj.at::<ParticipantRow>(WRITER_ROW) }
+                .map(|row| row.status(self.liveness) == PeerStatus::Alive)
+                .unwrap_or(false)
+        };
+        // Releases still deferred go back to the writer (and to a reader taking over). A
+        // record taken by its mark goes back only once `W` is past it: leaving before, the
+        // reader left `R` behind it and the next reader got the record a second time. A live
+        // writer stores `W` right after the mark, so the wait is short; a dead one's record
+        // is at least once, as any a dead side leaves.
+        let deadline = Deadline::after(LEAVE_WAIT);
+        while self.core.lead_pending() && !deadline.expired() && writer_alive() {
+            std::thread::yield_now();
+        }
         self.core.publish();
         drop(self.claim.take());
         self.core.wake_writer();
-        // SAFETY: rows are all atomics; WRITER_ROW is inside every validated stream.
-        let writer_alive = unsafe { self.obj.at::<ParticipantRow>(WRITER_ROW) }
-            .map(|row| row.status(self.liveness) == PeerStatus::Alive)
-            .unwrap_or(false);
-        if !writer_alive {
+        if !writer_alive() {
             self.obj.unlink_if_same();
         }
     }
@@ -1583,6 +1609,62 @@ impl Drop for ReadBatch<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    /// Run by a commit of a marked grant between its mark and its store of `W`, once set.
+    pub(super) static PAUSE_AFTER_MARK: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+    static AT_MARK: AtomicBool = AtomicBool::new(false);
+    static GO: AtomicBool = AtomicBool::new(false);
+
+    fn pause_at_mark() {
+        AT_MARK.store(true, Ordering::SeqCst);
+        while !GO.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// A reader takes a large record by its mark while the writer, descheduled between the
+    /// mark and its store of `W`, has not moved `W` past it, reads it, and leaves cleanly. It
+    /// used to leave `R` behind the record (given back only once `W` is past it), and the next
+    /// reader got the record a second time. Leaving, it waits for the writer's `W`.
+    #[test]
+    #[cfg_attr(miri, ignore = "shared memory and threads")]
+    fn a_record_taken_by_its_mark_is_not_delivered_again_after_a_clean_close() {
+        const LEN: usize = 64 << 10;
+        assert!(PAUSE_AFTER_MARK.set(pause_at_mark).is_ok());
+        let name = format!("stream-mark-dup-{}", std::process::id());
+        let mut w = StreamWriter::create(&name, 1 << 20).unwrap();
+        let mut r = StreamReader::open(&name).unwrap();
+        let writer = std::thread::spawn(move || {
+            let mut g = w.reserve(LEN).unwrap();
+            g.fill(0xAB);
+            g.commit(LEN).unwrap();
+            w
+        });
+        while !AT_MARK.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        {
+            let g = r.try_read().expect("taken by its mark");
+            assert_eq!((g.len(), g[0], g[LEN - 1]), (LEN, 0xAB, 0xAB));
+        }
+        // The writer goes on while the reader leaves.
+        let leave = std::thread::spawn(move || drop(r));
+        std::thread::sleep(Duration::from_millis(20));
+        GO.store(true, Ordering::SeqCst);
+        leave.join().unwrap();
+        let w = writer.join().unwrap();
+        let mut r2 = StreamReader::open(&name).unwrap();
+        match r2.try_read() {
+            Err(Error::Empty) => {}
+            Ok(g) => panic!(
+                "the record the first reader read was delivered again: {} bytes",
+                g.len()
+            ),
+            Err(e) => panic!("{e}"),
+        }
+        drop((r2, w));
+    }
 
     /// A side whose attempts fail until told otherwise, counting its peer checks.
     struct Counting {

@@ -1234,6 +1234,13 @@ impl ReaderCore {
         self.publish()
     }
 
+    /// Whether a record we took by its mark still waits for the writer's store of `W` past it
+    /// (see `lead`), which [`ReaderCore::publish`] waits for before it gives anything back.
+    /// Looks at `W` again; a bad `W` ends the wait (`false`: the next `try_next` reports it).
+    pub(crate) fn lead_pending(&mut self) -> bool {
+        self.lead.is_some() && self.load_write().is_ok() && self.lead.is_some()
+    }
+
     /// Gives every released record back to the writer now, with one cursor store. Returns
     /// whether the writer was parked and has been woken.
     #[inline]
