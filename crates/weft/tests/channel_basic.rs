@@ -687,3 +687,41 @@ fn a_peer_that_pairs_sends_and_closes_at_once_is_not_lost() {
         }
     }
 }
+
+/// A slot row's `epoch` scribbled to `2^63 - 1` (and, in a second round, to `u64::MAX`): the
+/// next client's claim takes it to `2^63` (or wraps it to 0). Used as it was, that generation
+/// had bit 63, the refusal bit, or was 0, "never asked": the server accepted and the client
+/// never recognised the answer (or waited for one that never came), on every later claim of
+/// the slot. The generation is the epoch taken into `1 ..= 2^63 - 1`.
+#[test]
+fn a_slot_epoch_past_2_63_still_connects() {
+    use std::os::unix::fs::FileExt;
+    for epoch in [(1u64 << 63) - 1, u64::MAX] {
+        let name = unique("ch-gen63");
+        let _c = common::Cleanup(name.clone());
+        let mut server = Server::bind(&name).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(common::shm_path(&name))
+            .unwrap();
+        // Slot 0's participant row starts at byte 512; its `epoch` is at byte 32 of the row.
+        f.write_at(&epoch.to_le_bytes(), 512 + 32).unwrap();
+        let n = name.clone();
+        let client = std::thread::spawn(move || {
+            let mut ch = Server::connect(&n, Duration::from_secs(5))?;
+            let got = ch.recv_timeout(Duration::from_secs(5))?.to_vec();
+            Ok::<_, Error>(got)
+        });
+        let mut ch = server
+            .accept_timeout(Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("epoch {epoch:#x}: accept: {e}"));
+        ch.send(b"hello").unwrap();
+        let got = client.join().unwrap();
+        assert_eq!(
+            got.as_deref().ok(),
+            Some(&b"hello"[..]),
+            "epoch {epoch:#x}: {got:?}"
+        );
+    }
+}

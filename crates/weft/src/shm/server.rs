@@ -34,6 +34,17 @@ const SLOT_SIZE: u64 = 128;
 pub(crate) const MAX_SLOTS: u32 = 256;
 /// Set in `answer` when the server refused the request it names.
 const REFUSED: u64 = 1 << 63;
+
+/// The generation of a slot's claim whose row `epoch` is `epoch` (not 0: a claim increments
+/// it first): the epoch itself for every value a claim reaches by counting, `1 ..= 2^63 - 1`,
+/// and for any other (a wrap past `u64::MAX`, a scribbled word) the same count modulo
+/// `2^63 - 1`. So a generation is never 0 (`request` 0: never asked) and never has bit 63
+/// ([`REFUSED`]), and consecutive claims have different generations: an epoch past that range
+/// used to give a request the server answered and its client never recognised, on every
+/// later claim of the slot.
+fn generation_of(epoch: u64) -> u64 {
+    epoch.wrapping_sub(1) % (REFUSED - 1) + 1
+}
 /// A parked side wakes at least this often to check its peer and its deadline.
 const PARK_SLICE: Duration = Duration::from_millis(50);
 /// How long `bind` waits for an existing object's creator while deciding whether it is stale.
@@ -429,7 +440,8 @@ impl Server {
             // the range below is at most SWEEP_GENERATIONS + 1 long whatever the values).
             let request = line(obj, i)?.request.load(Ordering::Relaxed);
             let epoch = row(obj, slot_row_offset(i))?.epoch.load(Ordering::Relaxed);
-            let newest = request.max(epoch);
+            let claimed = if epoch == 0 { 0 } else { generation_of(epoch) };
+            let newest = request.max(claimed);
             if newest == 0 {
                 continue;
             }
@@ -545,17 +557,18 @@ impl Server {
                 // Relaxed: only compared and printed into a name; a stale value is read again
                 // at the next scan.
                 let epoch = client.epoch.load(Ordering::Relaxed);
-                if epoch != 0 && epoch != req && epoch != self.swept[i as usize] {
+                let generation = generation_of(epoch);
+                if epoch != 0 && generation != req && generation != self.swept[i as usize] {
                     match client.status(liveness) {
                         // Still connecting: looked at again by the next scan.
                         PeerStatus::Alive => {}
                         PeerStatus::Dead { .. } => {
-                            self.swept[i as usize] = epoch;
-                            self.reclaim_dead_client(i, epoch);
+                            self.swept[i as usize] = generation;
+                            self.reclaim_dead_client(i, generation);
                         }
                         // It gave up: its own drop removed its stream.
                         PeerStatus::Closed | PeerStatus::Absent => {
-                            self.swept[i as usize] = epoch;
+                            self.swept[i as usize] = generation;
                         }
                     }
                 }
@@ -567,7 +580,7 @@ impl Server {
                     // `state`, which `status` loaded with Acquire. A request that is not the
                     // current owner's generation was left by an earlier owner: the current one
                     // has not asked yet.
-                    if client.epoch.load(Ordering::Relaxed) != req {
+                    if generation_of(client.epoch.load(Ordering::Relaxed)) != req {
                         continue;
                     }
                     self.answered[i as usize] = req;
@@ -698,7 +711,8 @@ fn connect_once(name: &str, opts: &ChannelOptions, until: GiveUp<'_>) -> Result<
     let client = row(&obj, slot_row_offset(slot))?;
     // Relaxed: our own increment in Claim::take (this thread); the server reads it after
     // the Release store of `state` there.
-    let generation = client.epoch.load(Ordering::Relaxed);
+    let epoch = client.epoch.load(Ordering::Relaxed);
+    let generation = generation_of(epoch);
     // The claim before ours (one generation back) may have died between creating its stream
     // and posting its request. No request names that stream and every later name carries a
     // later generation, so it is removed here (if the server's scan has not done so already);
@@ -706,7 +720,7 @@ fn connect_once(name: &str, opts: &ChannelOptions, until: GiveUp<'_>) -> Result<
     // for good (we took its row over), so the server's stream of that generation, left when
     // the server's channel closed before the client opened it (it is kept for a client that
     // may still come), has no reader to come either: removed unless a live side holds it.
-    if let Some(previous) = generation.checked_sub(1).filter(|&g| g != 0) {
+    if let Some(previous) = (epoch != 1).then(|| generation_of(epoch.wrapping_sub(1))) {
         let c2s = stream_name(name, slot, instance(&obj), previous, "c2s");
         remove_if_abandoned(&c2s, liveness);
         let s2c = stream_name(name, slot, instance(&obj), previous, "s2c");
