@@ -383,6 +383,20 @@ fn look_for_reader(
     match opened {
         Ok(Some(r)) => match (r.writer_status(), peer) {
             (PeerStatus::Alive, _) | (PeerStatus::Closed, Some(_)) => return Ok(Some(r)),
+            // The writer let go (or died) after `open_unread` looked and before its status was
+            // read here, and it is the process that read `own`: this connection's peer, which
+            // paired, sent and closed in between. Its stream is this connection's (as in
+            // `pair`'s look after `reader_gone`): what it sent is read, then `Closed` (or
+            // `PeerDead`). Dropping it as stale removed it with the records in it, and this
+            // side waited out its timeout for a peer that had come and gone.
+            (PeerStatus::Closed | PeerStatus::Dead { .. }, None)
+                if own.is_some_and(|o| {
+                    let reader = o.reader_identity();
+                    reader != 0 && reader == r.writer_identity()
+                }) =>
+            {
+                return Ok(Some(r));
+            }
             (PeerStatus::Dead { pid }, Some(role)) => {
                 drop(r);
                 return Err(Error::PeerDead {

@@ -1232,6 +1232,16 @@ impl StreamReader {
             .unwrap_or(PeerStatus::Absent)
     }
 
+    /// The identity (pid and start time, without the holds bit) of the process that claimed
+    /// this stream's writer row, held or let go; 0 if it cannot be read.
+    pub(crate) fn writer_identity(&self) -> u64 {
+        // SAFETY: rows are all atomics; WRITER_ROW is inside every validated stream.
+        unsafe { self.obj.at::<ParticipantRow>(WRITER_ROW) }
+            // Acquire: as in `StreamWriter::reader_identity`. Hostile input: only compared.
+            .map(|row| row.owner.load(Ordering::Acquire) & !OWNER_HOLDS)
+            .unwrap_or(0)
+    }
+
     /// Data bytes in the stream.
     pub fn capacity(&self) -> usize {
         self.core.geometry().capacity as usize
