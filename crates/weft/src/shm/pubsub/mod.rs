@@ -1323,7 +1323,7 @@ impl Publisher {
         // killed in the free (or judged dead while it made it), and the slots it had not
         // reached still hold references. The reclaim of dead rows finishes such frees first
         // (one that fails leaves them for later: this registration takes another entry).
-        if (0..r.geo.topics as u32).any(|i| r.being_freed(i)) {
+        if r.frees_in_progress(|_| true) {
             let _ = r.reclaim_dead();
         }
         // Unregistered topics nobody reads any more are freed now (entries, inline areas);

@@ -1222,14 +1222,21 @@ impl Region {
     /// A row never claimed (a scribbling peer's word) names no free: it is not counted (a
     /// joiner that takes it clears the word in its first reclaim).
     pub(crate) fn being_freed(&self, t: u32) -> bool {
+        self.frees_in_progress(|f| f == t + 1)
+    }
+
+    /// Whether a claimed row's `freeing` word holds a value `which` accepts (one pass over the
+    /// participants, whatever the size of the topic table).
+    pub(crate) fn frees_in_progress(&self, which: impl Fn(u32) -> bool) -> bool {
         (0..self.geo.participants as u32).any(|p| {
             // SYNC POINT: Acquire pairs with the Release stores of `freeing` (a 0 read here
             // comes after the free it ended: the ring released).
-            self.ext(p)
-                .is_ok_and(|e| e.freeing.load(Ordering::Acquire) == t + 1)
-                && self
-                    .row(p)
-                    .is_ok_and(|r| r.status(self.liveness) != PeerStatus::Absent)
+            self.ext(p).is_ok_and(|e| {
+                let f = e.freeing.load(Ordering::Acquire);
+                f != 0 && which(f)
+            }) && self
+                .row(p)
+                .is_ok_and(|r| r.status(self.liveness) != PeerStatus::Absent)
         })
     }
 
