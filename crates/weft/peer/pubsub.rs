@@ -396,10 +396,7 @@ fn trickle(args: &[String]) -> i32 {
     let topic: String = arg(args, 2, "topic");
     let mode: String = arg(args, 3, "mode");
     let count: u64 = arg(args, 4, "count");
-    let spec = match mode.as_str() {
-        "inline" => TopicSpec::inline(8),
-        _ => TopicSpec::new(TopicMode::Blocks),
-    };
+    let spec = spec_of(&mode);
     let p = Publisher::open(&region).expect("open the region");
     let t = p.register_spec(&topic, &spec).expect("register");
     say("ready");
@@ -426,12 +423,7 @@ fn solo(args: &[String]) -> i32 {
     let topic: String = arg(args, 2, "topic");
     let mode: String = arg(args, 3, "mode");
     let go: String = arg(args, 4, "gofile");
-    let spec = match mode.as_str() {
-        "latest" => TopicSpec::new(TopicMode::Latest),
-        "inline" => TopicSpec::inline(8),
-        _ => TopicSpec::new(TopicMode::Blocks),
-    }
-    .single_publisher();
+    let spec = spec_of(&mode).single_publisher();
     let p = Publisher::open(&region).expect("open");
     let t = p.register_spec(&topic, &spec).expect("register");
     p.publish(&t, &[1u8; 8]).expect("publish");
@@ -444,4 +436,13 @@ fn solo(args: &[String]) -> i32 {
         Err(e) => say(&format!("error {:?}", e.kind())),
     }
     sleep_forever()
+}
+
+/// The topic of a MODE argument: `latest`, `inline` (8-byte messages), or blocks.
+fn spec_of(mode: &str) -> TopicSpec {
+    match mode {
+        "latest" => TopicSpec::new(TopicMode::Latest),
+        "inline" => TopicSpec::inline(8),
+        _ => TopicSpec::new(TopicMode::Blocks),
+    }
 }

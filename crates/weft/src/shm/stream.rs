@@ -1454,25 +1454,22 @@ const LEAVE_WAIT: Duration = Duration::from_millis(100);
 
 impl Drop for StreamReader {
     fn drop(&mut self) {
-        let writer_alive = || {
-            // SAFETY: rows are all atomics; WRITER_ROW is inside every validated stream.
-            unsafe { self.obj.at::<ParticipantRow>(WRITER_ROW) }
-                .map(|row| row.status(self.liveness) == PeerStatus::Alive)
-                .unwrap_or(false)
-        };
         // Releases still deferred go back to the writer (and to a reader taking over). A
         // record taken by its mark goes back only once `W` is past it: leaving before, the
         // reader left `R` behind it and the next reader got the record a second time. A live
         // writer stores `W` right after the mark, so the wait is short; a dead one's record
         // is at least once, as any a dead side leaves.
         let deadline = Deadline::after(LEAVE_WAIT);
-        while self.core.lead_pending() && !deadline.expired() && writer_alive() {
+        while self.core.lead_pending()
+            && !deadline.expired()
+            && self.writer_status() == PeerStatus::Alive
+        {
             std::thread::yield_now();
         }
         self.core.publish();
         drop(self.claim.take());
         self.core.wake_writer();
-        if !writer_alive() {
+        if self.writer_status() != PeerStatus::Alive {
             self.obj.unlink_if_same();
         }
     }

@@ -104,6 +104,14 @@ std::thread_local! {
     static RECLAIM_LIMIT: core::cell::Cell<Option<Deadline>> = const { core::cell::Cell::new(None) };
 }
 
+/// The earlier of two optional deadlines (none: no deadline).
+fn earliest(a: Option<Deadline>, b: Option<Deadline>) -> Option<Deadline> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.earlier(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Puts back the enclosing call's [`RECLAIM_LIMIT`] when dropped (also by an unwinding panic).
 struct LimitScope(Option<Deadline>);
 
@@ -169,12 +177,8 @@ impl Default for MarkWait {
 impl MarkWait {
     /// A wait that also ends at `limit`.
     pub(crate) fn until(limit: Option<Deadline>) -> MarkWait {
-        let scoped = RECLAIM_LIMIT.get();
         MarkWait {
-            limit: match (limit, scoped) {
-                (Some(a), Some(b)) => Some(a.earlier(b)),
-                (a, b) => a.or(b),
-            },
+            limit: earliest(limit, RECLAIM_LIMIT.get()),
             ..MarkWait::default()
         }
     }
@@ -1241,14 +1245,34 @@ impl Region {
     }
 
     /// Finishes the free of entry `t` that dead participant `i` was making when it was killed
-    /// (its `freeing` word names `t`), for `i`'s reclaimer; `i`'s publish record was settled
-    /// and released before (see `recover`). Killed before its store of FREE (the entry is
-    /// still CLOSED) or after the recount found a subscription and put the entry back, the
-    /// freer left nothing to finish: the next free does it all. Otherwise the slots it had not
-    /// reached are released through `i`'s record, as the freer would have.
+    /// (its `freeing` word names `t`), for `i`'s reclaimer, before it releases `i`'s publish
+    /// record. Killed before its store of FREE (the entry is still CLOSED) or after the recount
+    /// found a subscription and put the entry back, the freer left nothing to finish: the next
+    /// free does it all. Otherwise the slots it had not reached are released through `i`'s
+    /// record, as the freer would have (the release starts with what the record holds).
     fn finish_free(&self, t: u32, i: u32) -> Result<u64> {
         if self.topic_state(t)? != TOPIC_FREE {
             return Ok(0);
+        }
+        let ring = self.ring_area(t)?;
+        // The slot the record's reference came from, if the freer was killed between moving
+        // the reference (`pub_old = desc`) and emptying the slot, is emptied first: one
+        // reference, released once, by the record. A block is named by one slot of one ring
+        // at most, and `pub_old` names a block of a slot only in that window (a kept or
+        // displaced reference names a block no slot holds). Acquire: pairs with the owner's
+        // Release store of the record.
+        let rec = self.ext(i)?.pub_old.load(Ordering::Acquire);
+        let link = rec & 0xffff_ffff;
+        if link != 0 && rec & pool::DONE_OLD == 0 {
+            for s in 0..self.geo.ring_slots {
+                let slot = ring.slot(s);
+                // Acquire: pairs with the Release descriptor stores.
+                let d = slot.desc.load(Ordering::Acquire);
+                if d & 0xffff_ffff == link {
+                    // Release: pairs with the Acquire descriptor loads of readers.
+                    slot.desc.store(0, Ordering::Release);
+                }
+            }
         }
         // The freer may have died before its count of the subscriptions: counted again, as
         // it would have. SYNC POINT: the SeqCst fence pairs with the one in
@@ -1261,37 +1285,7 @@ impl Region {
             self.topic(t)?.state.store(TOPIC_CLOSED, Ordering::Release);
             return Ok(0);
         }
-        let ring = self.ring_area(t)?;
         self.release_free(t, ring, i)
-    }
-
-    /// Before the reclaimer of a freer `i` killed in a free of entry `t` releases `i`'s publish
-    /// record: the slot the record's reference came from, if the freer was killed between
-    /// moving the reference (`pub_old = desc`) and emptying the slot, is emptied here, so that
-    /// the one reference is released once, by the record. A block is named by one slot of
-    /// one ring at most, and `pub_old` names a block of a slot only in that window (a kept
-    /// or displaced reference names a block no slot holds).
-    fn forget_moved_slot(&self, t: u32, i: u32) -> Result<()> {
-        if self.topic_state(t)? != TOPIC_FREE {
-            return Ok(());
-        }
-        // Acquire: pairs with the owner's Release store of the record.
-        let rec = self.ext(i)?.pub_old.load(Ordering::Acquire);
-        let link = (rec & 0xffff_ffff) as u32;
-        if link == 0 || rec & pool::DONE_OLD != 0 {
-            return Ok(());
-        }
-        let ring = self.ring_area(t)?;
-        for s in 0..self.geo.ring_slots {
-            let slot = ring.slot(s);
-            // Acquire: pairs with the Release descriptor stores.
-            let d = slot.desc.load(Ordering::Acquire);
-            if d != 0 && d & 0xffff_ffff == u64::from(link) {
-                // Release: pairs with the Acquire descriptor loads of readers.
-                slot.desc.store(0, Ordering::Release);
-            }
-        }
-        Ok(())
     }
 
     /// Releases the reference every slot of `ring` holds, through `me`'s publish record (a kill
@@ -1436,10 +1430,7 @@ impl Region {
     pub(crate) fn reclaim_row_until(&self, i: u32, limit: Option<Deadline>) -> Result<u64> {
         let outer = RECLAIM_LIMIT.get();
         let _scope = LimitScope(outer);
-        RECLAIM_LIMIT.set(match (limit, outer) {
-            (Some(a), Some(b)) => Some(a.earlier(b)),
-            (a, b) => a.or(b),
-        });
+        RECLAIM_LIMIT.set(earliest(limit, outer));
         self.reclaim_row(i)
     }
 
@@ -1654,16 +1645,11 @@ impl Region {
             }
         };
         if let Some(t) = freeing {
-            // The slot the record's reference was moved from, if not emptied yet, holds the
-            // same reference: emptied first. Then the free goes on through the record (the
-            // release starts with what the record holds). A release that fails leaves the
-            // entry CLOSED for the next free to go on from, and the reference that failed in
-            // the record, released below; an entry that does not validate (a scribbling
-            // peer's) is left as it is, its free unfinished. Either way the row's record of
-            // the free ends here.
-            if self.forget_moved_slot(t, i).is_ok()
-                && let Ok(n) = self.finish_free(t, i)
-            {
+            // A release that fails leaves the entry CLOSED for the next free to go on from,
+            // and the reference that failed in the record, released below; an entry that does
+            // not validate (a scribbling peer's) is left as it is, its free unfinished.
+            // Either way the row's record of the free ends here.
+            if let Ok(n) = self.finish_free(t, i) {
                 released += n;
             }
             // Release: pairs with the Acquire loads in `being_freed`.
