@@ -323,6 +323,43 @@ fn a_killed_subscribers_subscriptions_stop_counting_when_someone_joins() {
     assert_eq!(counts(), (1, 0));
 }
 
+/// A topic unregistered while subscribed stays in its entry, closed, with the blocks of its
+/// ring, until its last subscription closes: a live subscriber's close frees it. When the
+/// last subscriber is SIGKILLed instead, the reclaim of its row (here from outside the
+/// region, as `weft clean` does it) frees the topic too, and the pool is whole again.
+#[test]
+fn the_reclaim_of_a_killed_last_subscriber_frees_its_unregistered_topic() {
+    let name = unique("pc-unread");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default().blocks(64).ring_slots(16)).unwrap();
+    let t = p.register("/t").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "0"]);
+    peer.expect("ready");
+    peer.expect("holding 0");
+    for i in 0..10u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    p.unregister(&t).unwrap();
+    let closed = |d: &weft::pubsub::RegionDetails| {
+        d.topics
+            .iter()
+            .filter(|t| t.stats.name == "/t" && !t.registered)
+            .count()
+    };
+    let d = weft::pubsub::details(&name).unwrap();
+    assert_eq!(closed(&d), 1, "kept, closed, by the subscription");
+    assert_eq!(d.info.free_blocks, 64 - 10);
+    peer.kill9();
+    assert_eq!(weft::pubsub::reclaim(&name).unwrap(), 0);
+    let d = weft::pubsub::details(&name).unwrap();
+    assert_eq!(closed(&d), 0, "the unread topic is freed");
+    assert!(d.topics.is_empty());
+    assert_eq!(d.info.free_blocks, 64, "its ring's blocks are back");
+    // The name is registered afresh.
+    let t = p.register("/t").unwrap();
+    assert_eq!(p.stats(&t).unwrap().published, 0);
+}
+
 #[test]
 fn a_publisher_killed_mid_loan_leaks_nothing_when_someone_joins() {
     let name = unique("pc-loan");

@@ -3,7 +3,7 @@
 //! blocks it holds; and the reclaim of dead participants without joining.
 
 use super::layout::{
-    EXCLUSIVE, INLINE_LATEST, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER,
+    EXCLUSIVE, INLINE_LATEST, ROLE_DEAD_PUBLISHER, ROLE_PUBLISHER, ROLE_SUBSCRIBER, TOPIC_READY,
 };
 use super::region::Region;
 use super::{
@@ -35,6 +35,11 @@ pub struct TopicDetails {
     pub latest: bool,
     /// A topic with one publisher at a time ([`TopicSpec::single_publisher`]), of any mode.
     pub single_publisher: bool,
+    /// Registered now. `false` for a topic that was unregistered while subscriptions to it
+    /// remained: it stays in its entry, closed to publishers, until the last of them closes
+    /// (or is reclaimed from a dead subscriber), and a registration of the same name meanwhile
+    /// takes another entry, so that a name can appear twice, once registered.
+    pub registered: bool,
 }
 
 impl TopicDetails {
@@ -151,6 +156,7 @@ pub fn details(region: &str) -> Result<RegionDetails> {
                 type_name: ty.map(|t| t.name),
                 latest: mode == TopicMode::Latest || flags & INLINE_LATEST != 0,
                 single_publisher: flags & EXCLUSIVE != 0,
+                registered: r.topic_state(i)? == TOPIC_READY,
             }))
         })?;
         topics.extend(entry.map(|(t, _)| t));

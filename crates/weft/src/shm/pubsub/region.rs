@@ -1453,7 +1453,15 @@ impl Region {
             self.liveness,
         ) {
             Ok(claim) => {
+                // Acquire: pairs with the owner's Release stores of its records.
+                let subscribed = self
+                    .holdings(i)?
+                    .iter()
+                    .any(|h| h.load(Ordering::Acquire) & pool::SUB_TAG != 0);
                 let n = self.recover(i);
+                if subscribed && n.is_ok() {
+                    self.free_unread(i);
+                }
                 let ext = self.ext(i)?;
                 // Relaxed: read by subscribers' liveness scans, which tolerate a stale value
                 // for one round.
@@ -1470,6 +1478,26 @@ impl Region {
             }
             Err(Error::InUse { .. }) => Ok(None),
             Err(e) => Err(e),
+        }
+    }
+
+    /// Frees every unregistered topic that no subscription keeps any more, as participant `i`
+    /// (a row the caller holds, whose subscriptions it has just reclaimed). A live subscriber
+    /// frees such a topic as its last subscription closes (`Subscription`'s drop); a dead one
+    /// leaves it closed, holding its ring's blocks, until a registration's sweep, which may
+    /// never come. Only if the registration lock is free at once: a registrar holds it (this
+    /// process's own, when a registration reclaims a dead row), and sweeps the closed entries
+    /// itself before it takes one.
+    fn free_unread(&self, i: u32) {
+        let Some(_lock) = super::RegisterLock::try_take(self, i) else {
+            return;
+        };
+        for t in 0..self.geo.topics as u32 {
+            if self.topic_state(t).ok() == Some(TOPIC_CLOSED) {
+                // Not freed (a live publisher's claim in it, a subscription, a scribbled
+                // word): left closed, for the next sweep.
+                let _ = self.free_topic(t, i);
+            }
         }
     }
 
