@@ -120,11 +120,15 @@ fn topics_lacking(region: &str, topic: &str) -> Option<Vec<String>> {
         return None;
     }
     // Ready (no error above): `details` does not wait for a creator.
+    // An unregistered topic that subscriptions keep in its entry is not one to subscribe to.
     let d = weft::pubsub::details(region).ok()?;
-    if d.topics.iter().any(|t| t.stats.name == topic) {
-        return None;
-    }
-    Some(d.topics.into_iter().map(|t| t.stats.name).collect())
+    let names: Vec<String> = d
+        .topics
+        .into_iter()
+        .filter(|t| t.registered)
+        .map(|t| t.stats.name)
+        .collect();
+    (!names.iter().any(|n| n == topic)).then_some(names)
 }
 
 /// `region` has no `topic`, only `names` (`--wait` would wait for it).

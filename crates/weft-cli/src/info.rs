@@ -38,10 +38,14 @@ pub struct TopicView {
     pub subscribers: u64,
     /// Unfinished publishes of dead publishers completed or voided by a survivor.
     pub recovered: u64,
+    /// Registered now; `false` for a topic unregistered while subscriptions to it remain
+    /// (kept until they close; a registration of the same name takes another entry).
+    pub registered: bool,
 }
 
 /// The MODE column: the mode, and the topic's kind (`inline latest`, `inline single`,
-/// `inline latest single`, `blocks single`, `latest single`).
+/// `inline latest single`, `blocks single`, `latest single`), and `(unregistered)` after a
+/// topic unregistered while subscriptions keep it.
 fn mode_label(t: &TopicDetails) -> String {
     let mut s = String::from(mode_name(t.mode));
     if t.mode == TopicMode::Inline && t.latest {
@@ -49,6 +53,9 @@ fn mode_label(t: &TopicDetails) -> String {
     }
     if t.single_publisher {
         s.push_str(" single");
+    }
+    if !t.registered {
+        s.push_str(" (unregistered)");
     }
     s
 }
@@ -77,6 +84,7 @@ impl From<&TopicDetails> for TopicView {
             lagged: t.stats.lagged,
             subscribers: t.stats.subscribers,
             recovered: t.stats.recovered,
+            registered: t.registered,
         }
     }
 }
@@ -248,7 +256,9 @@ fn topic(target: &str, json: bool) -> Outcome {
     // making the region.
     readable(region)?;
     let d = weft::pubsub::details(region)?;
-    let Some(t) = d.topics.iter().find(|t| t.stats.name == topic) else {
+    // The registered topic of that name, else an unregistered one that subscriptions keep.
+    let named = || d.topics.iter().filter(|t| t.stats.name == topic);
+    let Some(t) = named().find(|t| t.registered).or_else(|| named().next()) else {
         let names: Vec<&str> = d.topics.iter().map(|t| t.stats.name.as_str()).collect();
         return Err(missing_topic(region, topic, &names, ""));
     };

@@ -75,15 +75,22 @@ pub fn run(args: &PubArgs, json: bool) -> Outcome {
             }
         },
     };
+    // Refused before joining where the region says so already: a command that joined and
+    // then failed would leave as the last participant of a region whose others all died, and
+    // the library's last-one-out rule would remove it (as `weft echo` avoids too).
+    if let Some(d) = readable_details(region) {
+        refuse(region, topic, args.mode, payload.len(), &d)?;
+    }
     let (publisher, created) = open_or_create(region, payload.len(), deadline)?;
+    // Again once joined: the topic may have been registered since the look above.
+    if let Ok(d) = weft::pubsub::details(region) {
+        refuse(region, topic, args.mode, payload.len(), &d)?;
+    }
     if payload.len() > publisher.max_len() {
-        return Err(Failure::new(
-            ERROR,
-            format!(
-                "{} bytes do not fit the blocks of region '{region}' (at most {} bytes)",
-                payload.len(),
-                publisher.max_len()
-            ),
+        return Err(too_large(
+            region,
+            payload.len() as u64,
+            publisher.max_len() as u64,
         ));
     }
     // An existing topic is joined as it is (its mode; an inline one its size and kind too;
@@ -252,6 +259,78 @@ fn mode_conflict(region: &str, topic: &str, registered: TopicMode, wanted: Topic
              --mode to publish on it as it is",
             crate::info::mode_name(wanted)
         ),
+    )
+}
+
+/// The details of `region` if it is a region that can be read now, read without joining it;
+/// `None` for anything else (no such region, one not ready or unusable), left to the join,
+/// which reports it (or waits for it).
+fn readable_details(region: &str) -> Option<weft::pubsub::RegionDetails> {
+    let obj = weft::shm::object(region).ok()?;
+    if obj.error.is_some() || obj.kind != Some(weft::shm::ObjectKind::Region) {
+        return None;
+    }
+    // Ready (no error above): `details` does not wait for a creator.
+    weft::pubsub::details(region).ok()
+}
+
+/// Why a message of `len` bytes cannot go to `topic` of the region `d` describes, asked for
+/// in `mode` (`None`: as the topic is): a registered topic in another mode, a typed topic
+/// whose type has another size, an inline topic of another message size, or a message
+/// larger than the region's blocks.
+fn refuse(
+    region: &str,
+    topic: &str,
+    mode: Option<Mode>,
+    len: usize,
+    d: &weft::pubsub::RegionDetails,
+) -> Result<(), Failure> {
+    let len = len as u64;
+    let Some(t) = d
+        .topics
+        .iter()
+        .find(|t| t.registered && t.stats.name == topic)
+    else {
+        return if len > d.info.block_size {
+            Err(too_large(region, len, d.info.block_size))
+        } else {
+            Ok(())
+        };
+    };
+    if let Some(m) = mode
+        && m.topic_mode() != t.mode
+    {
+        return Err(mode_conflict(region, topic, t.mode, m.topic_mode()));
+    }
+    let refused = |what: String| {
+        Err(Failure::new(
+            ERROR,
+            format!(
+                "topic '{topic}' of region '{region}' carries {what}: a message of {len} \
+                 byte{} is refused",
+                if len == 1 { "" } else { "s" }
+            ),
+        ))
+    };
+    match (&t.type_name, t.mode) {
+        (Some(ty), _) if len != t.type_size => refused(format!(
+            "values of type {} ({} bytes)",
+            out::escaped(ty.as_bytes()),
+            t.type_size
+        )),
+        (_, TopicMode::Inline) if len != t.max_len => {
+            refused(format!("inline messages of {} bytes", t.max_len))
+        }
+        _ if len > t.max_len => Err(too_large(region, len, t.max_len)),
+        _ => Ok(()),
+    }
+}
+
+/// The failure of a message larger than the blocks of `region` (`max` bytes).
+fn too_large(region: &str, len: u64, max: u64) -> Failure {
+    Failure::new(
+        ERROR,
+        format!("{len} bytes do not fit the blocks of region '{region}' (at most {max} bytes)"),
     )
 }
 

@@ -177,7 +177,7 @@ fn pub_joins_an_inline_topic_with_its_size_and_kind() {
     assert!(
         short
             .stderr
-            .contains("message length on an inline topic is 3"),
+            .contains("carries inline messages of 8 bytes: a message of 3 bytes is refused"),
         "{}",
         short.stderr
     );
@@ -664,4 +664,77 @@ fn pub_size_keeps_the_pool_within_its_budget() {
         assert_eq!(done["published"].to_string(), count, "{done}");
         eventually("the region to go", || !exists(&region));
     }
+}
+
+/// An echo of a topic that was unregistered (its entry kept, closed, by a subscription of a
+/// process that died since) in a region whose participants all died is refused before it
+/// joins, as for a topic that never was: joining, then leaving as the last participant, would
+/// have removed the region with everything its dead left in it.
+#[test]
+fn echo_of_an_unregistered_topic_leaves_an_abandoned_region_alone() {
+    let region = unique("echo-closed");
+    let _c = Cleanup(vec![region.clone()]);
+    let mut owner = Proc::peer(&["unregister", &region, "/t"]);
+    let mut sub = Proc::peer(&["subscriber", &region, "/t", "0"]);
+    eventually("the publisher unregisters /t", || {
+        weft::pubsub::details(&region).is_ok_and(|d| {
+            d.topics
+                .iter()
+                .any(|t| t.stats.name == "/t" && !t.registered)
+        })
+    });
+    sub.kill9();
+    owner.kill9();
+    let r = weft(&["echo", &format!("{region}/t"), "--timeout", "1"]);
+    assert_eq!(r.code, 3, "{r:?}");
+    assert!(exists(&region), "the refused echo removed the region");
+}
+
+/// `weft pub` refused for what the region says already (a mode conflict, a message larger
+/// than its blocks) refuses before it joins: a region whose participants all died stays, as
+/// `weft echo` leaves it.
+#[test]
+fn a_refused_pub_leaves_an_abandoned_region_alone() {
+    let region = unique("pub-abandoned");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    let mut owner = Proc::peer(&["region", &region, "/t", "1", "0"]);
+    owner.kill9();
+    let big = "y".repeat(5000);
+    for args in [
+        vec!["pub", &target, "x", "--mode", "latest"],
+        vec!["pub", &target, &big],
+    ] {
+        let r = weft(&args);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(exists(&region), "{args:?} removed the region");
+    }
+}
+
+/// A typed topic takes messages of its type's size only: `weft pub` refuses another size,
+/// naming the type, where it published them and left every typed subscriber a `TypeMismatch`.
+#[test]
+fn pub_on_a_typed_topic_takes_messages_of_its_size_only() {
+    use weft::pubsub::{Config, Publisher, Subscriber};
+    let region = unique("pub-typed");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    let p = Publisher::create(&region, &Config::default()).unwrap();
+    let _t = p.register_typed::<u64>("/t").unwrap();
+    let s = Subscriber::connect(&region).unwrap();
+    let mut typed = s.subscribe_values::<u64>("/t").unwrap();
+    weft(&["pub", &target, "abc"]).fails_with(
+        1,
+        &format!(
+            "topic '/t' of region '{region}' carries values of type u64 (8 bytes): a message \
+             of 3 bytes is refused"
+        ),
+    );
+    assert_eq!(
+        typed.try_recv().map(|v| *v).unwrap_err().kind(),
+        weft::ErrorKind::Empty
+    );
+    let r = weft(&["pub", &target, "--hex", "2a00000000000000"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(*typed.recv_timeout(Duration::from_secs(5)).unwrap(), 42);
 }

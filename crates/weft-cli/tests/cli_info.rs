@@ -330,3 +330,56 @@ fn info_escapes_control_characters_of_a_type_name() {
     let doc = weft_json(&["info", &format!("{region}/t")]);
     assert_eq!(doc["type_name"], evil);
 }
+
+/// A topic unregistered while a subscription keeps it stays in its entry, closed, and a
+/// registration of the same name takes another entry: `weft info REGION` lists both, the old
+/// one marked unregistered, and `weft info REGION/TOPIC` shows the registered one (it showed
+/// whichever entry came first, here the old one's figures).
+#[test]
+fn info_tells_an_unregistered_topic_from_its_new_registration() {
+    use weft::pubsub::{Config, Publisher, Subscriber};
+    let region = unique("info-rereg");
+    let _c = Cleanup(vec![region.clone()]);
+    let p = Publisher::create(&region, &Config::default()).unwrap();
+    let old = p.register("/t").unwrap();
+    let s = Subscriber::connect(&region).unwrap();
+    let _keeps_old = s.subscribe("/t").unwrap();
+    for _ in 0..3 {
+        p.publish(&old, b"old").unwrap();
+    }
+    p.unregister(&old).unwrap();
+    let new = p.register("/t").unwrap();
+    for _ in 0..10 {
+        p.publish(&new, b"new").unwrap();
+    }
+
+    let doc = weft_json(&["info", &format!("{region}/t")]);
+    assert_eq!(doc["published"], 10, "{doc:#}");
+    assert_eq!(doc["registered"], true);
+    let doc = weft_json(&["info", &region]);
+    let rows: Vec<(bool, u64)> = doc["region"]["topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] == "/t")
+        .map(|t| {
+            (
+                t["registered"].as_bool().unwrap(),
+                t["published"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 2, "{doc:#}");
+    assert!(
+        rows.contains(&(true, 10)) && rows.contains(&(false, 3)),
+        "{rows:?}"
+    );
+    let human = weft(&["info", &region]);
+    assert_eq!(human.code, 0);
+    assert_eq!(
+        human.stdout.matches("(unregistered)").count(),
+        1,
+        "{}",
+        human.stdout
+    );
+}
