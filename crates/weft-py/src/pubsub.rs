@@ -646,6 +646,9 @@ impl Subscriber {
         let config = Config::default().wait(wait_strategy(wait)?);
         let until = Until::new(timeout);
         let s = sliced_retry(py, until, not_there_yet, |slice| {
+            // The wait for a creator still making the region is one slice too: the library's
+            // own (a second) would outlast both the caller's timeout and Ctrl-C.
+            let config = config.clone().open_timeout(slice);
             RsSubscriber::connect_with(region, &config).inspect_err(|e| poll_pause(e, slice))
         })?;
         Ok(Subscriber {
@@ -773,8 +776,9 @@ impl Subscription {
     }
 
     /// The next message, waiting at most `timeout` seconds (None: as long as it takes), then
-    /// raises `weft.TimeoutError`. Raises `weft.PeerDeadError` once every publisher of the
-    /// region is gone and one died, and everything was received.
+    /// raises `weft.TimeoutError`. Raises `weft.PeerDeadError` once no publisher of this
+    /// topic is alive and one of them died, and everything was received (publishers of other
+    /// topics do not count).
     #[pyo3(signature = (timeout = None))]
     fn recv(&self, py: Python<'_>, timeout: Option<Timeout>) -> PyResult<Sample> {
         let until = Until::new(timeout);

@@ -329,6 +329,26 @@ def test_connect_waits_for_the_region(name):
     assert sub.region == name
 
 
+def test_connect_to_a_region_still_being_made_keeps_its_timeout(name):
+    # A creator between its exclusive create and its header: the file is there, empty, and
+    # stays so. Each connect with timeout 0 looks once: NotReadyError at once, where each used
+    # to wait the library's own second for the creator first.
+    import time
+
+    from conftest import SHM
+
+    half_made = SHM / f"weft.{name}"
+    half_made.touch(mode=0o600)
+    try:
+        started = time.monotonic()
+        for _ in range(3):
+            with pytest.raises(weft.NotReadyError):
+                weft.Subscriber.connect(name, timeout=0)
+        assert time.monotonic() - started < 1.5
+    finally:
+        half_made.unlink()
+
+
 def test_subscribe_by_uri(region, name):
     pub, _ = region
     topic = pub.register("/prices/AAPL")
