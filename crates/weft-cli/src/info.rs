@@ -2,7 +2,7 @@
 
 use crate::exit::{Failure, NOT_FOUND, Outcome, UNUSABLE, code_of, from_io};
 use crate::ls::{ObjectView, PeerView};
-use crate::out::{self, DIM, GOOD, NAME, Table, cell, state_style};
+use crate::out::{self, BAD, DIM, GOOD, NAME, Table, cell, state_style};
 use serde::Serialize;
 use std::io::Write;
 use weft::channel::{Server, ServerInfo};
@@ -96,6 +96,8 @@ struct ParticipantView {
     peer: PeerView,
     /// Block references it holds.
     held: u64,
+    /// Entries of its record that name no block of the pool (cleared by its reclaim).
+    corrupt_records: u64,
 }
 
 /// A region's pool and tables, as printed in JSON.
@@ -133,6 +135,7 @@ impl From<&RegionDetails> for RegionView {
                 .map(|p| ParticipantView {
                     peer: PeerView::from(&p.peer),
                     held: p.held,
+                    corrupt_records: p.corrupt_records,
                 })
                 .collect(),
         }
@@ -365,7 +368,10 @@ fn print_region(w: &mut impl Write, obj: &ObjectInfo, d: &RegionDetails) -> std:
             cell(p.peer.role.map_or("-".into(), |r| r.to_string())),
             cell(p.peer.pid),
             cell(p.peer.state.name()).styled(state_style(p.peer.state)),
-            cell(p.held),
+            match p.corrupt_records {
+                0 => cell(p.held),
+                n => cell(format!("{} (+{n} corrupt)", p.held)).styled(BAD),
+            },
         ]);
     }
     t.print(w)

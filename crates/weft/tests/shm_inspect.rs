@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::region::{Layout, get64, put64};
+use common::region::{Layout, get32, get64, is_block, put32, put64};
 use common::{Cleanup, Peer, Sweep, region_file, shm_path, unique};
 use std::io::{Seek, SeekFrom, Write};
 use weft::ErrorKind;
@@ -87,8 +87,12 @@ fn a_scribbled_stream_cursor_is_corrupt_not_a_crash() {
     assert!(!weft::shm::remove_abandoned(&s).unwrap());
 }
 
+/// A participant's record entry that names a block past the pool (a scribbling peer's
+/// value) is that participant's, not the region's: `details` counts it for the participant
+/// and reads the rest, and the listing has no error (it made the whole region unreadable, so
+/// that `weft clean` left it alone even where the reclaim would clear the entry).
 #[test]
-fn a_scribbled_holdings_entry_is_corrupt_not_a_crash() {
+fn a_scribbled_holdings_entry_is_counted_for_its_participant() {
     let r = unique("insp-bad-r");
     let _c = Cleanup(r.clone());
     let config = Config::default().participants(2).blocks(16);
@@ -96,14 +100,67 @@ fn a_scribbled_holdings_entry_is_corrupt_not_a_crash() {
     let subscriber = Subscriber::connect(&r).unwrap();
     // Holdings start after the rows and their extensions: 512 + 2 * 64 * 2.
     scribble(&r, 512 + 256, &1000u32.to_le_bytes());
-    let e = weft::pubsub::details(&r).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
-    assert!(e.to_string().contains("holdings entry"), "{e}");
+    let d = weft::pubsub::details(&r).unwrap();
+    let counts: Vec<(u64, u64)> = d
+        .participants
+        .iter()
+        .map(|p| (p.held, p.corrupt_records))
+        .collect();
+    assert_eq!(counts, [(0, 1), (0, 0)]);
     let o = weft::shm::object(&r).unwrap();
-    assert_eq!(o.error.as_ref().map(|e| e.kind()), Some(ErrorKind::Corrupt));
+    assert!(o.error.is_none(), "{:?}", o.error);
+    assert_eq!(o.alive(), 2);
     // Put it back so that the handles leave cleanly.
     scribble(&r, 512 + 256, &0u32.to_le_bytes());
     drop((subscriber, publisher));
+}
+
+/// A SIGKILLed subscriber whose record holds three samples, one entry scribbled past the pool:
+/// the region is listed with one dead participant, the reclaim releases the two references
+/// the record still names and clears the bad entry, and every block but the one whose
+/// reference the scribble lost comes back once the ring moves on.
+#[test]
+fn a_dead_participants_scribbled_record_is_reclaimed() {
+    let r = unique("insp-dead-bad");
+    let _c = Cleanup(r.clone());
+    let config = Config::default().participants(4).blocks(16).ring_slots(4);
+    let publisher = Publisher::create(&r, &config).unwrap();
+    let t = publisher.register("/t").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &r, "/t", "3"]);
+    peer.expect("ready");
+    for i in 0..3u8 {
+        publisher.publish(&t, &[i]).unwrap();
+    }
+    peer.expect("holding 3");
+    let pid = peer.child.id();
+    let f = region_file(&r);
+    let l = Layout::of_file(&f);
+    let row = (0..l.participants)
+        .find(|&p| get64(&f, 512 + 64 * p) & ((1 << 22) - 1) == u64::from(pid))
+        .unwrap();
+    peer.kill9();
+    let e = (0..l.held)
+        .find(|&e| is_block(get32(&f, l.holding(row, e))))
+        .unwrap();
+    put32(&f, l.holding(row, e), 1000);
+
+    let o = weft::shm::object(&r).unwrap();
+    assert!(o.error.is_none(), "{:?}", o.error);
+    assert_eq!((o.alive(), o.dead()), (1, 1));
+    let d = weft::pubsub::details(&r).unwrap();
+    let dead = d.participants.iter().find(|p| p.peer.pid == pid).unwrap();
+    assert_eq!((dead.held, dead.corrupt_records), (2, 1));
+    assert_eq!(weft::pubsub::reclaim(&r).unwrap(), 2);
+    let d = weft::pubsub::details(&r).unwrap();
+    assert!(d.participants.iter().all(|p| p.corrupt_records == 0));
+    // The ring moves on past the three samples' blocks.
+    for i in 0..8u8 {
+        publisher.publish(&t, &[i]).unwrap();
+    }
+    // Out of the pool: the ring's 4, the one a publisher keeps from its last displaced
+    // slot, and the scribbled entry's.
+    let info = publisher.region_info();
+    assert_eq!((info.free_blocks, info.kept_blocks), (16 - 4 - 1 - 1, 1));
 }
 
 #[test]

@@ -9,7 +9,7 @@ use super::region::Region;
 use super::{
     Config, RegionInfo, TopicMode, TopicSpec, TopicStats, open_region, region_info, topic_stats,
 };
-use crate::error::{Error, Result, Role};
+use crate::error::{Result, Role};
 use crate::shm::inspect::{Peer, PeerState};
 use crate::shm::object::Object;
 use crate::sync::{Arc, Ordering};
@@ -77,6 +77,9 @@ pub struct Participant {
     pub peer: Peer,
     /// Block references it holds now (samples and loans) according to its record.
     pub held: u64,
+    /// Entries of its record that name no block of the pool (a scribbling peer's values):
+    /// not counted in `held`; the reclaim of the participant, once it is dead, clears them.
+    pub corrupt_records: u64,
 }
 
 /// What [`details`] reports about a region.
@@ -103,8 +106,9 @@ pub struct RegionDetails {
 /// the participants use is written.
 ///
 /// # Errors
-/// As [`Subscriber::connect`](super::Subscriber::connect), and [`Error::Corrupt`] when a
-/// holdings entry names a block outside the pool.
+/// As [`Subscriber::connect`](super::Subscriber::connect). A participant's record entry
+/// that names a block outside the pool is no error: it is counted in
+/// [`Participant::corrupt_records`].
 ///
 /// # Examples
 /// ```
@@ -196,7 +200,7 @@ fn participants(r: &Region) -> Result<Vec<Participant>> {
             ROLE_SUBSCRIBER => Some(Role::Subscriber),
             _ => None,
         };
-        let mut held = 0;
+        let (mut held, mut corrupt_records) = (0, 0);
         for h in r.holdings(i)? {
             // Relaxed: a snapshot for display; hostile input, checked against the pool.
             let v = h.load(Ordering::Relaxed);
@@ -208,21 +212,19 @@ fn participants(r: &Region) -> Result<Vec<Participant>> {
                 | crate::pubsub::pool::Entry::Done(b) => Some(b),
                 _ => None,
             };
-            if let Some(b) = block {
-                if b as u64 >= r.geo.blocks {
-                    return Err(Error::corrupt(
-                        r.obj.name(),
-                        "holdings entry",
-                        v as u64,
-                        "0, a subscription record or a block index + 1 with its state bits",
-                    ));
-                }
-                held += 1;
+            // One participant's bad record is that participant's, not the region's: counted,
+            // so that the region can still be listed, inspected and cleaned (the record's
+            // reclaim clears it).
+            match block {
+                Some(b) if b as u64 >= r.geo.blocks => corrupt_records += 1,
+                Some(_) => held += 1,
+                None => {}
             }
         }
         out.push(Participant {
             peer: Peer { role, ..peer },
             held,
+            corrupt_records,
         });
     }
     Ok(out)
