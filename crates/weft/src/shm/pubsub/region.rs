@@ -1110,24 +1110,24 @@ impl Region {
 
     /// Frees the unregistered topic `t` if no subscription to it is left: its ring's blocks
     /// are released, its statistics and publishers reset, and its entry (and inline area)
-    /// become free for a registration. Returns whether it was freed. The caller holds the
-    /// registration lock and is participant `me` (its publish record carries each slot's
-    /// reference while it is released).
-    pub(crate) fn free_topic(&self, t: u32, me: u32) -> Result<bool> {
+    /// become free for a registration. Returns the block references released if it was freed
+    /// (`None`: not freed). The caller holds the registration lock and is participant `me`
+    /// (its publish record carries each slot's reference while it is released).
+    pub(crate) fn free_topic(&self, t: u32, me: u32) -> Result<Option<u64>> {
         if self.topic_state(t)? != TOPIC_CLOSED || self.subscriptions(t) != 0 {
-            return Ok(false);
+            return Ok(None);
         }
         // A freer killed in a free of this entry before its store of FREE (or after it put
         // CLOSED back) left its `freeing` word naming it: its reclaimer, which holds no lock,
         // finishes that free if it finds the entry FREE, and would release the ring beside
         // ours. Not until that word is cleared.
         if self.being_freed(t) {
-            return Ok(false);
+            return Ok(None);
         }
         // The ring (an inline topic's area) goes to the next registration: not while a live
         // publisher may still write to it.
         if self.writers(t as u64 + 1, me, self.entry_mode(t)? == Some(MODE_INLINE))? {
-            return Ok(false);
+            return Ok(None);
         }
         let ring = self.ring_area(t)?;
         // A dead publisher's unfinished claim is settled first (a live one's: not yet).
@@ -1140,7 +1140,7 @@ impl Region {
                 // the slot is released below like any other.
                 let Ok(row) = self.row(holder) else { continue };
                 if row.status(self.liveness) == PeerStatus::Alive {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 // Reclaimed by this call, the claim is settled (committed or voided; a stamp
                 // the holder's records do not name stays, and the slot is released below like
@@ -1148,7 +1148,7 @@ impl Region {
                 // freeing under it would release the slot's reference a second time (it
                 // moves the same reference to the holder's record), so not yet.
                 if self.take_and_reclaim(holder)?.is_none() {
-                    return Ok(false);
+                    return Ok(None);
                 }
             }
         }
@@ -1175,12 +1175,12 @@ impl Region {
             pool::crash::point();
             // Release: as above (a registrar that reads 0 reads the entry CLOSED).
             freeing.store(0, Ordering::Release);
-            return Ok(false);
+            return Ok(None);
         }
-        self.release_free(t, ring, me)?;
+        let released = self.release_free(t, ring, me)?;
         // Release: as above (a registrar that reads 0 reads the entry released).
         freeing.store(0, Ordering::Release);
-        Ok(true)
+        Ok(Some(released))
     }
 
     /// The end of the free of entry `t` (state FREE, no subscription left), by its freer `me`
@@ -1458,9 +1458,9 @@ impl Region {
                     .holdings(i)?
                     .iter()
                     .any(|h| h.load(Ordering::Acquire) & pool::SUB_TAG != 0);
-                let n = self.recover(i);
-                if subscribed && n.is_ok() {
-                    self.free_unread(i);
+                let mut n = self.recover(i);
+                if subscribed && let Ok(n) = &mut n {
+                    *n += self.free_unread(i);
                 }
                 let ext = self.ext(i)?;
                 // Relaxed: read by subscribers' liveness scans, which tolerate a stale value
@@ -1487,18 +1487,20 @@ impl Region {
     /// leaves it closed, holding its ring's blocks, until a registration's sweep, which may
     /// never come. Only if the registration lock is free at once: a registrar holds it (this
     /// process's own, when a registration reclaims a dead row), and sweeps the closed entries
-    /// itself before it takes one.
-    fn free_unread(&self, i: u32) {
+    /// itself before it takes one. Returns the block references the frees released.
+    fn free_unread(&self, i: u32) -> u64 {
         let Some(_lock) = super::RegisterLock::try_take(self, i) else {
-            return;
+            return 0;
         };
+        let mut released = 0;
         for t in 0..self.geo.topics as u32 {
             if self.topic_state(t).ok() == Some(TOPIC_CLOSED) {
                 // Not freed (a live publisher's claim in it, a subscription, a scribbled
                 // word): left closed, for the next sweep.
-                let _ = self.free_topic(t, i);
+                released += self.free_topic(t, i).ok().flatten().unwrap_or(0);
             }
         }
+        released
     }
 
     /// Row `i` is held exclusively by the caller (a claim taken from a dead owner, or this
