@@ -257,6 +257,26 @@ fn a_descriptor_longer_than_its_block_is_an_error_on_every_receive() {
     }
 }
 
+/// A descriptor whose length is not the typed topic's type size (a hostile writer's: weft's
+/// publishers refuse such a publish) reaches a typed subscriber as `TypeMismatch` naming the
+/// region and the topic, not a cast of the wrong bytes.
+#[test]
+fn a_message_of_another_length_on_a_typed_topic_is_a_mismatch_naming_the_topic() {
+    let name = unique("ph-typed-len");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let t = p.register_typed::<u64>("/q").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_values::<u64>("/q").unwrap();
+    p.publish_typed(&t, &7u64).unwrap();
+    let rings = layout(&name).1.rings;
+    let block = read_u64(&name, rings + 8) & 0xffff_ffff;
+    write_u64(&name, rings + 8, (3u64 << 32) | block);
+    let e = sub.try_recv().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::TypeMismatch, "{e}");
+    assert!(e.to_string().contains(&format!("'{name}/q'")), "{e}");
+}
+
 #[test]
 fn bad_block_words_are_errors() {
     for (word, what) in [

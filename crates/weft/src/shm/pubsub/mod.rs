@@ -260,6 +260,10 @@ pub struct Topic {
     layout: Option<(u64, u64)>,
 }
 
+/// [`Loan`]'s type size of an untyped topic: no type is that large (blocks are at most
+/// [`MAX_BLOCK_SIZE`] bytes, and a type must fit one).
+const UNTYPED: u32 = u32::MAX;
+
 /// An inline topic's ring, found and validated once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct InlineTopic {
@@ -1928,7 +1932,8 @@ impl Publisher {
     }
 
     /// Loans a block for `topic`: write the payload in place, then [`Loan::publish`]. The
-    /// loan's length starts at the whole block; [`Loan::set_len`] shortens it.
+    /// loan's length starts at the whole block (on a typed topic, at its type's size, the only
+    /// length it publishes); [`Loan::set_len`] changes it.
     ///
     /// When the pool is empty, the blocks of dead participants are reclaimed first.
     ///
@@ -1964,6 +1969,13 @@ impl Publisher {
             None => self.alloc_block()?,
         };
         let ptr = r.block_ptr(b)?;
+        // A typed topic's messages are its type's size: the loan starts there, and a publish
+        // of another length is refused (every typed subscriber would fail to read it). The
+        // size was checked against the block size at register.
+        let typed = match topic.layout {
+            Some((size, _)) => size as u32,
+            None => UNTYPED,
+        };
         Ok(Loan {
             publisher: self,
             topic_entry,
@@ -1971,8 +1983,13 @@ impl Publisher {
             generation: topic.generation,
             block: b,
             entry,
-            len: r.geo.block_size as u32,
+            len: if typed == UNTYPED {
+                r.geo.block_size as u32
+            } else {
+                typed
+            },
             cap: r.geo.block_size as u32,
+            typed,
             ptr,
             exclusive: topic.exclusive,
             latest: topic.mode == TopicMode::Latest,
@@ -2000,7 +2017,8 @@ impl Publisher {
     ///
     /// # Errors
     /// [`Error::TooLarge`] when `data` exceeds the block size; [`Error::Closed`] when the topic
-    /// was unregistered; as [`Publisher::loan`] and [`Loan::publish`]. On an inline topic: [`Error::InvalidArgument`] when `data` is not
+    /// was unregistered; [`Error::TypeMismatch`] on a typed topic when `data` is not its type's
+    /// size; as [`Publisher::loan`] and [`Loan::publish`]. On an inline topic: [`Error::InvalidArgument`] when `data` is not
     /// exactly the topic's message size; [`Error::Timeout`] when the slot it needs stays
     /// claimed by a live, stalled publisher for [`Config::claim_timeout`].
     #[inline]
@@ -2461,6 +2479,8 @@ pub struct Loan<'a> {
     entry: u32,
     len: u32,
     cap: u32,
+    /// A typed topic's type size, the only length it publishes; [`UNTYPED`] for bytes.
+    typed: u32,
     ptr: *mut u8,
     /// The topic has one publisher, us ([`TopicSpec::single_publisher`]).
     exclusive: bool,
@@ -2530,10 +2550,14 @@ impl Loan<'_> {
     /// # Errors
     /// [`Error::Timeout`] when the slot it needs stays held by a live, stalled publisher
     /// for [`Config::claim_timeout`]; [`Error::Closed`] when the topic was unregistered;
+    /// [`Error::TypeMismatch`] on a typed topic when the length is not its type's size;
     /// [`Error::Corrupt`] for a damaged ring.
     // Always inlined: see `Publisher::loan`.
     #[inline(always)]
     pub fn publish(mut self) -> Result<u64> {
+        if self.typed != UNTYPED && self.len != self.typed {
+            return Err(self.wrong_length());
+        }
         let seq = self.publisher.publish_block(
             self.topic_entry,
             self.topic,
@@ -2546,6 +2570,23 @@ impl Loan<'_> {
         )?;
         self.done = true;
         Ok(seq)
+    }
+}
+
+impl Loan<'_> {
+    /// The refusal of a publish whose length is not the typed topic's type size.
+    #[cold]
+    fn wrong_length(&self) -> Error {
+        let r = self.publisher.region();
+        let topic = r.topic_name(self.topic).ok().flatten().map(|(n, _)| n);
+        let ty = r.topic_type(self.topic).ok().flatten();
+        Error::TypeMismatch {
+            name: alloc::format!("{}{}", r.obj.name(), topic.unwrap_or_default()),
+            found: "a message of another length".into(),
+            found_size: self.len as u64,
+            expected: ty.map_or_else(|| "its type".into(), |t| t.describe()),
+            expected_size: self.typed as u64,
+        }
     }
 }
 
@@ -4195,7 +4236,7 @@ impl<T: bytemuck::Pod> TypedSubscription<T> {
     /// As [`Subscription::try_recv`]; [`Error::TypeMismatch`] for a message that is not a
     /// `T` (a peer wrote another length).
     pub fn try_recv(&mut self) -> Result<TypedSample<T>> {
-        TypedSample::new(self.sub.try_recv()?)
+        TypedSample::new(self.sub.try_recv()?).map_err(|e| self.named(e))
     }
 
     /// As [`Subscription::recv`].
@@ -4203,7 +4244,7 @@ impl<T: bytemuck::Pod> TypedSubscription<T> {
     /// # Errors
     /// As [`Subscription::recv`] and [`TypedSubscription::try_recv`].
     pub fn recv(&mut self) -> Result<TypedSample<T>> {
-        TypedSample::new(self.sub.recv()?)
+        TypedSample::new(self.sub.recv()?).map_err(|e| self.named(e))
     }
 
     /// As [`Subscription::recv_timeout`].
@@ -4211,7 +4252,7 @@ impl<T: bytemuck::Pod> TypedSubscription<T> {
     /// # Errors
     /// As [`Subscription::recv_timeout`] and [`TypedSubscription::try_recv`].
     pub fn recv_timeout(&mut self, timeout: Duration) -> Result<TypedSample<T>> {
-        TypedSample::new(self.sub.recv_timeout(timeout)?)
+        TypedSample::new(self.sub.recv_timeout(timeout)?).map_err(|e| self.named(e))
     }
 
     /// As [`Subscription::recv_with`].
@@ -4219,7 +4260,28 @@ impl<T: bytemuck::Pod> TypedSubscription<T> {
     /// # Errors
     /// As [`Subscription::recv_with`] and [`TypedSubscription::try_recv`].
     pub fn recv_with(&mut self, strategy: WaitStrategy) -> Result<TypedSample<T>> {
-        TypedSample::new(self.sub.recv_with(strategy)?)
+        TypedSample::new(self.sub.recv_with(strategy)?).map_err(|e| self.named(e))
+    }
+
+    /// `e` with a type mismatch named by the region and the topic (a sample knows neither).
+    #[cold]
+    fn named(&self, e: Error) -> Error {
+        match e {
+            Error::TypeMismatch {
+                found,
+                found_size,
+                expected,
+                expected_size,
+                ..
+            } => Error::TypeMismatch {
+                name: alloc::format!("{}{}", self.sub.member.name(), self.sub.name),
+                found,
+                found_size,
+                expected,
+                expected_size,
+            },
+            e => e,
+        }
     }
 
     /// The untyped subscription underneath (position, wait statistics, borrowed receives).
