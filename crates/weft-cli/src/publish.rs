@@ -341,36 +341,19 @@ fn open_or_create(
     len: usize,
     deadline: Option<Deadline>,
 ) -> Result<(Publisher, bool), Failure> {
-    let open = || {
-        let config = Config::default().open_timeout(deadline::open_timeout(deadline, CREATOR_WAIT));
-        Publisher::open_with(region, &config)
-    };
-    match open() {
-        Ok(p) => return Ok((p, false)),
-        Err(Error::NotFound { .. }) => {}
-        // A leftover that will never be ready: its creator is gone, or (after the wait above
-        // for any live creator to name itself) its header names none, e.g. a creator killed in
-        // the fallocate of a large region. `Publisher::create` replaces such a leftover (and
-        // refuses, with AlreadyExists, a name a creator that may be at work holds).
-        Err(Error::NotReady {
-            pid, creator_gone, ..
-        }) if creator_gone || pid == 0 => {}
-        Err(e) => return Err(deadline::join_failure(e, region, deadline)),
-    }
     let block = len.max(4096).next_multiple_of(64);
     let (blocks, slots) = pool(block);
     let config = Config::default()
         .block_size(block)
         .blocks(blocks)
-        .ring_slots(slots);
-    match Publisher::create(region, &config) {
-        Ok(p) => Ok((p, true)),
-        // Another process made it in the meantime: join it.
-        Err(Error::AlreadyExists { .. }) => match open() {
-            Ok(p) => Ok((p, false)),
-            Err(e) => Err(deadline::join_failure(e, region, deadline)),
-        },
-        Err(e) => Err(e.into()),
+        .ring_slots(slots)
+        .open_timeout(deadline::open_timeout(deadline, CREATOR_WAIT));
+    match Publisher::open_or_create(region, &config) {
+        Ok(p) => {
+            let created = p.created();
+            Ok((p, created))
+        }
+        Err(e) => Err(deadline::join_failure(e, region, deadline)),
     }
 }
 

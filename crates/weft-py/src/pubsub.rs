@@ -250,6 +250,7 @@ pub(crate) struct Publisher {
     shared: Local<Mutex<Option<Arc<Shared>>>>,
     region: String,
     max_len: usize,
+    created: bool,
 }
 
 impl Publisher {
@@ -257,6 +258,7 @@ impl Publisher {
         Publisher {
             region: p.region_name().into(),
             max_len: p.max_len(),
+            created: p.created(),
             shared: Local::new(Mutex::new(Some(Arc::new(Shared {
                 lock: Mutex::new(()),
                 publisher: p,
@@ -272,6 +274,24 @@ impl Publisher {
             .clone()
             .ok_or_else(|| closed("Publisher"))
     }
+}
+
+/// A region's shape, as `Publisher.create` and `Publisher.open_or_create` take it.
+fn shape(
+    blocks: usize,
+    block_size: usize,
+    ring_slots: usize,
+    topics: usize,
+    participants: usize,
+    max_held: usize,
+) -> Config {
+    Config::default()
+        .blocks(blocks)
+        .block_size(block_size)
+        .ring_slots(ring_slots)
+        .topics(topics)
+        .participants(participants)
+        .max_held(max_held)
 }
 
 #[pymethods]
@@ -298,15 +318,57 @@ impl Publisher {
         participants: usize,
         max_held: usize,
     ) -> PyResult<Publisher> {
-        let config = Config::default()
-            .blocks(blocks)
-            .block_size(block_size)
-            .ring_slots(ring_slots)
-            .topics(topics)
-            .participants(participants)
-            .max_held(max_held);
+        let config = shape(
+            blocks,
+            block_size,
+            ring_slots,
+            topics,
+            participants,
+            max_held,
+        );
         let p = py.detach(|| RsPublisher::create(region, &config)).py()?;
         Ok(Publisher::new(p))
+    }
+
+    /// Joins the region `region` as another publisher, or creates it with the shape given
+    /// (as `create` takes it) when there is none: for processes that do not know which of
+    /// them starts first. A region that exists keeps its own shape (`max_len` says what it
+    /// has); `created` says which happened.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments, one per Config setting
+    #[pyo3(signature = (
+        region, *, blocks = 1024, block_size = 4096, ring_slots = 256, topics = 64,
+        participants = 32, max_held = 256,
+    ))]
+    fn open_or_create(
+        py: Python<'_>,
+        region: &str,
+        blocks: usize,
+        block_size: usize,
+        ring_slots: usize,
+        topics: usize,
+        participants: usize,
+        max_held: usize,
+    ) -> PyResult<Publisher> {
+        let config = shape(
+            blocks,
+            block_size,
+            ring_slots,
+            topics,
+            participants,
+            max_held,
+        );
+        let p = py
+            .detach(|| RsPublisher::open_or_create(region, &config))
+            .py()?;
+        Ok(Publisher::new(p))
+    }
+
+    /// Whether this publisher created its region (`create`, or `open_or_create` finding
+    /// none) rather than joining it.
+    #[getter]
+    fn created(&self) -> bool {
+        self.created
     }
 
     /// Joins the existing region `region` as another publisher.

@@ -349,6 +349,21 @@ def test_connect_to_a_region_still_being_made_keeps_its_timeout(name):
         half_made.unlink()
 
 
+def test_open_or_create_creates_then_joins(name):
+    first = weft.Publisher.open_or_create(name, block_size=256, blocks=8)
+    second = weft.Publisher.open_or_create(name, block_size=1024)
+    assert (first.created, second.created) == (True, False)
+    assert second.max_len == 256  # the region's shape, not the second call's
+    assert not weft.Publisher.open(name).created
+    second.register("/t")
+    sub = weft.Subscriber.connect(name).subscribe("/t")
+    first.publish(first.register("/t"), b"one")
+    assert bytes(sub.try_recv()) == b"one"
+    sub.close()
+    second.close()
+    first.close()
+
+
 def test_subscribe_by_uri(region, name):
     pub, _ = region
     topic = pub.register("/prices/AAPL")

@@ -857,3 +857,54 @@ fn a_listing_counts_each_topics_subscriptions() {
         expected
     );
 }
+
+/// `open_or_create`: of four threads calling it at once on a name nobody holds, one creates
+/// the region (with its config) and three join it; a later call joins and keeps the region's
+/// shape; a leftover file whose creator never wrote its header (killed while sizing it) is
+/// made anew rather than waited on for ever or refused.
+#[test]
+fn open_or_create_creates_once_and_joins_after() {
+    let name = unique("pb-ooc");
+    let _c = Cleanup(name.clone());
+    let barrier = std::sync::Barrier::new(4);
+    let created: Vec<(bool, usize)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let (name, barrier) = (&name, &barrier);
+                s.spawn(move || {
+                    let config = small().block_size(256 * (i + 1));
+                    barrier.wait();
+                    let p = Publisher::open_or_create(name, &config).unwrap();
+                    // Held until every thread is in: the region lives while one of them does.
+                    barrier.wait();
+                    (p.created(), p.max_len())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(created.iter().filter(|(c, _)| *c).count(), 1, "{created:?}");
+    let shape = created.iter().find(|(c, _)| *c).unwrap().1;
+    assert!(created.iter().all(|&(_, len)| len == shape), "{created:?}");
+
+    let first = Publisher::open_or_create(&name, &small()).unwrap();
+    assert!(
+        first.created(),
+        "the last thread out removed the region: made anew"
+    );
+    let second = Publisher::open_or_create(&name, &small().block_size(1024)).unwrap();
+    assert!(!second.created());
+    assert_eq!(second.max_len(), 256);
+    drop((first, second));
+
+    // A leftover: the file exists, empty, and no creator names itself in it.
+    std::fs::File::create(common::shm_path(&name)).unwrap();
+    let quick = small().open_timeout(Duration::from_millis(50));
+    let p = Publisher::open_or_create(&name, &quick).unwrap();
+    assert!(p.created());
+    let t = p.register("/t").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_with_history("/t", 1).unwrap();
+    p.publish(&t, b"made").unwrap();
+    assert_eq!(&*sub.try_recv().unwrap(), b"made");
+}

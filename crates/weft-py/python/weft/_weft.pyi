@@ -200,6 +200,19 @@ class Publisher:
     ) -> Publisher: ...
     @staticmethod
     def open(region: str) -> Publisher: ...
+    @staticmethod
+    def open_or_create(
+        region: str,
+        *,
+        blocks: int = 1024,
+        block_size: int = 4096,
+        ring_slots: int = 256,
+        topics: int = 64,
+        participants: int = 32,
+        max_held: int = 256,
+    ) -> Publisher: ...
+    @property
+    def created(self) -> bool: ...
     @property
     def region(self) -> str: ...
     @property

@@ -902,6 +902,8 @@ pub struct Publisher {
     /// round without a release and an allocation (and its lines are still in this core's
     /// cache).
     recycled: core::cell::Cell<Option<u32>>,
+    /// This handle created the region.
+    created: bool,
     _not_sync: PhantomData<core::cell::Cell<()>>,
 }
 
@@ -945,7 +947,9 @@ impl Publisher {
                     match joined {
                         Ok(member) => {
                             obj.publish();
-                            return Ok(Publisher::new(member, config));
+                            let mut p = Publisher::new(member, config);
+                            p.created = true;
+                            return Ok(p);
                         }
                         Err(e) => {
                             let _ = sys::ShmFile::unlink(region);
@@ -986,6 +990,61 @@ impl Publisher {
         Publisher::open_with(region, &Config::default())
     }
 
+    /// Joins the region `region` as another publisher, or creates it with `config` when
+    /// there is none: for processes that do not know which of them starts first (iceoryx2's
+    /// `open_or_create`). A leftover whose creator died before finishing it is made anew. A
+    /// region that exists keeps its own shape: `config`'s blocks, sizes and counts apply only
+    /// when this call creates it ([`Publisher::max_len`] and [`Publisher::region_info`] say
+    /// what the region has), and [`Publisher::created`] says which happened. Of several
+    /// processes calling it at once, one creates the region and the others join it.
+    ///
+    /// # Examples
+    /// ```
+    /// use weft::pubsub::{Config, Publisher};
+    /// # let region = format!("doc-open-or-create-{}", std::process::id());
+    /// let config = Config::default().block_size(256);
+    /// let first = Publisher::open_or_create(&region, &config)?;
+    /// let second = Publisher::open_or_create(&region, &Config::default())?;
+    /// assert!(first.created() && !second.created());
+    /// assert_eq!(second.max_len(), 256); // the region's shape, not the second config's
+    /// # Ok::<(), weft::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Publisher::open_with`] and [`Publisher::create`]; a region a live creator is still
+    /// making is waited for up to [`Config::open_timeout`], then [`Error::NotReady`].
+    pub fn open_or_create(region: &str, config: &Config) -> Result<Publisher> {
+        let mut raced = None;
+        for _ in 0..4 {
+            match Publisher::open_with(region, config) {
+                Ok(p) => return Ok(p),
+                Err(Error::NotFound { .. }) => {}
+                // A leftover that will never be ready: its creator is gone, or (after the
+                // open's wait for a live creator to name itself) its header names none, as a
+                // creator killed in the sizing of its file leaves it. `create` replaces it.
+                Err(Error::NotReady {
+                    pid, creator_gone, ..
+                }) if creator_gone || pid == 0 => {}
+                Err(e) => return Err(e),
+            }
+            match Publisher::create(region, config) {
+                Ok(p) => return Ok(p),
+                // Made by another process since the open looked: join it.
+                Err(e @ Error::AlreadyExists { .. }) => raced = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(raced.unwrap_or(Error::AlreadyExists {
+            name: region.into(),
+        }))
+    }
+
+    /// Whether this handle created its region ([`Publisher::create`], or
+    /// [`Publisher::open_or_create`] finding none) rather than joining it.
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
     /// [`Publisher::open`] with the handle settings of `config` (its shape is ignored: the
     /// region's own is used).
     ///
@@ -1005,6 +1064,7 @@ impl Publisher {
             claim_timeout: config.claim_timeout,
             cursor: core::cell::Cell::new(0),
             recycled: core::cell::Cell::new(None),
+            created: false,
             _not_sync: PhantomData,
         }
     }
