@@ -1,8 +1,9 @@
 //! `weft clean`: reclaims what dead processes held in regions that live on, and removes objects
 //! in which nobody is alive (`ObjectInfo::is_abandoned`). A live participant's object is never
-//! removed; a stream that keeps records for a reader yet to come is kept; an object that is not
-//! weft's, that fails validation, or that is not ready (its creator may be at work) is never
-//! touched, and reported as skipped.
+//! removed; a stream whose writer closed before any reader came, keeping records for a reader
+//! yet to come, is kept (a dead writer's is not); an object that is not weft's, that fails
+//! validation, or that is not ready (its creator may be at work) is never touched, and
+//! reported as skipped.
 
 use crate::cli::CleanArgs;
 use crate::exit::{ERROR, Failure, Outcome, from_io};

@@ -3362,6 +3362,11 @@ impl Subscription {
     /// count; checked every 50 ms while waiting; a publisher in another pid namespace is
     /// judged by its heartbeat, so within [`Config::liveness_timeout`]). A publisher that
     /// registers the topic afterwards takes it over: the death is forgotten.
+    ///
+    /// A publisher that leaves cleanly ends nothing: the topic lives on for the next
+    /// publisher, and `recv` goes on waiting (as an iceoryx2 subscriber does). What ends a
+    /// topic is [`Publisher::unregister`] ([`Error::Closed`] once drained); a wait that must
+    /// end takes [`Subscription::recv_timeout`].
     pub fn recv(&mut self) -> Result<Sample> {
         self.recv_inner(self.wait, Deadline::never())
     }
