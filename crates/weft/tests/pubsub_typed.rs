@@ -87,10 +87,10 @@ fn a_typed_loan_is_written_in_place_and_refuses_another_type() {
     assert_eq!(sub.try_recv().unwrap().value::<Price>().unwrap().cents, 99);
 }
 
-/// A typed topic publishes its type's size only: a copying publish or a loan of another
-/// length is refused with `TypeMismatch`, naming the topic and both sizes (it was published,
-/// and every typed subscriber failed to read it); a refused loan's block goes back to the
-/// pool, and an untyped loan starts at the type's size. Also through a handle registered
+/// A typed topic publishes its type's size only: a copying publish of another length, or a
+/// loan set to one, is refused with `TypeMismatch`, naming the topic and both sizes (it was
+/// published, and every typed subscriber failed to read it); a refused publish's block goes
+/// back to the pool, and an untyped loan starts at the type's size. Also through a handle registered
 /// without the type on the typed topic (as `weft pub` joins one).
 #[test]
 fn a_typed_topic_publishes_its_types_size_only() {
@@ -112,8 +112,12 @@ fn a_typed_topic_publishes_its_types_size_only() {
         }
         let mut loan = publisher.loan(topic).unwrap();
         assert_eq!(loan.len(), size_of::<Price>());
-        loan.set_len(5).unwrap();
-        assert_eq!(loan.publish().unwrap_err().kind(), ErrorKind::TypeMismatch);
+        for len in [0, 5, 9, 4096, 5000] {
+            let e = loan.set_len(len).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TypeMismatch, "{len}: {e}");
+        }
+        assert_eq!(loan.len(), size_of::<Price>(), "the loan keeps its length");
+        drop(loan);
         assert_eq!(sub.try_recv().unwrap_err().kind(), ErrorKind::Empty);
         assert_eq!(
             p.region_info().free_blocks,
