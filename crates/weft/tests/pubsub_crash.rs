@@ -361,6 +361,84 @@ fn the_reclaim_of_a_killed_last_subscriber_frees_its_unregistered_topic() {
     assert_eq!(p.stats(&t).unwrap().published, 0);
 }
 
+/// Unregistered topics of the region still in their entries (kept, closed, by a
+/// subscription).
+fn unregistered(name: &str) -> usize {
+    let d = weft::pubsub::details(name).unwrap();
+    d.topics.iter().filter(|t| !t.registered).count()
+}
+
+/// As above, but a new participant takes the killed subscriber's row as it joins (a joiner's
+/// claim recovers the row itself): the unregistered topic is freed then, not left closed with
+/// its ring's blocks for good (the row is alive again, so no later reclaim looks at it).
+#[test]
+fn a_joiner_taking_a_killed_last_subscribers_row_frees_its_unregistered_topic() {
+    let name = unique("pc-unread-join");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default().blocks(64).ring_slots(16)).unwrap();
+    let t = p.register("/t").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "0"]);
+    peer.expect("ready");
+    peer.expect("holding 0");
+    for i in 0..10u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    p.unregister(&t).unwrap();
+    peer.kill9();
+    // Row 0 is ours, alive: the joiner takes row 1, the dead subscriber's.
+    let _joiner = Subscriber::connect(&name).unwrap();
+    assert_eq!(unregistered(&name), 0, "the unread topic is freed");
+    assert_eq!(
+        p.region_info().free_blocks,
+        64,
+        "its ring's blocks are back"
+    );
+}
+
+/// The first reclaim of a killed last subscriber stops at a live participant's mark on a
+/// block the dead row held (a take stalled past the liveness timeout), after it cleared the
+/// row's subscription records. The next reclaim, once the mark is gone, finishes the row and
+/// frees the unregistered topic too, although the row's records no longer say that it had
+/// subscriptions.
+#[test]
+fn a_retried_reclaim_of_a_killed_last_subscriber_frees_its_unregistered_topic() {
+    let name = unique("pc-unread-retry");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default().blocks(64).ring_slots(16)).unwrap();
+    let t = p.register("/t").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "1"]);
+    peer.expect("ready");
+    for i in 0..10u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    peer.expect("holding 1");
+    p.unregister(&t).unwrap();
+    peer.kill9();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    // The block the dead subscriber (row 1) holds, and a mark of ours (row 0, alive) on it.
+    let b = (0..l.held)
+        .map(|e| get32(&f, l.holding(1, e)))
+        .find(|&v| is_block(v))
+        .map(|v| u64::from(v & ((1 << 25) - 1)) - 1)
+        .expect("a held block");
+    let word = get64(&f, l.block_word(b));
+    assert_eq!(word >> 32, 0, "unmarked");
+    put64(&f, l.block_word(b), (1 << 63) | (7 << 32) | word);
+    let e = weft::pubsub::reclaim(&name).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    assert_eq!(unregistered(&name), 1);
+    put64(&f, l.block_word(b), word);
+    // The held sample's reference and the ring's ten.
+    assert_eq!(weft::pubsub::reclaim(&name).unwrap(), 11);
+    assert_eq!(unregistered(&name), 0, "the unread topic is freed");
+    assert_eq!(
+        p.region_info().free_blocks,
+        64,
+        "its ring's blocks are back"
+    );
+}
+
 #[test]
 fn a_publisher_killed_mid_loan_leaks_nothing_when_someone_joins() {
     let name = unique("pc-loan");

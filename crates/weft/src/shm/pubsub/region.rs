@@ -1453,13 +1453,8 @@ impl Region {
             self.liveness,
         ) {
             Ok(claim) => {
-                // Acquire: pairs with the owner's Release stores of its records.
-                let subscribed = self
-                    .holdings(i)?
-                    .iter()
-                    .any(|h| h.load(Ordering::Acquire) & pool::SUB_TAG != 0);
                 let mut n = self.recover(i);
-                if subscribed && let Ok(n) = &mut n {
+                if let Ok(n) = &mut n {
                     *n += self.free_unread(i);
                 }
                 let ext = self.ext(i)?;
@@ -1482,19 +1477,26 @@ impl Region {
     }
 
     /// Frees every unregistered topic that no subscription keeps any more, as participant `i`
-    /// (a row the caller holds, whose subscriptions it has just reclaimed). A live subscriber
-    /// frees such a topic as its last subscription closes (`Subscription`'s drop); a dead one
-    /// leaves it closed, holding its ring's blocks, until a registration's sweep, which may
-    /// never come. Only if the registration lock is free at once: a registrar holds it (this
-    /// process's own, when a registration reclaims a dead row), and sweeps the closed entries
-    /// itself before it takes one. Returns the block references the frees released.
-    fn free_unread(&self, i: u32) -> u64 {
+    /// (a row the caller holds, whose records it has just reclaimed: a reclaimer's, or a
+    /// joiner's that took a dead row). A live subscriber frees such a topic as its last
+    /// subscription closes (`Subscription`'s drop); a dead one leaves it closed, holding its
+    /// ring's blocks, until a registration's sweep, which may never come. So every reclaim
+    /// that succeeds looks, also one that finishes what an earlier one left (whose records no
+    /// longer say that the row had subscriptions). Only if the registration lock is free at
+    /// once: a registrar holds it (this process's own, when a registration reclaims a dead
+    /// row), and sweeps the closed entries itself before it takes one. Returns the block
+    /// references the frees released.
+    pub(crate) fn free_unread(&self, i: u32) -> u64 {
+        let closed = |t| self.topic_state(t).ok() == Some(TOPIC_CLOSED);
+        if !(0..self.geo.topics as u32).any(closed) {
+            return 0;
+        }
         let Some(_lock) = super::RegisterLock::try_take(self, i) else {
             return 0;
         };
         let mut released = 0;
         for t in 0..self.geo.topics as u32 {
-            if self.topic_state(t).ok() == Some(TOPIC_CLOSED) {
+            if closed(t) {
                 // Not freed (a live publisher's claim in it, a subscription, a scribbled
                 // word): left closed, for the next sweep.
                 released += self.free_topic(t, i).ok().flatten().unwrap_or(0);
@@ -2006,6 +2008,8 @@ impl Member {
                 Err(e) => return Err(e),
             };
             region.recover(i)?;
+            // The topics the row's dead subscriber kept closed, now unread.
+            region.free_unread(i);
             region.forget_publisher(i, dead_pid)?;
             let ext = region.ext(i)?;
             let r = if role == Role::Publisher {
