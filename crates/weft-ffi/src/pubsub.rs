@@ -579,7 +579,8 @@ pub unsafe extern "C" fn weft_publisher_max_len(
 }
 
 /// Loans a block for `topic`: `*data` is `*capacity` writable bytes in shared memory. Write
-/// the payload, `weft_loan_set_len` (the length starts at the whole block), then
+/// the payload, `weft_loan_set_len` (the length starts at the whole block; on a typed topic
+/// at its type's size, the only length it takes), then
 /// `weft_loan_publish`; or `weft_loan_release` to give the block back unpublished. `*data`
 /// is valid until then.
 ///
@@ -630,9 +631,11 @@ pub unsafe extern "C" fn weft_publisher_loan(
     })
 }
 
-/// Sets the payload length of the loan (at most its capacity).
+/// Sets the payload length of the loan (at most its capacity; on a typed topic, its type's
+/// size only).
 ///
-/// Errors: `WEFT_ERROR_TOO_LARGE` beyond the capacity.
+/// Errors: `WEFT_ERROR_TOO_LARGE` beyond the capacity; `WEFT_ERROR_TYPE_MISMATCH` on a typed
+/// topic for any other length than its type's size (the loan keeps its length).
 ///
 /// # Safety
 /// `loan` is NULL or a live loan handle.

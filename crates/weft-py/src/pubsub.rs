@@ -464,7 +464,8 @@ impl Publisher {
     }
 
     /// Loans a block for `topic`: write the payload in place (buffer protocol, writable; the
-    /// whole block until `set_len`), then `publish()`. As a context manager it publishes when
+    /// whole block until `set_len`, a typed topic's type size, the only length it takes),
+    /// then `publish()`. As a context manager it publishes when
     /// the block ends normally and returns the block to the pool when it raises.
     ///
     /// Raises `weft.FullError` when every block of the pool is in use.
