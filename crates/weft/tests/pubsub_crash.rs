@@ -2078,3 +2078,122 @@ fn an_inline_successor_does_not_rewrite_a_sequence_already_delivered() {
         "X never gets the new holder's message (seq {seq}); X: {xm:?}, Y: {ym:?}"
     );
 }
+
+/// A publisher SIGKILLed right after claiming sequence 8 (slot 0, which
+/// still holds sequence 0's block `d`), before its publish record took over the slot's
+/// reference: the reclaimer voids the claim and must move the slot's reference into the
+/// record and release it. Dropping it with the descriptor leaks `d` for good.
+#[test]
+fn a_publisher_killed_before_taking_the_previous_laps_reference_leaks_nothing() {
+    let name = unique("pc-void-early");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register("/t").unwrap();
+    for i in 0..SLOTS {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/t", "1"]);
+    peer.expect("ready 1");
+    peer.kill9();
+    let o = offsets();
+    let f = region_file(&name);
+    let (row, _, b) = held_loan(&f, &o);
+    let slot = o.rings;
+    let d = (get64(&f, slot + 8) & 0xffff_ffff) - 1;
+    let ext = o.ext + 64 * row;
+    put64(&f, ext + 8, 1); // pub_topic: topic 0
+    put64(&f, ext + 16, SLOTS); // pub_seq
+    put64(&f, ext + 24, (16 << 32) | (b + 1)); // pub_new: the loan's block
+    // pub_old still 0 and the slot's descriptor still sequence 0's: killed just after the claim.
+    put64(&f, slot, (1 << 63) | (row << 40) | SLOTS); // claimed by the dead row
+    put64(&f, o.hot, SLOTS + 1);
+    let _s = Subscriber::connect(&name).unwrap();
+    assert_eq!(get64(&f, o.block_word(d)), 0, "the previous lap's block");
+    assert_eq!(get64(&f, o.block_word(b)), 0, "the loan's block");
+    assert_eq!(p.region_info().free_blocks, BLOCKS - (SLOTS - 1));
+}
+
+/// A single-publisher lease word that names the registrar's own row under
+/// another claim (a previous owner of the row, dead, whose lease was never given back) is not
+/// a live holder's: the registrar takes the lease over instead of being refused with `InUse`
+/// naming its own process.
+#[test]
+fn a_lease_left_on_the_registrars_own_row_by_a_previous_owner_is_taken_over() {
+    let name = unique("pc-lease-own");
+    let _c = Cleanup(name.clone());
+    let spec = TopicSpec::new(TopicMode::Blocks).single_publisher();
+    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let t = p.register_spec("/solo", &spec).unwrap();
+    let q = Publisher::open(&name).unwrap();
+    assert_eq!(
+        q.register_spec("/solo", &spec).unwrap_err().kind(),
+        ErrorKind::InUse
+    );
+    let o = offsets();
+    let f = region_file(&name);
+    let lease = o.hot + 16;
+    let mine = get64(&f, lease);
+    let p_row = (mine & 0xffff_ffff) - 1;
+    let pid = std::process::id() as u64;
+    let q_row = (0..PARTS)
+        .find(|&r| r != p_row && get64(&f, 512 + 64 * r) & ((1 << 22) - 1) == pid)
+        .expect("q's row");
+    // A previous owner of q's row (another claim epoch) holds the lease.
+    put64(&f, lease, (0xdead << 32) | (q_row + 1));
+    let tq = q
+        .register_spec("/solo", &spec)
+        .expect("a lease on our own row under another claim is taken over");
+    assert_eq!(q.publish(&tq, b"q").unwrap(), 0);
+    assert_eq!(p.publish(&t, b"p").unwrap_err().kind(), ErrorKind::InUse);
+}
+
+/// The topic's two publishers, A and B, are both SIGKILLed mid-publish: A
+/// claimed sequence 0 and stored nothing, B claimed sequence 1 and stored its descriptor (the
+/// state written into the region). A subscriber waiting on 0 finds every publisher dead; the
+/// reclaim of A voids 0, and the receive must read on (B's reclaim commits 1) and deliver 1
+/// before it reports `PeerDead`.
+#[test]
+fn past_a_voided_claim_the_next_dead_publishers_message_comes_before_peer_dead() {
+    let name = unique("pc-two-dead");
+    let _c = Cleanup(name.clone());
+    let _owner = Publisher::create(&name, &mid_cfg()).unwrap();
+    let mut a = Peer::spawn(&["pubsub-loan", &name, "/mid", "2"]);
+    a.expect("ready 2");
+    let mut b = Peer::spawn(&["pubsub-loan", &name, "/mid", "2"]);
+    b.expect("ready 2");
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/mid").unwrap();
+    a.kill9();
+    b.kill9();
+    let o = offsets();
+    let f = region_file(&name);
+    let rows: Vec<(u64, u64)> = (0..PARTS)
+        .filter_map(|r| {
+            let held: Vec<u32> = (0..HELD)
+                .map(|e| get32(&f, o.holding(r, e)))
+                .filter(|&v| is_block(v))
+                .collect();
+            (held.len() == 2).then(|| (r, (held[0] - 1) as u64))
+        })
+        .collect();
+    assert_eq!(rows.len(), 2, "the two dead publishers' holdings");
+    let ((ra, ba), (rb, bb)) = (rows[0], rows[1]);
+    // A: claimed 0, descriptor not stored.
+    dead_publish(&f, &o, ra, ba, 0);
+    put64(&f, o.rings, (1 << 63) | (ra << 40));
+    // B: claimed 1, descriptor stored.
+    let new = dead_publish(&f, &o, rb, bb, 1);
+    put64(&f, o.rings + 16, (1 << 63) | (rb << 40) | 1);
+    put64(&f, o.rings + 24, new);
+    put64(&f, o.hot, 2);
+
+    let got = sub
+        .recv_with(weft::WaitStrategy::YieldSpin)
+        .map(|m| (m.seq(), m.to_vec()));
+    assert_eq!(
+        got.as_ref().ok(),
+        Some(&(1, b"from the dead...".to_vec())),
+        "B's stored message is left to read: {got:?}"
+    );
+    expect_dead(&mut sub, Duration::from_secs(2));
+}

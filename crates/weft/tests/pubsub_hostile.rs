@@ -1165,3 +1165,21 @@ fn a_freeing_word_on_a_row_never_claimed_keeps_no_entry_from_registration() {
     let b = p.register("/b");
     assert!(b.is_ok(), "entry 1 is free, yet: {:?}", b.err());
 }
+
+/// As above, on a row that was claimed and left cleanly (closed): a
+/// registration finds the free in progress, reclaims the closed row that records it (a row
+/// let go with a record left counts as one with records) and takes the entry. Left
+/// unreclaimed, the closed row's `freeing` word keeps entry 1 from every registration.
+#[test]
+fn a_freeing_word_on_a_closed_row_keeps_no_entry_from_registration() {
+    let name = unique("ph-freeing-closed");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg().topics(2)).unwrap();
+    let _a = p.register("/a").unwrap();
+    // The subscriber had row 1 and left cleanly: the row is closed.
+    drop(Subscriber::connect(&name).unwrap());
+    let (f, l) = layout(&name);
+    common::region::put32(&f, l.ext(1) + 4, 2);
+    let b = p.register("/b");
+    assert!(b.is_ok(), "entry 1 is free, yet: {:?}", b.err());
+}

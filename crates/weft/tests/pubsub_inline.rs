@@ -1220,3 +1220,145 @@ fn an_inline_topic_of_another_region_is_refused_even_once_that_region_is_gone() 
     );
     assert_eq!(p.publish(&mine, &[2; 8]).unwrap(), 0);
 }
+
+/// A dead single publisher's lease ends with the reclaim of its row: once a
+/// newcomer has taken that row (and lives in it), the lease word must not still name the row,
+/// or every other participant is refused the topic with `InUse` for as long as the newcomer
+/// lives.
+#[test]
+fn a_dead_holders_lease_does_not_pass_to_the_newcomer_in_its_row() {
+    let name = unique("pi-lease-row");
+    let _c = Cleanup(name.clone());
+    // Two rows: the owner's and the peer's, which the newcomer must take after the peer dies.
+    let owner = Publisher::create(&name, &small().participants(2)).unwrap();
+    let mut peer = Peer::spawn(&[
+        "pubsub-inline-pub",
+        &name,
+        "/s",
+        "1",
+        "1",
+        "5",
+        "0",
+        "single",
+    ]);
+    peer.expect("ready");
+    let spec = named_ticks().single_publisher();
+    assert_eq!(
+        owner.register_spec("/s", &spec).unwrap_err().kind(),
+        ErrorKind::InUse
+    );
+    peer.kill9();
+    // The newcomer reclaims the dead row and lives in it.
+    let newcomer = Subscriber::connect(&name).unwrap();
+    let t = owner
+        .register_spec("/s", &spec)
+        .expect("the dead holder's lease is free once its row is reclaimed");
+    let mut sub = newcomer.subscribe("/s").unwrap();
+    owner.publish_typed(&t, &Tick::new(2, 0)).unwrap();
+    assert_eq!(sub.try_recv().unwrap().value::<Tick>().unwrap().id, 2);
+}
+
+/// The reclaim of a dead inline publisher's row voids the sequence its
+/// record says it held (the reclaimer holds the row: its record is not a live holder's), so
+/// that a non-blocking receive goes straight past it, before any receive had to wait on it.
+#[test]
+fn the_reclaim_of_a_dead_inline_claimant_voids_its_sequence() {
+    let name = unique("pi-dead-rc");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register_spec("/d", &TopicSpec::inline(8)).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/d").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/other", "1"]);
+    peer.expect("ready 1");
+    let row = peer_row(&name);
+    assert_eq!(p.publish(&t, &0u64.to_le_bytes()).unwrap(), 0);
+    peer.kill9();
+    dead_claim(&name, row, 0, 0, 1, false);
+    assert_eq!(p.publish(&t, &2u64.to_le_bytes()).unwrap(), 2);
+    // An explicit reclaim settles the dead row: sequence 1 is voided by it.
+    p.reclaim().unwrap();
+    assert_eq!(s.topics().unwrap()[0].recovered, 1, "voided by the reclaim");
+    assert_eq!(sub.try_recv().unwrap().seq(), 0);
+    assert_eq!(sub.try_recv().unwrap().seq(), 2);
+}
+
+/// A slot whose stamp says an earlier lap is being written (an odd stamp
+/// other than `writing(x)`, here `writing(8)` by a live publisher) is left to that lap's own
+/// writer: the reclaim of a dead publisher holding `x = 16` of the same slot must not void `x`
+/// over the live write (`void(k) = writing(k + 1)`: only the congruence of `k` tells them
+/// apart). Voided, the subscriber waiting for 8 is told it lagged, and the live write is lost.
+#[test]
+fn a_dead_claim_is_not_voided_over_a_live_write_of_an_earlier_lap() {
+    let name = unique("pi-dead-lap");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register_spec("/d", &TopicSpec::inline(8)).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/d").unwrap();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    let pid = u64::from(std::process::id());
+    let ours = |f: &std::fs::File| -> Vec<u64> {
+        (0..l.participants)
+            .filter(|&r| common::region::get64(f, 512 + 64 * r) & ((1 << 22) - 1) == pid)
+            .collect()
+    };
+    let before = ours(&f);
+    let live = Publisher::open(&name).unwrap();
+    let live_row = *ours(&f).iter().find(|r| !before.contains(r)).unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/other", "1"]);
+    peer.expect("ready 1");
+    let row = peer_row(&name);
+    for i in 0..SLOTS {
+        assert_eq!(p.publish(&t, &i.to_le_bytes()).unwrap(), i);
+        assert_eq!(sub.try_recv().unwrap().seq(), i);
+    }
+    // `live` claimed 8 (slot 0) and is writing it: its record, the odd stamp, the counter.
+    put64(&f, l.ext(live_row) + 40, 1);
+    put64(&f, l.ext(live_row) + 48, SLOTS);
+    put64(&f, l.inline_area(0) + 192, 2 * SLOTS + 1);
+    put64(&f, l.inline_area(0) + 64, SLOTS + 1);
+    for i in SLOTS + 1..2 * SLOTS {
+        assert_eq!(p.publish(&t, &i.to_le_bytes()).unwrap(), i);
+    }
+    // The peer claims 16 (slot 0 again) and dies.
+    peer.kill9();
+    dead_claim(&name, row, 0, 0, 2 * SLOTS, false);
+    p.reclaim().unwrap();
+    assert_eq!(
+        common::region::get64(&f, l.inline_area(0) + 192),
+        2 * SLOTS + 1,
+        "the live write's stamp"
+    );
+    assert_eq!(s.topics().unwrap()[0].recovered, 0);
+    assert!(matches!(sub.try_recv(), Err(Error::Empty)));
+    drop(live);
+}
+
+/// The reclaim of a dead inline publisher's row clears its claim record once
+/// the claim is settled. Left in the row, the record becomes the newcomer's that takes the row:
+/// a live participant's claim in flight, which keeps the unregistered topic's ring (and its
+/// inline area) from ever being freed while the newcomer lives.
+#[test]
+fn a_dead_claim_record_does_not_pass_to_the_newcomer_in_its_row() {
+    let name = unique("pi-dead-rec");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small().participants(2).inline_topics(1)).unwrap();
+    let t = p.register_spec("/d", &TopicSpec::inline(8)).unwrap();
+    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/other", "1"]);
+    peer.expect("ready 1");
+    let row = peer_row(&name);
+    assert_eq!(p.publish(&t, &0u64.to_le_bytes()).unwrap(), 0);
+    peer.kill9();
+    dead_claim(&name, row, 0, 0, 1, false); // /d: entry 0, area 0
+    // The newcomer takes the dead row (the only other one) and reclaims it.
+    let _newcomer = Subscriber::connect(&name).unwrap();
+    p.unregister(&t).unwrap();
+    let e = p.register_spec("/e", &TopicSpec::inline(8));
+    assert!(
+        e.is_ok(),
+        "the only inline area is free again, yet: {:?}",
+        e.err()
+    );
+}
