@@ -6,7 +6,8 @@ mod common;
 
 use common::{Peer, Sweep, streams_of, unique};
 use std::time::{Duration, Instant};
-use weft::channel::{ChannelOptions, Server};
+use weft::channel::{Channel, ChannelOptions, Server};
+use weft::stream::StreamReader;
 use weft::{Error, Role};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -759,4 +760,24 @@ fn a_connection_the_server_dropped_unused_before_the_client_opened_it_is_closed_
     let (_, ok) = client.finish(WAIT);
     assert!(ok);
     assert!(streams_of(&name).is_empty(), "{:?}", streams_of(&name));
+}
+
+#[test]
+fn a_listener_never_pairs_with_a_stream_written_by_another_process_than_its_reader() {
+    let name = unique("chc-rv-two-procs");
+    let _c = Sweep(name.clone());
+    let n = name.clone();
+    let listen =
+        std::thread::spawn(move || Channel::listen(&n, Duration::from_millis(600)).map(|_| ()));
+    // This process reads the listener's stream ...
+    let _reader = StreamReader::open_timeout(&format!("{name}.s2c"), WAIT).unwrap();
+    // ... and another one writes the stream the listener reads (and stays, blocked on it).
+    let c2s = format!("{name}.c2s");
+    let mut peer = Peer::spawn(&["stream-write", &c2s, "1", "1000000000", "100", "4096"]);
+    peer.expect("ready");
+    match listen.join().unwrap() {
+        Err(Error::Timeout) => {}
+        other => panic!("the listener paired with another process's stream: {other:?}"),
+    }
+    peer.kill9();
 }

@@ -356,6 +356,30 @@ fn a_reader_can_come_back_after_leaving() {
     assert_eq!(&*r.read().unwrap(), b"a");
 }
 
+/// A writer restarting for a live reader takes the stream over only with the geometry the
+/// reader reads by: another capacity or alignment is `AlreadyExists`, and the reader goes on
+/// with the next writer of the same geometry.
+#[test]
+fn a_writer_of_another_geometry_does_not_take_over_a_live_readers_stream() {
+    let (mut w, mut r, c) = pair("rv-geometry", 4096);
+    w.write(b"one").unwrap();
+    drop(w);
+    for opts in [StreamOptions::new(8192), StreamOptions::new(4096).align(64)] {
+        match StreamWriter::create_with(&c.0, &opts) {
+            Err(Error::AlreadyExists { .. }) => {}
+            Ok(w) => panic!(
+                "took over a stream of another geometry: capacity {}",
+                w.capacity()
+            ),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let mut w = StreamWriter::create(&c.0, 4096).unwrap();
+    w.write(b"two").unwrap();
+    assert_eq!(&*r.read().unwrap(), b"one");
+    assert_eq!(&*r.read().unwrap(), b"two");
+}
+
 #[test]
 fn batches_release_together() {
     let (mut w, mut r, _c) = pair("batch", 1024);

@@ -687,6 +687,125 @@ fn a_writer_taking_over_finishes_a_grant_its_predecessor_marked() {
     dies(w);
 }
 
+/// A reader that holds records across the wrap (a batch: `R` still before the wrap, its
+/// position past it) finds the stream empty: an announcement of a grant wrapping to 0 at its
+/// position cannot come from its writer (the room at 0 is the reader's) and is ignored, even
+/// with a matching mark in place; taking it handed out bytes the held records still cover.
+#[test]
+fn a_reader_holding_records_across_the_wrap_ignores_a_grant_announced_at_0() {
+    let s = HeapStream::new(4096, 8);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    put(&mut w, 2000, 0).unwrap();
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 2000, 0);
+    r.release();
+    r.publish();
+    assert_eq!(s.ctl.read.0.load(Ordering::Relaxed), 2008);
+    // Two records, the second wrapping to 0; both handed out and held (not released).
+    put(&mut w, 1500, 1).unwrap();
+    let res = put(&mut w, 600, 2).unwrap();
+    assert!(res.wrap && res.start == 0);
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 1500, 1);
+    let rec = r.try_next().unwrap().unwrap();
+    check(&r, &rec, 600, 2);
+    // A hostile writer announces a grant at the reader's position (608) wrapping to 0, and
+    // stores its mark right after the record (offset 16), below `R` (2008).
+    let mark: u64 = 0x8000_0000_0000_1234;
+    let line = &s.ctl.write.0;
+    line.grant_seq.store(4 * 7 + 2, Ordering::Relaxed);
+    line.grant_base.store(608, Ordering::Relaxed);
+    line.grant_start.store(0, Ordering::Relaxed);
+    line.grant_len.store(8, Ordering::Relaxed);
+    line.grant_mark.store(mark, Ordering::Relaxed);
+    let data = w
+        .payload_ptr(&Reservation {
+            start: 0,
+            len: 0,
+            wrap: false,
+        })
+        .wrapping_sub(8);
+    // SAFETY: offset 16 lies inside the 4096-byte data area, aligned to 8.
+    unsafe { (data.add(16) as *mut u64).write(mark) };
+    assert_eq!(
+        r.try_next().unwrap(),
+        None,
+        "a grant at 0 taken while the reader holds the records there"
+    );
+}
+
+/// A shorter commit of an announced grant says so in its mark (bit 0) and its length in the
+/// record's header: a header (hostile) claiming more than the announced length is `Corrupt`,
+/// never a record running past the room the grant reserved (up to half the capacity on from
+/// its start, past `W`, `R` or the end of the data area).
+#[test]
+fn a_shorter_commit_claiming_more_than_its_grant_is_corrupt() {
+    let s = HeapStream::new(4096, 8);
+    let mut w = s.writer();
+    let mut r = s.reader();
+    let p = marked_grant(&mut w, 300, 1);
+    assert!(
+        r.try_next().unwrap().is_none(),
+        "the reader watches the grant"
+    );
+    w.mark(&p, 40);
+    // The header of the shorter commit, rewritten to 1000 bytes (the grant reserved 300).
+    let data = w
+        .payload_ptr(&Reservation {
+            start: 0,
+            len: 0,
+            wrap: false,
+        })
+        .wrapping_sub(8);
+    // SAFETY: the record's header, at offset 0 of the 4096-byte data area.
+    unsafe { (data as *mut u64).write(1000u64.to_le()) };
+    match r.try_next() {
+        Err(c) => assert_eq!(c.what, "record length"),
+        Ok(rec) => panic!("a record longer than its grant was handed out: {rec:?}"),
+    }
+}
+
+/// A writer taking over reads the announcement its predecessor left (hostile input): one whose
+/// record starts off the record grid is ignored, even with a "matching" mark where it says the
+/// mark lies. Finishing it read the header and the mark as misaligned 8-byte atomics and
+/// published a write cursor off the grid (corrupt for the reader).
+#[test]
+fn a_writer_taking_over_ignores_a_grant_announced_off_the_record_grid() {
+    let s = HeapStream::new(4096, 8);
+    let w = s.writer();
+    let data = w
+        .payload_ptr(&Reservation {
+            start: 0,
+            len: 0,
+            wrap: false,
+        })
+        .wrapping_sub(8);
+    dies(w);
+    let mark: u64 = 0x8000_0000_0000_1234;
+    let line = &s.ctl.write.0;
+    // A grant at `W` (0) starting at 4: its 8-byte record ends at 4 + 16 = 20, the mark's place.
+    line.grant_seq.store(4 * 3 + 2, Ordering::Relaxed);
+    line.grant_base.store(0, Ordering::Relaxed);
+    line.grant_start.store(4, Ordering::Relaxed);
+    line.grant_len.store(8, Ordering::Relaxed);
+    line.grant_mark.store(mark, Ordering::Relaxed);
+    // SAFETY: offsets 4 and 20 (8 bytes each) lie inside the 4096-byte data area.
+    unsafe {
+        (data.add(4) as *mut u64).write_unaligned(8u64.to_le());
+        (data.add(20) as *mut u64).write_unaligned(mark);
+    }
+    let w = s.try_writer().expect("a takeover ignores the announcement");
+    assert_eq!(
+        s.ctl.write.0.cursor.load(Ordering::Relaxed),
+        0,
+        "W moved past a grant off the record grid"
+    );
+    let mut r = s.reader();
+    assert_eq!(r.try_next().unwrap(), None);
+    dies(w);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES * 4, failure_persistence: None, ..ProptestConfig::default() })]
 
