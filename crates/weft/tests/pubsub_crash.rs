@@ -331,34 +331,35 @@ fn a_killed_subscribers_subscriptions_stop_counting_when_someone_joins() {
 fn the_reclaim_of_a_killed_last_subscriber_frees_its_unregistered_topic() {
     let name = unique("pc-unread");
     let _c = Cleanup(name.clone());
-    let p = Publisher::create(&name, &Config::default().blocks(64).ring_slots(16)).unwrap();
-    let t = p.register("/t").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "0"]);
-    peer.expect("ready");
-    peer.expect("holding 0");
-    for i in 0..10u32 {
-        p.publish(&t, &i.to_le_bytes()).unwrap();
-    }
-    p.unregister(&t).unwrap();
-    let closed = |d: &weft::pubsub::RegionDetails| {
-        d.topics
-            .iter()
-            .filter(|t| t.stats.name == "/t" && !t.registered)
-            .count()
-    };
+    let p = unread_topic_of_a_killed_subscriber(&name, 0);
     let d = weft::pubsub::details(&name).unwrap();
-    assert_eq!(closed(&d), 1, "kept, closed, by the subscription");
+    assert_eq!(unregistered(&name), 1, "kept, closed, by the subscription");
     assert_eq!(d.info.free_blocks, 64 - 10);
-    peer.kill9();
     // The subscriber held no sample: what comes back is the topic's ring, ten references.
     assert_eq!(weft::pubsub::reclaim(&name).unwrap(), 10);
     let d = weft::pubsub::details(&name).unwrap();
-    assert_eq!(closed(&d), 0, "the unread topic is freed");
-    assert!(d.topics.is_empty());
+    assert!(d.topics.is_empty(), "the unread topic is freed");
     assert_eq!(d.info.free_blocks, 64, "its ring's blocks are back");
     // The name is registered afresh.
     let t = p.register("/t").unwrap();
     assert_eq!(p.stats(&t).unwrap().published, 0);
+}
+
+/// A region of 64 blocks (ours, row 0) whose topic "/t" got ten messages and was then
+/// unregistered while a subscriber (row 1) that held `held` of them was subscribed; the
+/// subscriber is then SIGKILLed.
+fn unread_topic_of_a_killed_subscriber(name: &str, held: u32) -> Publisher {
+    let p = Publisher::create(name, &Config::default().blocks(64).ring_slots(16)).unwrap();
+    let t = p.register("/t").unwrap();
+    let mut peer = Peer::spawn(&["pubsub-hold", name, "/t", &held.to_string()]);
+    peer.expect("ready");
+    for i in 0..10u32 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    peer.expect(&format!("holding {held}"));
+    p.unregister(&t).unwrap();
+    peer.kill9();
+    p
 }
 
 /// Unregistered topics of the region still in their entries (kept, closed, by a
@@ -375,24 +376,12 @@ fn unregistered(name: &str) -> usize {
 fn a_joiner_taking_a_killed_last_subscribers_row_frees_its_unregistered_topic() {
     let name = unique("pc-unread-join");
     let _c = Cleanup(name.clone());
-    let p = Publisher::create(&name, &Config::default().blocks(64).ring_slots(16)).unwrap();
-    let t = p.register("/t").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "0"]);
-    peer.expect("ready");
-    peer.expect("holding 0");
-    for i in 0..10u32 {
-        p.publish(&t, &i.to_le_bytes()).unwrap();
-    }
-    p.unregister(&t).unwrap();
-    peer.kill9();
+    let p = unread_topic_of_a_killed_subscriber(&name, 0);
     // Row 0 is ours, alive: the joiner takes row 1, the dead subscriber's.
     let _joiner = Subscriber::connect(&name).unwrap();
     assert_eq!(unregistered(&name), 0, "the unread topic is freed");
-    assert_eq!(
-        p.region_info().free_blocks,
-        64,
-        "its ring's blocks are back"
-    );
+    let free = p.region_info().free_blocks;
+    assert_eq!(free, 64, "its ring's blocks are back");
 }
 
 /// The first reclaim of a killed last subscriber stops at a live participant's mark on a
@@ -404,16 +393,7 @@ fn a_joiner_taking_a_killed_last_subscribers_row_frees_its_unregistered_topic() 
 fn a_retried_reclaim_of_a_killed_last_subscriber_frees_its_unregistered_topic() {
     let name = unique("pc-unread-retry");
     let _c = Cleanup(name.clone());
-    let p = Publisher::create(&name, &Config::default().blocks(64).ring_slots(16)).unwrap();
-    let t = p.register("/t").unwrap();
-    let mut peer = Peer::spawn(&["pubsub-hold", &name, "/t", "1"]);
-    peer.expect("ready");
-    for i in 0..10u32 {
-        p.publish(&t, &i.to_le_bytes()).unwrap();
-    }
-    peer.expect("holding 1");
-    p.unregister(&t).unwrap();
-    peer.kill9();
+    let p = unread_topic_of_a_killed_subscriber(&name, 1);
     let f = region_file(&name);
     let l = Layout::of_file(&f);
     // The block the dead subscriber (row 1) holds, and a mark of ours (row 0, alive) on it.
@@ -432,11 +412,8 @@ fn a_retried_reclaim_of_a_killed_last_subscriber_frees_its_unregistered_topic() 
     // The held sample's reference and the ring's ten.
     assert_eq!(weft::pubsub::reclaim(&name).unwrap(), 11);
     assert_eq!(unregistered(&name), 0, "the unread topic is freed");
-    assert_eq!(
-        p.region_info().free_blocks,
-        64,
-        "its ring's blocks are back"
-    );
+    let free = p.region_info().free_blocks;
+    assert_eq!(free, 64, "its ring's blocks are back");
 }
 
 #[test]
