@@ -1314,40 +1314,51 @@ fn a_subscriber_killed_with_a_record_and_a_sample_of_one_block_releases_both() {
 fn a_reclaimer_killed_after_voiding_a_claim_leaks_nothing() {
     let name = unique("pc-void2");
     let _c = Cleanup(name.clone());
-    let p = Publisher::create(&name, &mid_cfg()).unwrap();
+    let (p, d, b) = killed_after_claiming_sequence_8(&name, true);
+    let _s = Subscriber::connect(&name).unwrap();
+    assert_lap_blocks_free(&name, &p, d, b);
+}
+
+/// A region whose topic 0 published `SLOTS` messages, and the state a publisher SIGKILLed in
+/// its publish of sequence 8 (slot 0, which holds sequence 0's block `d`) leaves, written into
+/// the region: its record names the claim and its loan's block `b`, the slot is claimed by
+/// its row. With `voided`, a reclaimer (killed too) had gone on: the record took over the
+/// slot's reference on `d` and the descriptor was emptied, before the commit.
+/// Returns the publisher (ours, alive), `d` and `b`.
+fn killed_after_claiming_sequence_8(name: &str, voided: bool) -> (Publisher, u64, u64) {
+    let p = Publisher::create(name, &mid_cfg()).unwrap();
     let t = p.register("/t").unwrap();
     for i in 0..SLOTS {
         p.publish(&t, &i.to_le_bytes()).unwrap();
     }
-    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/t", "1"]);
+    let mut peer = Peer::spawn(&["pubsub-loan", name, "/t", "1"]);
     peer.expect("ready 1");
     peer.kill9();
     let o = offsets();
-    let f = region_file(&name);
+    let f = region_file(name);
     let (row, _, b) = held_loan(&f, &o);
-    // Sequence 8 lives in slot 0, which holds sequence 0's block `d`.
     let slot = o.rings;
-    let d = (common::region::get64(&f, slot + 8) & 0xffff_ffff) - 1;
+    let d = (get64(&f, slot + 8) & 0xffff_ffff) - 1;
     let ext = o.ext + 64 * row;
     put64(&f, ext + 8, 1); // pub_topic: topic 0
     put64(&f, ext + 16, SLOTS); // pub_seq
     put64(&f, ext + 24, (16 << 32) | (b + 1)); // pub_new: the loan's block
-    put64(&f, ext + 32, d + 1); // pub_old: took over the slot's reference
+    if voided {
+        put64(&f, ext + 32, d + 1); // pub_old: took over the slot's reference
+        put64(&f, slot + 8, 0); // voided, not committed
+    }
     put64(&f, slot, (1 << 63) | (row << 40) | SLOTS); // claimed by the dead row
-    put64(&f, slot + 8, 0); // voided, not committed
     put64(&f, o.hot, SLOTS + 1);
-    let _s = Subscriber::connect(&name).unwrap();
-    assert_eq!(
-        common::region::get64(&f, o.block_word(d)),
-        0,
-        "the previous lap's block"
-    );
-    assert_eq!(
-        common::region::get64(&f, o.block_word(b)),
-        0,
-        "the loan's block"
-    );
-    // The ring's other 7 slots hold blocks, slot 0 is voided.
+    (p, d, b)
+}
+
+/// After the reclaim of [`killed_after_claiming_sequence_8`]'s dead publisher: the previous
+/// lap's block `d` and the loan's `b` are free, the ring's other 7 slots hold blocks, slot 0
+/// is voided.
+fn assert_lap_blocks_free(name: &str, p: &Publisher, d: u64, b: u64) {
+    let (o, f) = (offsets(), region_file(name));
+    assert_eq!(get64(&f, o.block_word(d)), 0, "the previous lap's block");
+    assert_eq!(get64(&f, o.block_word(b)), 0, "the loan's block");
     assert_eq!(p.region_info().free_blocks, BLOCKS - (SLOTS - 1));
 }
 
@@ -2064,30 +2075,11 @@ fn an_inline_successor_does_not_rewrite_a_sequence_already_delivered() {
 fn a_publisher_killed_before_taking_the_previous_laps_reference_leaks_nothing() {
     let name = unique("pc-void-early");
     let _c = Cleanup(name.clone());
-    let p = Publisher::create(&name, &mid_cfg()).unwrap();
-    let t = p.register("/t").unwrap();
-    for i in 0..SLOTS {
-        p.publish(&t, &i.to_le_bytes()).unwrap();
-    }
-    let mut peer = Peer::spawn(&["pubsub-loan", &name, "/t", "1"]);
-    peer.expect("ready 1");
-    peer.kill9();
-    let o = offsets();
-    let f = region_file(&name);
-    let (row, _, b) = held_loan(&f, &o);
-    let slot = o.rings;
-    let d = (get64(&f, slot + 8) & 0xffff_ffff) - 1;
-    let ext = o.ext + 64 * row;
-    put64(&f, ext + 8, 1); // pub_topic: topic 0
-    put64(&f, ext + 16, SLOTS); // pub_seq
-    put64(&f, ext + 24, (16 << 32) | (b + 1)); // pub_new: the loan's block
-    // pub_old still 0 and the slot's descriptor still sequence 0's: killed just after the claim.
-    put64(&f, slot, (1 << 63) | (row << 40) | SLOTS); // claimed by the dead row
-    put64(&f, o.hot, SLOTS + 1);
+    // pub_old still 0 and the slot's descriptor still sequence 0's: killed just after the
+    // claim.
+    let (p, d, b) = killed_after_claiming_sequence_8(&name, false);
     let _s = Subscriber::connect(&name).unwrap();
-    assert_eq!(get64(&f, o.block_word(d)), 0, "the previous lap's block");
-    assert_eq!(get64(&f, o.block_word(b)), 0, "the loan's block");
-    assert_eq!(p.region_info().free_blocks, BLOCKS - (SLOTS - 1));
+    assert_lap_blocks_free(&name, &p, d, b);
 }
 
 /// A single-publisher lease word that names the registrar's own row under

@@ -754,16 +754,13 @@ fn a_single_publisher_topic_has_one_publisher_at_a_time() {
     assert_eq!(sub.try_recv_value::<u64>().unwrap(), 4);
 }
 
-#[test]
-fn a_dead_single_publishers_lease_is_taken_over() {
-    let name = unique("pi-lease");
-    let _c = Cleanup(name.clone());
-    let owner = Publisher::create(&name, &small()).unwrap();
-    // The peer registers the single-publisher topic (holding its lease) and waits for a
-    // subscriber that never comes.
+/// A peer that registered the single-publisher inline topic "/s" (its lease held) and waits
+/// for a subscriber that never comes; `owner`'s registration of "/s" is refused with `InUse`
+/// meanwhile. Returns the peer and the topic's spec.
+fn peer_holding_the_lease_of_s(name: &str, owner: &Publisher) -> (Peer, TopicSpec) {
     let mut peer = Peer::spawn(&[
         "pubsub-inline-pub",
-        &name,
+        name,
         "/s",
         "1",
         "1",
@@ -777,6 +774,15 @@ fn a_dead_single_publishers_lease_is_taken_over() {
         owner.register_spec("/s", &spec).unwrap_err().kind(),
         ErrorKind::InUse
     );
+    (peer, spec)
+}
+
+#[test]
+fn a_dead_single_publishers_lease_is_taken_over() {
+    let name = unique("pi-lease");
+    let _c = Cleanup(name.clone());
+    let owner = Publisher::create(&name, &small()).unwrap();
+    let (mut peer, spec) = peer_holding_the_lease_of_s(&name, &owner);
     peer.kill9();
     let t = owner.register_spec("/s", &spec).unwrap();
     let s = Subscriber::connect(&name).unwrap();
@@ -1231,22 +1237,7 @@ fn a_dead_holders_lease_does_not_pass_to_the_newcomer_in_its_row() {
     let _c = Cleanup(name.clone());
     // Two rows: the owner's and the peer's, which the newcomer must take after the peer dies.
     let owner = Publisher::create(&name, &small().participants(2)).unwrap();
-    let mut peer = Peer::spawn(&[
-        "pubsub-inline-pub",
-        &name,
-        "/s",
-        "1",
-        "1",
-        "5",
-        "0",
-        "single",
-    ]);
-    peer.expect("ready");
-    let spec = named_ticks().single_publisher();
-    assert_eq!(
-        owner.register_spec("/s", &spec).unwrap_err().kind(),
-        ErrorKind::InUse
-    );
+    let (mut peer, spec) = peer_holding_the_lease_of_s(&name, &owner);
     peer.kill9();
     // The newcomer reclaims the dead row and lives in it.
     let newcomer = Subscriber::connect(&name).unwrap();

@@ -643,6 +643,28 @@ fn a_grant_read_through_w_is_not_taken_again_by_its_mark() {
 /// A writer killed where it stands: its core goes, storing nothing more (it has no `Drop`).
 fn dies(_killed: WriterCore) {}
 
+/// The first byte of `w`'s data area, whose records have 8-byte headers (a record at offset
+/// `o` has its header at `o` and its payload at `o + 8`).
+fn data_area(w: &WriterCore) -> *mut u8 {
+    w.payload_ptr(&Reservation {
+        start: 0,
+        len: 0,
+        wrap: false,
+    })
+    .wrapping_sub(8)
+}
+
+/// Writes a grant announcement into `s`'s write line, as a (hostile) writer would: its
+/// sequence, base, start, length and mark.
+fn announce(s: &HeapStream, seq: u64, base: u64, start: u64, len: u64, mark: u64) {
+    let line = &s.ctl.write.0;
+    line.grant_seq.store(seq, Ordering::Relaxed);
+    line.grant_base.store(base, Ordering::Relaxed);
+    line.grant_start.store(start, Ordering::Relaxed);
+    line.grant_len.store(len, Ordering::Relaxed);
+    line.grant_mark.store(mark, Ordering::Relaxed);
+}
+
 #[test]
 fn a_writer_taking_over_finishes_a_grant_its_predecessor_marked() {
     let s = HeapStream::new(4096, 8);
@@ -713,19 +735,8 @@ fn a_reader_holding_records_across_the_wrap_ignores_a_grant_announced_at_0() {
     // A hostile writer announces a grant at the reader's position (608) wrapping to 0, and
     // stores its mark right after the record (offset 16), below `R` (2008).
     let mark: u64 = 0x8000_0000_0000_1234;
-    let line = &s.ctl.write.0;
-    line.grant_seq.store(4 * 7 + 2, Ordering::Relaxed);
-    line.grant_base.store(608, Ordering::Relaxed);
-    line.grant_start.store(0, Ordering::Relaxed);
-    line.grant_len.store(8, Ordering::Relaxed);
-    line.grant_mark.store(mark, Ordering::Relaxed);
-    let data = w
-        .payload_ptr(&Reservation {
-            start: 0,
-            len: 0,
-            wrap: false,
-        })
-        .wrapping_sub(8);
+    announce(&s, 4 * 7 + 2, 608, 0, 8, mark);
+    let data = data_area(&w);
     // SAFETY: offset 16 lies inside the 4096-byte data area, aligned to 8.
     unsafe { (data.add(16) as *mut u64).write(mark) };
     assert_eq!(
@@ -751,13 +762,7 @@ fn a_shorter_commit_claiming_more_than_its_grant_is_corrupt() {
     );
     w.mark(&p, 40);
     // The header of the shorter commit, rewritten to 1000 bytes (the grant reserved 300).
-    let data = w
-        .payload_ptr(&Reservation {
-            start: 0,
-            len: 0,
-            wrap: false,
-        })
-        .wrapping_sub(8);
+    let data = data_area(&w);
     // SAFETY: the record's header, at offset 0 of the 4096-byte data area.
     unsafe { (data as *mut u64).write(1000u64.to_le()) };
     match r.try_next() {
@@ -774,22 +779,11 @@ fn a_shorter_commit_claiming_more_than_its_grant_is_corrupt() {
 fn a_writer_taking_over_ignores_a_grant_announced_off_the_record_grid() {
     let s = HeapStream::new(4096, 8);
     let w = s.writer();
-    let data = w
-        .payload_ptr(&Reservation {
-            start: 0,
-            len: 0,
-            wrap: false,
-        })
-        .wrapping_sub(8);
+    let data = data_area(&w);
     dies(w);
     let mark: u64 = 0x8000_0000_0000_1234;
-    let line = &s.ctl.write.0;
     // A grant at `W` (0) starting at 4: its 8-byte record ends at 4 + 16 = 20, the mark's place.
-    line.grant_seq.store(4 * 3 + 2, Ordering::Relaxed);
-    line.grant_base.store(0, Ordering::Relaxed);
-    line.grant_start.store(4, Ordering::Relaxed);
-    line.grant_len.store(8, Ordering::Relaxed);
-    line.grant_mark.store(mark, Ordering::Relaxed);
+    announce(&s, 4 * 3 + 2, 0, 4, 8, mark);
     // SAFETY: offsets 4 and 20 (8 bytes each) lie inside the 4096-byte data area.
     unsafe {
         (data.add(4) as *mut u64).write_unaligned(8u64.to_le());
@@ -830,13 +824,8 @@ proptest! {
             r.try_next().unwrap().unwrap();
             r.release();
         }
-        let line = &s.ctl.write.0;
-        line.grant_seq.store(seq, Ordering::Relaxed);
-        line.grant_base.store(base, Ordering::Relaxed);
-        line.grant_start.store(start, Ordering::Relaxed);
-        line.grant_len.store(len, Ordering::Relaxed);
-        line.grant_mark.store(mark, Ordering::Relaxed);
-        let data = w.payload_ptr(&Reservation { start: 0, len: 0, wrap: false }).wrapping_sub(8);
+        announce(&s, seq, base, start, len, mark);
+        let data = data_area(&w);
         // SAFETY: `at * 8 + 8 <= 4096`, inside the data area.
         unsafe { (data.add(at as usize * 8) as *mut u64).write(word) };
         for _ in 0..2 {
@@ -895,14 +884,7 @@ fn hostile_cursors_are_reported_not_used() {
     s.ctl.write.0.cursor.store(16, Ordering::Relaxed);
     // A record length beyond the committed data.
     // SAFETY: offset 0 of the data area holds the first record's header.
-    unsafe {
-        *(w.payload_ptr(&Reservation {
-            start: 0,
-            len: 0,
-            wrap: false,
-        })
-        .sub(8) as *mut u64) = 1 << 40
-    };
+    unsafe { *(data_area(&w) as *mut u64) = 1 << 40 };
     assert!(r.try_next().is_err());
     // A read cursor beyond the capacity, seen by the writer when it needs room.
     let res = w.try_reserve(120).unwrap();
