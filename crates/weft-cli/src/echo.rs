@@ -8,7 +8,6 @@ use std::io::Write;
 use std::time::Duration;
 use weft::Error;
 use weft::pubsub::{Config, Subscriber, Subscription};
-use weft::shm::ObjectKind;
 
 /// How often a waiting echo looks at Ctrl-C and its deadline.
 const SLICE: Duration = Duration::from_millis(100);
@@ -115,13 +114,8 @@ fn pause(deadline: Option<Deadline>, what: impl FnOnce() -> String) -> Result<bo
 /// region, one not ready or unusable, a read that failed) is `None`: left to the join, which
 /// reports it (or waits for it).
 fn topics_lacking(region: &str, topic: &str) -> Option<Vec<String>> {
-    let obj = weft::shm::object(region).ok()?;
-    if obj.error.is_some() || obj.kind != Some(ObjectKind::Region) {
-        return None;
-    }
-    // Ready (no error above): `details` does not wait for a creator.
     // An unregistered topic that subscriptions keep in its entry is not one to subscribe to.
-    let d = weft::pubsub::details(region).ok()?;
+    let d = crate::info::readable_details(region)?;
     let names: Vec<String> = d
         .topics
         .into_iter()

@@ -279,6 +279,19 @@ fn topic(target: &str, json: bool) -> Outcome {
     .map_err(from_io)
 }
 
+/// The details of `region` if it is a region that can be read now, read without joining it
+/// (a command that joined and then failed would leave as the last participant of a region
+/// whose others all died, which removes it); `None` for anything else (no such region, one
+/// not ready or unusable), left to the join, which reports it (or waits for it).
+pub fn readable_details(region: &str) -> Option<RegionDetails> {
+    let obj = weft::shm::object(region).ok()?;
+    if obj.error.is_some() || obj.kind != Some(ObjectKind::Region) {
+        return None;
+    }
+    // Ready (no error above): `details` does not wait for a creator.
+    weft::pubsub::details(region).ok()
+}
+
 /// How many of a region's topics a missing-topic error names.
 const TOPICS_NAMED: usize = 10;
 

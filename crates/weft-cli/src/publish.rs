@@ -78,7 +78,7 @@ pub fn run(args: &PubArgs, json: bool) -> Outcome {
     // Refused before joining where the region says so already: a command that joined and
     // then failed would leave as the last participant of a region whose others all died, and
     // the library's last-one-out rule would remove it (as `weft echo` avoids too).
-    if let Some(d) = readable_details(region) {
+    if let Some(d) = crate::info::readable_details(region) {
         refuse(region, topic, args.mode, payload.len(), &d)?;
     }
     let (publisher, created) = open_or_create(region, payload.len(), deadline)?;
@@ -260,18 +260,6 @@ fn mode_conflict(region: &str, topic: &str, registered: TopicMode, wanted: Topic
             crate::info::mode_name(wanted)
         ),
     )
-}
-
-/// The details of `region` if it is a region that can be read now, read without joining it;
-/// `None` for anything else (no such region, one not ready or unusable), left to the join,
-/// which reports it (or waits for it).
-fn readable_details(region: &str) -> Option<weft::pubsub::RegionDetails> {
-    let obj = weft::shm::object(region).ok()?;
-    if obj.error.is_some() || obj.kind != Some(weft::shm::ObjectKind::Region) {
-        return None;
-    }
-    // Ready (no error above): `details` does not wait for a creator.
-    weft::pubsub::details(region).ok()
 }
 
 /// Why a message of `len` bytes cannot go to `topic` of the region `d` describes, asked for
