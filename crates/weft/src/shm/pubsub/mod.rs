@@ -2555,17 +2555,16 @@ impl Loan<'_> {
         // so that its publish needs no check of its own (one there, on every publish, cost
         // the 8 B blocks row 1 to 2 ns).
         if (len as u64).wrapping_sub(self.min as u64) > u64::from(self.cap - self.min) {
-            return Err(
-                if self.min == 0 && self.cap == self.publisher.max_len() as u32 {
-                    Error::TooLarge {
-                        name: self.publisher.member.name().into(),
-                        len: len as u64,
-                        max: self.cap as u64,
-                    }
-                } else {
-                    wrong_length(self.publisher, self.topic, len as u64, self.cap)
-                },
-            );
+            // Only a typed loan's range is one length (an untyped one's is 0 ..= block size).
+            return Err(if self.min != self.cap {
+                Error::TooLarge {
+                    name: self.publisher.member.name().into(),
+                    len: len as u64,
+                    max: self.cap as u64,
+                }
+            } else {
+                wrong_length(self.publisher, self.topic, len as u64, self.cap)
+            });
         }
         self.len = len as u32;
         Ok(())
