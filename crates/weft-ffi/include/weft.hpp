@@ -222,15 +222,17 @@ class lent {
 };
 
 // Bytes lent by a handle and read in place (a stream record, a channel message or request);
-// released by the destructor or release(). The lending handle's class makes them.
+// released by the destructor or release(). The lending handle's class makes them. Once
+// released, consumed or moved from, they are empty (a null data()): never a view of memory
+// the lender has taken back.
 template <typename T, weft_status (*Release)(T *)>
 class lent_bytes {
   public:
     lent_bytes() noexcept = default;
-    bytes_view bytes() const noexcept { return bytes_; }
-    const std::uint8_t *data() const noexcept { return bytes_.data(); }
-    std::size_t size() const noexcept { return bytes_.size(); }
-    std::string_view str() const noexcept { return bytes_.str(); }
+    bytes_view bytes() const noexcept { return grant_.owner() ? bytes_ : bytes_view(); }
+    const std::uint8_t *data() const noexcept { return bytes().data(); }
+    std::size_t size() const noexcept { return bytes().size(); }
+    std::string_view str() const noexcept { return bytes().str(); }
     void release() noexcept { grant_.reset(); }
 
   protected:
@@ -245,13 +247,14 @@ class lent_bytes {
 // ---- byte stream -------------------------------------------------------------------------
 
 // Room reserved in a stream, written in place; commit() publishes it, the destructor
-// abandons it. Must not outlive its writer.
+// abandons it. Must not outlive its writer. Once committed, abandoned or moved from, it is
+// empty (a null data()).
 class write_grant {
   public:
     write_grant() noexcept = default;
-    mutable_bytes bytes() const noexcept { return bytes_; }
-    std::uint8_t *data() const noexcept { return bytes_.data(); }
-    std::size_t size() const noexcept { return bytes_.size(); }
+    mutable_bytes bytes() const noexcept { return grant_.owner() ? bytes_ : mutable_bytes(); }
+    std::uint8_t *data() const noexcept { return bytes().data(); }
+    std::size_t size() const noexcept { return bytes().size(); }
     // Publishes the first len bytes as one record.
     void commit(std::size_t len) {
         weft_stream_writer_t *w = grant_.owner();
@@ -432,12 +435,15 @@ class topic {
 
 // A block loaned from the pool: write it, set_len, publish. The destructor gives an
 // unpublished block back. It keeps its publisher alive, so it may outlive the publisher
-// object (but is used on the publisher's thread).
+// object (but is used on the publisher's thread). Once published or moved from, it is empty
+// (a null data(), capacity 0): the block is the subscribers' then.
 class loan {
   public:
-    mutable_bytes bytes() const noexcept { return {data_, capacity_}; }
-    std::uint8_t *data() const noexcept { return data_; }
-    std::size_t capacity() const noexcept { return capacity_; }
+    mutable_bytes bytes() const noexcept {
+        return h_ ? mutable_bytes(data_, capacity_) : mutable_bytes();
+    }
+    std::uint8_t *data() const noexcept { return bytes().data(); }
+    std::size_t capacity() const noexcept { return bytes().size(); }
     void set_len(std::size_t len) { detail::check(weft_loan_set_len(h_.get(), len)); }
     // Publishes the loan (consumed either way); returns the message's sequence number.
     std::uint64_t publish() {

@@ -88,6 +88,7 @@ static void stream() {
             if (!data.empty()) std::memcpy(grant.data(), data.data(), data.size());
             grant.commit(data.size());
             EXPECT_ERROR(WEFT_ERROR_STATE, grant.commit(0));  // committed already
+            CHECK(grant.data() == nullptr && grant.size() == 0);  // the room is the reader's now
         }
         auto rec = (i % 3) ? reader.read() : std::move(*reader.read_for(1s));
         CHECK(same(rec.bytes(), pattern(i * 37 % 3000, i)));
@@ -108,6 +109,9 @@ static void stream() {
         EXPECT_ERROR(WEFT_ERROR_STATE, (void)reader.try_read());  // one grant at a time
         auto moved = std::move(rec);  // the grant moves; released once, by `moved`
         CHECK(moved.str() == "kept");
+        CHECK(rec.data() == nullptr && rec.size() == 0);  // nothing left to read through
+        moved.release();
+        CHECK(moved.data() == nullptr && moved.str().empty());
     }
     CHECK(!reader.try_read());
 
@@ -188,6 +192,7 @@ static void pubsub() {
             loan.set_len(data.size());
             seq = loan.publish();
             CHECK(!loan);
+            CHECK(loan.data() == nullptr && loan.capacity() == 0 && loan.bytes().size() == 0);
             EXPECT_ERROR(WEFT_ERROR_STATE, loan.publish());
         }
         CHECK(seq == i);
@@ -244,6 +249,7 @@ static void pubsub() {
             auto b = s.recv_borrowed_for(1s);
             CHECK(b && b->seq() == seq && same(b->bytes(), data));
             b->release();
+            CHECK(b->data() == nullptr && b->size() == 0);  // the block went back
             CHECK(!s.try_recv_borrowed());
         }
     }
@@ -305,6 +311,7 @@ static void channels() {
         if (i % 3) {
             req.reply(out);
             EXPECT_ERROR(WEFT_ERROR_STATE, req.reply(out));  // answered already
+            CHECK(req.data() == nullptr && req.size() == 0);
         } else {
             auto id = req.id();
             req = weft::request();  // released unanswered ...
