@@ -811,6 +811,18 @@ mod tests {
         assert_eq!(unsafe { options(&aligned, "opts") }.unwrap().a, 7);
     }
 
+    /// A release given a variable that holds a misaligned value (no handle is) refuses it
+    /// with `WEFT_ERROR_INVALID_ARGUMENT`, leaves the variable as it was, and frees nothing.
+    #[test]
+    fn a_misaligned_handle_is_refused_not_freed() {
+        let mut p = 1usize as *mut u64;
+        // SAFETY: `pp` points to a writable variable; its value is refused before any use.
+        let rc = unsafe { free_handle(&mut p, "handle") };
+        assert_eq!(rc, WEFT_ERROR_INVALID_ARGUMENT);
+        assert_eq!(last().1, "`*handle` is not a handle");
+        assert_eq!(p as usize, 1, "the variable is left as it was");
+    }
+
     #[test]
     fn codes_are_the_error_kinds() {
         let pairs = [

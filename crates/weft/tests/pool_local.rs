@@ -224,3 +224,24 @@ fn a_bounded_pool_too_large_for_memory_is_refused_not_aborted() {
         "{msg}"
     );
 }
+
+/// `max_capacity` is the fixed bound given at construction, not the count of values the
+/// pool owns now: it stays the same after `take` and `detach` lower `capacity`.
+#[test]
+fn max_capacity_is_the_bound_not_the_values_owned() {
+    let pool = BoundedLocalPool::new(3, || 0u32, |v| *v = 0);
+    assert_eq!(pool.max_capacity(), 3);
+    let taken = pool.take().unwrap();
+    let kept = pool.try_acquire().unwrap().detach();
+    assert_eq!(pool.capacity(), 1);
+    assert_eq!(
+        pool.max_capacity(),
+        3,
+        "the bound, whatever the pool owns now"
+    );
+    // The bound is what `put` takes back up to.
+    assert!(pool.put(taken).is_ok());
+    assert!(pool.put(kept).is_ok());
+    assert_eq!(pool.capacity(), 3);
+    assert!(pool.put(Box::new(9)).is_err());
+}

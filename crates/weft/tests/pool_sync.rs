@@ -152,3 +152,25 @@ fn tree_reset_on_another_thread() {
     drop(pool);
     std::thread::spawn(move || drop(root)).join().unwrap();
 }
+
+/// A `SyncPool` dropped with no guard out frees its shared block (which holds the reset
+/// closure) at once: nothing leaks when the acquirer is the last to go.
+#[test]
+fn a_sync_pool_dropped_with_nothing_out_frees_its_block() {
+    let token = Arc::new(());
+    let t = token.clone();
+    let pool = SyncPool::new(
+        2,
+        || 0u64,
+        move |v: &mut u64| {
+            let _ = &t;
+            *v = 0;
+        },
+    );
+    let g = pool.try_acquire().unwrap();
+    std::thread::spawn(move || drop(g)).join().unwrap();
+    assert_eq!(pool.available(), 2);
+    assert_eq!(Arc::strong_count(&token), 2, "the block holds the reset");
+    drop(pool);
+    assert_eq!(Arc::strong_count(&token), 1, "the shared block is freed");
+}

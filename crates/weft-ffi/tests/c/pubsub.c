@@ -855,6 +855,43 @@ static void single_publisher_topics(void) {
     OK(weft_publisher_close(&q));
 }
 
+/* weft_loan_publish checks `seq` before it takes the loan: a refused (misaligned) seq
+ * pointer leaves the loan with the caller, unpublished and still usable. */
+static void a_refused_seq_pointer_does_not_consume_the_loan(void) {
+    char region[160];
+    unique_name(region, sizeof region, "seqptr");
+    weft_pubsub_config cfg = small_config();
+    weft_publisher_t *p = NULL;
+    OK(weft_publisher_create(region, &cfg, &p));
+    weft_topic_t *t = NULL;
+    OK(weft_publisher_register(p, "/seq", &t));
+    weft_subscriber_t *sub = NULL;
+    OK(weft_subscriber_connect(region, NULL, &sub));
+    weft_subscription_t *s = NULL;
+    OK(weft_subscriber_subscribe(sub, "/seq", &s));
+    weft_loan_t *loan = NULL;
+    uint8_t *data = NULL;
+    size_t cap = 0;
+    OK(weft_publisher_loan(p, t, &loan, &data, &cap));
+    memcpy(data, "kept", 4);
+    OK(weft_loan_set_len(loan, 4));
+    uint64_t words[2] = {0, 0};
+    uint64_t *misaligned = (uint64_t *)((char *)words + 1);
+    EXPECT(weft_loan_publish(&loan, misaligned), WEFT_ERROR_INVALID_ARGUMENT);
+    EXPECT_MESSAGE("seq");
+    CHECK(loan != NULL);
+    weft_sample_t *none = NULL;
+    EXPECT(weft_subscription_try_recv(s, &none), WEFT_ERROR_EMPTY);
+    uint64_t seq = 99;
+    OK(weft_loan_publish(&loan, &seq));
+    CHECK(loan == NULL && seq == 0);
+    expect_sample(s, "kept", 4, 0);
+    OK(weft_subscription_close(&s));
+    OK(weft_subscriber_close(&sub));
+    OK(weft_topic_free(&t));
+    OK(weft_publisher_close(&p));
+}
+
 int main(void) {
     RUN(loan_and_publish_byte_exact);
     RUN(single_publisher_topics);
@@ -869,6 +906,7 @@ int main(void) {
     RUN(listings);
     RUN(names_and_objects);
     RUN(null_pointers);
+    RUN(a_refused_seq_pointer_does_not_consume_the_loan);
     done("pubsub");
     return 0;
 }

@@ -2,8 +2,10 @@
  * their handle, byte-exact data across the wrap, and every error reachable from C. */
 #include "check.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/mman.h>
 
 /* A writer and its reader on a fresh name. */
 static void pair(const char *tag, size_t capacity, const weft_stream_options *opts,
@@ -506,6 +508,79 @@ static void names_and_objects(void) {
     OK(weft_publisher_close(&p));
 }
 
+/* A length past PTRDIFF_MAX is no buffer's length: too large, refused before anything reads
+ * the data (not only SIZE_MAX). */
+static void lengths_past_ptrdiff_max_are_too_large(void) {
+    weft_stream_writer_t *w = NULL;
+    weft_stream_reader_t *r = NULL;
+    pair("huge", 4096, NULL, &w, &r);
+    static uint8_t buf[16];
+    const size_t huge = (size_t)PTRDIFF_MAX + 1;
+    EXPECT(weft_stream_writer_write(w, buf, huge), WEFT_ERROR_TOO_LARGE);
+    EXPECT_MESSAGE("larger than any buffer");
+    EXPECT(weft_stream_writer_try_write(w, buf, SIZE_MAX - 1), WEFT_ERROR_TOO_LARGE);
+    EXPECT(weft_stream_writer_write_deferred(w, buf, huge), WEFT_ERROR_TOO_LARGE);
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    EXPECT(weft_stream_reader_try_read(r, &data, &len), WEFT_ERROR_EMPTY);
+    OK(weft_stream_writer_close(&w));
+    OK(weft_stream_reader_close(&r));
+}
+
+/* A name is scanned for at most 4096 bytes: 4096 bytes with no NUL that end right before an
+ * unreadable page are refused without a read past them. */
+static void names_are_scanned_for_at_most_4096_bytes(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    CHECK(page >= 4096);
+    int fd = open("/dev/zero", O_RDWR);
+    CHECK(fd >= 0);
+    uint8_t *base = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    CHECK(base != MAP_FAILED);
+    close(fd);
+    CHECK(mprotect(base + page, (size_t)page, PROT_NONE) == 0);
+    char *name = (char *)base + page - 4096;
+    memset(name, 'a', 4096);
+    weft_stream_writer_t *w = NULL;
+    weft_stream_reader_t *r = NULL;
+    EXPECT(weft_stream_writer_create(name, 4096, NULL, &w), WEFT_ERROR_INVALID_NAME);
+    EXPECT_MESSAGE("no terminating NUL within 4096 bytes");
+    EXPECT(weft_stream_reader_open(name, &r), WEFT_ERROR_INVALID_NAME);
+    CHECK(w == NULL && r == NULL);
+    CHECK(munmap(base, 2 * (size_t)page) == 0);
+}
+
+struct late_writer {
+    char name[160];
+    weft_stream_writer_t *w;
+};
+
+static void *create_later(void *arg) {
+    struct late_writer *l = arg;
+    sleep_ms(100);
+    OK(weft_stream_writer_create(l->name, 4096, NULL, &l->w));
+    return NULL;
+}
+
+/* open_timeout waits for a stream that appears while it waits. */
+static void open_timeout_waits_for_the_stream(void) {
+    struct late_writer l = {{0}, NULL};
+    unique_name(l.name, sizeof l.name, "late");
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, create_later, &l) == 0);
+    weft_stream_reader_t *r = NULL;
+    OK(weft_stream_reader_open_timeout(l.name, 5000, &r));
+    CHECK(r != NULL);
+    CHECK(pthread_join(t, NULL) == 0);
+    OK(weft_stream_writer_write(l.w, (const uint8_t *)"hi", 2));
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    OK(weft_stream_reader_read_timeout(r, 1000, &data, &len));
+    CHECK(len == 2 && memcmp(data, "hi", 2) == 0);
+    OK(weft_stream_reader_release(r));
+    OK(weft_stream_reader_close(&r));
+    OK(weft_stream_writer_close(&l.w));
+}
+
 int main(void) {
     RUN(byte_exact_across_the_wrap);
     RUN(blocking_between_threads);
@@ -517,6 +592,9 @@ int main(void) {
     RUN(null_pointers);
     RUN(names_and_objects);
     RUN(hot_window);
+    RUN(lengths_past_ptrdiff_max_are_too_large);
+    RUN(names_are_scanned_for_at_most_4096_bytes);
+    RUN(open_timeout_waits_for_the_stream);
     done("stream");
     return 0;
 }
