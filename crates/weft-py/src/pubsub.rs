@@ -371,10 +371,23 @@ impl Publisher {
         self.created
     }
 
-    /// Joins the existing region `region` as another publisher.
+    /// Joins the region `region` as another publisher, waiting up to `timeout` seconds for it
+    /// to appear and for its creator to finish it (0: one look; None: as long as it takes),
+    /// as `Subscriber.connect` does; then `weft.NotFoundError` or `weft.NotReadyError`.
     #[staticmethod]
-    fn open(py: Python<'_>, region: &str) -> PyResult<Publisher> {
-        let p = py.detach(|| RsPublisher::open(region)).py()?;
+    // The text signature is written out: PyO3 shows a default that is not a literal as `...`.
+    #[pyo3(
+        signature = (region, timeout = Timeout::ZERO),
+        text_signature = "(region, timeout=0.0)"
+    )]
+    fn open(py: Python<'_>, region: &str, timeout: Option<Timeout>) -> PyResult<Publisher> {
+        let until = Until::new(timeout);
+        let p = sliced_retry(py, until, not_there_yet, |slice| {
+            // The wait for a creator still making the region is one slice too, as in
+            // `Subscriber.connect`: the library's own (a second) would outlast Ctrl-C.
+            let config = Config::default().open_timeout(slice);
+            RsPublisher::open_with(region, &config).inspect_err(|e| poll_pause(e, slice))
+        })?;
         Ok(Publisher::new(p))
     }
 

@@ -47,6 +47,9 @@ block = lambda: srv.accept()
     "channel-listen": """
 block = lambda: weft.Channel.listen(NAME, 30)
 """,
+    "publisher-open": """
+block = lambda: weft.Publisher.open(NAME, timeout=None)
+""",
     "subscribe-wait": """
 p = weft.Publisher.create(NAME)
 sub = weft.Subscriber.connect(NAME)

@@ -3,12 +3,13 @@ buffer rules for both, modes, history, lag, errors."""
 
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
 
 import weft
-from conftest import in_mapping, numpy_address
+from conftest import SHM, in_mapping, numpy_address
 
 
 @pytest.fixture
@@ -344,6 +345,33 @@ def test_connect_to_a_region_still_being_made_keeps_its_timeout(name):
         for _ in range(3):
             with pytest.raises(weft.NotReadyError):
                 weft.Subscriber.connect(name, timeout=0)
+        assert time.monotonic() - started < 1.5
+    finally:
+        half_made.unlink()
+
+
+def test_publisher_open_waits_for_the_region_as_long_as_asked(name):
+    with pytest.raises(weft.NotFoundError):
+        weft.Publisher.open(name)  # timeout 0: one look
+    made = {}
+    creator = threading.Timer(0.2, lambda: made.setdefault("p", weft.Publisher.create(name)))
+    creator.start()
+    try:
+        joined = weft.Publisher.open(name, timeout=10)
+        assert not joined.created and joined.region == name
+    finally:
+        creator.join()
+    # A region whose creator never finishes: timeout 0 looks once (no wait of the library's
+    # own second), a short timeout is kept, neither outlasts what was asked by much.
+    half_made = SHM / f"weft.{name}-half"
+    half_made.touch(mode=0o600)
+    try:
+        started = time.monotonic()
+        for _ in range(3):
+            with pytest.raises(weft.NotReadyError):
+                weft.Publisher.open(f"{name}-half", timeout=0)
+        with pytest.raises(weft.NotReadyError):
+            weft.Publisher.open(f"{name}-half", timeout=0.1)
         assert time.monotonic() - started < 1.5
     finally:
         half_made.unlink()
