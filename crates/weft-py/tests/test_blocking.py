@@ -514,6 +514,7 @@ def timeout_calls(name):
         "StreamWriter.write_deferred": lambda t: w.write_deferred(b"x", timeout=t),
         "StreamWriter.reserve": lambda t: w.reserve(1, timeout=t),
         "Subscriber.connect": lambda t: weft.Subscriber.connect(bad, timeout=t),
+        "Publisher.open": lambda t: weft.Publisher.open(bad, timeout=t),
         "Subscriber.subscribe": lambda t: sub.subscribe("/t", timeout=t),
         "Subscription.recv": lambda t: s.recv(timeout=t),
         "Channel.listen": lambda t: weft.Channel.listen(bad, t),
