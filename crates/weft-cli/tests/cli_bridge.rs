@@ -303,3 +303,57 @@ fn a_name_that_is_no_region_is_refused_whichever_the_direction() {
         }
     }
 }
+
+/// Both sides from flags only: `--key-prefix` names the keys on both (the regions differ, so
+/// the default prefixes would not meet) and the receiver reaches the sender through
+/// `--connect` (no scouting).
+#[test]
+fn the_key_prefix_and_connect_flags_are_used() {
+    let (a, b) = (unique("bridge-fa"), unique("bridge-fb"));
+    let _cleanup = Cleanup(vec![a.clone(), b.clone()]);
+    let publisher = Publisher::create(&a, &Config::default()).unwrap();
+    let t = publisher.register("/q/x").unwrap();
+    let local = Publisher::create(&b, &Config::default()).unwrap();
+    local.register("/q/x").unwrap();
+    let mut sub = Subscriber::connect(&b).unwrap().subscribe("/q/x").unwrap();
+    let prefix = format!("flags/{}", unique("pfx"));
+    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+    let side = |region: &str, dir: &str, link: &str| {
+        Proc::weft(&[
+            "bridge",
+            "--region",
+            region,
+            dir,
+            "/q/*",
+            link,
+            &endpoint,
+            "--key-prefix",
+            &prefix,
+            "--no-scouting",
+            "--every",
+            "20ms",
+            "--json",
+        ])
+    };
+    let mut sender = side(&a, "--out", "--listen");
+    let started = event(&mut sender);
+    assert_eq!(started["outbound"][0]["key"], format!("{prefix}/q/*"));
+    let mut receiver = side(&b, "--in", "--connect");
+    let started = event(&mut receiver);
+    assert_eq!(started["inbound"][0]["key"], format!("{prefix}/q/*"));
+    // Published until one arrives (the first ones may go out before the far side subscribed).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert!(Instant::now() < deadline, "nothing arrived in {b}");
+        publisher.publish(&t, b"hello").unwrap();
+        match sub.recv_timeout(Duration::from_millis(50)) {
+            Ok(s) => break assert_eq!(&*s, b"hello"),
+            Err(weft::Error::Timeout) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    interrupt(&sender);
+    interrupt(&receiver);
+    assert_eq!(sender.finish(Duration::from_secs(10)).code, 0);
+    assert_eq!(receiver.finish(Duration::from_secs(10)).code, 0);
+}

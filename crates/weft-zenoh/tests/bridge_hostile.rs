@@ -184,3 +184,76 @@ fn more_topics_than_one_participant_holds_are_all_forwarded() {
         });
     }
 }
+
+/// A sample whose attachment is no bridge header is refused and counted, not published as if
+/// it came from a plain Zenoh publisher.
+#[test]
+fn a_sample_with_a_malformed_header_is_refused() {
+    use zenoh::Wait;
+    let (b, p, port) = (unique("badhdr"), unique("badhdr"), free_port());
+    let _c = Cleanup(vec![b.clone()]);
+    let local = Publisher::create(&b, &Config::default()).unwrap();
+    local.register("/m/x").unwrap();
+    let subscriber = Subscriber::connect(&b).unwrap();
+    let mut sub = subscriber.subscribe("/m/x").unwrap();
+    let bridge = Bridge::start(
+        config(&b, &p)
+            .inbound("/m/*")
+            .unwrap()
+            .listen(&format!("tcp/127.0.0.1:{port}")),
+    )
+    .unwrap();
+    let z = raw_session(port);
+    let key = format!("{p}/m/x");
+    wait_subscribed(&z, &key);
+    z.put(&key, b"forged".to_vec())
+        .congestion_control(zenoh::qos::CongestionControl::Block)
+        .attachment(b"not a bridge header, not at all".to_vec())
+        .wait()
+        .unwrap();
+    put(&z, &key, b"ok", None);
+    eventually(Duration::from_secs(20), "ok", || {
+        bridge
+            .stats()
+            .inbound("/m/x")
+            .is_some_and(|t| t.samples >= 1)
+    });
+    let first = sub.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        &*first, b"ok",
+        "the sample with the malformed header was published"
+    );
+    let s = bridge.stats();
+    let refused: u64 = s.inbound.iter().map(|t| t.refused).sum();
+    assert_eq!(refused, 1, "{s}");
+}
+
+/// A key that is no weft topic name is counted as refused (what the far side sent is not
+/// acceptable), not as dropped (an error of this side), and says why.
+#[test]
+fn a_key_that_is_no_topic_name_counts_as_refused() {
+    let (b, p, port) = (unique("badname"), unique("badname"), free_port());
+    let _c = Cleanup(vec![b.clone()]);
+    let bridge = Bridge::start(
+        config(&b, &p)
+            .inbound("/n/*")
+            .unwrap()
+            .listen(&format!("tcp/127.0.0.1:{port}")),
+    )
+    .unwrap();
+    let z = raw_session(port);
+    wait_subscribed(&z, &format!("{p}/n/ok"));
+    put(&z, &format!("{p}/n/a:b"), b"lost", None);
+    put(&z, &format!("{p}/n/ok"), b"ok", None);
+    eventually(Duration::from_secs(20), "ok", || {
+        bridge
+            .stats()
+            .inbound("/n/ok")
+            .is_some_and(|t| t.samples == 1)
+    });
+    let s = bridge.stats();
+    let bad = common::inbound_of(&s, "/n/a:b");
+    assert_eq!((bad.refused, bad.dropped), (1, 0), "{s}");
+    let why = bad.last_error.unwrap_or_default();
+    assert!(why.contains("no weft topic"), "{why}");
+}

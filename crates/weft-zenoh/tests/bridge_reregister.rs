@@ -283,3 +283,35 @@ fn a_topic_registered_again_in_another_entry_is_no_lag() {
         "nothing was lost: {s}"
     );
 }
+
+/// A topic refused for its type is counted once, however many discovery rounds look at it
+/// again while it stays registered with the wrong type.
+#[test]
+fn a_topic_refused_for_its_type_is_counted_once_over_many_rounds() {
+    let a = unique("refused-once");
+    let _clean = Cleanup(vec![a.clone()]);
+    let prefix = unique("refused-once");
+    let local = Publisher::create(&a, &Config::default()).unwrap();
+    let _wrong = local.register_typed::<u32>("/t/x").unwrap();
+    let bridge = Bridge::builder(config(&a, &prefix).outbound("/t/**").unwrap())
+        .typed::<u64>("/t/**")
+        .unwrap()
+        .start()
+        .unwrap();
+    eventually(Duration::from_secs(20), "the u32 topic refused", || {
+        bridge
+            .stats()
+            .outbound("/t/x")
+            .is_some_and(|t| t.refused >= 1)
+    });
+    // Two more topics, each found by a later round than the one before: the round that found
+    // /t/y looked at /t/x again, and was over before /t/z was found.
+    for t in ["/t/y", "/t/z"] {
+        local.register_typed::<u64>(t).unwrap();
+        eventually(Duration::from_secs(20), t, || {
+            bridge.stats().outbound(t).is_some()
+        });
+    }
+    let stats = bridge.stats();
+    assert_eq!(stats.outbound("/t/x").unwrap().refused, 1, "{stats}");
+}

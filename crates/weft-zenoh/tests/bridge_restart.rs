@@ -136,3 +136,155 @@ fn restart_of_the_sending_bridge_is_counted_as_lag_and_the_stream_continues() {
     assert!(forwarded["samples"].as_u64().unwrap() > 0, "{out}");
     assert_eq!(forwarded["lagged"], 0, "{out}");
 }
+
+/// Two bridges in this process, A's `/feed/**` out and B's in, on loopback `port`.
+fn pair(a: &str, b: &str, prefix: &str, port: u16) -> (Bridge, Bridge) {
+    let receiver = Bridge::start(
+        config(b, prefix)
+            .inbound("/feed/**")
+            .unwrap()
+            .listen(&format!("tcp/127.0.0.1:{port}")),
+    )
+    .unwrap();
+    let sender = Bridge::start(
+        config(a, prefix)
+            .outbound("/feed/**")
+            .unwrap()
+            .connect(&format!("tcp/127.0.0.1:{port}")),
+    )
+    .unwrap();
+    (sender, receiver)
+}
+
+/// Publishes `i` (8 bytes), waiting while the pool has no free block.
+fn publish(publisher: &Publisher, topic: &weft::pubsub::Topic, i: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while let Err(e) = publisher.publish(topic, &i.to_le_bytes()) {
+        assert!(Instant::now() < deadline, "publishing {i}: {e}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A forwarder that falls a ring lap behind counts what it skipped (outbound `lagged`) and
+/// goes on forwarding the same subscription; the far side counts the same gap. So every
+/// sample is either delivered or counted as lagged, on both sides.
+#[test]
+fn a_lagging_forwarder_counts_its_loss_and_goes_on() {
+    let (a, b) = (unique("lag-a"), unique("lag-b"));
+    let _clean = Cleanup(vec![a.clone(), b.clone()]);
+    let prefix = unique("lag");
+    let t = "/feed/lag";
+    // Four ring slots: a burst of publishes overtakes the forwarder.
+    let publisher = Publisher::create(&a, &Config::default().ring_slots(4).blocks(512)).unwrap();
+    let topic = publisher.register(t).unwrap();
+    let (sender, receiver) = pair(&a, &b, &prefix, free_port());
+    assert!(
+        sender.wait_matched(t, Duration::from_secs(20)),
+        "{}",
+        sender.stats()
+    );
+    // Sequence 0 first, so that the far side's count starts there.
+    publish(&publisher, &topic, 0);
+    common::eventually(Duration::from_secs(20), "the first sample", || {
+        receiver.stats().inbound(t).is_some_and(|x| x.samples == 1)
+    });
+    let mut n = 1u64;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sender.stats().outbound(t).map_or(0, |x| x.lagged) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the forwarder never lagged: {}",
+            sender.stats()
+        );
+        for _ in 0..2000 {
+            publish(&publisher, &topic, n);
+            n += 1;
+        }
+    }
+    common::eventually(
+        Duration::from_secs(30),
+        "every sample sent or lagged",
+        || {
+            sender
+                .stats()
+                .outbound(t)
+                .is_some_and(|x| x.samples + x.lagged == n)
+        },
+    );
+    common::eventually(
+        Duration::from_secs(30),
+        "every sample received or lagged",
+        || {
+            receiver
+                .stats()
+                .inbound(t)
+                .is_some_and(|x| x.samples + x.lagged == n)
+        },
+    );
+    let (out, inb) = (sender.stats(), receiver.stats());
+    let (o, i) = (out.outbound(t).unwrap(), inb.inbound(t).unwrap());
+    assert_eq!((o.samples, o.lagged), (i.samples, i.lagged), "{out}{inb}");
+    assert_eq!(
+        (o.refused, o.dropped, i.refused, i.dropped),
+        (0, 0, 0, 0),
+        "{out}{inb}"
+    );
+}
+
+/// A `Latest` topic's forwarder skips to the newest value: the skipped values are no loss, and
+/// the far side does not count them as lagged.
+#[test]
+fn values_a_latest_topic_skips_are_no_lag_on_the_far_side() {
+    let (a, b) = (unique("latest-a"), unique("latest-b"));
+    let _clean = Cleanup(vec![a.clone(), b.clone()]);
+    let prefix = unique("latest");
+    let t = "/feed/newest";
+    let publisher = Publisher::create(&a, &Config::default()).unwrap();
+    let topic = publisher
+        .register_with(t, weft::pubsub::TopicMode::Latest)
+        .unwrap();
+    let (sender, receiver) = pair(&a, &b, &prefix, free_port());
+    assert!(
+        sender.wait_matched(t, Duration::from_secs(20)),
+        "{}",
+        sender.stats()
+    );
+    publish(&publisher, &topic, 0);
+    common::eventually(Duration::from_secs(20), "the first sample", || {
+        receiver.stats().inbound(t).is_some_and(|x| x.samples == 1)
+    });
+    // Bursts until the forwarder has skipped some values; each burst's last value arrives.
+    let mut n = 1u64;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        for _ in 0..500 {
+            publish(&publisher, &topic, n);
+            n += 1;
+        }
+        common::eventually(Duration::from_secs(20), "the newest value", || {
+            let s = receiver.stats();
+            s.inbound(t)
+                .is_some_and(|x| x.samples == sender.stats().outbound(t).unwrap().samples)
+                && sender.stats().outbound(t).unwrap().samples > 0
+                && subscriber_newest(&b, t) == Some(n - 1)
+        });
+        if sender.stats().outbound(t).unwrap().samples < n {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the forwarder never skipped a value"
+        );
+    }
+    let (out, inb) = (sender.stats(), receiver.stats());
+    assert_eq!(out.outbound(t).unwrap().lagged, 0, "{out}");
+    assert_eq!(inb.inbound(t).unwrap().lagged, 0, "{out}{inb}");
+}
+
+/// The newest value of `topic` in region `region` (8-byte index), if any.
+fn subscriber_newest(region: &str, topic: &str) -> Option<u64> {
+    let s = Subscriber::connect(region).ok()?;
+    let mut sub = s.subscribe_with_history(topic, 1).ok()?;
+    let v = sub.try_recv().ok()?;
+    Some(u64::from_le_bytes(v[..8].try_into().ok()?))
+}

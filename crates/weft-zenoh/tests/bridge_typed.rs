@@ -234,3 +234,54 @@ fn a_type_of_the_probes_size_is_named_as_it_is() {
     let s = rx.stats();
     assert_eq!(inbound_of(&s, "/px/a").samples, 10, "{s}\n{}", tx.stats());
 }
+
+/// A sample that carries the right type but not its size (12 bytes for a `u64` topic) is
+/// refused, not published into the typed topic.
+#[test]
+fn a_sample_of_the_wrong_size_for_its_type_is_refused() {
+    use weft_zenoh::wire::SampleHeader;
+    let b = unique("rv-typed-size");
+    let _clean = Cleanup(vec![b.clone()]);
+    let prefix = unique("rv-typed-size");
+    let port = free_port();
+    let local = Publisher::create(&b, &Config::default()).unwrap();
+    local.register_typed::<u64>("/ty/x").unwrap();
+    let subscriber = Subscriber::connect(&b).unwrap();
+    let mut sub = subscriber.subscribe_typed::<u64>("/ty/x").unwrap();
+    let bridge = Bridge::builder(
+        config(&b, &prefix)
+            .inbound("/ty/**")
+            .unwrap()
+            .listen(&format!("tcp/127.0.0.1:{port}")),
+    )
+    .typed::<u64>("/ty/**")
+    .unwrap()
+    .start()
+    .unwrap();
+    let z = common::raw_session(port);
+    let key = format!("{prefix}/ty/x");
+    common::wait_subscribed(&z, &key);
+    let header = |seq| SampleHeader {
+        instance: 1,
+        origin: 2,
+        seq,
+        excluded: 0,
+        ty: Some(TypeMeta::of::<u64>()),
+    };
+    common::put(&z, &key, &[0xab; 12], Some(&header(0)));
+    common::put(&z, &key, &7u64.to_le_bytes(), Some(&header(1)));
+    eventually(Duration::from_secs(20), "the u64 sample", || {
+        bridge
+            .stats()
+            .inbound("/ty/x")
+            .is_some_and(|t| t.samples == 1)
+    });
+    let first = sub.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        &*first,
+        &7u64.to_le_bytes(),
+        "the 12-byte sample was published"
+    );
+    let stats = bridge.stats();
+    assert_eq!(inbound_of(&stats, "/ty/x").refused, 1, "{stats}");
+}
