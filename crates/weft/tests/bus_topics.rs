@@ -109,3 +109,24 @@ fn a_removed_topic_frees_its_name_and_its_handles_keep_the_old_ring() {
     assert!(!bus.remove("idle"));
     assert_eq!(bus.topics(), ["t"]);
 }
+
+/// Every topic is a ring of the bus's capacity.
+#[test]
+fn topics_are_rings_of_the_bus_capacity() {
+    let bus = Bus::new(16);
+    assert_eq!(bus.ring::<u64>("a").unwrap().capacity(), 16);
+    assert_eq!(bus.publisher::<u32>("b").unwrap().capacity(), 16);
+}
+
+/// A subscriber made by `Bus::subscribe` starts with the next message published, not with
+/// what the topic's ring already holds.
+#[test]
+fn a_bus_subscriber_starts_with_the_next_message() {
+    let bus = Bus::new(16);
+    let mut tx = bus.publisher::<u64>("t").unwrap();
+    tx.publish_batch(&[1, 2, 3]);
+    let mut rx = bus.subscribe::<u64>("t").unwrap();
+    assert_eq!(rx.try_recv(), Err(RecvError::Empty));
+    tx.publish(4);
+    assert_eq!(rx.try_recv(), Ok(4));
+}

@@ -438,3 +438,70 @@ fn a_split_pipeline_is_fed_and_read_on_two_threads() {
     assert_eq!(reader.join().unwrap(), Vec::from_iter(1..=N));
     assert_eq!(p.shutdown(), None);
 }
+
+/// A stage of a lossy pipeline that was lapped on its input skips what it missed and carries
+/// on: the newest message still reaches the output.
+#[test]
+fn a_lossy_stage_that_lagged_carries_on() {
+    let (started_tx, started) = std::sync::mpsc::channel::<()>();
+    let (release_tx, release) = std::sync::mpsc::channel::<()>();
+    let mut p = Pipeline::builder()
+        .capacity(4)
+        .lossy(true)
+        .input::<u64>()
+        .then(move |x| {
+            if x == 0 {
+                // Holds message 0 until the input has been lapped.
+                started_tx.send(()).unwrap();
+                release.recv().unwrap();
+            }
+            x
+        })
+        .build()
+        .unwrap();
+    p.publish(0);
+    started.recv_timeout(Duration::from_secs(10)).unwrap();
+    for i in 1..100 {
+        p.publish(i); // laps the stage's 4-slot input
+    }
+    release_tx.send(()).unwrap();
+    p.close_input();
+    let mut got = Vec::new();
+    loop {
+        match p.output().recv_timeout(Duration::from_secs(10)) {
+            Ok(v) => got.push(v),
+            Err(RecvError::Lagged { .. }) => {}
+            Err(RecvError::Closed) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    // (Message 0 itself may be lapped in the 4-slot output before it is read.)
+    assert_eq!(
+        got.last(),
+        Some(&99),
+        "the stage stopped at its lag: {got:?}"
+    );
+    assert_eq!(p.shutdown(), None);
+}
+
+/// Shutting down stops a stage that waits for room in an output nobody reads.
+#[test]
+fn shutdown_stops_a_stage_waiting_for_room() {
+    let mut p = Pipeline::builder()
+        .capacity(2)
+        .input::<u64>()
+        .then(|x| x)
+        .build()
+        .unwrap();
+    // Nobody reads the output: the links fill up and the stage waits to publish.
+    let mut sent = 0;
+    while sent < 100 && p.publish_timeout(sent, Duration::from_millis(50)).is_ok() {
+        sent += 1;
+    }
+    assert!(
+        sent < 100,
+        "a lossless pipeline of 2-slot links took {sent} messages"
+    );
+    let r = p.shutdown_timeout(Duration::from_secs(10));
+    assert!(matches!(r, Ok(None)), "{r:?}");
+}

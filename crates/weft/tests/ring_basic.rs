@@ -557,3 +557,20 @@ fn slots_of_every_size_carry_single_and_batched_messages_alike() {
     single_and_batched_messages_agree(|v| [v; 16]);
     single_and_batched_messages_agree(|v| [v as u16; 150]);
 }
+
+/// A group reports what it missed when it was lapped, as a subscriber does.
+#[test]
+fn a_lapped_group_counts_what_it_missed() {
+    let (mut tx, ring) = ring::channel::<u64>(4);
+    let mut group = ring.subscribe_group(2);
+    tx.publish_batch(&[0, 1, 2, 3, 4, 5]);
+    assert_eq!(
+        group.try_recv(|_, _| {}),
+        Err(RecvError::Lagged { skipped: 3 })
+    );
+    assert_eq!(group.lagged(), 3);
+    let mut seen = Vec::new();
+    group.try_recv(|m, v| seen.push((m, *v))).unwrap();
+    assert_eq!(seen, [(0, 3), (1, 3)]);
+    assert_eq!(group.lagged(), 3);
+}
