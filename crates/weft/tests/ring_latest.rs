@@ -75,7 +75,10 @@ fn mpmc_latest_finds_the_newest_below_a_lap_of_claims_in_flight() {
 /// cursor: a subscriber that loaded the cursor just before finds the slot below it
 /// overwritten (the walk down from there found only more overwritten slots and gave up).
 /// Whenever the cursor stood past the subscriber before the call, `latest` returns a message,
-/// and the position it leaves agrees with it (values are their sequence numbers).
+/// and the position it leaves agrees with it (values are their sequence numbers). Unless the
+/// call itself stalled (its thread preempted, by this machine's scheduler or the host's):
+/// then the publisher rewrote the whole ring many times over during its looks, the case in
+/// which `latest` documents that it gives up; such calls are counted apart and excused.
 #[test]
 #[cfg_attr(miri, ignore = "a timed race; the unit tests in `ring` cover it")]
 fn spmc_latest_never_misses_while_a_publisher_writes_whole_laps() {
@@ -101,17 +104,24 @@ fn spmc_latest_never_misses_while_a_publisher_writes_whole_laps() {
             }
         })
     };
-    let (mut calls, mut found, mut missed) = (0u64, 0u64, 0u64);
+    // A call takes well under a microsecond; one that took this long was off its core for a
+    // while, which is the only way the publisher's laps can outrun every one of its looks.
+    const STALLED: Duration = Duration::from_micros(20);
+    let (mut calls, mut found, mut missed, mut stalled) = (0u64, 0u64, 0u64, 0u64);
     let deadline = Instant::now() + Duration::from_millis(200);
     while Instant::now() < deadline {
         let pending = rx.pending();
         let before = rx.position();
-        match rx.latest() {
+        let t = Instant::now();
+        let got = rx.latest();
+        let took = t.elapsed();
+        match got {
             Some(v) => {
                 found += 1;
                 assert!(v >= before, "{v} is older than position {before}");
                 assert_eq!(rx.position(), v + 1, "the position follows the value");
             }
+            None if pending > 0 && took >= STALLED => stalled += 1,
             None if pending > 0 => missed += 1,
             None => {}
         }
@@ -122,7 +132,7 @@ fn spmc_latest_never_misses_while_a_publisher_writes_whole_laps() {
     assert_eq!(
         missed, 0,
         "latest() said nothing newer exists {missed} times of {calls} while the cursor stood \
-         past the subscriber"
+         past the subscriber (and {stalled} times in calls that stalled)"
     );
     assert_eq!((rx.received(), rx.lagged()), (found, 0));
 }
