@@ -815,8 +815,8 @@ mod tests {
     /// with `WEFT_ERROR_INVALID_ARGUMENT`, leaves the variable as it was, and frees nothing.
     #[test]
     fn a_misaligned_handle_is_refused_not_freed() {
-        let mut p = 1usize as *mut u64;
-        // SAFETY: `pp` points to a writable variable; its value is refused before any use.
+        let mut p = std::ptr::without_provenance_mut::<u64>(1);
+        // SAFETY: `&mut p` is a writable variable; its value is refused before any use.
         let rc = unsafe { free_handle(&mut p, "handle") };
         assert_eq!(rc, WEFT_ERROR_INVALID_ARGUMENT);
         assert_eq!(last().1, "`*handle` is not a handle");
