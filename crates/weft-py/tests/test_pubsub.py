@@ -461,3 +461,44 @@ def test_loan_and_sample_with_blocks_that_raise_keep_their_exception(name):
         with s:
             raise KeyError("user")
     assert s.closed
+
+
+def test_publisher_and_subscriber_with_blocks_close_them(name):
+    """A `with` block closes a Publisher and a Subscriber, whether it raised or not."""
+    base = weft.Publisher.create(name, blocks=8, block_size=64, ring_slots=4)
+    with weft.Publisher.open(name) as pub:
+        with weft.Subscriber.connect(name) as sub:
+            assert not pub.closed and not sub.closed
+        assert sub.closed
+    assert pub.closed
+    with pytest.raises(ValueError):
+        pub.register("/t")
+    with pytest.raises(ValueError):
+        sub.topics()
+
+    with pytest.raises(KeyError):
+        with weft.Publisher.open(name) as pub:
+            with weft.Subscriber.connect(name) as sub:
+                raise KeyError("user")
+    assert sub.closed
+    assert pub.closed
+    with pytest.raises(ValueError):
+        pub.register("/t")
+    with pytest.raises(ValueError):
+        sub.topics()
+    base.close()
+
+
+def test_position_is_the_sequence_of_the_next_sample(region):
+    """`Subscription.position` is the sequence number the next sample will carry."""
+    pub, sub = region
+    topic = pub.register("/pos")
+    pub.publish(topic, b"old")  # before the subscription: not received (no history)
+    s = sub.subscribe("/pos")
+    for i in range(3):
+        before = s.position
+        seq = pub.publish(topic, b"m%d" % i)
+        with s.recv(timeout=30) as m:
+            assert m.seq == seq == before
+        assert s.position == before + 1
+    s.close()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import weft
-from conftest import SHM, in_mapping, numpy_address
+from conftest import SHM, in_mapping, numpy_address, read_line
 
 
 @pytest.fixture
@@ -517,3 +517,27 @@ def test_create_shows_defaults_it_takes():
     assert params["hot_window"].default == "auto"
     assert params["align"].default == 8
     assert params["wait"].default == "adaptive"
+
+
+DYING_WRITER = """
+import time, weft
+w = weft.StreamWriter.create({name!r}, 4096)
+w.write(b"last words")
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_peer_dead_error_carries_the_dead_writers_pid(name, python_child):
+    """`PeerDeadError.pid` names the peer process that died."""
+    child = python_child(DYING_WRITER.format(name=name))
+    assert read_line(child.stdout).strip() == "ready", child.stderr.read()
+    r = weft.StreamReader.open(name, timeout=30)
+    child.kill()
+    child.wait()
+    with r.read(timeout=30) as g:
+        assert bytes(g) == b"last words"
+    with pytest.raises(weft.PeerDeadError) as e:
+        r.read(timeout=30)
+    assert e.value.pid == child.pid
+    r.close()
