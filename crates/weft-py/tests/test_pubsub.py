@@ -330,24 +330,27 @@ def test_connect_waits_for_the_region(name):
     assert sub.region == name
 
 
-def test_connect_to_a_region_still_being_made_keeps_its_timeout(name):
-    # A creator between its exclusive create and its header: the file is there, empty, and
-    # stays so. Each connect with timeout 0 looks once: NotReadyError at once, where each used
-    # to wait the library's own second for the creator first.
-    import time
-
-    from conftest import SHM
-
+def looks_once_at_a_half_made_region(name, open_region):
+    """A creator between its exclusive create and its header: the file is there, empty, and
+    stays so. `open_region(name, timeout)` with timeout 0 looks once (NotReadyError at once,
+    where each call used to wait the library's own second for the creator first), and a short
+    timeout is kept: none outlasts what was asked by much."""
     half_made = SHM / f"weft.{name}"
     half_made.touch(mode=0o600)
     try:
         started = time.monotonic()
         for _ in range(3):
             with pytest.raises(weft.NotReadyError):
-                weft.Subscriber.connect(name, timeout=0)
+                open_region(name, 0)
+        with pytest.raises(weft.NotReadyError):
+            open_region(name, 0.1)
         assert time.monotonic() - started < 1.5
     finally:
         half_made.unlink()
+
+
+def test_connect_to_a_region_still_being_made_keeps_its_timeout(name):
+    looks_once_at_a_half_made_region(name, lambda n, t: weft.Subscriber.connect(n, timeout=t))
 
 
 def test_publisher_open_waits_for_the_region_as_long_as_asked(name):
@@ -361,20 +364,9 @@ def test_publisher_open_waits_for_the_region_as_long_as_asked(name):
         assert not joined.created and joined.region == name
     finally:
         creator.join()
-    # A region whose creator never finishes: timeout 0 looks once (no wait of the library's
-    # own second), a short timeout is kept, neither outlasts what was asked by much.
-    half_made = SHM / f"weft.{name}-half"
-    half_made.touch(mode=0o600)
-    try:
-        started = time.monotonic()
-        for _ in range(3):
-            with pytest.raises(weft.NotReadyError):
-                weft.Publisher.open(f"{name}-half", timeout=0)
-        with pytest.raises(weft.NotReadyError):
-            weft.Publisher.open(f"{name}-half", timeout=0.1)
-        assert time.monotonic() - started < 1.5
-    finally:
-        half_made.unlink()
+    looks_once_at_a_half_made_region(
+        f"{name}-half", lambda n, t: weft.Publisher.open(n, timeout=t)
+    )
 
 
 def test_open_or_create_creates_then_joins(name):

@@ -137,8 +137,16 @@ fn restart_of_the_sending_bridge_is_counted_as_lag_and_the_stream_continues() {
     assert_eq!(forwarded["lagged"], 0, "{out}");
 }
 
-/// Two bridges in this process, A's `/feed/**` out and B's in, on loopback `port`.
-fn pair(a: &str, b: &str, prefix: &str, port: u16) -> (Bridge, Bridge) {
+/// Two bridges in this process, A's `/feed/**` out and B's in (prefix `prefix`, on a free
+/// loopback port), started and matched on topic `t`, with sequence 0 published on `topic` and
+/// received by B: the far side's counts start there.
+fn pair_past_the_first_sample(
+    (a, b, prefix): (&str, &str, &str),
+    publisher: &Publisher,
+    topic: &weft::pubsub::Topic,
+    t: &str,
+) -> (Bridge, Bridge) {
+    let port = free_port();
     let receiver = Bridge::start(
         config(b, prefix)
             .inbound("/feed/**")
@@ -153,6 +161,15 @@ fn pair(a: &str, b: &str, prefix: &str, port: u16) -> (Bridge, Bridge) {
             .connect(&format!("tcp/127.0.0.1:{port}")),
     )
     .unwrap();
+    assert!(
+        sender.wait_matched(t, Duration::from_secs(20)),
+        "{}",
+        sender.stats()
+    );
+    publish(publisher, topic, 0);
+    common::eventually(Duration::from_secs(20), "the first sample", || {
+        receiver.stats().inbound(t).is_some_and(|x| x.samples == 1)
+    });
     (sender, receiver)
 }
 
@@ -177,17 +194,7 @@ fn a_lagging_forwarder_counts_its_loss_and_goes_on() {
     // Four ring slots: a burst of publishes overtakes the forwarder.
     let publisher = Publisher::create(&a, &Config::default().ring_slots(4).blocks(512)).unwrap();
     let topic = publisher.register(t).unwrap();
-    let (sender, receiver) = pair(&a, &b, &prefix, free_port());
-    assert!(
-        sender.wait_matched(t, Duration::from_secs(20)),
-        "{}",
-        sender.stats()
-    );
-    // Sequence 0 first, so that the far side's count starts there.
-    publish(&publisher, &topic, 0);
-    common::eventually(Duration::from_secs(20), "the first sample", || {
-        receiver.stats().inbound(t).is_some_and(|x| x.samples == 1)
-    });
+    let (sender, receiver) = pair_past_the_first_sample((&a, &b, &prefix), &publisher, &topic, t);
     let mut n = 1u64;
     let deadline = Instant::now() + Duration::from_secs(30);
     while sender.stats().outbound(t).map_or(0, |x| x.lagged) == 0 {
@@ -243,16 +250,7 @@ fn values_a_latest_topic_skips_are_no_lag_on_the_far_side() {
     let topic = publisher
         .register_with(t, weft::pubsub::TopicMode::Latest)
         .unwrap();
-    let (sender, receiver) = pair(&a, &b, &prefix, free_port());
-    assert!(
-        sender.wait_matched(t, Duration::from_secs(20)),
-        "{}",
-        sender.stats()
-    );
-    publish(&publisher, &topic, 0);
-    common::eventually(Duration::from_secs(20), "the first sample", || {
-        receiver.stats().inbound(t).is_some_and(|x| x.samples == 1)
-    });
+    let (sender, receiver) = pair_past_the_first_sample((&a, &b, &prefix), &publisher, &topic, t);
     // Bursts until the forwarder has skipped some values; each burst's last value arrives.
     let mut n = 1u64;
     let deadline = Instant::now() + Duration::from_secs(30);
