@@ -908,3 +908,24 @@ fn open_or_create_creates_once_and_joins_after() {
     p.publish(&t, b"made").unwrap();
     assert_eq!(&*sub.try_recv().unwrap(), b"made");
 }
+
+/// A late joiner's history is capped at `ring_slots - 1` messages (the oldest slot may be
+/// mid-overwrite): asking for more than a lap gives exactly the newest `ring_slots - 1`.
+#[test]
+fn history_is_capped_at_one_lap_minus_one() {
+    let name = unique("pb-hist");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let t = p.register("/t").unwrap();
+    for i in 0..20u64 {
+        p.publish(&t, &i.to_le_bytes()).unwrap();
+    }
+    let s = Subscriber::connect(&name).unwrap();
+    let mut late = s.subscribe_with_history("/t", 100).unwrap();
+    assert_eq!(late.position(), 20 - 7);
+    for i in 13..20u64 {
+        let m = late.try_recv().unwrap();
+        assert_eq!((m.seq(), &*m), (i, &i.to_le_bytes()[..]));
+    }
+    assert!(matches!(late.try_recv(), Err(Error::Empty)));
+}

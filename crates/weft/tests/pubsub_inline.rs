@@ -1353,3 +1353,36 @@ fn a_dead_claim_record_does_not_pass_to_the_newcomer_in_its_row() {
         e.err()
     );
 }
+
+/// `try_recv_into` refuses, before anything is received, a buffer shorter than the topic's
+/// largest message, even by one byte: an inline topic's message size, else the block size.
+#[test]
+fn try_recv_into_refuses_a_buffer_one_byte_short() {
+    let name = unique("pi-into");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &small()).unwrap();
+    let inl = p.register_spec("/i", &TopicSpec::inline(8)).unwrap();
+    let blk = p.register("/b").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut si = s.subscribe("/i").unwrap();
+    let mut sb = s.subscribe("/b").unwrap();
+    p.publish(&inl, &5u64.to_le_bytes()).unwrap();
+    p.publish(&blk, b"abc").unwrap();
+    let mut short = [0u8; 7];
+    assert_eq!(
+        si.try_recv_into(&mut short).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    let mut short = [0u8; 255];
+    assert_eq!(
+        sb.try_recv_into(&mut short).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    // Nothing was received by the refusals.
+    let mut buf = [0u8; 8];
+    assert_eq!(si.try_recv_into(&mut buf).unwrap(), 8);
+    assert_eq!(buf, 5u64.to_le_bytes());
+    let mut buf = [0u8; 256];
+    assert_eq!(sb.try_recv_into(&mut buf).unwrap(), 3);
+    assert_eq!(&buf[..3], b"abc");
+}

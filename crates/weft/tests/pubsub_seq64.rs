@@ -145,3 +145,22 @@ fn latest_inline_sequences_count_across_2_pow_32() {
     assert!(matches!(sub.try_recv(), Err(Error::Empty)));
     assert_eq!(p.stats(&t).unwrap().published, start + 16);
 }
+
+/// `Subscription::position` is the 64-bit sequence of the next sample, across 2^32.
+#[test]
+fn position_counts_across_2_pow_32() {
+    let name = unique("pq-pos");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    let blocks = p.register("/blocks").unwrap();
+    let start = (1u64 << 32) - 2;
+    preset(&name, 0, SLOTS, start);
+    let s = Subscriber::connect(&name).unwrap();
+    let mut b = s.subscribe("/blocks").unwrap();
+    assert_eq!(b.position(), start);
+    for i in 0..4u64 {
+        p.publish(&blocks, &i.to_le_bytes()).unwrap();
+        assert_eq!(b.try_recv().unwrap().seq(), start + i);
+        assert_eq!(b.position(), start + i + 1);
+    }
+}

@@ -287,3 +287,31 @@ fn a_named_inline_type_is_the_same_type_in_another_binary() {
         Err(Error::TypeMismatch { .. })
     ));
 }
+
+/// A typed publish checks the alignment of `T` as well as its size: a topic registered for
+/// `[u8; 8]` (alignment 1) refuses a `u64` (alignment 8) from `publish_typed` and
+/// `loan_typed`.
+#[test]
+fn a_typed_publish_checks_alignment_as_well_as_size() {
+    let name = unique("pt-align");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let t = p.register_typed::<[u8; 8]>("/bytes").unwrap();
+    assert_eq!(
+        p.publish_typed(&t, &7u64).unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    assert_eq!(
+        p.loan_typed::<u64>(&t).map(|_| ()).unwrap_err().kind(),
+        ErrorKind::TypeMismatch
+    );
+    p.publish_typed(&t, &[1u8; 8]).unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    assert_eq!(
+        s.subscribe_typed::<u64>("/bytes")
+            .map(|_| ())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::TypeMismatch
+    );
+}

@@ -311,3 +311,34 @@ fn a_participant_whose_heartbeat_stopped_seconds_ago_is_not_yet_abandoned() {
         "and not abandoned to the listing either"
     );
 }
+
+/// `details` reports a topic unregistered while a subscription keeps its entry as not
+/// registered, and the same name registered again meanwhile as a second, registered topic.
+#[test]
+fn details_report_an_unregistered_topic_kept_by_a_subscriber() {
+    let name = unique("si-reg");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let t = p.register("/t").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let sub = s.subscribe("/t").unwrap();
+    let d = weft::pubsub::details(&name).unwrap();
+    assert_eq!(d.topics.len(), 1);
+    assert!(d.topics[0].registered);
+    p.unregister(&t).unwrap();
+    let d = weft::pubsub::details(&name).unwrap();
+    assert_eq!(d.topics.len(), 1);
+    assert_eq!(d.topics[0].stats.name, "/t");
+    assert!(!d.topics[0].registered);
+    let _again = p.register("/t").unwrap();
+    let d = weft::pubsub::details(&name).unwrap();
+    let mut seen: Vec<bool> = d
+        .topics
+        .iter()
+        .filter(|x| x.stats.name == "/t")
+        .map(|x| x.registered)
+        .collect();
+    seen.sort();
+    assert_eq!(seen, [false, true]);
+    drop(sub);
+}
