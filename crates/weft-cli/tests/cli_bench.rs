@@ -340,3 +340,27 @@ fn bench_pubsub_fails_when_its_child_dies() {
     assert!(!run.stderr.contains("ExitStatus"), "{}", run.stderr);
     assert_eq!(bench_files(pid), Vec::<String>::new(), "left behind");
 }
+
+/// On a terminal (and without --json), bench shows a progress bar per measurement on stderr
+/// ("with progress"). Run under `script(1)` (util-linux; Debian's essential `bsdutils`) for a
+/// pseudo-terminal.
+#[test]
+fn bench_shows_progress_on_a_terminal() {
+    let out = std::process::Command::new("script")
+        .args([
+            "-qfec",
+            &format!("{WEFT} bench ring --duration 400ms >/dev/null"),
+            "/dev/null",
+        ])
+        .env("TERM", "xterm")
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script(1), from util-linux, for a pseudo-terminal");
+    assert!(out.status.success(), "{out:?}");
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        tty.contains("ring latency [") && tty.contains("ring throughput ["),
+        "no progress bars on the terminal:\n{tty}"
+    );
+}

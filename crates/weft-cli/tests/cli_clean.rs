@@ -260,3 +260,40 @@ fn clean_reports_an_object_never_made_ready_as_skipped() {
         assert!(exists(n), "left alone");
     }
 }
+
+/// The JSON report counts what it removed (or, in a dry run, would remove), and the human
+/// dry run says what it would do and that nothing was changed.
+#[test]
+fn clean_counts_removals_and_a_dry_run_says_so() {
+    let region = unique("clean-count");
+    let _c = Cleanup(vec![region.clone()]);
+    let mut p = Proc::peer(&["region", &region, "/t", "2", "0"]);
+    p.kill9();
+
+    let human = weft(&["clean", &region, "--dry-run"]);
+    assert_eq!(human.code, 0, "{human:?}");
+    let row = human
+        .stdout
+        .lines()
+        .find(|l| l.contains(&region))
+        .expect("a row");
+    assert!(row.starts_with("would remove"), "{row}");
+    assert!(
+        human.stdout.contains("dry run: nothing was changed"),
+        "{}",
+        human.stdout
+    );
+    assert!(exists(&region));
+
+    let dry = weft_json(&["clean", &region, "--dry-run"]);
+    assert_eq!((&dry["removed"], &dry["reclaimed"]), (&1.into(), &0.into()));
+    assert!(exists(&region));
+
+    let done = weft_json(&["clean", &region]);
+    assert_eq!(done["actions"][0]["action"], "remove");
+    assert_eq!(
+        (&done["removed"], &done["reclaimed"]),
+        (&1.into(), &0.into())
+    );
+    assert!(!exists(&region));
+}

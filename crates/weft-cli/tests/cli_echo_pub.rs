@@ -738,3 +738,49 @@ fn pub_on_a_typed_topic_takes_messages_of_its_size_only() {
     assert_eq!(r.code, 0, "{r:?}");
     assert_eq!(*typed.recv_timeout(Duration::from_secs(5)).unwrap(), 42);
 }
+
+/// `pub --rate HZ` without `--count` publishes until interrupted ("default: 1, or until
+/// interrupted with --rate"), and Ctrl-C ends it cleanly with its report.
+#[test]
+fn pub_rate_without_count_publishes_until_interrupted() {
+    let region = unique("rate-forever");
+    let target = format!("{region}/t");
+    let _c = Cleanup(vec![region.clone()]);
+    let mut publisher = Proc::weft(&["pub", &target, "x", "--rate", "50", "--json"]);
+    let echo = weft(&["echo", &target, "--wait", "--count", "3", "--timeout", "30"]);
+    assert_eq!(echo.code, 0, "{echo:?}");
+    assert_eq!(echo.stdout, "x\nx\nx\n");
+    assert!(
+        publisher.child.try_wait().unwrap().is_none(),
+        "pub --rate without --count stopped by itself"
+    );
+    signal("-INT", publisher.pid());
+    let run = publisher.finish(Duration::from_secs(30));
+    assert_eq!(run.code, 0, "{run:?}");
+    let doc: Value = serde_json::from_str(&run.stdout).expect("JSON report");
+    assert!(doc["published"].as_u64().unwrap() >= 3, "{doc}");
+}
+
+/// `pub --rate HZ` spaces its messages: the last of N goes out no earlier than (N-1)/HZ
+/// seconds after the first (a lower bound only; never an upper one).
+#[test]
+fn pub_rate_spaces_its_messages() {
+    let region = unique("rate-paced");
+    let _c = Cleanup(vec![region.clone()]);
+    let start = std::time::Instant::now();
+    let doc = weft_json(&[
+        "pub",
+        &format!("{region}/t"),
+        "x",
+        "--rate",
+        "10",
+        "--count",
+        "6",
+    ]);
+    let took = start.elapsed();
+    assert_eq!(doc["published"], 6);
+    assert!(
+        took >= Duration::from_millis(500),
+        "6 messages at 10 per second took only {took:?}"
+    );
+}

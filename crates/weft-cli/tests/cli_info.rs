@@ -383,3 +383,73 @@ fn info_tells_an_unregistered_topic_from_its_new_registration() {
         human.stdout
     );
 }
+
+/// The human heading counts the topics the region has, out of how many it can hold.
+#[test]
+fn info_region_counts_its_topics_out_of_its_capacity() {
+    let region = unique("info-topics");
+    let _c = Cleanup(vec![region.clone()]);
+    let _p = Proc::peer(&["region", &region, "/only", "1", "0"]);
+    let doc = weft_json(&["info", &region]);
+    let cap = doc["region"]["topic_capacity"].as_u64().unwrap();
+    assert!(cap > 1, "{doc}");
+    assert_eq!(doc["region"]["topics"].as_array().unwrap().len(), 1);
+    let human = weft(&["info", &region]);
+    assert_eq!(human.code, 0, "{human:?}");
+    let line = human
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("topics "))
+        .unwrap_or_else(|| panic!("no topics line in\n{}", human.stdout));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(
+        words[..4],
+        ["topics", "1", "of", &format!("{cap},")[..]],
+        "{line}"
+    );
+}
+
+/// A server's clients are listed by slot, numbered from 0 (the server's own row is not a
+/// slot).
+#[test]
+fn info_server_numbers_client_slots_from_zero() {
+    let server = unique("info-v");
+    let _c = Cleanup(vec![server.clone()]);
+    let _v = Proc::peer(&["server", &server]);
+    // The client's connect waits for an accept the fixture never gives; its slot is claimed
+    // meanwhile, and it gives up on its own.
+    let name = server.clone();
+    let client = std::thread::spawn(move || {
+        let _ = weft::channel::Server::connect(&name, std::time::Duration::from_secs(30));
+    });
+    let me = std::process::id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let row = loop {
+        let human = weft(&["info", &server]);
+        assert_eq!(human.code, 0, "{human:?}");
+        if let Some(l) = human
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(&me.to_string()[..]))
+        {
+            break l.to_string();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "this process never appeared as a client:\n{}",
+            human.stdout
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let doc = weft_json(&["info", &server]);
+    let clients = doc["server"]["clients"].as_array().unwrap();
+    let mine = clients.iter().find(|c| c["pid"] == me).expect("listed");
+    let slot = mine["index"].as_u64().unwrap() - 1;
+    assert_eq!(
+        row.split_whitespace().next(),
+        Some(&slot.to_string()[..]),
+        "{row}"
+    );
+    assert_eq!(slot, 0, "the first client takes slot 0: {row}");
+    drop(client);
+}
