@@ -243,6 +243,21 @@ fn poll_pause(e: &weft::Error, slice: std::time::Duration) {
     }
 }
 
+/// Opens a region with `open(config)`, waiting up to `timeout` for it to appear, slice by
+/// slice (Ctrl-C is checked between them). The wait for a creator still making the region is
+/// one slice too (`config`'s open timeout set to it): the library's own (a second) would
+/// outlast both the caller's timeout and Ctrl-C.
+fn open_sliced<T: Send>(
+    py: Python<'_>,
+    timeout: Option<Timeout>,
+    config: &Config,
+    open: impl Fn(&Config) -> weft::Result<T> + Send + Sync,
+) -> PyResult<T> {
+    sliced_retry(py, Until::new(timeout), not_there_yet, |slice| {
+        open(&config.clone().open_timeout(slice)).inspect_err(|e| poll_pause(e, slice))
+    })
+}
+
 /// Publishes on the topics of one region (`weft.Publisher.create` or `.open`).
 #[pyclass(frozen, module = "weft")]
 pub(crate) struct Publisher {
@@ -381,12 +396,8 @@ impl Publisher {
         text_signature = "(region, timeout=0.0)"
     )]
     fn open(py: Python<'_>, region: &str, timeout: Option<Timeout>) -> PyResult<Publisher> {
-        let until = Until::new(timeout);
-        let p = sliced_retry(py, until, not_there_yet, |slice| {
-            // The wait for a creator still making the region is one slice too, as in
-            // `Subscriber.connect`: the library's own (a second) would outlast Ctrl-C.
-            let config = Config::default().open_timeout(slice);
-            RsPublisher::open_with(region, &config).inspect_err(|e| poll_pause(e, slice))
+        let p = open_sliced(py, timeout, &Config::default(), |config| {
+            RsPublisher::open_with(region, config)
         })?;
         Ok(Publisher::new(p))
     }
@@ -720,12 +731,8 @@ impl Subscriber {
         wait: &str,
     ) -> PyResult<Subscriber> {
         let config = Config::default().wait(wait_strategy(wait)?);
-        let until = Until::new(timeout);
-        let s = sliced_retry(py, until, not_there_yet, |slice| {
-            // The wait for a creator still making the region is one slice too: the library's
-            // own (a second) would outlast both the caller's timeout and Ctrl-C.
-            let config = config.clone().open_timeout(slice);
-            RsSubscriber::connect_with(region, &config).inspect_err(|e| poll_pause(e, slice))
+        let s = open_sliced(py, timeout, &config, |config| {
+            RsSubscriber::connect_with(region, config)
         })?;
         Ok(Subscriber {
             inner: Local::new(Mutex::new(Some(Arc::new(s)))),
