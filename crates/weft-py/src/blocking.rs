@@ -35,7 +35,7 @@ impl Until {
     }
 
     /// The next slice: at most [`SLICE`], at most what is left (zero once passed).
-    fn slice(&self) -> Duration {
+    pub(crate) fn slice(&self) -> Duration {
         match self.0 {
             None => SLICE,
             Some(end) => end.saturating_duration_since(Instant::now()).min(SLICE),
@@ -176,6 +176,11 @@ pub(crate) struct Timeout(Option<Duration>);
 impl Timeout {
     /// Zero: look once, do not wait (the default of the calls that wait only when told to).
     pub(crate) const ZERO: Timeout = Timeout(Some(Duration::ZERO));
+
+    /// A wait of `d`.
+    pub(crate) const fn after(d: Duration) -> Timeout {
+        Timeout(Some(d))
+    }
 
     /// As a Rust `Duration`, for a call that takes its timeout whole: "as long as it takes"
     /// is `Duration::MAX`, which weft's deadlines take as no deadline at all

@@ -258,6 +258,47 @@ fn open_sliced<T: Send>(
     })
 }
 
+/// How long `Publisher::open_or_create` waits for a creator still making the region before it
+/// decides (the library's own wait, `Config`'s default open timeout).
+const CREATOR_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `Publisher::open_or_create`, its wait for a creator still making the region cut into
+/// slices (Ctrl-C checked between them). While the wait lasts a slice's open that finds the
+/// creator still at work is only looked at again; a region that is there is joined, one that
+/// is not is made. Once the whole wait has passed, the library decides as it would have after
+/// its own: it joins, replaces a leftover whose creator is gone or never named itself, or
+/// reports the live creator (`NotReadyError`).
+fn open_or_create_sliced(py: Python<'_>, region: &str, config: &Config) -> PyResult<RsPublisher> {
+    let until = Until::new(Some(Timeout::after(CREATOR_WAIT)));
+    loop {
+        let slice = until.slice();
+        let done = py
+            .detach(|| {
+                if slice.is_zero() {
+                    let decide = config.clone().open_timeout(std::time::Duration::ZERO);
+                    return RsPublisher::open_or_create(region, &decide).map(Some);
+                }
+                match RsPublisher::open_with(region, &config.clone().open_timeout(slice)) {
+                    Err(weft::Error::NotReady {
+                        creator_gone: false,
+                        ..
+                    }) => Ok(None),
+                    // Not there (or its creator is gone): the library's own call makes it,
+                    // with its whole wait for the creator of a region made meanwhile.
+                    Err(weft::Error::NotFound { .. } | weft::Error::NotReady { .. }) => {
+                        RsPublisher::open_or_create(region, config).map(Some)
+                    }
+                    other => other.map(Some),
+                }
+            })
+            .py()?;
+        if let Some(p) = done {
+            return Ok(p);
+        }
+        py.check_signals()?;
+    }
+}
+
 /// Publishes on the topics of one region (`weft.Publisher.create` or `.open`).
 #[pyclass(frozen, module = "weft")]
 pub(crate) struct Publisher {
@@ -348,7 +389,9 @@ impl Publisher {
     /// Joins the region `region` as another publisher, or creates it with the shape given
     /// (as `create` takes it) when there is none: for processes that do not know which of
     /// them starts first. A region that exists keeps its own shape (`max_len` says what it
-    /// has); `created` says which happened.
+    /// has); `created` says which happened. A region another process is still making is
+    /// waited for up to a second (Ctrl-C ends the wait), then joined; a leftover whose creator
+    /// is gone is replaced, and a creator alive but not done by then is `weft.NotReadyError`.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments, one per Config setting
     #[pyo3(signature = (
@@ -373,10 +416,7 @@ impl Publisher {
             participants,
             max_held,
         );
-        let p = py
-            .detach(|| RsPublisher::open_or_create(region, &config))
-            .py()?;
-        Ok(Publisher::new(p))
+        Ok(Publisher::new(open_or_create_sliced(py, region, &config)?))
     }
 
     /// Whether this publisher created its region (`create`, or `open_or_create` finding

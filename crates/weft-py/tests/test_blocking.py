@@ -158,6 +158,21 @@ def test_ctrl_c_ends_a_server_connect_and_frees_its_slot(name):
     assert left == [], left
 
 
+def test_ctrl_c_ends_open_or_create_waiting_for_a_creator(name):
+    """A creator between its exclusive create and its header leaves an empty file, and
+    `open_or_create` waits up to a second for it to name itself. Ctrl-C ends that wait and
+    leaves the file alone: nothing is decided before the whole wait has passed."""
+    half_made = SHM / f"weft.{name}"
+    half_made.touch(mode=0o600)
+    latency = interrupted_in(lambda: weft.Publisher.open_or_create(name), after=0.3)
+    assert latency < 5.0
+    assert half_made.stat().st_size == 0  # not replaced
+    # Waited out, the leftover (no creator ever named itself) is replaced.
+    p = weft.Publisher.open_or_create(name, blocks=8)
+    assert p.created and half_made.stat().st_size > 0
+    p.close()
+
+
 def test_other_threads_run_while_one_blocks(name):
     w = weft.StreamWriter.create(name, 4096)
     r = weft.StreamReader.open(name)
