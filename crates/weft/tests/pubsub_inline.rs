@@ -1364,6 +1364,8 @@ fn try_recv_into_refuses_a_buffer_one_byte_short() {
     let s = Subscriber::connect(&name).unwrap();
     let mut si = s.subscribe("/i").unwrap();
     let mut sb = s.subscribe("/b").unwrap();
+    // The length each needs, as the subscription says it.
+    assert_eq!((si.max_len(), sb.max_len()), (8, 256));
     p.publish(&inl, &5u64.to_le_bytes()).unwrap();
     p.publish(&blk, b"abc").unwrap();
     let mut short = [0u8; 7];

@@ -3105,6 +3105,15 @@ impl Subscription {
         self.next
     }
 
+    /// The longest message the topic can carry: an inline topic's message size, else the
+    /// region's block size. The buffer [`Subscription::try_recv_into`] needs is this long.
+    pub fn max_len(&self) -> usize {
+        match self.inline {
+            Some((_, size)) => size as usize,
+            None => self.member.region.geo.block_size as usize,
+        }
+    }
+
     /// The next message, if one is there.
     ///
     /// # Errors
@@ -3252,8 +3261,8 @@ impl Subscription {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`], before anything is received, when `buf` is shorter than
-    /// the largest message the topic can carry (an inline topic's message size, else the
-    /// region's block size); as [`Subscription::try_recv`].
+    /// the largest message the topic can carry ([`Subscription::max_len`]: an inline topic's
+    /// message size, else the region's block size); as [`Subscription::try_recv`].
     ///
     /// # Examples
     /// ```
@@ -3273,16 +3282,12 @@ impl Subscription {
     /// # Ok::<(), weft::Error>(())
     /// ```
     pub fn try_recv_into(&mut self, buf: &mut [u8]) -> Result<usize> {
-        let most = match self.inline {
-            Some((_, size)) => size as u64,
-            None => self.member.region.geo.block_size,
-        };
-        if (buf.len() as u64) < most {
+        if buf.len() < self.max_len() {
             return Err(Error::InvalidArgument {
                 what: "buffer length for try_recv_into",
                 value: buf.len() as u64,
-                expected: "at least the topic's largest message (an inline topic's message \
-                           size, else the region's block size)",
+                expected: "at least the topic's largest message, `Subscription::max_len()` \
+                           (an inline topic's message size, else the region's block size)",
             });
         }
         self.try_recv_prefix(buf)
