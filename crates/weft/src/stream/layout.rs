@@ -21,7 +21,7 @@ pub(crate) struct Line<T>(pub(crate) T);
 #[derive(Debug, Default)]
 #[repr(C)]
 pub(crate) struct Config {
-    /// Bytes in the data area; a multiple of `align`, at least `2 * MIN_RECORD`.
+    /// Bytes in the data area; a multiple of `align`, at least 4 record headers, at most 2^48.
     pub(crate) capacity: AtomicU64,
     /// Record alignment: 8, 64 or 4096.
     pub(crate) align: AtomicU64,
