@@ -758,7 +758,8 @@ weft_status weft_subscriber_connect(const char *region,
                                     weft_subscriber_t **subscriber);
 
 // As `weft_subscriber_connect` with default settings, waiting up to `timeout_ms` for the
-// region to appear (`WEFT_ERROR_TIMEOUT` if it does not).
+// region to appear (`WEFT_ERROR_NOT_FOUND` if it does not, `WEFT_ERROR_NOT_READY` if its
+// creator did not finish it in time).
 //
 // # Safety
 // `region` is a NUL-terminated string; `subscriber` is valid for writing a pointer.
@@ -797,7 +798,7 @@ weft_status weft_subscriber_subscribe_with_history(const weft_subscriber_t *subs
                                                    weft_subscription_t **subscription);
 
 // As `weft_subscriber_subscribe`, waiting up to `timeout_ms` for a publisher to register
-// the topic (`WEFT_ERROR_TIMEOUT` if none does).
+// the topic (`WEFT_ERROR_NOT_FOUND` if none does).
 //
 // # Safety
 // As `weft_subscriber_subscribe`.

@@ -638,7 +638,7 @@ class subscriber {
         detail::check(weft_subscriber_connect(detail::c_name(region), cfg, &h));
         return subscriber(h);
     }
-    // Waits up to `timeout` for the region to appear; throws error(WEFT_ERROR_TIMEOUT) if it
+    // Waits up to `timeout` for the region to appear; throws error(WEFT_ERROR_NOT_FOUND) if it
     // does not (an opening call: no optional).
     template <typename Rep, typename Period>
     static subscriber connect_for(const std::string &region,
@@ -655,7 +655,7 @@ class subscriber {
         return weft::subscription(s);
     }
     // Waits up to `timeout` for a publisher to register `topic`; throws
-    // error(WEFT_ERROR_TIMEOUT) if none does (an opening call: no optional).
+    // error(WEFT_ERROR_NOT_FOUND) if none does (an opening call: no optional).
     template <typename Rep, typename Period>
     weft::subscription subscribe_for(const std::string &topic,
                                      std::chrono::duration<Rep, Period> timeout) const {

@@ -763,7 +763,8 @@ pub unsafe extern "C" fn weft_subscriber_connect(
 }
 
 /// As `weft_subscriber_connect` with default settings, waiting up to `timeout_ms` for the
-/// region to appear (`WEFT_ERROR_TIMEOUT` if it does not).
+/// region to appear (`WEFT_ERROR_NOT_FOUND` if it does not, `WEFT_ERROR_NOT_READY` if its
+/// creator did not finish it in time).
 ///
 /// # Safety
 /// `region` is a NUL-terminated string; `subscriber` is valid for writing a pointer.
@@ -897,7 +898,7 @@ pub unsafe extern "C" fn weft_subscriber_subscribe_with_history(
 }
 
 /// As `weft_subscriber_subscribe`, waiting up to `timeout_ms` for a publisher to register
-/// the topic (`WEFT_ERROR_TIMEOUT` if none does).
+/// the topic (`WEFT_ERROR_NOT_FOUND` if none does).
 ///
 /// # Safety
 /// As `weft_subscriber_subscribe`.

@@ -2716,7 +2716,10 @@ impl Subscriber {
     /// Connects, waiting up to `timeout` for the region to appear.
     ///
     /// # Errors
-    /// [`Error::Timeout`] if it does not; as [`Publisher::open`].
+    /// As [`Publisher::open`], at the end of the wait: [`Error::NotFound`] if the region did
+    /// not appear, [`Error::NotReady`] if its creator did not finish it (as
+    /// [`StreamReader::open_timeout`](crate::stream::StreamReader::open_timeout) and
+    /// [`Server::connect`](crate::channel::Server::connect) say what they did not find).
     pub fn connect_timeout(region: &str, timeout: Duration) -> Result<Subscriber> {
         let deadline = Deadline::after(timeout);
         loop {
@@ -2726,7 +2729,6 @@ impl Subscriber {
                 Err(Error::NotFound { .. }) if !deadline.expired() => {
                     std::thread::sleep(Duration::from_millis(2))
                 }
-                Err(Error::NotFound { .. }) => return Err(Error::Timeout),
                 other => return other,
             }
         }
@@ -2955,7 +2957,8 @@ impl Subscriber {
     /// Subscribes to `topic`, waiting up to `timeout` for a publisher to register it.
     ///
     /// # Errors
-    /// [`Error::Timeout`] if it is not registered in time; as [`Subscriber::subscribe`].
+    /// As [`Subscriber::subscribe`], at the end of the wait: [`Error::NotFound`] if no
+    /// publisher registered the topic in time.
     pub fn subscribe_timeout(&self, topic: &str, timeout: Duration) -> Result<Subscription> {
         let deadline = Deadline::after(timeout);
         loop {
@@ -2963,7 +2966,6 @@ impl Subscriber {
                 Err(Error::NotFound { .. }) if !deadline.expired() => {
                     std::thread::sleep(Duration::from_millis(1))
                 }
-                Err(Error::NotFound { .. }) => return Err(Error::Timeout),
                 other => return other,
             }
         }
