@@ -725,3 +725,568 @@ fn a_slot_epoch_past_2_63_still_connects() {
         );
     }
 }
+
+// ---- : tests added by the mutation audit of the channel area ----------------------------
+
+/// A one-to-one pair made with `opts` on both sides: (listener, connector).
+fn one_to_one_with(name: &str, opts: &ChannelOptions) -> (Channel, Channel) {
+    let n = name.to_string();
+    let o = opts.clone();
+    let listener = std::thread::spawn(move || Channel::listen_with(&n, T, &o).unwrap());
+    let connector = Channel::connect_with(name, T, opts).unwrap();
+    (listener.join().unwrap(), connector)
+}
+
+/// A base name of exactly `NAME_MAX` (158) bytes is valid for every open; one byte more is
+/// `InvalidName` for every open, connects included.
+#[test]
+fn name_limits_are_exact_and_every_open_checks_them() {
+    let mut name = unique("rv-name-max");
+    while name.len() < weft::channel::NAME_MAX {
+        name.push('n');
+    }
+    assert_eq!(name.len(), 158);
+    let _c = Sweep(name.clone());
+    assert!(matches!(Channel::listen(&name, SHORT), Err(Error::Timeout)));
+    assert!(matches!(
+        Channel::connect(&name, SHORT),
+        Err(Error::Timeout)
+    ));
+    let mut server = Server::bind(&name).unwrap();
+    let n = name.clone();
+    let client = std::thread::spawn(move || Server::connect(&n, T).map(|_| ()));
+    server.accept_timeout(T).unwrap();
+    client.join().unwrap().unwrap();
+    drop(server);
+
+    let long = format!("{name}n");
+    assert!(matches!(
+        Channel::connect(&long, SHORT),
+        Err(Error::InvalidName { .. })
+    ));
+    assert!(matches!(
+        Channel::connect_with(&long, SHORT, &ChannelOptions::new()),
+        Err(Error::InvalidName { .. })
+    ));
+    assert!(matches!(
+        Server::connect(&long, SHORT),
+        Err(Error::InvalidName { .. })
+    ));
+    assert!(!std::path::Path::new(&common::shm_path(&format!("{long}.c2s"))).exists());
+}
+
+/// `forget` of a request whose reply has not come yet: no longer in flight, and its reply,
+/// when it comes, is dropped by the reply wait that reads it (`recv_reply` returns the next
+/// request's reply, not the forgotten one).
+#[test]
+fn forget_before_the_reply_arrives() {
+    let name = unique("rv-forget-early");
+    let _c = Sweep(name.clone());
+    let (mut l, mut c) = one_to_one(&name);
+    let a = c.send_request(b"a").unwrap();
+    c.forget(a).unwrap();
+    assert_eq!(c.in_flight(), 0);
+    assert!(matches!(c.forget(a), Err(Error::InvalidArgument { .. })));
+    let b = c.send_request(b"b").unwrap();
+    assert_eq!(c.in_flight(), 1);
+    for _ in 0..2 {
+        let req = l.recv_request_timeout(T).unwrap();
+        let body = req.to_vec();
+        req.reply(&body).unwrap();
+    }
+    let r = c.recv_reply_timeout(T).unwrap();
+    assert_eq!((r.id(), &*r), (b, &b"b"[..]));
+    drop(r);
+    assert_eq!(c.in_flight(), 0);
+}
+
+/// A request forgotten by `call_timeout_forget` is no longer awaited: waiting for its id is
+/// `InvalidArgument`. And only a timeout forgets: a call that fails otherwise (here a reply
+/// shorter than its id, `Corrupt`) leaves its request in flight, its reply still awaited.
+#[test]
+fn only_a_timeout_forgets_and_a_forgotten_id_is_not_awaited() {
+    let name = unique("rv-forget-id");
+    let _c = Sweep(name.clone());
+    let (mut l, mut c) = one_to_one(&name);
+    assert!(matches!(
+        c.call_timeout_forget(b"q", SHORT).map(|_| ()),
+        Err(Error::Timeout)
+    ));
+    let req = l.recv_request_timeout(T).unwrap();
+    let forgotten = req.id();
+    drop(req);
+    assert!(matches!(
+        c.try_wait_reply(forgotten).map(|_| ()),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        c.wait_reply_timeout(forgotten, SHORT).map(|_| ()),
+        Err(Error::InvalidArgument { .. })
+    ));
+    l.reply(forgotten, b"late").unwrap();
+
+    // A hostile short record ends the call with Corrupt: the request stays in flight.
+    l.send(b"x").unwrap();
+    assert!(matches!(
+        c.call_timeout_forget(b"kept", T).map(|_| ()),
+        Err(Error::Corrupt { .. })
+    ));
+    assert_eq!(c.in_flight(), 1);
+    let req = l.recv_request_timeout(T).unwrap();
+    let kept = req.id();
+    req.reply(b"answer").unwrap();
+    assert_eq!(&*c.wait_reply_timeout(kept, T).unwrap(), b"answer");
+    assert_eq!(c.in_flight(), 0);
+}
+
+/// Replies kept while another was awaited come out of `recv_reply` in arrival order.
+#[test]
+fn kept_replies_come_in_arrival_order() {
+    let name = unique("rv-order");
+    let _c = Sweep(name.clone());
+    let (mut l, mut c) = one_to_one(&name);
+    let ids: Vec<RequestId> = (0..4u8).map(|i| c.send_request(&[i]).unwrap()).collect();
+    for _ in 0..4 {
+        let req = l.recv_request_timeout(T).unwrap();
+        let body = req.to_vec();
+        req.reply(&body).unwrap();
+    }
+    // Waiting for the last keeps the first three, in the order they came.
+    assert_eq!(&*c.wait_reply_timeout(ids[3], T).unwrap(), &[3]);
+    for (i, id) in ids.iter().take(3).enumerate() {
+        let r = c.recv_reply_timeout(T).unwrap();
+        assert_eq!((r.id(), &*r), (*id, &[i as u8][..]));
+    }
+    assert_eq!(c.in_flight(), 0);
+}
+
+/// Every way of sending a request gives it an id of its own, in place or not.
+#[test]
+fn every_request_form_takes_a_fresh_id() {
+    let name = unique("rv-ids");
+    let _c = Sweep(name.clone());
+    let (mut l, mut c) = one_to_one(&name);
+    let mut ids = Vec::new();
+    let mut g = c.reserve_request(1).unwrap();
+    g[0] = 0;
+    ids.push(g.commit(1).unwrap());
+    let mut g = c.try_reserve_request(1).unwrap();
+    g[0] = 1;
+    ids.push(g.commit(1).unwrap());
+    let mut g = c.reserve_request_timeout(1, T).unwrap();
+    g[0] = 2;
+    ids.push(g.commit(1).unwrap());
+    ids.push(c.send_request(&[3]).unwrap());
+    ids.push(c.try_send_request(&[4]).unwrap());
+    ids.push(c.send_request_timeout(&[5], T).unwrap());
+    let mut distinct = ids.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+    assert_eq!(c.in_flight(), ids.len());
+    for (i, id) in ids.iter().enumerate() {
+        let req = l.recv_request_timeout(T).unwrap();
+        assert_eq!((req.id(), &*req), (*id, &[i as u8][..]));
+    }
+    // Answered last to first, each reply goes to its own request.
+    for (i, id) in ids.iter().enumerate().rev() {
+        l.reply(*id, &[i as u8 + 100]).unwrap();
+    }
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(&*c.wait_reply_timeout(*id, T).unwrap(), &[i as u8 + 100]);
+    }
+}
+
+/// A commit longer than the reservation sends nothing, and a request refused that way is not
+/// in flight.
+#[test]
+fn a_refused_commit_sends_nothing_and_counts_nothing() {
+    let name = unique("rv-commit");
+    let _c = Sweep(name.clone());
+    let (mut l, mut c) = one_to_one(&name);
+    let g = c.reserve_request(4).unwrap();
+    assert!(matches!(
+        g.commit(1 << 20),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(c.in_flight(), 0);
+    assert!(matches!(
+        c.recv_reply_timeout(SHORT).map(|_| ()),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        l.try_recv_request().map(|_| ()),
+        Err(Error::Empty)
+    ));
+    let g = l.reserve_reply(RequestId(1), 4).unwrap();
+    assert!(matches!(
+        g.commit(1 << 20),
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(c.try_recv().map(|_| ()), Err(Error::Empty)));
+    // A `fill` that says it wrote more than it reserved (up to `usize::MAX`, which with the
+    // id header would wrap to a frame shorter than its id) sends nothing.
+    for said in [5, 1 << 20, usize::MAX - 7, usize::MAX] {
+        let id = c.send_request(b"q").unwrap();
+        let req = l.recv_request_timeout(T).unwrap();
+        assert!(matches!(
+            req.reply_with(4, |_, _| said),
+            Err(Error::InvalidArgument { .. })
+        ));
+        assert!(
+            matches!(c.try_recv().map(|_| ()), Err(Error::Empty)),
+            "{said}"
+        );
+        c.forget(id).unwrap();
+    }
+}
+
+/// Lengths past what a stream can hold are refused by every form, a length whose id header
+/// overflows `usize` included; `max_message_len` is exact for raw records and 8 bytes more than
+/// the largest request or reply.
+#[test]
+fn message_limits_are_exact() {
+    let name = unique("rv-limits");
+    let _c = Sweep(name.clone());
+    let opts = ChannelOptions::new().capacity(4096);
+    let (mut l, mut c) = one_to_one_with(&name, &opts);
+    for len in [usize::MAX, usize::MAX - 7, usize::MAX - 8] {
+        assert!(c.try_reserve_request(len).map(drop).is_err(), "{len}");
+        assert!(
+            c.reserve_request_timeout(len, SHORT).map(drop).is_err(),
+            "{len}"
+        );
+        assert!(l.try_reserve_reply(RequestId(1), len).map(drop).is_err());
+    }
+    assert!(matches!(
+        c.try_reserve_request(usize::MAX).map(drop),
+        Err(Error::InvalidArgument { .. })
+    ));
+    let max = c.max_message_len();
+    assert!(max > 8);
+    c.try_send(&vec![1u8; max]).unwrap();
+    assert_eq!(l.recv_timeout(T).unwrap().len(), max);
+    assert!(matches!(
+        c.try_send(&vec![1u8; max + 1]),
+        Err(Error::TooLarge { .. })
+    ));
+    let id = c.try_send_request(&vec![2u8; max - 8]).unwrap();
+    let req = l.recv_request_timeout(T).unwrap();
+    assert_eq!((req.id(), req.len()), (id, max - 8));
+    drop(req);
+    assert!(matches!(
+        c.try_send_request(&vec![2u8; max - 7]),
+        Err(Error::TooLarge { .. })
+    ));
+    let lmax = l.max_message_len();
+    l.try_reply(id, &vec![3u8; lmax - 8]).unwrap();
+    assert_eq!(c.wait_reply_timeout(id, T).unwrap().len(), lmax - 8);
+    assert!(matches!(
+        l.try_send(&vec![3u8; lmax + 1]),
+        Err(Error::TooLarge { .. })
+    ));
+}
+
+/// Requests and replies may be empty: the frame is then its id alone.
+#[test]
+fn empty_requests_and_replies() {
+    let name = unique("rv-empty");
+    let _c = Sweep(name.clone());
+    let (mut l, mut c) = one_to_one(&name);
+    let id = c.send_request(b"").unwrap();
+    let req = l.recv_request_timeout(T).unwrap();
+    assert_eq!((req.id(), req.len()), (id, 0));
+    req.reply(b"").unwrap();
+    let r = c.wait_reply_timeout(id, T).unwrap();
+    assert_eq!((r.id(), r.len()), (id, 0));
+}
+
+/// `name` is the stream this side writes: `NAME.s2c` for the listener, `NAME.c2s` for the
+/// connector.
+#[test]
+fn name_is_the_stream_this_side_writes() {
+    let name = unique("rv-names");
+    let _c = Sweep(name.clone());
+    let (l, c) = one_to_one(&name);
+    assert_eq!(l.name(), format!("{name}.s2c"));
+    assert_eq!(c.name(), format!("{name}.c2s"));
+    let name = unique("rv-names-srv");
+    let _c2 = Sweep(name.clone());
+    let (server, conn, client) = server_pair(&name, &ChannelOptions::new());
+    assert_eq!(server.name(), name);
+    assert!(
+        conn.name().starts_with(&format!("{name}.0.")),
+        "{}",
+        conn.name()
+    );
+    assert!(conn.name().ends_with(".s2c"), "{}", conn.name());
+    assert!(client.name().ends_with(".c2s"), "{}", client.name());
+}
+
+/// Fills `ch`'s outgoing stream with raw records, down to no room for a 1-byte one; returns
+/// how many.
+fn fill(ch: &mut Channel) -> usize {
+    let mut n = 0;
+    for len in [500, 64, 1] {
+        while ch.try_send(&vec![7u8; len]).is_ok() {
+            n += 1;
+        }
+    }
+    assert!(matches!(ch.try_send(b"s"), Err(Error::Full)));
+    n
+}
+
+/// Reads `n` raw records from `ch` after a pause (so that the other side is waiting first).
+fn drain_later(ch: &mut Channel, n: usize) {
+    std::thread::sleep(Duration::from_millis(50));
+    for _ in 0..n {
+        drop(ch.recv_timeout(T).unwrap());
+    }
+}
+
+/// Every blocking form waits for room in a full stream and succeeds once the peer reads,
+/// instead of failing with `Full`.
+#[test]
+fn blocking_forms_wait_for_room() {
+    let name = unique("rv-block");
+    let _c = Sweep(name.clone());
+    let opts = ChannelOptions::new().capacity(4096);
+    let (mut l, mut c) = one_to_one_with(&name, &opts);
+
+    // Client to server: send, reserve, send_request, reserve_request.
+    for form in 0..4 {
+        let n = fill(&mut c);
+        std::thread::scope(|s| {
+            s.spawn(|| drain_later(&mut l, n));
+            match form {
+                0 => c.send(b"s").unwrap(),
+                1 => {
+                    let mut g = c.reserve(1).unwrap();
+                    g[0] = b's';
+                    g.commit(1).unwrap();
+                }
+                2 => drop(c.send_request(b"s").unwrap()),
+                _ => {
+                    let mut g = c.reserve_request(1).unwrap();
+                    g[0] = b's';
+                    g.commit(1).unwrap();
+                }
+            }
+        });
+        let got = l.recv_timeout(T).unwrap();
+        assert_eq!(got.last(), Some(&b's'), "form {form}");
+    }
+    // Forget the two requests sent above (never answered).
+    let pending: Vec<RequestId> = (1..=2).map(RequestId).collect();
+    for id in pending {
+        c.forget(id).unwrap();
+    }
+
+    // Server to client: Channel::reply, reserve_reply, Request::reply, Request::reply_with.
+    for form in 0..4 {
+        let id = c.send_request(b"q").unwrap();
+        let n = fill(&mut l);
+        if form < 2 {
+            assert_eq!(l.recv_request_timeout(T).unwrap().id(), id);
+        }
+        std::thread::scope(|s| {
+            let c = &mut c;
+            s.spawn(move || drain_later(c, n));
+            match form {
+                0 => l.reply(id, b"r").unwrap(),
+                1 => {
+                    let mut g = l.reserve_reply(id, 1).unwrap();
+                    g[0] = b'r';
+                    g.commit(1).unwrap();
+                }
+                2 => {
+                    let req = l.recv_request_timeout(T).unwrap();
+                    assert_eq!(req.id(), id);
+                    req.reply(b"r").unwrap();
+                }
+                _ => {
+                    let req = l.recv_request_timeout(T).unwrap();
+                    assert_eq!(req.id(), id);
+                    req.reply_with(1, |_, out| {
+                        out[0] = b'r';
+                        1
+                    })
+                    .unwrap();
+                }
+            }
+        });
+        assert_eq!(&*c.wait_reply_timeout(id, T).unwrap(), b"r", "form {form}");
+    }
+}
+
+/// A server of the most slots, 256, binds, says so and serves a client; every slot of a
+/// server takes a client at once, the next client is `Full`, and a connected client's request
+/// is accepted once only.
+#[test]
+fn every_slot_takes_a_client_up_to_256() {
+    let name = unique("rv-256");
+    let _c = Sweep(name.clone());
+    let (server, mut conn, mut client) = server_pair(&name, &ChannelOptions::new().slots(256));
+    assert_eq!(server.slots(), 256);
+    client.send(b"hi").unwrap();
+    assert_eq!(&*conn.recv_timeout(T).unwrap(), b"hi");
+    drop((server, conn, client));
+
+    let name = unique("rv-2slots");
+    let _c2 = Sweep(name.clone());
+    let opts = ChannelOptions::new().slots(2);
+    let (mut server, _conn1, _client1) = server_pair(&name, &opts);
+    let n = name.clone();
+    let second = std::thread::spawn(move || Server::connect(&n, T));
+    let mut conn2 = server.accept_timeout(T).unwrap();
+    let mut client2 = second.join().unwrap().unwrap();
+    assert_eq!(server.slots_in_use(), 2);
+    client2.send(b"two").unwrap();
+    assert_eq!(&*conn2.recv_timeout(T).unwrap(), b"two");
+    assert!(matches!(Server::connect(&name, SHORT), Err(Error::Full)));
+    assert!(matches!(server.try_accept().map(|_| ()), Err(Error::Empty)));
+}
+
+/// A client that finds every slot taken waits, within its timeout, for one to be freed.
+#[test]
+fn a_client_waits_for_a_slot_freed_in_time() {
+    let name = unique("rv-slot-wait");
+    let _c = Sweep(name.clone());
+    let opts = ChannelOptions::new().slots(1);
+    let (mut server, conn, client) = server_pair(&name, &opts);
+    let n = name.clone();
+    let waiting = std::thread::spawn(move || Server::connect(&n, T));
+    // Let the second client find the server full first (the result does not depend on it).
+    std::thread::sleep(Duration::from_millis(100));
+    drop(client);
+    drop(conn);
+    let mut conn2 = server.accept_timeout(T).unwrap();
+    let mut client2 = waiting
+        .join()
+        .unwrap()
+        .unwrap_or_else(|e| panic!("a slot was freed within the timeout, yet: {e}"));
+    client2.send(b"in").unwrap();
+    assert_eq!(&*conn2.recv_timeout(T).unwrap(), b"in");
+}
+
+/// A server dropped while a client waits for its answer: the client gets `Closed` (the server
+/// left), not a timeout.
+#[test]
+fn a_server_that_leaves_while_a_client_waits_says_closed() {
+    let name = unique("rv-srv-left");
+    let _c = Sweep(name.clone());
+    let server = Server::bind(&name).unwrap();
+    let n = name.clone();
+    let waiting = std::thread::spawn(move || Server::connect(&n, Duration::from_secs(8)));
+    let since = Instant::now();
+    while server.slots_in_use() == 0 {
+        assert!(since.elapsed() < T, "the client never claimed a slot");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(server);
+    match waiting.join().unwrap() {
+        Err(Error::Closed) => {}
+        other => panic!("connect gave {:?}", other.map(|_| ())),
+    }
+}
+
+/// A well-formed rendezvous whose server row was never claimed: no server is there, so a
+/// connect ends with `NotFound` (after waiting its timeout for one), not `Closed`.
+#[test]
+fn a_rendezvous_without_a_server_is_not_found() {
+    let name = unique("rv-no-srv");
+    let _c = Sweep(name.clone());
+    write_file(&name, &fake_rendezvous(2, 768));
+    match Server::connect(&name, SHORT) {
+        Err(Error::NotFound { .. }) => {}
+        other => panic!("connect gave {:?}", other.map(|_| ())),
+    }
+}
+
+/// A client the server cannot serve (here its stream's name is taken by a foreign file) is
+/// refused: the client gets `Closed`, and the server's accept does not report it.
+#[test]
+fn a_refused_client_gets_closed() {
+    use std::os::unix::fs::FileExt;
+    let name = unique("rv-refused");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind(&name).unwrap();
+    // The instance is the rendezvous's creation time (header bytes 40..48); the first claim
+    // of slot 0 is generation 1.
+    let f = std::fs::File::open(common::shm_path(&name)).unwrap();
+    let mut b = [0u8; 8];
+    f.read_exact_at(&mut b, 40).unwrap();
+    let instance = u64::from_le_bytes(b);
+    write_file(&format!("{name}.0.{instance:x}-1.s2c"), &[0xAB; 4096]);
+    let n = name.clone();
+    let client = std::thread::spawn(move || Server::connect(&n, T).map(|_| ()));
+    let since = Instant::now();
+    while !client.is_finished() {
+        assert!(since.elapsed() < T, "the client never ended");
+        match server.accept_timeout(SHORT) {
+            Err(Error::Timeout) => {}
+            other => panic!("accept gave {:?}", other.map(|_| ())),
+        }
+    }
+    match client.join().unwrap() {
+        Err(Error::Closed) => {}
+        other => panic!("connect gave {other:?}"),
+    }
+}
+
+/// `inspect` lists the slots clients claimed, no others.
+#[test]
+fn inspect_lists_claimed_slots_only() {
+    let name = unique("rv-inspect");
+    let _c = Sweep(name.clone());
+    let opts = ChannelOptions::new().slots(4);
+    let server = Server::bind_with(&name, &opts).unwrap();
+    let info = Server::inspect(&name).unwrap();
+    assert_eq!((info.slots, info.clients.len()), (4, 0));
+    drop(server);
+    let name = unique("rv-inspect2");
+    let _c2 = Sweep(name.clone());
+    let (_server, _conn, _client) = server_pair(&name, &opts);
+    let info = Server::inspect(&name).unwrap();
+    assert_eq!((info.slots, info.clients.len()), (4, 1));
+}
+
+/// The server accepts and closes its channel, having sent one record, before the client opened
+/// the server's stream: the client still gets its channel, the record, then `Closed`.
+#[test]
+fn a_server_channel_closed_before_the_client_opens_it_is_read() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use weft::shm::{HandshakeStep, pause_handshake_at};
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+    fn hold() {
+        if std::thread::current().name() == Some("rv-hold") {
+            let since = Instant::now();
+            while !RELEASE.load(Ordering::Acquire) && since.elapsed() < T {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+    assert!(pause_handshake_at(HandshakeStep::ClientAnswered, hold));
+    let name = unique("rv-closed-early");
+    let _c = Sweep(name.clone());
+    let mut server = Server::bind(&name).unwrap();
+    let n = name.clone();
+    let client = std::thread::Builder::new()
+        .name("rv-hold".into())
+        .spawn(move || -> weft::Result<(Vec<u8>, Error)> {
+            let mut ch = Server::connect(&n, T)?;
+            let got = ch.recv_timeout(T)?.to_vec();
+            Ok((got, ch.recv_timeout(T).unwrap_err()))
+        })
+        .unwrap();
+    let mut conn = server.accept_timeout(T).unwrap();
+    conn.send(b"bye").unwrap();
+    drop(conn);
+    RELEASE.store(true, Ordering::Release);
+    let (got, after) = client
+        .join()
+        .unwrap()
+        .unwrap_or_else(|e| panic!("connect: {e}"));
+    assert_eq!(got, b"bye");
+    assert!(matches!(after, Error::Closed), "{after:?}");
+}
