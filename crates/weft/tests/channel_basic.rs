@@ -590,7 +590,7 @@ fn a_stream_never_made_ready_is_waited_on_within_the_timeout() {
 #[test]
 fn a_listener_whose_reader_left_pairs_with_the_next_connector() {
     use weft::stream::StreamReader;
-    let name = unique("ch-rv-left");
+    let name = unique("ch-left");
     let _c = Sweep(name.clone());
     let n = name.clone();
     let listener = std::thread::spawn(move || Channel::listen(&n, Duration::from_secs(4)));
@@ -741,7 +741,7 @@ fn one_to_one_with(name: &str, opts: &ChannelOptions) -> (Channel, Channel) {
 /// `InvalidName` for every open, connects included.
 #[test]
 fn name_limits_are_exact_and_every_open_checks_them() {
-    let mut name = unique("rv-name-max");
+    let mut name = unique("ch-name-max");
     while name.len() < weft::channel::NAME_MAX {
         name.push('n');
     }
@@ -780,7 +780,7 @@ fn name_limits_are_exact_and_every_open_checks_them() {
 /// request's reply, not the forgotten one).
 #[test]
 fn forget_before_the_reply_arrives() {
-    let name = unique("rv-forget-early");
+    let name = unique("ch-forget-early");
     let _c = Sweep(name.clone());
     let (mut l, mut c) = one_to_one(&name);
     let a = c.send_request(b"a").unwrap();
@@ -805,7 +805,7 @@ fn forget_before_the_reply_arrives() {
 /// shorter than its id, `Corrupt`) leaves its request in flight, its reply still awaited.
 #[test]
 fn only_a_timeout_forgets_and_a_forgotten_id_is_not_awaited() {
-    let name = unique("rv-forget-id");
+    let name = unique("ch-forget-id");
     let _c = Sweep(name.clone());
     let (mut l, mut c) = one_to_one(&name);
     assert!(matches!(
@@ -842,7 +842,7 @@ fn only_a_timeout_forgets_and_a_forgotten_id_is_not_awaited() {
 /// Replies kept while another was awaited come out of `recv_reply` in arrival order.
 #[test]
 fn kept_replies_come_in_arrival_order() {
-    let name = unique("rv-order");
+    let name = unique("ch-order");
     let _c = Sweep(name.clone());
     let (mut l, mut c) = one_to_one(&name);
     let ids: Vec<RequestId> = (0..4u8).map(|i| c.send_request(&[i]).unwrap()).collect();
@@ -863,7 +863,7 @@ fn kept_replies_come_in_arrival_order() {
 /// Every way of sending a request gives it an id of its own, in place or not.
 #[test]
 fn every_request_form_takes_a_fresh_id() {
-    let name = unique("rv-ids");
+    let name = unique("ch-ids");
     let _c = Sweep(name.clone());
     let (mut l, mut c) = one_to_one(&name);
     let mut ids = Vec::new();
@@ -901,13 +901,14 @@ fn every_request_form_takes_a_fresh_id() {
 /// in flight.
 #[test]
 fn a_refused_commit_sends_nothing_and_counts_nothing() {
-    let name = unique("rv-commit");
+    let name = unique("ch-commit");
     let _c = Sweep(name.clone());
     let (mut l, mut c) = one_to_one(&name);
     let g = c.reserve_request(4).unwrap();
+    // The error names the length asked for, not the frame's (8 bytes more, for the id).
     assert!(matches!(
         g.commit(1 << 20),
-        Err(Error::InvalidArgument { .. })
+        Err(Error::InvalidArgument { value, .. }) if value == 1 << 20
     ));
     assert_eq!(c.in_flight(), 0);
     assert!(matches!(
@@ -921,7 +922,7 @@ fn a_refused_commit_sends_nothing_and_counts_nothing() {
     let g = l.reserve_reply(RequestId(1), 4).unwrap();
     assert!(matches!(
         g.commit(1 << 20),
-        Err(Error::InvalidArgument { .. })
+        Err(Error::InvalidArgument { value, .. }) if value == 1 << 20
     ));
     assert!(matches!(c.try_recv().map(|_| ()), Err(Error::Empty)));
     // A `fill` that says it wrote more than it reserved (up to `usize::MAX`, which with the
@@ -946,7 +947,7 @@ fn a_refused_commit_sends_nothing_and_counts_nothing() {
 /// the largest request or reply.
 #[test]
 fn message_limits_are_exact() {
-    let name = unique("rv-limits");
+    let name = unique("ch-limits");
     let _c = Sweep(name.clone());
     let opts = ChannelOptions::new().capacity(4096);
     let (mut l, mut c) = one_to_one_with(&name, &opts);
@@ -990,7 +991,7 @@ fn message_limits_are_exact() {
 /// Requests and replies may be empty: the frame is then its id alone.
 #[test]
 fn empty_requests_and_replies() {
-    let name = unique("rv-empty");
+    let name = unique("ch-empty");
     let _c = Sweep(name.clone());
     let (mut l, mut c) = one_to_one(&name);
     let id = c.send_request(b"").unwrap();
@@ -1005,12 +1006,12 @@ fn empty_requests_and_replies() {
 /// connector.
 #[test]
 fn name_is_the_stream_this_side_writes() {
-    let name = unique("rv-names");
+    let name = unique("ch-names");
     let _c = Sweep(name.clone());
     let (l, c) = one_to_one(&name);
     assert_eq!(l.name(), format!("{name}.s2c"));
     assert_eq!(c.name(), format!("{name}.c2s"));
-    let name = unique("rv-names-srv");
+    let name = unique("ch-names-srv");
     let _c2 = Sweep(name.clone());
     let (server, conn, client) = server_pair(&name, &ChannelOptions::new());
     assert_eq!(server.name(), name);
@@ -1048,7 +1049,7 @@ fn drain_later(ch: &mut Channel, n: usize) {
 /// instead of failing with `Full`.
 #[test]
 fn blocking_forms_wait_for_room() {
-    let name = unique("rv-block");
+    let name = unique("ch-block");
     let _c = Sweep(name.clone());
     let opts = ChannelOptions::new().capacity(4096);
     let (mut l, mut c) = one_to_one_with(&name, &opts);
@@ -1124,7 +1125,7 @@ fn blocking_forms_wait_for_room() {
 /// is accepted once only.
 #[test]
 fn every_slot_takes_a_client_up_to_256() {
-    let name = unique("rv-256");
+    let name = unique("ch-256");
     let _c = Sweep(name.clone());
     let (server, mut conn, mut client) = server_pair(&name, &ChannelOptions::new().slots(256));
     assert_eq!(server.slots(), 256);
@@ -1132,7 +1133,7 @@ fn every_slot_takes_a_client_up_to_256() {
     assert_eq!(&*conn.recv_timeout(T).unwrap(), b"hi");
     drop((server, conn, client));
 
-    let name = unique("rv-2slots");
+    let name = unique("ch-2slots");
     let _c2 = Sweep(name.clone());
     let opts = ChannelOptions::new().slots(2);
     let (mut server, _conn1, _client1) = server_pair(&name, &opts);
@@ -1150,7 +1151,7 @@ fn every_slot_takes_a_client_up_to_256() {
 /// A client that finds every slot taken waits, within its timeout, for one to be freed.
 #[test]
 fn a_client_waits_for_a_slot_freed_in_time() {
-    let name = unique("rv-slot-wait");
+    let name = unique("ch-slot-wait");
     let _c = Sweep(name.clone());
     let opts = ChannelOptions::new().slots(1);
     let (mut server, conn, client) = server_pair(&name, &opts);
@@ -1173,7 +1174,7 @@ fn a_client_waits_for_a_slot_freed_in_time() {
 /// left), not a timeout.
 #[test]
 fn a_server_that_leaves_while_a_client_waits_says_closed() {
-    let name = unique("rv-srv-left");
+    let name = unique("ch-srv-left");
     let _c = Sweep(name.clone());
     let server = Server::bind(&name).unwrap();
     let n = name.clone();
@@ -1194,7 +1195,7 @@ fn a_server_that_leaves_while_a_client_waits_says_closed() {
 /// connect ends with `NotFound` (after waiting its timeout for one), not `Closed`.
 #[test]
 fn a_rendezvous_without_a_server_is_not_found() {
-    let name = unique("rv-no-srv");
+    let name = unique("ch-no-srv");
     let _c = Sweep(name.clone());
     write_file(&name, &fake_rendezvous(2, 768));
     match Server::connect(&name, SHORT) {
@@ -1208,7 +1209,7 @@ fn a_rendezvous_without_a_server_is_not_found() {
 #[test]
 fn a_refused_client_gets_closed() {
     use std::os::unix::fs::FileExt;
-    let name = unique("rv-refused");
+    let name = unique("ch-refused");
     let _c = Sweep(name.clone());
     let mut server = Server::bind(&name).unwrap();
     // The instance is the rendezvous's creation time (header bytes 40..48); the first claim
@@ -1237,14 +1238,14 @@ fn a_refused_client_gets_closed() {
 /// `inspect` lists the slots clients claimed, no others.
 #[test]
 fn inspect_lists_claimed_slots_only() {
-    let name = unique("rv-inspect");
+    let name = unique("ch-inspect");
     let _c = Sweep(name.clone());
     let opts = ChannelOptions::new().slots(4);
     let server = Server::bind_with(&name, &opts).unwrap();
     let info = Server::inspect(&name).unwrap();
     assert_eq!((info.slots, info.clients.len()), (4, 0));
     drop(server);
-    let name = unique("rv-inspect2");
+    let name = unique("ch-inspect2");
     let _c2 = Sweep(name.clone());
     let (_server, _conn, _client) = server_pair(&name, &opts);
     let info = Server::inspect(&name).unwrap();
@@ -1259,7 +1260,7 @@ fn a_server_channel_closed_before_the_client_opens_it_is_read() {
     use weft::shm::{HandshakeStep, pause_handshake_at};
     static RELEASE: AtomicBool = AtomicBool::new(false);
     fn hold() {
-        if std::thread::current().name() == Some("rv-hold") {
+        if std::thread::current().name() == Some("handshake-held") {
             let since = Instant::now();
             while !RELEASE.load(Ordering::Acquire) && since.elapsed() < T {
                 std::thread::sleep(Duration::from_millis(1));
@@ -1267,12 +1268,12 @@ fn a_server_channel_closed_before_the_client_opens_it_is_read() {
         }
     }
     assert!(pause_handshake_at(HandshakeStep::ClientAnswered, hold));
-    let name = unique("rv-closed-early");
+    let name = unique("ch-closed-early");
     let _c = Sweep(name.clone());
     let mut server = Server::bind(&name).unwrap();
     let n = name.clone();
     let client = std::thread::Builder::new()
-        .name("rv-hold".into())
+        .name("handshake-held".into())
         .spawn(move || -> weft::Result<(Vec<u8>, Error)> {
             let mut ch = Server::connect(&n, T)?;
             let got = ch.recv_timeout(T)?.to_vec();

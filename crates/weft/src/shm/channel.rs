@@ -1650,9 +1650,17 @@ impl FrameGrant<'_> {
     /// [`Error::InvalidArgument`] if `len` is more than was reserved (nothing is sent).
     pub fn commit(mut self, len: usize) -> Result<RequestId> {
         let id = self.id;
+        // Checked here, not left to the stream's grant, so that the error names the caller's
+        // length, not the frame's (which has the id in front).
+        if len > self.grant.len() - ID_LEN {
+            return Err(Error::InvalidArgument {
+                what: "commit length",
+                value: len as u64,
+                expected: "at most the reserved length",
+            });
+        }
         self.grant[..ID_LEN].copy_from_slice(&id.to_le_bytes());
-        let total = len.saturating_add(ID_LEN);
-        self.grant.commit(total)?;
+        self.grant.commit(len + ID_LEN)?;
         if let Some(set) = self.outstanding.take() {
             set.insert(id);
         }
