@@ -291,4 +291,126 @@ mod tests {
         }
         assert_eq!(Waiter::new(WaitStrategy::Park).next(), Next::Park);
     }
+
+    /// Only an `Adaptive` wait yields for a working peer: a `Park` wait promises no CPU while
+    /// waiting and parks at once, whatever the peer does.
+    #[cfg(feature = "std")]
+    #[test]
+    fn a_park_wait_parks_even_while_its_peer_works() {
+        let mut w = Waiter::new(WaitStrategy::Park);
+        for _ in 0..3 {
+            assert_eq!(w.next_unless_peer_working(|| true), Next::Park);
+        }
+    }
+
+    /// An `Adaptive` wait yields for a working peer for a bounded time only (200 µs from the
+    /// first time it did), then parks although the peer still works.
+    #[cfg(feature = "std")]
+    #[test]
+    #[cfg_attr(miri, ignore = "yields until 200 µs of the clock have passed")]
+    fn an_adaptive_wait_stops_yielding_for_a_working_peer() {
+        let mut w = Waiter::new(WaitStrategy::Adaptive);
+        for _ in 0..ADAPTIVE_SPINS + ADAPTIVE_YIELDS {
+            assert_eq!(w.next_unless_peer_working(|| true), Next::Retry);
+        }
+        // The 200 µs run from the first yield for the working peer, not from the latest.
+        w.next_unless_peer_working(|| true);
+        let since = w.peer_working_since.expect("yielded for the working peer");
+        w.next_unless_peer_working(|| true);
+        assert_eq!(w.peer_working_since, Some(since));
+        // A generous upper bound, only so that a broken bound fails instead of hanging.
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut yields = 0u64;
+        while w.next_unless_peer_working(|| true) == Next::Retry {
+            yields += 1;
+            assert!(
+                std::time::Instant::now() < give_up,
+                "still yielding after {yields} rounds"
+            );
+        }
+        // An idle peer: parks at once.
+        let mut w = Waiter::new(WaitStrategy::Adaptive);
+        for _ in 0..ADAPTIVE_SPINS + ADAPTIVE_YIELDS {
+            w.next();
+        }
+        assert_eq!(w.next_unless_peer_working(|| false), Next::Park);
+    }
+
+    /// `yielded` says whether the last step gave up the CPU, for every strategy: a loop that
+    /// checks its deadline after every yield relies on it.
+    #[test]
+    fn yielded_tells_the_steps_that_yielded() {
+        let mut w = Waiter::new(WaitStrategy::YieldSpin);
+        w.next();
+        assert!(w.yielded());
+        let mut w = Waiter::new(WaitStrategy::BusySpin);
+        w.next();
+        assert!(!w.yielded());
+        let mut w = Waiter::new(WaitStrategy::Park);
+        w.next();
+        assert!(!w.yielded());
+        let mut w = Waiter::new(WaitStrategy::BackoffSpin);
+        for _ in 0..=BACKOFF_LIMIT {
+            w.next();
+            assert!(!w.yielded());
+        }
+        w.next();
+        assert!(w.yielded());
+        let mut w = Waiter::new(WaitStrategy::Adaptive);
+        for _ in 0..ADAPTIVE_SPINS {
+            w.next();
+            assert!(!w.yielded());
+        }
+        w.next();
+        assert!(w.yielded(), "the first yield after the spins");
+    }
+
+    /// Every park counts, a timed-out one too; a missed wakeup only when the condition held.
+    #[test]
+    fn wait_stats_count_parks_and_missed_wakeups() {
+        let mut s = WaitStats::default();
+        s.count(Parked::NotNeeded);
+        assert_eq!(s, WaitStats::default());
+        s.count(Parked::Woken);
+        s.count(Parked::TimedOut { missed: false });
+        assert_eq!((s.parks, s.missed_wakeups), (2, 0));
+        s.count(Parked::TimedOut { missed: true });
+        assert_eq!((s.parks, s.missed_wakeups), (3, 1));
+        assert_eq!((s.wakes, s.streaming_pauses), (0, 0));
+    }
+
+    /// The earlier of two deadlines, where no deadline is the latest.
+    #[cfg(feature = "std")]
+    #[test]
+    fn the_earlier_deadline_wins() {
+        use core::time::Duration;
+        let now = || Deadline::after(Duration::ZERO);
+        let later = || Deadline::after(Duration::from_secs(3600));
+        assert!(later().earlier(now()).expired());
+        assert!(now().earlier(later()).expired());
+        assert!(Deadline::never().earlier(now()).expired());
+        assert!(now().earlier(Deadline::never()).expired());
+        assert!(!later().earlier(Deadline::never()).expired());
+        assert!(later().earlier(Deadline::never()).remaining().is_some());
+        assert!(Deadline::never().earlier(later()).remaining().is_some());
+        assert_eq!(
+            Deadline::never().earlier(Deadline::never()).remaining(),
+            None
+        );
+    }
+
+    /// A timeout too large for the clock is no deadline (never expires); a passed deadline
+    /// has zero left and is expired.
+    #[cfg(feature = "std")]
+    #[test]
+    fn a_huge_timeout_is_no_deadline_and_a_passed_one_expires() {
+        use core::time::Duration;
+        let huge = Deadline::after(Duration::MAX);
+        assert_eq!(huge.remaining(), None);
+        assert!(!huge.expired());
+        let passed = Deadline::after(Duration::ZERO);
+        assert_eq!(passed.remaining(), Some(Duration::ZERO));
+        assert!(passed.expired());
+        assert!(!Deadline::never().expired());
+    }
 }

@@ -236,3 +236,118 @@ fn a_creator_that_could_not_read_its_start_time_is_judged_by_its_pid() {
     assert!(!weft::shm::remove_abandoned(&name).unwrap());
     assert!(std::path::Path::new(&shm_path(&name)).exists());
 }
+
+/// An empty file (a creator killed between the file's creation and its size) is waited for
+/// only as long as the timeout says.
+#[test]
+fn an_empty_file_is_waited_for_within_the_timeout() {
+    let name = unique("ot-empty-wait");
+    let _c = Cleanup(name.clone());
+    std::fs::write(shm_path(&name), b"").unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let n = name.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(weft::stream::StreamReader::open_timeout(&n, TIMEOUT).map(|_| ()));
+    });
+    // A generous upper bound, only so that a wait that never ends fails instead of hanging.
+    let err = rx
+        .recv_timeout(HANG)
+        .expect("the open did not end")
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotReady {
+                pid: 0,
+                creator_gone: false,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+/// A header of another layout version (whose namespace field means something else) is judged
+/// by its creator's pid alone: a dead creator ends the wait.
+#[test]
+fn a_dead_creator_of_another_layout_version_ends_the_wait() {
+    let (pid, start) = killed_process();
+    // Another namespace in the field: in another version it is not one.
+    let (name, _c) = half_made("ot-oldver", pid, start, own_pidns() + 1);
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(shm_path(&name))
+            .unwrap();
+        f.write_all_at(&(weft::shm::LAYOUT_VERSION - 1).to_le_bytes(), 8)
+            .unwrap();
+    }
+    let err =
+        weft::pubsub::Subscriber::connect_timeout(&name, Duration::from_secs(10)).unwrap_err();
+    assert!(
+        matches!(err, Error::NotReady { pid: p, creator_gone: true, .. } if p == pid),
+        "{err}"
+    );
+}
+
+/// What a listing says of a leftover: abandoned when its creator is gone (dead, or its pid
+/// reused by another process), kept while it is at work.
+#[test]
+fn a_leftover_is_listed_abandoned_only_when_its_creator_is_gone() {
+    let (pid, start) = killed_process();
+    let (name, _c) = half_made("ot-ls-dead", pid, start, own_pidns());
+    let o = weft::shm::object(&name).unwrap();
+    assert!(
+        matches!(
+            o.error,
+            Some(Error::NotReady {
+                creator_gone: true,
+                ..
+            })
+        ),
+        "{:?}",
+        o.error
+    );
+    assert_eq!((o.creator_pid, o.creator_alive), (pid, false));
+    assert!(o.is_abandoned(), "a dead creator's leftover");
+
+    let me = std::process::id();
+    let (name, _c) = half_made("ot-ls-reused", me, start_time(me) + 1, own_pidns());
+    let o = weft::shm::object(&name).unwrap();
+    assert_eq!(o.creator_pid, me);
+    assert!(!o.creator_alive, "a reused pid is not the creator");
+    assert!(
+        o.is_abandoned(),
+        "a leftover whose creator's pid was reused"
+    );
+
+    let (name, _c) = half_made("ot-ls-live", me, start_time(me), own_pidns());
+    let o = weft::shm::object(&name).unwrap();
+    assert!(
+        matches!(
+            o.error,
+            Some(Error::NotReady {
+                creator_gone: false,
+                ..
+            })
+        ),
+        "{:?}",
+        o.error
+    );
+    assert!(o.creator_alive);
+    assert!(!o.is_abandoned(), "a live creator's object");
+}
+
+/// An empty file may be a creator's at work: `remove_abandoned` leaves it, the name's owner
+/// (`remove_own_abandoned`) removes it.
+#[test]
+fn an_empty_file_is_removed_only_by_its_owner() {
+    let name = unique("ot-empty");
+    let _c = Cleanup(name.clone());
+    std::fs::write(shm_path(&name), b"").unwrap();
+    assert!(!weft::shm::remove_abandoned(&name).unwrap());
+    assert!(std::path::Path::new(&shm_path(&name)).exists());
+    assert!(weft::shm::remove_own_abandoned(&name).unwrap());
+    assert!(!std::path::Path::new(&shm_path(&name)).exists());
+}

@@ -342,3 +342,124 @@ fn details_report_an_unregistered_topic_kept_by_a_subscriber() {
     assert_eq!(seen, [false, true]);
     drop(sub);
 }
+
+/// `object`, `remove_abandoned` and `remove_own_abandoned` on a name with no object are
+/// `NotFound`; on a name weft never gives, `InvalidName`.
+#[test]
+fn a_missing_or_misnamed_object_is_an_error() {
+    let missing = unique("insp-missing");
+    assert_eq!(
+        weft::shm::object(&missing).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        weft::shm::remove_abandoned(&missing).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        weft::shm::remove_own_abandoned(&missing)
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
+    for bad in ["a/b", "..", ""] {
+        assert_eq!(
+            weft::shm::object(bad).unwrap_err().kind(),
+            ErrorKind::InvalidName,
+            "{bad:?}"
+        );
+        assert_eq!(
+            weft::shm::remove_abandoned(bad).unwrap_err().kind(),
+            ErrorKind::InvalidName,
+            "{bad:?}"
+        );
+    }
+}
+
+/// A stream whose writer let go with nothing in it and no reader is abandoned: only records
+/// for a reader yet to come keep it.
+#[test]
+fn a_closed_writers_empty_stream_is_abandoned() {
+    let s = unique("insp-empty-s");
+    let _c = Cleanup(s.clone());
+    let writer = StreamWriter::create(&s, 4096).unwrap();
+    // The writer's row as it is left when its holder lets go (its drop would remove the name
+    // of such a stream; here the name stayed): bit 31 of `owner` clear, `state` CLOSED.
+    let bytes = std::fs::read(shm_path(&s)).unwrap();
+    let owner = u64::from_le_bytes(bytes[512..520].try_into().unwrap());
+    let state = u32::from_le_bytes(bytes[520..524].try_into().unwrap());
+    scribble(&s, 512, &(owner & !(1 << 31)).to_le_bytes());
+    scribble(&s, 520, &2u32.to_le_bytes());
+    let o = weft::shm::object(&s).unwrap();
+    scribble(&s, 512, &owner.to_le_bytes());
+    scribble(&s, 520, &state.to_le_bytes());
+    drop(writer);
+    assert!(o.error.is_none(), "{:?}", o.error);
+    assert_eq!(o.peers.len(), 1);
+    assert_eq!(o.peers[0].state, PeerState::Closed);
+    assert!(o.is_abandoned(), "nothing kept for a reader");
+}
+
+/// `creator_alive` is checked against the creator's start time: a process that has the
+/// creator's pid now is not the creator.
+#[test]
+fn a_ready_objects_creator_is_judged_by_its_start_time() {
+    let r = unique("insp-creator");
+    let _c = Cleanup(r.clone());
+    let publisher = Publisher::create(&r, &Config::default()).unwrap();
+    assert!(weft::shm::object(&r).unwrap().creator_alive);
+    // The creator's start time lives at offset 32 of the header.
+    let bytes = std::fs::read(shm_path(&r)).unwrap();
+    let start = u64::from_le_bytes(bytes[32..40].try_into().unwrap());
+    scribble(&r, 32, &(start + 1).to_le_bytes());
+    let o = weft::shm::object(&r).unwrap();
+    scribble(&r, 32, &start.to_le_bytes());
+    drop(publisher);
+    assert_eq!(o.creator_pid, std::process::id());
+    assert!(!o.creator_alive, "a reused pid taken for the creator");
+}
+
+/// A handle removes its name when it leaves only if the name still refers to its object: a
+/// newer object created under the name meanwhile keeps it.
+#[test]
+fn a_leaving_handle_keeps_a_newer_object_of_its_name() {
+    let s = unique("insp-newer");
+    let _c = Cleanup(s.clone());
+    let old = StreamWriter::create(&s, 4096).unwrap();
+    std::fs::remove_file(shm_path(&s)).unwrap();
+    let mut new = StreamWriter::create(&s, 4096).unwrap();
+    drop(old);
+    assert!(
+        std::path::Path::new(&shm_path(&s)).exists(),
+        "the old handle removed the new object's name"
+    );
+    new.write(b"x").unwrap();
+    let mut reader = StreamReader::open(&s).unwrap();
+    assert_eq!(&*reader.read().unwrap(), b"x");
+}
+
+/// `inspect` reports the geometry, and counts the unread bytes of a wrapped stream on both
+/// sides of the wrap.
+#[test]
+fn inspect_counts_the_bytes_on_both_sides_of_the_wrap() {
+    let s = unique("insp-wrap");
+    let _c = Cleanup(s.clone());
+    let mut w = StreamWriter::create(&s, 1024).unwrap();
+    let mut r = StreamReader::open(&s).unwrap();
+    let info = weft::stream::inspect(&s).unwrap();
+    assert_eq!(
+        (info.capacity, info.align, info.max_record_len, info.used),
+        (1024, 8, 504, 0)
+    );
+    assert_eq!(info.max_record_len, w.max_record_len() as u64);
+    w.write(&[1; 504]).unwrap();
+    // Read up to the writer: released at once.
+    assert_eq!(&*r.read().unwrap(), &[1; 504][..]);
+    assert_eq!(weft::stream::inspect(&s).unwrap().used, 0);
+    w.write(&[2; 504]).unwrap(); // 512 .. 1024
+    w.write(&[3; 200]).unwrap(); // wraps: 0 .. 208
+    assert_eq!(weft::stream::inspect(&s).unwrap().used, 512 + 208);
+    assert_eq!(&*r.read().unwrap(), &[2; 504][..]);
+    assert_eq!(&*r.read().unwrap(), &[3; 200][..]);
+    assert_eq!(weft::stream::inspect(&s).unwrap().used, 0);
+}

@@ -358,3 +358,49 @@ fn an_object_larger_than_the_room_left_fails_at_creation() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A header whose layout size is below the header itself is corrupt, named as such.
+#[test]
+fn a_total_size_below_the_header_is_corrupt() {
+    let (err, _c) = open_spoiled("sb-total-small", |f| {
+        f.write_at(&64u64.to_le_bytes(), 16).map(|_| ()).unwrap()
+    });
+    assert!(
+        matches!(
+            err,
+            Error::Corrupt {
+                what: "total size",
+                value: 64,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+/// A file of exactly one header of zeroes is an object whose creator has not written its
+/// header yet (not ready), not a truncated one: only a file shorter than the header is.
+#[test]
+fn a_header_sized_file_of_zeroes_is_not_ready() {
+    let name = unique("sb-header-zeroes");
+    let _c = Cleanup(name.clone());
+    std::fs::write(shm_path(&name), [0u8; 128]).unwrap();
+    let err = StreamReader::open_timeout(&name, std::time::Duration::from_millis(20)).unwrap_err();
+    assert!(matches!(err, Error::NotReady { pid: 0, .. }), "{err}");
+}
+
+/// The data area starts at offset 4096: a configuration naming any other offset is corrupt,
+/// even one that fits the file.
+#[test]
+fn a_data_offset_other_than_4096_is_corrupt() {
+    // config.data_offset is the third field of the control block: 128 + 16.
+    for bad in [0u64, 8, 2048, 8192] {
+        let (err, _c) = open_spoiled("sb-data-offset", |f| {
+            f.write_at(&bad.to_le_bytes(), 144).map(|_| ()).unwrap()
+        });
+        assert!(
+            matches!(err, Error::Corrupt { what: "data offset", value, .. } if value == bad),
+            "data offset {bad}: {err}"
+        );
+    }
+}

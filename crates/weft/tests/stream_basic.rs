@@ -361,7 +361,7 @@ fn a_reader_can_come_back_after_leaving() {
 /// with the next writer of the same geometry.
 #[test]
 fn a_writer_of_another_geometry_does_not_take_over_a_live_readers_stream() {
-    let (mut w, mut r, c) = pair("rv-geometry", 4096);
+    let (mut w, mut r, c) = pair("st-geometry", 4096);
     w.write(b"one").unwrap();
     drop(w);
     for opts in [StreamOptions::new(8192), StreamOptions::new(4096).align(64)] {
@@ -762,4 +762,294 @@ fn large_records_through_a_parked_reader_come_out_once_each() {
     }
     writer.join().unwrap();
     assert!(matches!(r.try_read(), Err(Error::Empty | Error::Closed)));
+}
+
+/// The smallest hot window accepted is 4096 bytes ("at least 4096"): exactly 4096 makes a
+/// stream, whose records go through.
+#[test]
+fn a_hot_window_of_exactly_4096_bytes_is_accepted() {
+    let name = unique("st-hw-4096");
+    let _c = Cleanup(name.clone());
+    let opts = StreamOptions::new(1 << 20).hot_window(Some(4096));
+    let mut w = StreamWriter::create_with(&name, &opts).expect("a window of 4096 bytes");
+    let mut r = StreamReader::open(&name).unwrap();
+    for i in 0..100u32 {
+        w.write(&[i as u8; 300]).unwrap();
+        assert_eq!(&*r.read().unwrap(), &[i as u8; 300][..]);
+    }
+}
+
+/// A capacity is rounded up to the alignment, not refused.
+#[test]
+fn the_capacity_is_rounded_up_to_the_alignment() {
+    for (cap, align, want) in [
+        (1000usize, 8usize, 1000usize),
+        (1001, 8, 1008),
+        (5000, 64, 5056),
+        (20_000, 4096, 20_480),
+    ] {
+        let name = unique("st-cap-round");
+        let _c = Cleanup(name.clone());
+        let w = StreamWriter::create_with(&name, &StreamOptions::new(cap).align(align))
+            .unwrap_or_else(|e| panic!("capacity {cap}, align {align}: {e}"));
+        assert_eq!(w.capacity(), want, "capacity {cap}, align {align}");
+        let r = StreamReader::open(&name).unwrap();
+        assert_eq!(r.capacity(), want);
+    }
+}
+
+/// A capacity beyond 2^48 bytes is an invalid argument, refused before anything is made (not
+/// an attempt to make an object of that size).
+#[test]
+fn a_capacity_above_2_pow_48_is_an_invalid_argument() {
+    let name = unique("st-cap-huge");
+    let _c = Cleanup(name.clone());
+    for cap in [(1usize << 48) + 8, 1 << 50] {
+        match StreamWriter::create(&name, cap) {
+            Err(Error::InvalidArgument {
+                what: "capacity", ..
+            }) => {}
+            Err(e) => panic!("capacity {cap}: {e}"),
+            Ok(_) => panic!("capacity {cap} accepted"),
+        }
+    }
+    assert!(!std::path::Path::new(&common::shm_path(&name)).exists());
+}
+
+/// The deferred limit is an eighth of the capacity, at most 64 KiB.
+#[test]
+fn the_deferred_limit_is_at_most_64_kib() {
+    for (cap, want) in [
+        (1usize << 16, 8u64 << 10),
+        (1 << 20, 64 << 10),
+        (64 << 20, 64 << 10),
+    ] {
+        let name = unique("st-deferred-cap");
+        let _c = Cleanup(name.clone());
+        let w = StreamWriter::create(&name, cap).unwrap();
+        assert_eq!(w.deferred_limit(), want, "capacity {cap}");
+    }
+    // And it is applied: on 1 MiB, 64 KiB of deferred records are published, no more wait.
+    let (mut w, mut r, _c) = pair("st-deferred-cap-applied", 1 << 20);
+    let mut sent = 0;
+    while r.try_read().is_err() {
+        w.write_deferred(&[7u8; 120]).unwrap();
+        sent += 1;
+        assert!(
+            sent <= (64 << 10) / 128,
+            "{sent} records of 128 framed bytes never published"
+        );
+    }
+    assert_eq!(sent, (64 << 10) / 128);
+}
+
+/// A batch of at most zero records takes none, waits for nothing, and is empty; a batch with
+/// a record is not.
+#[test]
+fn a_batch_of_at_most_zero_records_takes_none() {
+    let (mut w, mut r, _c) = pair("st-batch-zero", 1024);
+    // On an empty stream, every form returns at once with an empty batch.
+    assert!(r.try_read_batch(0).unwrap().is_empty());
+    assert!(r.read_batch(0).unwrap().is_empty());
+    w.write(b"a").unwrap();
+    {
+        let b = r.read_batch_timeout(0, Duration::from_secs(10)).unwrap();
+        assert!(b.is_empty());
+        assert_eq!(b.len(), 0);
+        assert!(b.get(0).is_none());
+        assert_eq!(b.iter().count(), 0);
+    }
+    // The record was not taken.
+    {
+        let b = r.try_read_batch(1).unwrap();
+        assert!(!b.is_empty());
+        assert_eq!(b.get(0).unwrap(), b"a");
+    }
+    assert!(matches!(r.try_read_batch(1), Err(Error::Empty)));
+}
+
+/// Runs `f` on a thread of its own and returns its outcome, or fails (instead of hanging) if it
+/// has not returned after 30 s.
+fn within_30s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("a call with a timeout of 20 ms never returned")
+}
+
+/// Every timeout form of both sides gives up with `Timeout`, whatever the wait strategy
+/// (a spinning wait too, which never parks), and the batch form still returns the records
+/// that are there.
+#[test]
+fn timeouts_end_the_waits_of_every_strategy() {
+    for strategy in [
+        WaitStrategy::BusySpin,
+        WaitStrategy::YieldSpin,
+        WaitStrategy::BackoffSpin,
+        WaitStrategy::Park,
+        WaitStrategy::Adaptive,
+    ] {
+        let name = unique("st-timeouts");
+        let _c = Cleanup(name.clone());
+        let opts = StreamOptions::new(1024).wait(strategy);
+        let w = StreamWriter::create_with(&name, &opts).unwrap();
+        let r = StreamReader::open_with(&name, &opts).unwrap();
+        let t = Duration::from_millis(20);
+        let (w, r) = within_30s(move || {
+            let (mut w, mut r) = (w, r);
+            assert!(
+                matches!(r.read_timeout(t), Err(Error::Timeout)),
+                "{strategy:?}"
+            );
+            let e = r.read_batch_timeout(4, t).map(|b| b.len()).unwrap_err();
+            assert!(matches!(e, Error::Timeout), "{strategy:?}: {e}");
+            let max = w.max_record_len();
+            w.write(&vec![1; max]).unwrap();
+            w.write(&vec![2; max]).unwrap();
+            let e = w.write_timeout(&vec![3; max], t).unwrap_err();
+            assert!(matches!(e, Error::Timeout), "{strategy:?}: {e}");
+            let e = w.reserve_timeout(max, t).map(|g| g.len()).unwrap_err();
+            assert!(matches!(e, Error::Timeout), "{strategy:?}: {e}");
+            let e = w.write_deferred_timeout(&vec![3; max], t).unwrap_err();
+            assert!(matches!(e, Error::Timeout), "{strategy:?}: {e}");
+            (w, r)
+        });
+        let (_w, mut r) = (w, r);
+        let b = r.read_batch_timeout(4, t).unwrap();
+        assert_eq!(b.len(), 2, "{strategy:?}");
+        assert_eq!(b.get(1).unwrap()[0], 2, "{strategy:?}");
+    }
+}
+
+/// While the reader drains a backlog, its releases reach the writer in chunks of an eighth of
+/// the capacity: once it has read and released an eighth of a full stream, the writer has
+/// room again without any other move of the reader.
+#[test]
+fn reading_an_eighth_of_a_full_stream_gives_the_writer_room() {
+    let (mut w, mut r, _c) = pair("st-eighth", 4096);
+    // 56-byte records: 64 bytes framed, 8 to an eighth of the stream.
+    let mut n = 0;
+    while w.try_write(&[1u8; 56]).is_ok() {
+        n += 1;
+    }
+    assert_eq!(n, 4096 / 64);
+    for _ in 0..8 {
+        drop(r.try_read().unwrap());
+    }
+    w.try_write(&[2u8; 56])
+        .expect("room once an eighth of the stream was read and released");
+}
+
+/// A reader passes its releases on when it leaves: a reader opening after it starts after the
+/// records its predecessor read, and gets none of them a second time.
+#[test]
+fn a_reader_that_leaves_gives_back_what_it_read() {
+    let (mut w, mut r, c) = pair("st-leave-release", 4096);
+    for m in [b"a", b"b", b"c"] {
+        w.write(m).unwrap();
+    }
+    // Released on drop, lazily: a backlog is left.
+    assert_eq!(&*r.read().unwrap(), b"a");
+    drop(r);
+    let mut r = StreamReader::open(&c.0).unwrap();
+    assert_eq!(
+        &*r.read().unwrap(),
+        b"b",
+        "a record read before the reader left came again"
+    );
+    assert_eq!(&*r.read().unwrap(), b"c");
+}
+
+/// `reader_alive` says whether a reader is attached now: not before one opens, yes while it
+/// is open, not once it has left.
+#[test]
+fn reader_alive_follows_the_reader() {
+    let name = unique("st-reader-alive");
+    let _c = Cleanup(name.clone());
+    let w = StreamWriter::create(&name, 4096).unwrap();
+    assert!(!w.reader_alive(), "no reader yet");
+    let r = StreamReader::open(&name).unwrap();
+    assert!(w.reader_alive());
+    drop(r);
+    assert!(!w.reader_alive(), "the reader left");
+}
+
+/// A grant committed one byte short publishes exactly that many bytes.
+#[test]
+fn a_grant_committed_short_by_any_amount_publishes_what_it_commits() {
+    let (mut w, mut r, _c) = pair("st-grant-short", 1 << 20);
+    for (reserved, used) in [
+        (10usize, 9usize),
+        (10, 0),
+        (100, 99),
+        (70_000, 69_999),
+        (70_000, 1),
+    ] {
+        let mut g = w.reserve(reserved).unwrap();
+        g.fill(0x5A);
+        g.commit(used).unwrap();
+        let got = r.read_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(got.len(), used, "{used} of {reserved} bytes committed");
+        assert!(got.iter().all(|&b| b == 0x5A));
+    }
+}
+
+/// `flush` publishes every deferred record, even a single zero-length one.
+#[test]
+fn flush_publishes_a_lone_zero_length_deferred_record() {
+    let (mut w, mut r, _c) = pair("st-flush-zero", 4096);
+    w.write_deferred(&[]).unwrap();
+    assert!(matches!(r.try_read(), Err(Error::Empty)));
+    w.flush();
+    assert_eq!(r.try_read().expect("published by the flush").len(), 0);
+}
+
+/// The last one out removes the name, whichever side it is: here the writer, after its
+/// reader left.
+#[test]
+fn a_writer_leaving_after_its_reader_removes_the_name() {
+    let (mut w, mut r, c) = pair("st-unlink-writer-last", 4096);
+    w.write(b"read").unwrap();
+    w.write(b"never read").unwrap();
+    assert_eq!(&*r.read().unwrap(), b"read");
+    drop(r);
+    let path = common::shm_path(&c.0);
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "the writer still uses it"
+    );
+    drop(w);
+    assert!(!std::path::Path::new(&path).exists());
+}
+
+/// A reader opened with `open` waits with the default `Adaptive` strategy, which parks on an
+/// empty stream once it has spun and yielded; `set_wait_strategy` changes that: a `BusySpin`
+/// reader never parks.
+#[test]
+fn a_reader_waits_as_its_strategy_says() {
+    let (_w, mut r, _c) = pair("st-reader-strategy", 4096);
+    // An Adaptive wait spins 64 times and yields 16 times before it parks: far less than 1 s.
+    assert!(matches!(
+        r.read_timeout(Duration::from_secs(1)),
+        Err(Error::Timeout)
+    ));
+    let parks = r.stats().parks;
+    assert!(parks >= 1, "the default strategy parks: {:?}", r.stats());
+    r.set_wait_strategy(WaitStrategy::BusySpin);
+    let r = within_30s(move || {
+        let mut r = r;
+        assert!(matches!(
+            r.read_timeout(Duration::from_millis(50)),
+            Err(Error::Timeout)
+        ));
+        r
+    });
+    assert_eq!(
+        r.stats().parks,
+        parks,
+        "a BusySpin reader parked: {:?}",
+        r.stats()
+    );
 }

@@ -543,4 +543,23 @@ mod tests {
         assert!(matches!(err, Error::NotWeft { .. }), "{err}");
         ShmFile::unlink(&name).unwrap();
     }
+
+    /// A creation whose initialisation fails removes the name again: nothing is left behind
+    /// for openers to wait on.
+    #[test]
+    fn a_failed_creation_removes_the_name() {
+        let name = alloc::format!("obj-failed-{}", std::process::id());
+        let _ = ShmFile::unlink(&name);
+        let err = Object::create(&name, ObjectKind::Stream, 4096, false, false, |_| {
+            Err(Error::corrupt("x", "test", 1, "2"))
+        })
+        .unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+        let left = ShmFile::open(&name);
+        let _ = ShmFile::unlink(&name);
+        assert!(
+            matches!(left, Err(Error::NotFound { .. })),
+            "the name was left behind"
+        );
+    }
 }
