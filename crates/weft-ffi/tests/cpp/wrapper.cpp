@@ -477,6 +477,388 @@ static void edges() {
     CHECK(weft::bytes_view(kept).str() == "tick");
 }
 
+// ---- : review additions -------------------------------------------------------------
+
+// stream_grants: a write grant is exactly the room reserved, however it was reserved; a
+// commit the C side refuses leaves the grant lent (its bytes still there, a later commit
+// publishes them); abandon() gives the room back at once, unpublished; a grant's bytes seen
+// as a bytes_view are the same bytes.
+static void stream_grants() {
+    auto n = name("x-grants");
+    auto writer = weft::stream_writer::create(n, 1 << 16);
+    auto reader = weft::stream_reader::open(n);
+    EXPECT_ERROR(WEFT_ERROR_INVALID_ARGUMENT, reader.set_wait(77));  // the strategy reaches C
+    reader.set_wait(WEFT_WAIT_PARK);
+    {
+        auto g = writer.reserve(100);
+        CHECK(g.size() == 100 && g.bytes().size() == 100);
+        weft::bytes_view view = g.bytes();
+        CHECK(view.data() == g.data() && view.size() == 100);
+        auto data = pattern(100, 7);
+        std::memcpy(g.data(), data.data(), data.size());
+        g.commit(g.size());  // the whole room
+        CHECK(same(reader.read().bytes(), data));
+    }
+    {
+        auto g = writer.try_reserve(50);
+        CHECK(g && g->size() == 50);
+        std::memcpy(g->data(), pattern(50, 8).data(), 50);
+        g->commit(g->size());
+        CHECK(same(reader.read().bytes(), pattern(50, 8)));
+    }
+    {
+        auto g = writer.reserve_for(30, 1s);
+        CHECK(g && g->size() == 30);
+        std::memcpy(g->data(), pattern(30, 9).data(), 30);
+        g->commit(g->size());
+        CHECK(same(reader.read().bytes(), pattern(30, 9)));
+    }
+    {
+        auto g = writer.reserve(4);
+        std::memcpy(g.data(), "abcd", 4);
+        EXPECT_ERROR(WEFT_ERROR_INVALID_ARGUMENT, g.commit(5));  // more than reserved
+        CHECK(g.data() != nullptr && g.size() == 4);              // still lent
+        CHECK(!reader.try_read());
+        g.commit(4);
+        CHECK(g.data() == nullptr);
+        CHECK(reader.read().str() == "abcd");
+    }
+    {
+        auto g = writer.reserve(4);
+        std::memcpy(g.data(), "lost", 4);
+        g.abandon();
+        CHECK(g.data() == nullptr && g.size() == 0);
+        writer.write(std::string_view("after"));  // nothing lent any more
+        EXPECT_ERROR(WEFT_ERROR_STATE, g.commit(0));
+    }
+    CHECK(reader.read().str() == "after");
+    CHECK(!reader.try_read());
+
+    // Deferred records from the try_ and _for forms stay unseen until flushed too.
+    CHECK(writer.try_write_deferred(std::string_view("t1")));
+    CHECK(!reader.try_read());
+    CHECK(writer.write_deferred_for(std::string_view("t2"), 1s));
+    CHECK(!reader.try_read());
+    writer.flush();
+    CHECK(reader.read().str() == "t1");
+    CHECK(reader.read().str() == "t2");
+
+    // A closed and drained stream: the try_ and _for forms throw CLOSED (only EMPTY, FULL
+    // and TIMEOUT give an empty optional).
+    writer.write(std::string_view("last"));
+    writer.close();
+    {
+        auto last = reader.try_read();
+        CHECK(last && last->str() == "last");
+    }
+    EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)reader.try_read());
+    EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)reader.read_for(1s));
+}
+
+// move_assign: assigning over an open handle closes what it held (the old writer's reader
+// sees CLOSED), and the target then owns the moved handle.
+static void move_assign() {
+    auto a = name("x-move-a"), b = name("x-move-b");
+    auto wa = weft::stream_writer::create(a, 4096);
+    auto ra = weft::stream_reader::open(a);
+    auto wb = weft::stream_writer::create(b, 4096);
+    auto rb = weft::stream_reader::open(b);
+    wa.write(std::string_view("a1"));
+    wa = std::move(wb);
+    CHECK(wa && !wb);
+    CHECK(ra.read().str() == "a1");
+    EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)ra.read_for(1s));
+    wa.write(std::string_view("b1"));
+    CHECK(rb.read().str() == "b1");
+}
+
+// waits: every _for form (and the opening calls with a timeout) waits for what comes
+// during its timeout instead of giving up at once. Each event comes 50 ms after the wait
+// started; the timeouts are generous upper bounds.
+static void waits() {
+    constexpr auto soon = 50ms;
+    // stream_reader::open_for: the stream appears later.
+    {
+        auto n = name("x-open-for");
+        std::optional<weft::stream_writer> w;
+        std::thread t([&] {
+            std::this_thread::sleep_for(soon);
+            w.emplace(weft::stream_writer::create(n, 4096));
+        });
+        auto r = weft::stream_reader::open_for(n, 5s);
+        t.join();
+        w->write(std::string_view("x"));
+        CHECK(r.read().str() == "x");
+    }
+    // write_for and reserve_for: room comes later.
+    {
+        auto n = name("x-room");
+        auto w = weft::stream_writer::create(n, 4096);
+        auto r = weft::stream_reader::open(n);
+        std::size_t filled = 0;
+        while (w.try_write(std::string(500, 'f'))) filled++;
+        CHECK(filled > 0);
+        std::thread t([&] {
+            std::this_thread::sleep_for(soon);
+            for (std::size_t i = 0; i < filled; i++) CHECK(r.read().size() == 500);
+        });
+        CHECK(w.write_for(std::string(500, 'g'), 5s));
+        t.join();
+        while (w.try_write(std::string(500, 'f'))) {
+        }
+        CHECK(!w.try_reserve(500));
+        std::thread t2([&] {
+            std::this_thread::sleep_for(soon);
+            while (auto rec = r.read_for(200ms)) CHECK(rec->size() == 500);
+        });
+        auto g = w.reserve_for(500, 5s);
+        CHECK(g && g->size() == 500);
+        g.reset();  // abandoned
+        t2.join();
+    }
+    // pub/sub: subscribe_for (the topic is registered later), recv_for and
+    // recv_borrowed_for (the message is published later).
+    {
+        auto region = name("x-ps-waits");
+        auto pub = weft::publisher::create(region);
+        auto sub = weft::subscriber::connect(region);
+        std::optional<weft::topic> later;
+        std::thread t([&] {
+            std::this_thread::sleep_for(soon);
+            later.emplace(pub.register_topic("/later"));
+        });
+        auto s = sub.subscribe_for("/later", 5s);
+        t.join();
+        CHECK(s);
+        std::thread t2([&] {
+            std::this_thread::sleep_for(soon);
+            pub.publish(*later, std::string_view("copied"));
+        });
+        auto got = s.recv_for(5s);
+        t2.join();
+        CHECK(got && got->str() == "copied");
+        std::thread t3([&] {
+            std::this_thread::sleep_for(soon);
+            pub.publish(*later, std::string_view("borrowed"));
+        });
+        auto b = s.recv_borrowed_for(5s);
+        t3.join();
+        CHECK(b && b->str() == "borrowed");
+    }
+    // channels: accept and accept_for (the client connects later), recv_request_for (the
+    // request comes later), call_for (the reply comes later), send_for (room comes later).
+    {
+        auto n = name("x-srv-waits");
+        weft_channel_options bad{};
+        bad.slots = 300;  // outside 1 to 256: the options reach C
+        EXPECT_ERROR(WEFT_ERROR_INVALID_ARGUMENT, weft::server::bind(n, &bad));
+        auto srv = weft::server::bind(n);
+        std::thread client([&] {
+            std::this_thread::sleep_for(soon);
+            auto ch = weft::server::connect(n, 5s);
+            std::this_thread::sleep_for(soon);
+            auto reply = ch.call_for(std::string_view("question"), 5s);
+            CHECK(reply && reply->str() == "answer");
+        });
+        auto conn = srv.accept();
+        auto req = conn.recv_request_for(5s);
+        CHECK(req && req->str() == "question");
+        std::this_thread::sleep_for(soon);
+        req->reply(std::string_view("answer"));
+        client.join();
+
+        std::thread client2([&] {
+            std::this_thread::sleep_for(soon);
+            auto ch = weft::server::connect(n, 5s);
+            CHECK(ch.call(std::string_view("q2")).str() == "a2");
+        });
+        auto conn2 = srv.accept_for(5s);
+        CHECK(conn2);
+        conn2->recv_request_for(5s)->reply(std::string_view("a2"));
+        client2.join();
+    }
+    {
+        weft_channel_options opts{};
+        opts.capacity = 4096;
+        auto n = name("x-send-for");
+        std::optional<weft::channel> l;
+        std::thread t([&] { l.emplace(weft::channel::listen(n, 5s, &opts)); });
+        auto c = weft::channel::connect(n, 5s, &opts);
+        t.join();
+        std::size_t sent = 0;
+        while (c.try_send(std::string(500, 's'))) sent++;  // try_send does not wait: it ends
+        CHECK(sent > 0 && sent < 100);
+        std::thread drain([&] {
+            std::this_thread::sleep_for(soon);
+            for (std::size_t i = 0; i < sent; i++) CHECK(l->recv().size() == 500);
+        });
+        CHECK(c.send_for(std::string(500, 'z'), 5s));
+        drain.join();
+        CHECK(l->recv_for(1s)->size() == 500);
+        // A closed peer: the try_ and _for forms throw CLOSED.
+        c.close();
+        EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)l->try_recv());
+        EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)l->recv_for(1s));
+    }
+}
+
+// pubsub_settings: history for a late subscriber; register_single with an inline mode and size;
+// a loan's set_len refuses more than its capacity; a loan's bytes as a bytes_view.
+static void pubsub_settings() {
+    auto region = name("x-pubsub");
+    auto pub = weft::publisher::create(region);
+    auto sub = weft::subscriber::connect(region);
+    auto hist = pub.register_topic("/hist");
+    for (auto v : {"h1", "h2", "h3"}) pub.publish(hist, std::string_view(v));
+    auto late = sub.subscribe("/hist", 2);
+    auto h2 = late.try_recv();
+    CHECK(h2 && h2->str() == "h2");
+    auto h3 = late.try_recv();
+    CHECK(h3 && h3->str() == "h3");
+    CHECK(!late.try_recv());
+    auto fresh = sub.subscribe("/hist");
+    CHECK(!fresh.try_recv());
+
+    auto single = pub.register_single("/single-inline", WEFT_TOPIC_INLINE, 8);
+    auto si = sub.subscribe("/single-inline");
+    EXPECT_ERROR(WEFT_ERROR_INVALID_ARGUMENT, pub.publish(single, std::string_view("short")));
+    pub.publish(single, std::string_view("12345678"));
+    auto inl = si.recv_for(1s);
+    CHECK(inl && inl->str() == "12345678");
+
+    auto loan = pub.loan(hist);
+    weft::bytes_view view = loan.bytes();
+    CHECK(view.data() == loan.data() && view.size() == loan.capacity() && view.size() > 0);
+    EXPECT_ERROR(WEFT_ERROR_TOO_LARGE, loan.set_len(loan.capacity() + 1));
+    std::memcpy(loan.data(), "ok", 2);
+    loan.set_len(2);
+    loan.publish();
+    auto ok = fresh.recv_for(1s);
+    CHECK(ok && ok->str() == "ok");
+}
+
+// request_consumed: try_reply and reply_for release the request whatever they return:
+// its view is empty afterwards.
+static void request_consumed() {
+    auto n = name("x-consumed");
+    std::optional<weft::channel> srv_end;
+    std::thread l([&] { srv_end.emplace(weft::channel::listen(n, 5s)); });
+    auto cli = weft::channel::connect(n, 5s);
+    l.join();
+    CHECK(!cli.call_for(std::string_view("r1"), 0ms));
+    CHECK(!cli.call_for(std::string_view("r2"), 0ms));
+    auto r1 = *srv_end->recv_request_for(1s);
+    CHECK(r1.str() == "r1");
+    CHECK(r1.try_reply(std::string_view("a1")));
+    CHECK(r1.data() == nullptr && r1.size() == 0);
+    auto r2 = *srv_end->recv_request_for(1s);
+    CHECK(r2.str() == "r2");
+    CHECK(r2.reply_for(std::string_view("a2"), 1s));
+    CHECK(r2.data() == nullptr && r2.size() == 0);
+    CHECK(cli.recv_for(1s)->size() == 8 + 2);
+    CHECK(cli.recv_for(1s)->size() == 8 + 2);
+}
+
+// blocking: the calls without a timeout wait (for room, a record, a message, a request, a
+// reply) instead of giving up at once. Each event comes 50 ms after the call started.
+static void blocking() {
+    constexpr auto soon = 50ms;
+    {
+        auto n = name("x-block-stream");
+        auto w = weft::stream_writer::create(n, 4096);
+        auto r = weft::stream_reader::open(n);
+        std::thread later([&] {
+            std::this_thread::sleep_for(soon);
+            w.write(std::string_view("late"));
+        });
+        CHECK(r.read().str() == "late");  // read waits for a record
+        later.join();
+        while (w.try_write(std::string(500, 'f'))) {
+        }
+        std::thread drain([&] {
+            std::this_thread::sleep_for(soon);
+            for (int i = 0; i < 2; i++) CHECK(r.read().size() == 500);
+        });
+        w.write(std::string(500, 'w'));  // write waits for room
+        drain.join();
+        while (w.try_write(std::string(500, 'f'))) {
+        }
+        std::thread drain2([&] {
+            std::this_thread::sleep_for(soon);
+            while (auto rec = r.read_for(200ms)) CHECK(rec->size() == 500);
+        });
+        {
+            auto g = w.reserve(500);  // reserve waits for room
+            CHECK(g.size() == 500);
+        }
+        drain2.join();
+    }
+    {
+        auto region = name("x-block-ps");
+        auto pub = weft::publisher::create(region);
+        auto t = pub.register_topic("/t");
+        auto sub = weft::subscriber::connect(region);
+        auto s = sub.subscribe("/t");
+        std::thread later([&] {
+            std::this_thread::sleep_for(soon);
+            pub.publish(t, std::string_view("one"));
+        });
+        CHECK(s.recv().str() == "one");  // recv waits for a message
+        later.join();
+        std::thread later2([&] {
+            std::this_thread::sleep_for(soon);
+            pub.publish(t, std::string_view("two"));
+        });
+        CHECK(s.recv_borrowed().str() == "two");  // so does recv_borrowed
+        later2.join();
+    }
+    {
+        weft_channel_options opts{};
+        opts.capacity = 4096;  // two replies of 1500 bytes fill a stream
+        auto n = name("x-block-ch");
+        std::optional<weft::channel> srv_end;
+        std::thread l([&] { srv_end.emplace(weft::channel::listen(n, 5s, &opts)); });
+        auto cli = weft::channel::connect(n, 5s, &opts);
+        l.join();
+        std::thread later([&] {
+            std::this_thread::sleep_for(soon);
+            cli.send(std::string_view("rec"));
+        });
+        CHECK(srv_end->recv().str() == "rec");  // recv waits for a record
+        later.join();
+        std::thread asker([&] {
+            std::this_thread::sleep_for(soon);
+            for (int i = 0; i < 4; i++) CHECK(!cli.call_for(std::string(1, char('a' + i)), 0ms));
+        });
+        std::vector<std::uint8_t> big(1500, 7);
+        auto first = srv_end->recv_request();  // recv_request waits for a request
+        asker.join();  // every request sent before any reply (a call_for drops a late reply)
+        CHECK(first.str() == "a");
+        first.reply(big);
+        CHECK(srv_end->recv_request_for(1s)->try_reply(big));  // the client's stream is full now
+        // Reads what the client's stream holds, 50 ms later, until it stays empty.
+        auto drain = [&] {
+            std::this_thread::sleep_for(soon);
+            while (auto m = cli.recv_for(500ms)) CHECK(m->size() == 1500 || m->size() == 8 + 1500);
+        };
+        auto third = *srv_end->recv_request_for(1s);
+        std::thread reader(drain);
+        third.reply(big);  // reply waits for room
+        reader.join();
+        auto id4 = srv_end->recv_request_for(1s)->id();  // released unanswered
+        while (srv_end->try_send(big)) {
+        }
+        std::thread reader2(drain);
+        srv_end->reply_to(id4, big);  // reply_to waits for room
+        reader2.join();
+        while (srv_end->try_send(big)) {
+        }
+        std::thread reader3(drain);
+        srv_end->send(big);  // send waits for room
+        reader3.join();
+    }
+}
+
 int main() {
     alarm(120); // a wait that never ends fails the test instead of hanging it
     std::fprintf(stderr, "-- stream\n");
@@ -487,6 +869,13 @@ int main() {
     channels();
     std::fprintf(stderr, "-- edges\n");
     edges();
+    std::fprintf(stderr, "-- grants, moves, waits, settings, requests, blocking forms\n");
+    stream_grants();
+    move_assign();
+    waits();
+    pubsub_settings();
+    request_consumed();
+    blocking();
     std::fprintf(stderr, "cpp: %lu checks passed\n", checks);
     std::printf("ok cpp %lu\n", checks);
     return 0;
