@@ -528,6 +528,8 @@ fn the_object_is_private_to_its_user() {
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
 }
 
+/// The last one out removes the name, whichever side it is: the reader after its writer, and
+/// the writer after its reader (with a record left unread).
 #[test]
 fn the_last_one_out_removes_the_name() {
     let (w, r, c) = pair("unlink", 4096);
@@ -538,6 +540,19 @@ fn the_last_one_out_removes_the_name() {
         "the reader still uses it"
     );
     drop(r);
+    assert!(!std::path::Path::new(&path).exists());
+
+    let (mut w, mut r, c) = pair("unlink-writer-last", 4096);
+    let path = common::shm_path(&c.0);
+    w.write(b"read").unwrap();
+    w.write(b"never read").unwrap();
+    assert_eq!(&*r.read().unwrap(), b"read");
+    drop(r);
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "the writer still uses it"
+    );
+    drop(w);
     assert!(!std::path::Path::new(&path).exists());
 }
 
@@ -1004,24 +1019,6 @@ fn flush_publishes_a_lone_zero_length_deferred_record() {
     assert!(matches!(r.try_read(), Err(Error::Empty)));
     w.flush();
     assert_eq!(r.try_read().expect("published by the flush").len(), 0);
-}
-
-/// The last one out removes the name, whichever side it is: here the writer, after its
-/// reader left.
-#[test]
-fn a_writer_leaving_after_its_reader_removes_the_name() {
-    let (mut w, mut r, c) = pair("st-unlink-writer-last", 4096);
-    w.write(b"read").unwrap();
-    w.write(b"never read").unwrap();
-    assert_eq!(&*r.read().unwrap(), b"read");
-    drop(r);
-    let path = common::shm_path(&c.0);
-    assert!(
-        std::path::Path::new(&path).exists(),
-        "the writer still uses it"
-    );
-    drop(w);
-    assert!(!std::path::Path::new(&path).exists());
 }
 
 /// A reader opened with `open` waits with the default `Adaptive` strategy, which parks on an

@@ -572,6 +572,16 @@ static void move_assign() {
     CHECK(rb.read().str() == "b1");
 }
 
+// Runs `act` on a thread of its own 50 ms from now: the peer that acts while the calling
+// thread waits in the call under test (the caller joins it).
+template <typename F>
+static std::thread in_a_moment(F act) {
+    return std::thread([act] {
+        std::this_thread::sleep_for(50ms);
+        act();
+    });
+}
+
 // waits: every _for form (and the opening calls with a timeout) waits for what comes
 // during its timeout instead of giving up at once. Each event comes 50 ms after the wait
 // started; the timeouts are generous upper bounds.
@@ -581,8 +591,7 @@ static void waits() {
     {
         auto n = name("x-open-for");
         std::optional<weft::stream_writer> w;
-        std::thread t([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread t = in_a_moment([&] {
             w.emplace(weft::stream_writer::create(n, 4096));
         });
         auto r = weft::stream_reader::open_for(n, 5s);
@@ -598,8 +607,7 @@ static void waits() {
         std::size_t filled = 0;
         while (w.try_write(std::string(500, 'f'))) filled++;
         CHECK(filled > 0);
-        std::thread t([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread t = in_a_moment([&] {
             for (std::size_t i = 0; i < filled; i++) CHECK(r.read().size() == 500);
         });
         CHECK(w.write_for(std::string(500, 'g'), 5s));
@@ -607,8 +615,7 @@ static void waits() {
         while (w.try_write(std::string(500, 'f'))) {
         }
         CHECK(!w.try_reserve(500));
-        std::thread t2([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread t2 = in_a_moment([&] {
             while (auto rec = r.read_for(200ms)) CHECK(rec->size() == 500);
         });
         auto g = w.reserve_for(500, 5s);
@@ -623,22 +630,19 @@ static void waits() {
         auto pub = weft::publisher::create(region);
         auto sub = weft::subscriber::connect(region);
         std::optional<weft::topic> later;
-        std::thread t([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread t = in_a_moment([&] {
             later.emplace(pub.register_topic("/later"));
         });
         auto s = sub.subscribe_for("/later", 5s);
         t.join();
         CHECK(s);
-        std::thread t2([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread t2 = in_a_moment([&] {
             pub.publish(*later, std::string_view("copied"));
         });
         auto got = s.recv_for(5s);
         t2.join();
         CHECK(got && got->str() == "copied");
-        std::thread t3([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread t3 = in_a_moment([&] {
             pub.publish(*later, std::string_view("borrowed"));
         });
         auto b = s.recv_borrowed_for(5s);
@@ -653,8 +657,7 @@ static void waits() {
         bad.slots = 300;  // outside 1 to 256: the options reach C
         EXPECT_ERROR(WEFT_ERROR_INVALID_ARGUMENT, weft::server::bind(n, &bad));
         auto srv = weft::server::bind(n);
-        std::thread client([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread client = in_a_moment([&] {
             auto ch = weft::server::connect(n, 5s);
             std::this_thread::sleep_for(soon);
             auto reply = ch.call_for(std::string_view("question"), 5s);
@@ -667,8 +670,7 @@ static void waits() {
         req->reply(std::string_view("answer"));
         client.join();
 
-        std::thread client2([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread client2 = in_a_moment([&] {
             auto ch = weft::server::connect(n, 5s);
             CHECK(ch.call(std::string_view("q2")).str() == "a2");
         });
@@ -688,8 +690,7 @@ static void waits() {
         std::size_t sent = 0;
         while (c.try_send(std::string(500, 's'))) sent++;  // try_send does not wait: it ends
         CHECK(sent > 0 && sent < 100);
-        std::thread drain([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread drain = in_a_moment([&] {
             for (std::size_t i = 0; i < sent; i++) CHECK(l->recv().size() == 500);
         });
         CHECK(c.send_for(std::string(500, 'z'), 5s));
@@ -767,24 +768,21 @@ static void blocking() {
         auto n = name("x-block-stream");
         auto w = weft::stream_writer::create(n, 4096);
         auto r = weft::stream_reader::open(n);
-        std::thread later([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread later = in_a_moment([&] {
             w.write(std::string_view("late"));
         });
         CHECK(r.read().str() == "late");  // read waits for a record
         later.join();
         while (w.try_write(std::string(500, 'f'))) {
         }
-        std::thread drain([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread drain = in_a_moment([&] {
             for (int i = 0; i < 2; i++) CHECK(r.read().size() == 500);
         });
         w.write(std::string(500, 'w'));  // write waits for room
         drain.join();
         while (w.try_write(std::string(500, 'f'))) {
         }
-        std::thread drain2([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread drain2 = in_a_moment([&] {
             while (auto rec = r.read_for(200ms)) CHECK(rec->size() == 500);
         });
         {
@@ -799,14 +797,12 @@ static void blocking() {
         auto t = pub.register_topic("/t");
         auto sub = weft::subscriber::connect(region);
         auto s = sub.subscribe("/t");
-        std::thread later([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread later = in_a_moment([&] {
             pub.publish(t, std::string_view("one"));
         });
         CHECK(s.recv().str() == "one");  // recv waits for a message
         later.join();
-        std::thread later2([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread later2 = in_a_moment([&] {
             pub.publish(t, std::string_view("two"));
         });
         CHECK(s.recv_borrowed().str() == "two");  // so does recv_borrowed
@@ -820,14 +816,12 @@ static void blocking() {
         std::thread l([&] { srv_end.emplace(weft::channel::listen(n, 5s, &opts)); });
         auto cli = weft::channel::connect(n, 5s, &opts);
         l.join();
-        std::thread later([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread later = in_a_moment([&] {
             cli.send(std::string_view("rec"));
         });
         CHECK(srv_end->recv().str() == "rec");  // recv waits for a record
         later.join();
-        std::thread asker([&] {
-            std::this_thread::sleep_for(soon);
+        std::thread asker = in_a_moment([&] {
             for (int i = 0; i < 4; i++) CHECK(!cli.call_for(std::string(1, char('a' + i)), 0ms));
         });
         std::vector<std::uint8_t> big(1500, 7);
