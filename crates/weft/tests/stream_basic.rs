@@ -16,6 +16,25 @@ fn pair(tag: &str, cap: usize) -> (StreamWriter, StreamReader, Cleanup) {
     (w, r, c)
 }
 
+/// Every wait strategy there is.
+const STRATEGIES: [WaitStrategy; 5] = [
+    WaitStrategy::BusySpin,
+    WaitStrategy::YieldSpin,
+    WaitStrategy::BackoffSpin,
+    WaitStrategy::Park,
+    WaitStrategy::Adaptive,
+];
+
+/// A writer and reader of a 1 KiB stream, both waiting with `strategy`.
+fn pair_waiting(tag: &str, strategy: WaitStrategy) -> (StreamWriter, StreamReader, Cleanup) {
+    let name = unique(tag);
+    let c = Cleanup(name.clone());
+    let opts = StreamOptions::new(1024).wait(strategy);
+    let w = StreamWriter::create_with(&name, &opts).unwrap();
+    let r = StreamReader::open_with(&name, &opts).unwrap();
+    (w, r, c)
+}
+
 #[test]
 fn records_come_out_whole_and_in_order() {
     let (mut w, mut r, _c) = pair("order", 4096);
@@ -144,18 +163,8 @@ fn a_blocked_writer_learns_the_reader_left() {
 
 #[test]
 fn blocking_calls_cross_threads_with_every_strategy() {
-    for strategy in [
-        WaitStrategy::BusySpin,
-        WaitStrategy::YieldSpin,
-        WaitStrategy::BackoffSpin,
-        WaitStrategy::Park,
-        WaitStrategy::Adaptive,
-    ] {
-        let name = unique("strategies");
-        let _c = Cleanup(name.clone());
-        let opts = StreamOptions::new(1024).wait(strategy);
-        let mut w = StreamWriter::create_with(&name, &opts).unwrap();
-        let mut r = StreamReader::open_with(&name, &opts).unwrap();
+    for strategy in STRATEGIES {
+        let (mut w, mut r, _c) = pair_waiting("strategies", strategy);
         let n = 20_000u32;
         let t = std::thread::spawn(move || {
             for i in 0..n {
@@ -899,18 +908,8 @@ fn within_30s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 /// that are there.
 #[test]
 fn timeouts_end_the_waits_of_every_strategy() {
-    for strategy in [
-        WaitStrategy::BusySpin,
-        WaitStrategy::YieldSpin,
-        WaitStrategy::BackoffSpin,
-        WaitStrategy::Park,
-        WaitStrategy::Adaptive,
-    ] {
-        let name = unique("st-timeouts");
-        let _c = Cleanup(name.clone());
-        let opts = StreamOptions::new(1024).wait(strategy);
-        let w = StreamWriter::create_with(&name, &opts).unwrap();
-        let r = StreamReader::open_with(&name, &opts).unwrap();
+    for strategy in STRATEGIES {
+        let (w, r, _c) = pair_waiting("st-timeouts", strategy);
         let t = Duration::from_millis(20);
         let (w, r) = within_30s(move || {
             let (mut w, mut r) = (w, r);

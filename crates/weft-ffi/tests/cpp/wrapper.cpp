@@ -286,6 +286,17 @@ static void pubsub() {
     EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, sub.subscribe_for("/absent", 10ms));
 }
 
+// Both ends of a one-to-one channel under `n`: the listening one (made on a thread of its
+// own, as listen waits for its connector) and the connecting one.
+static std::pair<weft::channel, weft::channel> paired(const std::string &n,
+                                                      const weft_channel_options *opts = nullptr) {
+    std::optional<weft::channel> listener;
+    std::thread t([&] { listener.emplace(weft::channel::listen(n, 5s, opts)); });
+    auto connector = weft::channel::connect(n, 5s, opts);
+    t.join();
+    return {std::move(*listener), std::move(connector)};
+}
+
 static void channels() {
     auto n = name("server");
     auto srv = weft::server::bind(n);
@@ -344,12 +355,11 @@ static void channels() {
 
     // One-to-one, raw records both ways.
     auto pair_name = name("pair");
-    std::optional<weft::channel> listener;
-    std::thread t([&] { listener.emplace(weft::channel::listen(pair_name, 5s)); });
-    auto connector = weft::channel::connect(pair_name, 5s);
-    t.join();
+    auto listener_and_connector = paired(pair_name);
+    auto &listener = listener_and_connector.first;
+    auto &connector = listener_and_connector.second;
     CHECK(connector.send_for(std::string_view("ping"), 1s));
-    CHECK(listener->recv_for(1s)->str() == "ping");
+    CHECK(listener.recv_for(1s)->str() == "ping");
     {
         // "For ever" as the longest duration there is waits (it once overflowed into 0 ms and
         // returned at once).
@@ -357,18 +367,18 @@ static void channels() {
             std::this_thread::sleep_for(50ms);
             CHECK(connector.send_for(std::string_view("later"), 1s));
         });
-        auto got = listener->recv_for(std::chrono::hours::max());
+        auto got = listener.recv_for(std::chrono::hours::max());
         CHECK(got && got->str() == "later");
         later.join();
     }
     // A NaN duration waits not at all (`d <= zero` is `!(zero < d)`, true for NaN, so it
     // never reaches the conversion to an integer count, which would be undefined).
-    CHECK(!listener->recv_for(std::chrono::duration<double>(std::nan(""))));
-    CHECK(listener->try_send(std::string_view("pong")));
+    CHECK(!listener.recv_for(std::chrono::duration<double>(std::nan(""))));
+    CHECK(listener.try_send(std::string_view("pong")));
     CHECK(connector.recv().str() == "pong");
     CHECK(!connector.try_recv());
     CHECK(connector.max_message_len() > 1000);
-    listener->close();
+    listener.close();
     EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)connector.recv());
     EXPECT_ERROR(WEFT_ERROR_NOT_FOUND, weft::server::connect(name("absent"), 10ms));
 
@@ -378,34 +388,33 @@ static void channels() {
         weft_channel_options opts{};
         opts.capacity = 4096;  // two replies of 1500 bytes fill a stream
         auto unread = name("unread");
-        std::optional<weft::channel> srv_end;
-        std::thread l([&] { srv_end.emplace(weft::channel::listen(unread, 5s, &opts)); });
-        auto cli = weft::channel::connect(unread, 5s, &opts);
-        l.join();
+        auto srv_end_and_cli = paired(unread, &opts);
+        auto &srv_end = srv_end_and_cli.first;
+        auto &cli = srv_end_and_cli.second;
         for (int i = 0; i < 4; i++) CHECK(!cli.call_for(std::string(1, char('a' + i)), 0ms));
         std::vector<std::uint8_t> big(1500, 7);
-        srv_end->recv_request_for(1s)->reply(big);  // room for it
-        CHECK(srv_end->recv_request_for(1s)->try_reply(big));
-        auto third = *srv_end->recv_request_for(1s);
+        srv_end.recv_request_for(1s)->reply(big);  // room for it
+        CHECK(srv_end.recv_request_for(1s)->try_reply(big));
+        auto third = *srv_end.recv_request_for(1s);
         auto id3 = third.id();
         CHECK(!third.try_reply(big));
         EXPECT_ERROR(WEFT_ERROR_STATE, third.reply(big));  // consumed: released
-        auto fourth = *srv_end->try_recv_request();       // so the channel lends nothing
+        auto fourth = *srv_end.try_recv_request();       // so the channel lends nothing
         auto id4 = fourth.id();
         auto t0 = std::chrono::steady_clock::now();
         CHECK(!fourth.reply_for(big, 50ms));
         auto waited = std::chrono::steady_clock::now() - t0;
         CHECK(waited >= 50ms && waited < 4s);
         EXPECT_ERROR(WEFT_ERROR_STATE, fourth.reply(big));
-        CHECK(!srv_end->try_reply_to(id3, big));
+        CHECK(!srv_end.try_reply_to(id3, big));
         t0 = std::chrono::steady_clock::now();
-        CHECK(!srv_end->reply_to_for(id4, big, 50ms));
+        CHECK(!srv_end.reply_to_for(id4, big, 50ms));
         waited = std::chrono::steady_clock::now() - t0;
         CHECK(waited >= 50ms && waited < 4s);
         for (int i = 0; i < 2; i++) CHECK(cli.recv_for(1s)->size() == 8 + 1500);
-        CHECK(srv_end->reply_to_for(id3, big, 1s));
+        CHECK(srv_end.reply_to_for(id3, big, 1s));
         CHECK(cli.recv_for(1s)->size() == 8 + 1500);
-        CHECK(srv_end->try_reply_to(id4, big));
+        CHECK(srv_end.try_reply_to(id4, big));
         CHECK(cli.recv_for(1s)->size() == 8 + 1500);
         CHECK(!cli.try_recv());
     }
@@ -683,23 +692,22 @@ static void waits() {
         weft_channel_options opts{};
         opts.capacity = 4096;
         auto n = name("x-send-for");
-        std::optional<weft::channel> l;
-        std::thread t([&] { l.emplace(weft::channel::listen(n, 5s, &opts)); });
-        auto c = weft::channel::connect(n, 5s, &opts);
-        t.join();
+        auto l_and_c = paired(n, &opts);
+        auto &l = l_and_c.first;
+        auto &c = l_and_c.second;
         std::size_t sent = 0;
         while (c.try_send(std::string(500, 's'))) sent++;  // try_send does not wait: it ends
         CHECK(sent > 0 && sent < 100);
         std::thread drain = in_a_moment([&] {
-            for (std::size_t i = 0; i < sent; i++) CHECK(l->recv().size() == 500);
+            for (std::size_t i = 0; i < sent; i++) CHECK(l.recv().size() == 500);
         });
         CHECK(c.send_for(std::string(500, 'z'), 5s));
         drain.join();
-        CHECK(l->recv_for(1s)->size() == 500);
+        CHECK(l.recv_for(1s)->size() == 500);
         // A closed peer: the try_ and _for forms throw CLOSED.
         c.close();
-        EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)l->try_recv());
-        EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)l->recv_for(1s));
+        EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)l.try_recv());
+        EXPECT_ERROR(WEFT_ERROR_CLOSED, (void)l.recv_for(1s));
     }
 }
 
@@ -742,17 +750,16 @@ static void pubsub_settings() {
 // its view is empty afterwards.
 static void request_consumed() {
     auto n = name("x-consumed");
-    std::optional<weft::channel> srv_end;
-    std::thread l([&] { srv_end.emplace(weft::channel::listen(n, 5s)); });
-    auto cli = weft::channel::connect(n, 5s);
-    l.join();
+    auto srv_end_and_cli = paired(n);
+    auto &srv_end = srv_end_and_cli.first;
+    auto &cli = srv_end_and_cli.second;
     CHECK(!cli.call_for(std::string_view("r1"), 0ms));
     CHECK(!cli.call_for(std::string_view("r2"), 0ms));
-    auto r1 = *srv_end->recv_request_for(1s);
+    auto r1 = *srv_end.recv_request_for(1s);
     CHECK(r1.str() == "r1");
     CHECK(r1.try_reply(std::string_view("a1")));
     CHECK(r1.data() == nullptr && r1.size() == 0);
-    auto r2 = *srv_end->recv_request_for(1s);
+    auto r2 = *srv_end.recv_request_for(1s);
     CHECK(r2.str() == "r2");
     CHECK(r2.reply_for(std::string_view("a2"), 1s));
     CHECK(r2.data() == nullptr && r2.size() == 0);
@@ -812,43 +819,42 @@ static void blocking() {
         weft_channel_options opts{};
         opts.capacity = 4096;  // two replies of 1500 bytes fill a stream
         auto n = name("x-block-ch");
-        std::optional<weft::channel> srv_end;
-        std::thread l([&] { srv_end.emplace(weft::channel::listen(n, 5s, &opts)); });
-        auto cli = weft::channel::connect(n, 5s, &opts);
-        l.join();
+        auto srv_end_and_cli = paired(n, &opts);
+        auto &srv_end = srv_end_and_cli.first;
+        auto &cli = srv_end_and_cli.second;
         std::thread later = in_a_moment([&] {
             cli.send(std::string_view("rec"));
         });
-        CHECK(srv_end->recv().str() == "rec");  // recv waits for a record
+        CHECK(srv_end.recv().str() == "rec");  // recv waits for a record
         later.join();
         std::thread asker = in_a_moment([&] {
             for (int i = 0; i < 4; i++) CHECK(!cli.call_for(std::string(1, char('a' + i)), 0ms));
         });
         std::vector<std::uint8_t> big(1500, 7);
-        auto first = srv_end->recv_request();  // recv_request waits for a request
+        auto first = srv_end.recv_request();  // recv_request waits for a request
         asker.join();  // every request sent before any reply (a call_for drops a late reply)
         CHECK(first.str() == "a");
         first.reply(big);
-        CHECK(srv_end->recv_request_for(1s)->try_reply(big));  // the client's stream is full now
+        CHECK(srv_end.recv_request_for(1s)->try_reply(big));  // the client's stream is full now
         // Reads what the client's stream holds, 50 ms later, until it stays empty.
         auto drain = [&] {
             std::this_thread::sleep_for(soon);
             while (auto m = cli.recv_for(500ms)) CHECK(m->size() == 1500 || m->size() == 8 + 1500);
         };
-        auto third = *srv_end->recv_request_for(1s);
+        auto third = *srv_end.recv_request_for(1s);
         std::thread reader(drain);
         third.reply(big);  // reply waits for room
         reader.join();
-        auto id4 = srv_end->recv_request_for(1s)->id();  // released unanswered
-        while (srv_end->try_send(big)) {
+        auto id4 = srv_end.recv_request_for(1s)->id();  // released unanswered
+        while (srv_end.try_send(big)) {
         }
         std::thread reader2(drain);
-        srv_end->reply_to(id4, big);  // reply_to waits for room
+        srv_end.reply_to(id4, big);  // reply_to waits for room
         reader2.join();
-        while (srv_end->try_send(big)) {
+        while (srv_end.try_send(big)) {
         }
         std::thread reader3(drain);
-        srv_end->send(big);  // send waits for room
+        srv_end.send(big);  // send waits for room
         reader3.join();
     }
 }

@@ -448,158 +448,155 @@ mod tests {
         assert_eq!(row.status(Duration::from_secs(1)), PeerStatus::Alive);
     }
 
-    /// A fresh 4 KiB object named for `tag` and this process, and the row at offset 512 in it.
+    /// Rows of real shared-memory objects, and processes: not under miri or loom.
     #[cfg(not(any(miri, loom)))]
-    fn object(tag: &str) -> (Arc<Object>, u64, RvUnlink) {
-        use super::super::object::ObjectKind;
-        let name = alloc::format!("liveness-{tag}-{}", std::process::id());
-        let _ = crate::sys::ShmFile::unlink(&name);
-        let obj =
-            Object::create(&name, ObjectKind::Stream, 4096, false, false, |_| Ok(())).unwrap();
-        obj.publish();
-        (Arc::new(obj), 512, RvUnlink(name))
-    }
+    mod on_shm {
+        use super::*;
 
-    /// Removes the name when dropped.
-    #[cfg(not(any(miri, loom)))]
-    struct RvUnlink(alloc::string::String);
-
-    #[cfg(not(any(miri, loom)))]
-    impl Drop for RvUnlink {
-        fn drop(&mut self) {
-            let _ = crate::sys::ShmFile::unlink(&self.0);
+        /// A fresh 4 KiB object named for `tag` and this process, and the row at offset 512 in it.
+        fn object(tag: &str) -> (Arc<Object>, u64, Unlink) {
+            use crate::shm::object::ObjectKind;
+            let name = alloc::format!("liveness-{tag}-{}", std::process::id());
+            let _ = crate::sys::ShmFile::unlink(&name);
+            let obj =
+                Object::create(&name, ObjectKind::Stream, 4096, false, false, |_| Ok(())).unwrap();
+            obj.publish();
+            (Arc::new(obj), 512, Unlink(name))
         }
-    }
 
-    #[cfg(not(any(miri, loom)))]
-    fn row(obj: &Object, offset: u64) -> &ParticipantRow {
-        // SAFETY: all atomics, in bounds (checked).
-        unsafe { obj.at(offset) }.unwrap()
-    }
+        /// Removes the name when dropped.
+        struct Unlink(alloc::string::String);
 
-    /// A dead owner whose pid now belongs to another process (here this one, with another
-    /// start time) is dead, in our namespace: the start time tells them apart.
-    #[cfg(not(any(miri, loom)))]
-    #[test]
-    fn a_reused_pid_is_not_its_dead_owner() {
-        let me = ProcessId::current();
-        let row = ParticipantRow::default();
-        let dead = ProcessId {
-            pid: me.pid,
-            start_time: me.start_time + 1,
-        };
-        row.owner
-            .store(owner_word(dead) | OWNER_HOLDS, Ordering::Relaxed);
-        row.pidns.store(own_pidns(), Ordering::Relaxed);
-        row.heartbeat.store(sys::monotonic_ns(), Ordering::Relaxed);
-        assert_eq!(
-            row.status(Duration::from_secs(3600)),
-            PeerStatus::Dead { pid: me.pid }
-        );
-        row.owner
-            .store(owner_word(me) | OWNER_HOLDS, Ordering::Relaxed);
-        assert_eq!(row.status(Duration::from_secs(3600)), PeerStatus::Alive);
-    }
-
-    /// A row held by another live process is not taken over: `InUse`, naming that process.
-    #[cfg(not(any(miri, loom)))]
-    #[test]
-    fn a_live_owner_in_another_process_keeps_its_row() {
-        let (obj, offset, _u) = object("live-owner");
-        let mut child = std::process::Command::new("sleep")
-            .arg("60")
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let stat = std::fs::read_to_string(alloc::format!("/proc/{pid}/stat")).unwrap();
-        let start: u64 = stat[stat.rfind(')').unwrap() + 1..]
-            .split_ascii_whitespace()
-            .nth(19)
-            .unwrap()
-            .parse()
-            .unwrap();
-        let row = row(&obj, offset);
-        row.owner.store(
-            owner_word(ProcessId {
-                pid,
-                start_time: start,
-            }) | OWNER_HOLDS,
-            Ordering::Relaxed,
-        );
-        row.pidns.store(own_pidns(), Ordering::Relaxed);
-        row.heartbeat.store(sys::monotonic_ns(), Ordering::Relaxed);
-        row.state.store(STATE_ACTIVE, Ordering::Relaxed);
-        let taken = Claim::take(&obj, offset, Role::Reader, Duration::from_secs(1));
-        let _ = child.kill();
-        let _ = child.wait();
-        match taken {
-            Err(Error::InUse { pid: p, .. }) => assert_eq!(p, pid),
-            other => panic!("took a live process's row: {other:?}"),
+        impl Drop for Unlink {
+            fn drop(&mut self) {
+                let _ = crate::sys::ShmFile::unlink(&self.0);
+            }
         }
-        // Once it is dead, the row is taken over.
-        let claim = Claim::take(&obj, offset, Role::Reader, Duration::from_secs(1)).unwrap();
-        assert!(claim.held());
-    }
 
-    /// A fresh claim carries a fresh heartbeat: a peer in another pid namespace, which judges
-    /// by the heartbeat alone, sees it alive at once (not only after the heartbeat thread's
-    /// next stamp).
-    #[cfg(not(any(miri, loom)))]
-    #[test]
-    fn a_fresh_claim_is_alive_by_its_heartbeat_at_once() {
-        let (obj, offset, _u) = object("fresh-beat");
-        let claim = Claim::take(&obj, offset, Role::Writer, Duration::from_secs(1)).unwrap();
-        let row = row(&obj, offset);
-        // As a peer in another namespace sees it.
-        row.pidns
-            .store(own_pidns().wrapping_add(1).max(1), Ordering::Relaxed);
-        // Ten seconds: far more than a preemption here, far less than the machine's uptime
-        // (what a heartbeat of 0 would be judged by).
-        assert_eq!(row.status(Duration::from_secs(10)), PeerStatus::Alive);
-        drop(claim);
-    }
+        fn row(obj: &Object, offset: u64) -> &ParticipantRow {
+            // SAFETY: all atomics, in bounds (checked).
+            unsafe { obj.at(offset) }.unwrap()
+        }
 
-    /// Every claim increments the row's epoch, so that a takeover is visible.
-    #[cfg(not(any(miri, loom)))]
-    #[test]
-    fn every_claim_increments_the_epoch() {
-        let (obj, offset, _u) = object("epoch");
-        let row = row(&obj, offset);
-        let first = Claim::take(&obj, offset, Role::Writer, Duration::from_secs(1)).unwrap();
-        let e1 = first.epoch();
-        assert_eq!(row.epoch.load(Ordering::Relaxed), e1);
-        drop(first);
-        assert_eq!(row.status(Duration::from_secs(1)), PeerStatus::Closed);
-        let second = Claim::take(&obj, offset, Role::Writer, Duration::from_secs(1)).unwrap();
-        assert_eq!(second.epoch(), e1 + 1);
-        assert_eq!(row.epoch.load(Ordering::Relaxed), e1 + 1);
-        assert!(second.held());
-    }
+        /// A dead owner whose pid now belongs to another process (here this one, with another
+        /// start time) is dead, in our namespace: the start time tells them apart.
+        #[test]
+        fn a_reused_pid_is_not_its_dead_owner() {
+            let me = ProcessId::current();
+            let row = ParticipantRow::default();
+            let dead = ProcessId {
+                pid: me.pid,
+                start_time: me.start_time + 1,
+            };
+            row.owner
+                .store(owner_word(dead) | OWNER_HOLDS, Ordering::Relaxed);
+            row.pidns.store(own_pidns(), Ordering::Relaxed);
+            row.heartbeat.store(sys::monotonic_ns(), Ordering::Relaxed);
+            assert_eq!(
+                row.status(Duration::from_secs(3600)),
+                PeerStatus::Dead { pid: me.pid }
+            );
+            row.owner
+                .store(owner_word(me) | OWNER_HOLDS, Ordering::Relaxed);
+            assert_eq!(row.status(Duration::from_secs(3600)), PeerStatus::Alive);
+        }
 
-    /// A dropped claim's row is no longer stamped: a later owner of the row (here one in
-    /// another pid namespace that died) is not kept alive by this process's heartbeat.
-    #[cfg(not(any(miri, loom)))]
-    #[test]
-    fn a_dropped_claim_is_no_longer_stamped() {
-        let (obj, offset, _u) = object("unstamped");
-        let claim = Claim::take(&obj, offset, Role::Writer, Duration::from_secs(1)).unwrap();
-        drop(claim);
-        let row = row(&obj, offset);
-        row.owner
-            .store(OWNER_HOLDS | 0x7fff_fff0, Ordering::Relaxed);
-        row.pidns
-            .store(own_pidns().wrapping_add(1).max(1), Ordering::Relaxed);
-        row.heartbeat.store(1, Ordering::Relaxed);
-        // Several heartbeat periods.
-        std::thread::sleep(HEARTBEAT_PERIOD * 4);
-        assert_eq!(
-            row.heartbeat.load(Ordering::Relaxed),
-            1,
-            "stamped after the drop"
-        );
-        assert!(matches!(
-            row.status(Duration::from_secs(1)),
-            PeerStatus::Dead { .. }
-        ));
+        /// A row held by another live process is not taken over: `InUse`, naming that process.
+        #[test]
+        fn a_live_owner_in_another_process_keeps_its_row() {
+            let (obj, offset, _u) = object("live-owner");
+            let mut child = std::process::Command::new("sleep")
+                .arg("60")
+                .spawn()
+                .unwrap();
+            let pid = child.id();
+            let stat = std::fs::read_to_string(alloc::format!("/proc/{pid}/stat")).unwrap();
+            let start: u64 = stat[stat.rfind(')').unwrap() + 1..]
+                .split_ascii_whitespace()
+                .nth(19)
+                .unwrap()
+                .parse()
+                .unwrap();
+            let row = row(&obj, offset);
+            row.owner.store(
+                owner_word(ProcessId {
+                    pid,
+                    start_time: start,
+                }) | OWNER_HOLDS,
+                Ordering::Relaxed,
+            );
+            row.pidns.store(own_pidns(), Ordering::Relaxed);
+            row.heartbeat.store(sys::monotonic_ns(), Ordering::Relaxed);
+            row.state.store(STATE_ACTIVE, Ordering::Relaxed);
+            let taken = Claim::take(&obj, offset, Role::Reader, Duration::from_secs(1));
+            let _ = child.kill();
+            let _ = child.wait();
+            match taken {
+                Err(Error::InUse { pid: p, .. }) => assert_eq!(p, pid),
+                other => panic!("took a live process's row: {other:?}"),
+            }
+            // Once it is dead, the row is taken over.
+            let claim = Claim::take(&obj, offset, Role::Reader, Duration::from_secs(1)).unwrap();
+            assert!(claim.held());
+        }
+
+        /// A fresh claim carries a fresh heartbeat: a peer in another pid namespace, which judges
+        /// by the heartbeat alone, sees it alive at once (not only after the heartbeat thread's
+        /// next stamp).
+        #[test]
+        fn a_fresh_claim_is_alive_by_its_heartbeat_at_once() {
+            let (obj, offset, _u) = object("fresh-beat");
+            let claim = Claim::take(&obj, offset, Role::Writer, Duration::from_secs(1)).unwrap();
+            let row = row(&obj, offset);
+            // As a peer in another namespace sees it.
+            row.pidns
+                .store(own_pidns().wrapping_add(1).max(1), Ordering::Relaxed);
+            // Ten seconds: far more than a preemption here, far less than the machine's uptime
+            // (what a heartbeat of 0 would be judged by).
+            assert_eq!(row.status(Duration::from_secs(10)), PeerStatus::Alive);
+            drop(claim);
+        }
+
+        /// Every claim increments the row's epoch, so that a takeover is visible.
+        #[test]
+        fn every_claim_increments_the_epoch() {
+            let (obj, offset, _u) = object("epoch");
+            let row = row(&obj, offset);
+            let first = Claim::take(&obj, offset, Role::Writer, Duration::from_secs(1)).unwrap();
+            let e1 = first.epoch();
+            assert_eq!(row.epoch.load(Ordering::Relaxed), e1);
+            drop(first);
+            assert_eq!(row.status(Duration::from_secs(1)), PeerStatus::Closed);
+            let second = Claim::take(&obj, offset, Role::Writer, Duration::from_secs(1)).unwrap();
+            assert_eq!(second.epoch(), e1 + 1);
+            assert_eq!(row.epoch.load(Ordering::Relaxed), e1 + 1);
+            assert!(second.held());
+        }
+
+        /// A dropped claim's row is no longer stamped: a later owner of the row (here one in
+        /// another pid namespace that died) is not kept alive by this process's heartbeat.
+        #[test]
+        fn a_dropped_claim_is_no_longer_stamped() {
+            let (obj, offset, _u) = object("unstamped");
+            let claim = Claim::take(&obj, offset, Role::Writer, Duration::from_secs(1)).unwrap();
+            drop(claim);
+            let row = row(&obj, offset);
+            row.owner
+                .store(OWNER_HOLDS | 0x7fff_fff0, Ordering::Relaxed);
+            row.pidns
+                .store(own_pidns().wrapping_add(1).max(1), Ordering::Relaxed);
+            row.heartbeat.store(1, Ordering::Relaxed);
+            // Several heartbeat periods.
+            std::thread::sleep(HEARTBEAT_PERIOD * 4);
+            assert_eq!(
+                row.heartbeat.load(Ordering::Relaxed),
+                1,
+                "stamped after the drop"
+            );
+            assert!(matches!(
+                row.status(Duration::from_secs(1)),
+                PeerStatus::Dead { .. }
+            ));
+        }
     }
 }
