@@ -463,3 +463,29 @@ fn inspect_counts_the_bytes_on_both_sides_of_the_wrap() {
     assert_eq!(&*r.read().unwrap(), &[3; 200][..]);
     assert_eq!(weft::stream::inspect(&s).unwrap().used, 0);
 }
+
+/// The latest-values flag (topic-entry flags bit 1) means something on inline topics only: a
+/// blocks topic whose entry a peer scribbled it into is not reported as latest-value, and
+/// still carries every sample in order.
+#[test]
+fn the_latest_flag_on_a_blocks_topic_is_not_reported() {
+    let name = unique("si-lflag");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default()).unwrap();
+    let t = p.register("/b").unwrap();
+    let f = region_file(&name);
+    let l = Layout::of_file(&f);
+    assert_eq!(get32(&f, l.entry(0) + 124), 0);
+    put32(&f, l.entry(0) + 124, 2);
+    let d = weft::pubsub::details(&name).unwrap();
+    assert_eq!(d.topics[0].mode, weft::pubsub::TopicMode::Blocks);
+    assert!(!d.topics[0].latest);
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe("/b").unwrap();
+    for i in 0u8..3 {
+        p.publish(&t, &[i]).unwrap();
+    }
+    for i in 0u8..3 {
+        assert_eq!(&sub.try_recv().unwrap()[..], &[i]);
+    }
+}

@@ -158,7 +158,8 @@ pub fn details(region: &str) -> Result<RegionDetails> {
                 max_len,
                 type_size: ty.as_ref().map_or(0, |t| t.size),
                 type_name: ty.map(|t| t.name),
-                latest: mode == TopicMode::Latest || flags & INLINE_LATEST != 0,
+                latest: mode == TopicMode::Latest
+                    || (mode == TopicMode::Inline && flags & INLINE_LATEST != 0),
                 single_publisher: flags & EXCLUSIVE != 0,
                 registered: r.topic_state(i)? == TOPIC_READY,
             }))
