@@ -489,3 +489,306 @@ fn the_latest_flag_on_a_blocks_topic_is_not_reported() {
         assert_eq!(&sub.try_recv().unwrap()[..], &[i]);
     }
 }
+
+/// An object that fails validation (a foreign file, one shorter than a header) may not be
+/// weft's: neither removal touches it, and neither reports an error for it (its name exists,
+/// so it is not `NotFound`): both say they removed nothing.
+#[test]
+fn an_unusable_object_is_kept_by_both_removals() {
+    let (foreign, short) = (unique("insp-keep-foreign"), unique("insp-keep-short"));
+    let _c = (Cleanup(foreign.clone()), Cleanup(short.clone()));
+    std::fs::write(shm_path(&foreign), [0xab; 4096]).unwrap();
+    std::fs::write(shm_path(&short), [0; 50]).unwrap();
+    for name in [&foreign, &short] {
+        assert!(!weft::shm::remove_abandoned(name).unwrap(), "{name}");
+        assert!(!weft::shm::remove_own_abandoned(name).unwrap(), "{name}");
+        assert!(std::path::Path::new(&shm_path(name)).exists(), "{name}");
+    }
+}
+
+/// An object that fails validation is still reported with its file's size (and no kind), so
+/// that `weft ls` shows what it occupies.
+#[test]
+fn an_unusable_object_reports_its_files_size() {
+    let (foreign, short) = (unique("insp-size-foreign"), unique("insp-size-short"));
+    let _c = (Cleanup(foreign.clone()), Cleanup(short.clone()));
+    std::fs::write(shm_path(&foreign), [0xab; 4096]).unwrap();
+    std::fs::write(shm_path(&short), [0; 50]).unwrap();
+    let o = weft::shm::object(&foreign).unwrap();
+    assert_eq!(
+        (o.kind, o.size, o.error.as_ref().map(|e| e.kind())),
+        (None, 4096, Some(ErrorKind::NotWeft))
+    );
+    let o = weft::shm::object(&short).unwrap();
+    assert_eq!(
+        (o.kind, o.size, o.error.as_ref().map(|e| e.kind())),
+        (None, 50, Some(ErrorKind::Truncated))
+    );
+}
+
+/// A file of exactly the header's 128 bytes is read as a header: foreign bytes there are not
+/// a weft object (as in a longer file), not an object whose creator is at work.
+#[test]
+fn a_foreign_file_of_exactly_a_header_is_not_weft() {
+    let name = unique("insp-128-foreign");
+    let _c = Cleanup(name.clone());
+    std::fs::write(shm_path(&name), [0xab; 128]).unwrap();
+    let o = weft::shm::object(&name).unwrap();
+    assert!(
+        matches!(o.error, Some(weft::Error::NotWeft { found, .. }) if found == u64::from_le_bytes([0xab; 8])),
+        "{:?}",
+        o.error
+    );
+    assert!(!o.is_abandoned());
+}
+
+/// A stream whose writer and reader both let go, with records left unread, is abandoned: only
+/// a writer that closed before any reader came keeps its records for one.
+#[test]
+fn a_stream_both_sides_left_is_abandoned_with_its_records() {
+    let s = unique("insp-both-left");
+    let _c = Cleanup(s.clone());
+    let mut writer = StreamWriter::create(&s, 4096).unwrap();
+    let reader = StreamReader::open(&s).unwrap();
+    writer.write(b"unread").unwrap();
+    // Both rows (writer at 512, reader at 576) as their holders leave them: bit 31 of
+    // `owner` clear, `state` CLOSED.
+    let bytes = std::fs::read(shm_path(&s)).unwrap();
+    let word = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+    let (w_owner, r_owner, w_state, r_state) =
+        (word(512), word(576), &bytes[520..524], &bytes[584..588]);
+    for row in [512, 576] {
+        scribble(&s, row, &(word(row as usize) & !(1 << 31)).to_le_bytes());
+        scribble(&s, row + 8, &2u32.to_le_bytes());
+    }
+    let o = weft::shm::object(&s).unwrap();
+    scribble(&s, 512, &w_owner.to_le_bytes());
+    scribble(&s, 576, &r_owner.to_le_bytes());
+    scribble(&s, 520, w_state);
+    scribble(&s, 584, r_state);
+    drop((reader, writer));
+    assert!(o.error.is_none(), "{:?}", o.error);
+    let states: Vec<_> = o.peers.iter().map(|p| p.state).collect();
+    assert_eq!(states, [PeerState::Closed, PeerState::Closed]);
+    assert!(o.is_abandoned(), "a reader came: nothing is kept for one");
+}
+
+/// A server is listed with its connected clients as participants, after the server itself.
+#[test]
+fn a_listed_server_counts_its_clients() {
+    let v = unique("insp-srv-listed");
+    let _c = Sweep(v.clone());
+    let mut server = Server::bind(&v).unwrap();
+    let n = v.clone();
+    let client =
+        std::thread::spawn(move || Server::connect(&n, std::time::Duration::from_secs(5)).unwrap());
+    let _conn = server
+        .accept_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    let ch = client.join().unwrap();
+    let o = weft::shm::object(&v).unwrap();
+    assert!(o.error.is_none(), "{:?}", o.error);
+    let peers: Vec<_> = o.peers.iter().map(|p| (p.index, p.role, p.state)).collect();
+    assert_eq!(
+        peers,
+        [
+            (0, Some(Role::Server), PeerState::Alive),
+            (1, Some(Role::Client), PeerState::Alive)
+        ]
+    );
+    assert_eq!(o.alive(), 2);
+    drop(ch);
+}
+
+/// `details` names each participant's role from its record: a publisher whose death was
+/// reclaimed (role 3) still shows as a publisher, and a value no participant writes as none.
+#[test]
+fn details_name_each_participants_role() {
+    let r = unique("insp-roles");
+    let _c = Cleanup(r.clone());
+    let publisher = Publisher::create(&r, &Config::default().participants(2)).unwrap();
+    let subscriber = Subscriber::connect(&r).unwrap();
+    let f = region_file(&r);
+    let l = Layout::of_file(&f);
+    let roles = || -> Vec<Option<Role>> {
+        weft::pubsub::details(&r)
+            .unwrap()
+            .participants
+            .iter()
+            .map(|p| p.peer.role)
+            .collect()
+    };
+    assert_eq!(roles(), [Some(Role::Publisher), Some(Role::Subscriber)]);
+    let role = get32(&f, l.ext(0));
+    put32(&f, l.ext(0), 3);
+    let dead_publisher = roles();
+    put32(&f, l.ext(0), 7);
+    let unknown = roles();
+    put32(&f, l.ext(0), role);
+    drop((subscriber, publisher));
+    assert_eq!(
+        dead_publisher,
+        [Some(Role::Publisher), Some(Role::Subscriber)]
+    );
+    assert_eq!(unknown, [None, Some(Role::Subscriber)]);
+}
+
+/// `details` counts a record entry as held when it names a block of the pool, whether the
+/// reference is held, being taken or dropped with its mark left; an entry naming the block one
+/// past the pool's last is counted corrupt.
+#[test]
+fn details_count_record_entries_by_the_block_they_name() {
+    let r = unique("insp-entries");
+    let _c = Cleanup(r.clone());
+    let publisher = Publisher::create(&r, &Config::default().participants(2).blocks(16)).unwrap();
+    let f = region_file(&r);
+    let l = Layout::of_file(&f);
+    let at = l.holding(0, 0);
+    // Entry encodings (docs/protocol.md): block + 1, with bit 30 taking, bit 29 done.
+    let (taking, done) = (1u32 << 30, 1u32 << 29);
+    let mut seen = Vec::new();
+    for v in [16, 16 | taking, 16 | done, 17, 17 | taking, 17 | done] {
+        put32(&f, at, v);
+        let d = weft::pubsub::details(&r).unwrap();
+        seen.push((d.participants[0].held, d.participants[0].corrupt_records));
+    }
+    put32(&f, at, 0);
+    drop(publisher);
+    assert_eq!(seen, [(1, 0), (1, 0), (1, 0), (0, 1), (0, 1), (0, 1)]);
+}
+
+/// `details` reports a typed topic's type name and size, and a latest-value topic as latest.
+#[test]
+fn details_report_a_topics_type_and_latest_mode() {
+    let r = unique("insp-typed");
+    let _c = Cleanup(r.clone());
+    let publisher = Publisher::create(&r, &Config::default()).unwrap();
+    let _typed = publisher
+        .register_typed_named::<u64>("/typed", "insp.Count/v1")
+        .unwrap();
+    let _latest = publisher
+        .register_with("/latest", weft::pubsub::TopicMode::Latest)
+        .unwrap();
+    let d = weft::pubsub::details(&r).unwrap();
+    let get = |n: &str| d.topics.iter().find(|t| t.stats.name == n).unwrap();
+    let typed = get("/typed");
+    assert_eq!(
+        (typed.type_name.as_deref(), typed.type_size, typed.latest),
+        (Some("insp.Count/v1"), 8, false)
+    );
+    let latest = get("/latest");
+    assert_eq!(
+        (latest.type_name.as_deref(), latest.type_size, latest.latest),
+        (None, 0, true)
+    );
+}
+
+/// A FIFO under the prefix is not a weft object (not a regular file): reported so, and left
+/// alone even by the removal of a name's owner, which removes an empty file.
+#[test]
+fn a_fifo_is_not_weft_and_is_kept() {
+    let name = unique("insp-fifo");
+    let _c = Cleanup(name.clone());
+    let ok = std::process::Command::new("mkfifo")
+        .arg(shm_path(&name))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo");
+    let o = weft::shm::object(&name).unwrap();
+    assert!(
+        matches!(o.error, Some(weft::Error::NotWeft { found: 0, .. })),
+        "{:?}",
+        o.error
+    );
+    assert!(!weft::shm::remove_own_abandoned(&name).unwrap());
+    assert!(std::path::Path::new(&shm_path(&name)).exists());
+}
+
+/// `objects` lists in name order, whatever order the names were made in.
+#[test]
+fn objects_are_listed_in_name_order() {
+    let base = unique("insp-order");
+    let names: Vec<String> = ["b", "a", "c"]
+        .iter()
+        .map(|s| format!("{base}-{s}"))
+        .collect();
+    let _c: Vec<Cleanup> = names.iter().map(|n| Cleanup(n.clone())).collect();
+    for n in &names {
+        std::fs::write(shm_path(n), [0xab; 4096]).unwrap();
+    }
+    let listed: Vec<String> = weft::shm::objects()
+        .into_iter()
+        .map(|o| o.name)
+        .filter(|n| n.starts_with(&base))
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(listed, sorted);
+}
+
+/// `details` reports the region's shape as its configuration line records it: rows in the
+/// participants table, references one participant may hold, and topics the region can hold.
+#[test]
+fn details_report_the_regions_shape() {
+    let r = unique("insp-shape");
+    let _c = Cleanup(r.clone());
+    let config = Config::default().participants(3).max_held(5).topics(7);
+    let _publisher = Publisher::create(&r, &config).unwrap();
+    let l = Layout::of_file(&region_file(&r));
+    assert_eq!((l.participants, l.held, l.topics), (3, 5, 7));
+    let d = weft::pubsub::details(&r).unwrap();
+    assert_eq!(
+        (d.participant_rows, d.max_held, d.topic_capacity),
+        (3, 5, 7)
+    );
+}
+
+/// A file of the prefix whose name weft never gives (a space in it) is not listed.
+#[test]
+fn a_file_named_as_weft_never_names_is_not_listed() {
+    let bad = format!("{} x", unique("insp-badname"));
+    let _c = Cleanup(bad.clone());
+    std::fs::write(shm_path(&bad), [0xab; 4096]).unwrap();
+    assert!(weft::shm::objects().iter().all(|o| o.name != bad));
+}
+
+/// The names states and kinds are printed by.
+#[test]
+fn states_and_kinds_have_their_printed_names() {
+    let states = [
+        PeerState::Absent,
+        PeerState::Alive,
+        PeerState::Closed,
+        PeerState::Dead,
+    ];
+    let names: Vec<_> = states.iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["absent", "alive", "closed", "dead"]);
+    let kinds: Vec<_> = [ObjectKind::Stream, ObjectKind::Region, ObjectKind::Server]
+        .iter()
+        .map(|k| k.name())
+        .collect();
+    assert_eq!(kinds, ["stream", "region", "server"]);
+}
+
+/// A stream whose writer was SIGKILLed with records unread is abandoned and removed: only a
+/// writer that closed cleanly before any reader came leaves its records for one.
+#[test]
+fn a_killed_writers_records_do_not_keep_its_stream() {
+    let s = unique("insp-killed-w");
+    let _c = Cleanup(s.clone());
+    let mut peer = Peer::spawn(&["stream-kill-writer", &s, "mid-record"]);
+    peer.expect("ready");
+    peer.kill9();
+    assert!(weft::stream::inspect(&s).unwrap().used > 0);
+    let o = weft::shm::object(&s).unwrap();
+    assert!(o.error.is_none(), "{:?}", o.error);
+    assert_eq!(o.peers[0].state, PeerState::Dead);
+    assert_eq!((o.alive(), o.dead()), (0, 1));
+    assert!(
+        o.is_abandoned(),
+        "nobody alive, and no clean writer's records"
+    );
+    assert!(weft::shm::remove_abandoned(&s).unwrap());
+    assert!(!std::path::Path::new(&shm_path(&s)).exists());
+}

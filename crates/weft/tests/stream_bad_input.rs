@@ -404,3 +404,52 @@ fn a_data_offset_other_than_4096_is_corrupt() {
         );
     }
 }
+
+/// A symlink under the prefix is refused even when it points at a valid weft object: the
+/// link is not the object, and its target may be anyone's file.
+#[test]
+fn a_symlink_to_a_weft_object_is_not_followed() {
+    let (link, target) = (unique("symlink-weft"), unique("symlink-weft-target"));
+    let _c = (Cleanup(link.clone()), Cleanup(target.clone()));
+    let mut w = StreamWriter::create(&target, 4096).unwrap();
+    w.write(b"x").unwrap();
+    std::os::unix::fs::symlink(shm_path(&target), shm_path(&link)).unwrap();
+    let err = StreamReader::open(&link).map(|_| ()).unwrap_err();
+    assert!(matches!(err, Error::NotWeft { found: 0, .. }), "{err}");
+    let o = weft::shm::object(&link).unwrap();
+    assert_eq!(o.error.map(|e| e.kind()), Some(ErrorKind::NotWeft));
+}
+
+/// The header's layout size is checked against both of its bounds, each inclusive: the
+/// 128-byte header alone and the file's own size pass the header's check (the stream's own
+/// checks still hold the rest), one byte more than the file is truncated.
+#[test]
+fn the_layout_size_bounds_are_inclusive() {
+    for (total, truncated) in [(128u64, false), (8192, false), (8193, true)] {
+        let name = unique("total-bound");
+        let _c = Cleanup(name.clone());
+        let _w = StreamWriter::create(&name, 4096).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(shm_path(&name))
+            .unwrap();
+        assert_eq!(f.metadata().unwrap().len(), 8192);
+        f.write_at(&total.to_le_bytes(), 16).unwrap();
+        let opened = StreamReader::open(&name).map(|_| ());
+        if truncated {
+            assert!(
+                matches!(
+                    opened,
+                    Err(Error::Truncated {
+                        size: 8192,
+                        needed: 8193,
+                        ..
+                    })
+                ),
+                "{total}: {opened:?}"
+            );
+        } else {
+            assert!(opened.is_ok(), "{total}: {opened:?}");
+        }
+    }
+}

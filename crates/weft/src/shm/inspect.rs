@@ -74,7 +74,8 @@ pub struct Peer {
     pub index: u32,
     /// The role the row is for; `None` for a region row whose holder has not said yet.
     pub role: Option<Role>,
-    /// The holder's (or last holder's) process id; 0 for a row never claimed.
+    /// The holder's process id, or a closed row's last holder's; 0 for an absent row (never
+    /// claimed, or let go without closing).
     pub pid: u32,
     /// Whether the holder is alive.
     pub state: PeerState,

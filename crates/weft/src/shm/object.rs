@@ -562,4 +562,25 @@ mod tests {
             "the name was left behind"
         );
     }
+
+    /// `at` refuses an offset that is not aligned for its type, or whose value would reach
+    /// past the mapping, with `Corrupt`; a value that ends exactly at the mapping's end is in.
+    #[test]
+    fn at_checks_alignment_and_bounds() {
+        let name = alloc::format!("obj-at-{}", std::process::id());
+        let _ = ShmFile::unlink(&name);
+        let obj =
+            Object::create(&name, ObjectKind::Stream, 4096, false, false, |_| Ok(())).unwrap();
+        let _ = ShmFile::unlink(&name);
+        let at = |offset: u64| {
+            // SAFETY: AtomicU64 is valid for any bit pattern and safe to share.
+            unsafe { obj.at::<AtomicU64>(offset) }
+                .map(|_| ())
+                .map_err(|e| e.kind())
+        };
+        assert_eq!(at(4088), Ok(()));
+        for bad in [4, 4092, 4096, u64::MAX - 7] {
+            assert_eq!(at(bad), Err(crate::ErrorKind::Corrupt), "{bad}");
+        }
+    }
 }
