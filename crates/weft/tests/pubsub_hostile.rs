@@ -124,6 +124,33 @@ fn a_damaged_configuration_is_refused_at_connect() {
     }
 }
 
+/// Counts that agree with the stored total but imply a region larger than the file (a peer
+/// that rewrote the configuration line consistently): the opener refuses it as `Truncated`,
+/// naming the size mapped and the size the counts need, instead of reaching past the mapping.
+#[test]
+fn counts_implying_more_than_the_file_holds_are_truncated() {
+    let name = unique("ph-config-size");
+    let _c = Cleanup(name.clone());
+    let _p = Publisher::create(&name, &cfg()).unwrap();
+    let (f, _) = layout(&name);
+    let size = f.metadata().unwrap().len();
+    assert_eq!(common::region::get64(&f, 176), size);
+    // Twice the blocks (cfg(): 8 participants, 16 held, 4 topics, 16 slots, 4 inline areas,
+    // blocks of 128 bytes), with the total those counts give.
+    let needed = Layout::new(8, 16, 4, 16, 128, 4).data + 128 * 128;
+    assert!(needed > size);
+    common::region::put64(&f, 160, 128);
+    common::region::put64(&f, 176, needed);
+    match Subscriber::connect(&name).map(|_| ()) {
+        Err(Error::Truncated {
+            name: n,
+            size: s,
+            needed: w,
+        }) => assert_eq!((n.as_str(), s, w), (name.as_str(), size, needed)),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_region_of_another_magic_version_or_kind_is_refused_by_every_opener() {
     // The object header: magic at 0, version at 8, kind at 12 (docs/protocol.md).
@@ -202,6 +229,79 @@ fn a_damaged_topic_table_is_refused() {
         let again = if field >= 120 { "/ok" } else { "/other" };
         let err = p.register(again).map(|_| ()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Corrupt, "field {field} = {v}: {err}");
+    }
+}
+
+/// Every field of a registered entry is checked when a newcomer attaches, the error naming the
+/// field and the value read (docs/protocol.md, "Topic table"): a state or mode outside the
+/// table's, a name length outside 2 ..= 127, an inline area past the areas, an inline message
+/// size of 0 or past what the area holds (16 * 16 - 8 bytes here), unknown flags, a type
+/// alignment that is not a power of two of at most 64, a type name longer than 64 bytes.
+#[test]
+fn each_damaged_entry_field_is_named_at_connect() {
+    // Entries: 0 "/b" (blocks), 1 "/i" (inline, 8 bytes, area 0), 2 "/u" (typed, blocks).
+    // (entry, offset in it, 4 or 8 bytes, value, the field named)
+    let cases: [(u64, u64, u32, u64, &str); 13] = [
+        (0, 0, 4, 1, "topic state"),
+        (0, 0, 4, 5, "topic state"),
+        (0, 4, 4, 0, "topic mode"),
+        (0, 4, 4, 4, "topic mode"),
+        (0, 8, 4, 1, "topic name length"),
+        (0, 8, 4, 128, "topic name length"),
+        (1, 112, 4, 4, "inline area"),
+        (1, 116, 4, 0, "inline message size"),
+        (1, 116, 4, 249, "inline message size"),
+        (1, 124, 4, 4, "topic flags"),
+        (2, 32, 8, 3, "topic type alignment"),
+        (2, 32, 8, 128, "topic type alignment"),
+        (2, 40, 8, 65, "topic type name length"),
+    ];
+    for (entry, off, width, v, what) in cases {
+        let name = unique("ph-entry-field");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &cfg()).unwrap();
+        p.register("/b").unwrap();
+        p.register_spec("/i", &TopicSpec::inline(8)).unwrap();
+        p.register_typed::<u64>("/u").unwrap();
+        drop(Subscriber::connect(&name).unwrap());
+        let (f, l) = layout(&name);
+        if width == 4 {
+            common::region::put32(&f, l.entry(entry) + off, v as u32);
+        } else {
+            common::region::put64(&f, l.entry(entry) + off, v);
+        }
+        match Subscriber::connect(&name).map(|_| ()) {
+            Err(Error::Corrupt { what: w, value, .. }) => {
+                assert_eq!((w, value), (what, v), "entry {entry} offset {off}")
+            }
+            other => panic!("entry {entry} offset {off} = {v}: {other:?}"),
+        }
+    }
+}
+
+/// An inline ring header that the ring's own checks accept but that is not the ring its
+/// entry describes (a capacity of 8 in an area of 16 slots, a watermark an inline ring never
+/// has) is refused at subscribe, naming the field.
+#[test]
+fn an_inline_ring_header_other_than_its_entrys_is_named_at_subscribe() {
+    for (off, v, what) in [
+        (0u64, 8u64, "inline ring capacity"),
+        (48, 5, "inline ring watermark"),
+    ] {
+        let name = unique("ph-inline-header");
+        let _c = Cleanup(name.clone());
+        let p = Publisher::create(&name, &cfg()).unwrap();
+        p.register_spec("/i", &TopicSpec::inline(8)).unwrap();
+        let s = Subscriber::connect(&name).unwrap();
+        drop(s.subscribe("/i").unwrap());
+        let (f, l) = layout(&name);
+        common::region::put64(&f, l.inline_area(0) + off, v);
+        match s.subscribe("/i").map(|_| ()) {
+            Err(Error::Corrupt { what: w, value, .. }) => {
+                assert_eq!((w, value), (what, v), "offset {off}")
+            }
+            other => panic!("offset {off} = {v}: {other:?}"),
+        }
     }
 }
 
@@ -563,6 +663,28 @@ fn a_large_inline_message_on_a_topic_that_is_not_latest_is_refused() {
     let err = s.subscribe("/i").map(|_| ()).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     assert!(err.to_string().contains("16 * ring_slots - 8"), "{err}");
+}
+
+/// A latest-value inline topic of 57-byte messages whose latest flag a peer cleared: from one
+/// byte past a line on, a topic that is not latest-value is refused at subscribe (its
+/// receivers copy into a buffer of 56 bytes), naming the message size.
+#[test]
+fn a_message_one_byte_past_a_line_on_a_topic_that_is_not_latest_is_refused() {
+    let name = unique("ph-inline-57");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg()).unwrap();
+    p.register_spec("/i", &TopicSpec::inline(57).latest())
+        .unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    drop(s.subscribe("/i").unwrap());
+    let (f, l) = layout(&name);
+    common::region::put32(&f, l.entry(0) + 124, 0);
+    match s.subscribe("/i").map(|_| ()) {
+        Err(Error::Corrupt { what, value, .. }) => {
+            assert_eq!((what, value), ("inline message size", 57));
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// A hostile peer: writes the two values in turn to the word at `off` until `end` (by the
@@ -966,6 +1088,33 @@ fn a_closed_topic_with_a_stamp_naming_no_participant_does_not_fail_registrations
         let t = p.register(topic).unwrap_or_else(|e| panic!("{topic}: {e}"));
         p.publish(&t, b"y").unwrap();
     }
+}
+
+/// As above, in a table of two entries: the closed entry with the scribbled stamp is freed
+/// and taken by the registration that needs it (the table's other entry is taken), and its
+/// new topic carries messages.
+#[test]
+fn a_closed_entry_with_a_stamp_naming_no_participant_is_freed_for_the_next_topic() {
+    let name = unique("ph-free-stamp-2");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &cfg().topics(2)).unwrap();
+    let t = p.register("/a").unwrap();
+    p.publish(&t, b"x").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let sub = s.subscribe("/a").unwrap();
+    p.unregister(&t).unwrap();
+    // Slot 1 of topic 0's ring: writing, by participant 1000 (of 8).
+    write_u64(
+        &name,
+        layout(&name).1.slot(0, 1),
+        (1 << 63) | (1000 << 40) | 1,
+    );
+    drop(sub);
+    let _b = p.register("/b").unwrap();
+    let c = p.register("/c").unwrap_or_else(|e| panic!("/c: {e}"));
+    let mut sub = s.subscribe("/c").unwrap();
+    p.publish(&c, b"y").unwrap();
+    assert_eq!(&sub.try_recv().unwrap()[..], b"y");
 }
 
 /// A closed topic's ring slot whose descriptor names a block past the pool: freeing the topic

@@ -55,6 +55,24 @@ fn unnamed_types_are_checked_by_size_and_alignment() {
     );
 }
 
+/// A type exactly as large as a block is the largest a blocks topic carries: it registers, and
+/// a newcomer attaches to the region (which checks the entry's type size against 1 ..= the
+/// block size, both ends included), subscribes and receives it.
+#[test]
+fn a_type_as_large_as_a_block_is_accepted_by_every_reader() {
+    let name = unique("pt-block-sized");
+    let _c = Cleanup(name.clone());
+    let p = Publisher::create(&name, &Config::default().block_size(128)).unwrap();
+    let t = p.register_typed::<[u64; 16]>("/full").unwrap();
+    let s = Subscriber::connect(&name).unwrap();
+    let mut sub = s.subscribe_typed::<[u64; 16]>("/full").unwrap();
+    p.publish_typed(&t, &[7u64; 16]).unwrap();
+    assert_eq!(
+        *sub.try_recv().unwrap().value::<[u64; 16]>().unwrap(),
+        [7u64; 16]
+    );
+}
+
 #[test]
 fn a_typed_loan_is_written_in_place_and_refuses_another_type() {
     let name = unique("pt-loan");

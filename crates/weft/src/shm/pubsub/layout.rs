@@ -514,6 +514,54 @@ mod tests {
         assert!(Geometry::new(32, 256, 64, 256, 1024, 4096, 65).is_err());
     }
 
+    /// Each count is accepted at both ends of its documented range (docs/protocol.md,
+    /// "Configuration line") and refused just outside it, naming the count and the value read.
+    /// The values outside are chosen so that only the range refuses them: 1 and 2^21 ring
+    /// slots are powers of two, 0 and 2^32 bytes of block are multiples of 64.
+    #[test]
+    fn every_count_is_refused_just_outside_its_range() {
+        // participants, held, topics, ring slots, blocks, block size, inline topics
+        let base = [32u64, 256, 64, 256, 1024, 4096, 0];
+        let new = |k: usize, v: u64| {
+            let mut c = base;
+            c[k] = v;
+            Geometry::new(c[0], c[1], c[2], c[3], c[4], c[5], c[6])
+                .map(|_| ())
+                .map_err(|(what, value, _)| (what, value))
+        };
+        let ranges = [
+            (
+                0,
+                "participants",
+                1,
+                MAX_PARTICIPANTS,
+                0,
+                MAX_PARTICIPANTS + 1,
+            ),
+            (
+                1,
+                "samples held per participant",
+                1,
+                MAX_HELD,
+                0,
+                MAX_HELD + 1,
+            ),
+            (2, "topics", 1, MAX_TOPICS, 0, MAX_TOPICS + 1),
+            (3, "ring slots", 2, MAX_RING, 1, 2 * MAX_RING),
+            (4, "blocks", 1, MAX_BLOCKS, 0, MAX_BLOCKS + 1),
+            (5, "block size", 64, MAX_BLOCK_SIZE, 0, MAX_BLOCK_SIZE + 64),
+            (6, "inline topics", 0, 64, 0, 65),
+        ];
+        for (k, what, lo, hi, below, above) in ranges {
+            assert_eq!(new(k, lo), Ok(()), "{what} {lo}");
+            assert_eq!(new(k, hi), Ok(()), "{what} {hi}");
+            if lo > 0 {
+                assert_eq!(new(k, below), Err((what, below)), "{what} {below}");
+            }
+            assert_eq!(new(k, above), Err((what, above)), "{what} {above}");
+        }
+    }
+
     #[test]
     fn an_inline_area_holds_the_ring_of_the_largest_inline_message() {
         use crate::ring::raw::{FLAG_MPMC, Shape};

@@ -110,6 +110,33 @@ mod tests {
         }
     }
 
+    /// A segment holds ASCII letters, digits, '-', '_' and '.' only: any other printable ASCII
+    /// character is refused with the rule it broke, and a name that does not start with '/' is
+    /// refused whatever follows its first byte.
+    #[test]
+    fn only_the_documented_characters_make_a_topic() {
+        validate_topic("/Az09-_.x/y").unwrap();
+        let rule = "a topic may hold only ASCII letters, digits, '-', '_', '.' and '/'";
+        for bad in [
+            "/a:b", "/a*b", "/a+b", "/a~b", "/a%20", "/a\\b", "/a!", "/a@b",
+        ] {
+            match validate_topic(bad) {
+                Err(Error::InvalidName { name, reason }) => {
+                    assert_eq!((name.as_str(), reason), (bad, rule));
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+        for bad in ["prices/AAPL", "xa", "p/q/r"] {
+            match validate_topic(bad) {
+                Err(Error::InvalidName { reason, .. }) => {
+                    assert_eq!(reason, "a topic is a path that starts with '/'", "{bad:?}");
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn uris_split_into_region_and_topic() {
         assert_eq!(

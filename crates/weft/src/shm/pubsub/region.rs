@@ -2672,4 +2672,47 @@ mod tests {
             r.geo.participants,
         );
     }
+
+    /// Every accessor of a per-participant or per-topic area checks its index the same way:
+    /// the first index past the table is `Corrupt`, naming the table and the index, and the
+    /// last one inside it is accepted.
+    #[test]
+    fn every_area_accessor_refuses_the_first_index_past_its_table() {
+        let name = format!("region-areas-{}", std::process::id());
+        let cfg = Config::default()
+            .participants(4)
+            .blocks(8)
+            .topics(4)
+            .inline_topics(2);
+        let p = Publisher::create(&name, &cfg).unwrap();
+        let r = &*p.member.region;
+        let past = |res: crate::Result<()>, table: &str, index: u64| match res {
+            Err(crate::Error::Corrupt {
+                name: n,
+                what,
+                value,
+                ..
+            }) => {
+                assert_eq!((n.as_str(), what, value), (name.as_str(), table, index));
+            }
+            other => panic!("{table} {index}: {other:?}"),
+        };
+        let (parts, topics) = (r.geo.participants as u32, r.geo.topics as u32);
+        assert!(r.ext(parts - 1).is_ok());
+        past(r.ext(parts).map(|_| ()), "participant index", 4);
+        assert_eq!(r.holdings(parts - 1).unwrap().len() as u64, r.geo.held);
+        past(r.holdings(parts).map(|_| ()), "participant index", 4);
+        past(r.inline_record(parts).map(|_| ()), "participant index", 4);
+        assert!(r.stats(topics - 1).is_ok());
+        past(r.stats(topics).map(|_| ()), "topic index", 4);
+        assert!(r.hot(topics - 1).is_ok());
+        past(r.hot(topics).map(|_| ()), "topic index", 4);
+        assert_eq!(
+            r.pubmap(topics - 1).unwrap().len() as u64,
+            r.geo.pubmap_words
+        );
+        past(r.pubmap(topics).map(|_| ()), "topic index", 4);
+        assert!(r.inline_base(1).is_ok());
+        past(r.inline_base(2).map(|_| ()), "inline area", 2);
+    }
 }
