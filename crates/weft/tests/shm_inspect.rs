@@ -163,6 +163,8 @@ fn a_dead_participants_scribbled_record_is_reclaimed() {
     assert_eq!((info.free_blocks, info.kept_blocks), (16 - 4 - 1 - 1, 1));
 }
 
+/// A server reports its clients, and is listed with them as participants, after the server
+/// itself.
 #[test]
 fn a_server_reports_its_clients() {
     let v = unique("insp-srv");
@@ -179,6 +181,17 @@ fn a_server_reports_its_clients() {
     assert_eq!(info.clients.len(), 1);
     assert_eq!(info.clients[0].role, Some(Role::Client));
     assert_eq!(info.clients[0].state, PeerState::Alive);
+    let o = weft::shm::object(&v).unwrap();
+    assert!(o.error.is_none(), "{:?}", o.error);
+    let peers: Vec<_> = o.peers.iter().map(|p| (p.index, p.role, p.state)).collect();
+    assert_eq!(
+        peers,
+        [
+            (0, Some(Role::Server), PeerState::Alive),
+            (1, Some(Role::Client), PeerState::Alive)
+        ]
+    );
+    assert_eq!(o.alive(), 2);
     drop(ch);
     let info = Server::inspect(&v).unwrap();
     assert_eq!(info.clients[0].state, PeerState::Closed);
@@ -571,33 +584,6 @@ fn a_stream_both_sides_left_is_abandoned_with_its_records() {
     let states: Vec<_> = o.peers.iter().map(|p| p.state).collect();
     assert_eq!(states, [PeerState::Closed, PeerState::Closed]);
     assert!(o.is_abandoned(), "a reader came: nothing is kept for one");
-}
-
-/// A server is listed with its connected clients as participants, after the server itself.
-#[test]
-fn a_listed_server_counts_its_clients() {
-    let v = unique("insp-srv-listed");
-    let _c = Sweep(v.clone());
-    let mut server = Server::bind(&v).unwrap();
-    let n = v.clone();
-    let client =
-        std::thread::spawn(move || Server::connect(&n, std::time::Duration::from_secs(5)).unwrap());
-    let _conn = server
-        .accept_timeout(std::time::Duration::from_secs(5))
-        .unwrap();
-    let ch = client.join().unwrap();
-    let o = weft::shm::object(&v).unwrap();
-    assert!(o.error.is_none(), "{:?}", o.error);
-    let peers: Vec<_> = o.peers.iter().map(|p| (p.index, p.role, p.state)).collect();
-    assert_eq!(
-        peers,
-        [
-            (0, Some(Role::Server), PeerState::Alive),
-            (1, Some(Role::Client), PeerState::Alive)
-        ]
-    );
-    assert_eq!(o.alive(), 2);
-    drop(ch);
 }
 
 /// `details` names each participant's role from its record: a publisher whose death was

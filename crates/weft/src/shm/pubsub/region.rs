@@ -2643,42 +2643,13 @@ mod tests {
         );
     }
 
-    /// Every index into a table of the region is checked: one past the end is `Corrupt`,
-    /// naming the region, the table and the index (the error is built out of line).
+    /// Every index into a table of the region is checked, by every accessor of a table or of a
+    /// per-participant or per-topic area: the first index past the end is `Corrupt`, naming the
+    /// region, the table and the index (the error is built out of line), and the last one
+    /// inside it is accepted.
     #[test]
     fn an_index_past_its_table_is_corrupt() {
         let name = format!("region-index-{}", std::process::id());
-        let p = Publisher::create(&name, &Config::default().blocks(8).topics(4)).unwrap();
-        let r = &*p.member.region;
-        let past = |res: crate::Result<()>, table: &str, index: u64| match res {
-            Err(crate::Error::Corrupt {
-                name: n,
-                what,
-                value,
-                ..
-            }) => {
-                assert_eq!((n.as_str(), what, value), (name.as_str(), table, index));
-            }
-            other => panic!("{table} {index}: {other:?}"),
-        };
-        assert!(r.block_ptr(7).is_ok());
-        past(r.block_ptr(8).map(|_| ()), "block index", 8);
-        assert!(r.ring_hot(3, false).is_ok());
-        past(r.ring_hot(4, true).map(|_| ()), "topic index", 4);
-        past(r.topic(4).map(|_| ()), "topic index", 4);
-        past(
-            r.row(r.geo.participants as u32).map(|_| ()),
-            "participant index",
-            r.geo.participants,
-        );
-    }
-
-    /// Every accessor of a per-participant or per-topic area checks its index the same way:
-    /// the first index past the table is `Corrupt`, naming the table and the index, and the
-    /// last one inside it is accepted.
-    #[test]
-    fn every_area_accessor_refuses_the_first_index_past_its_table() {
-        let name = format!("region-areas-{}", std::process::id());
         let cfg = Config::default()
             .participants(4)
             .blocks(8)
@@ -2697,6 +2668,13 @@ mod tests {
             }
             other => panic!("{table} {index}: {other:?}"),
         };
+        assert!(r.block_ptr(7).is_ok());
+        past(r.block_ptr(8).map(|_| ()), "block index", 8);
+        assert!(r.ring_hot(3, false).is_ok());
+        past(r.ring_hot(4, true).map(|_| ()), "topic index", 4);
+        past(r.topic(4).map(|_| ()), "topic index", 4);
+        assert!(r.row(3).is_ok());
+        past(r.row(4).map(|_| ()), "participant index", 4);
         let (parts, topics) = (r.geo.participants as u32, r.geo.topics as u32);
         assert!(r.ext(parts - 1).is_ok());
         past(r.ext(parts).map(|_| ()), "participant index", 4);
