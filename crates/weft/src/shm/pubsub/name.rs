@@ -116,21 +116,24 @@ mod tests {
     #[test]
     fn only_the_documented_characters_make_a_topic() {
         validate_topic("/Az09-_.x/y").unwrap();
-        let rule = "a topic may hold only ASCII letters, digits, '-', '_', '.' and '/'";
-        for bad in [
-            "/a:b", "/a*b", "/a+b", "/a~b", "/a%20", "/a\\b", "/a!", "/a@b",
+        let chars = "a topic may hold only ASCII letters, digits, '-', '_', '.' and '/'";
+        let rooted = "a topic is a path that starts with '/'";
+        for (bad, rule) in [
+            ("/a:b", chars),
+            ("/a*b", chars),
+            ("/a+b", chars),
+            ("/a~b", chars),
+            ("/a%20", chars),
+            ("/a\\b", chars),
+            ("/a!", chars),
+            ("/a@b", chars),
+            ("prices/AAPL", rooted),
+            ("xa", rooted),
+            ("p/q/r", rooted),
         ] {
             match validate_topic(bad) {
                 Err(Error::InvalidName { name, reason }) => {
                     assert_eq!((name.as_str(), reason), (bad, rule));
-                }
-                other => panic!("{bad:?}: {other:?}"),
-            }
-        }
-        for bad in ["prices/AAPL", "xa", "p/q/r"] {
-            match validate_topic(bad) {
-                Err(Error::InvalidName { reason, .. }) => {
-                    assert_eq!(reason, "a topic is a path that starts with '/'", "{bad:?}");
                 }
                 other => panic!("{bad:?}: {other:?}"),
             }
